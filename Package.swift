@@ -1,0 +1,87 @@
+// swift-tools-version:6.0
+//
+// SiteKeep: a sandboxed multi-site state store with key custody.
+//
+// Layers (each imports only the layers below it; see docs/ARCHITECTURE.md):
+//
+//   sitekeep (CLI)  ─ SiteKeepCommandLine
+//   SiteKeepAudit   ─ isolation audit, importable by other test suites
+//   SiteKeepBridge  ─ op catalogue, dispatcher, socket server
+//   SiteKeepPartitions │ SiteKeepVault
+//   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
+//   SiteKeepCrypto  │ SiteKeepKeyring
+//   CSodium · COpenSSL · CZlib · CSQLite · CSecret  (system libraries)
+import PackageDescription
+
+let package = Package(
+    name: "SiteKeep",
+    products: [
+        .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
+        .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
+        .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
+        .library(name: "SiteKeepPartitions", targets: ["SiteKeepPartitions"]),
+        .library(name: "SiteKeepVault", targets: ["SiteKeepVault"]),
+        .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
+        .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
+        .executable(name: "sitekeep", targets: ["sitekeep"]),
+    ],
+    targets: [
+        // C libraries. Module map + shim header only; no Swift.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
+        // Header-only Linux shims: prctl, SO_PEERCRED, CLOCK_BOOTTIME.
+        .systemLibrary(name: "CLinux"),
+
+        // Crypto: typed primitives on libsodium, OpenSSL only where libsodium lacks them.
+        .target(name: "SiteKeepCrypto", dependencies: ["CSodium", "COpenSSL", "CZlib"]),
+        // Process hardening every executable calls first.
+        .target(name: "SiteKeepHardening", dependencies: ["SiteKeepCrypto", "CLinux"]),
+        // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
+        .target(name: "SiteKeepKeyring", dependencies: ["CSecret", "SiteKeepCrypto"]),
+        // Custody: the only layer that holds unwrapped keys.
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring"]),
+        // One SQLite partition per site, values sealed through custody.
+        .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
+        // sgit-format vault client.
+        .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody"]),
+        // The bridge: op catalogue, dispatcher, daemon.
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault"],
+                resources: [.copy("ops.json")]),
+        // Isolation audit, importable by other test suites.
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepBridge"]),
+        // Command-line conventions and commands (testable library behind the thin executable).
+        .target(name: "SiteKeepCommandLine", dependencies: [
+            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit",
+        ]),
+        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
+        // Release-built benchmark driver used by tools/bench. It talks to the C libraries
+        // directly as well, to print wrapper-vs-raw ratios.
+        .executableTarget(name: "sitekeep-bench", dependencies: [
+            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "CSodium", "COpenSSL", "CSQLite",
+        ]),
+
+        .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
+        .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

@@ -1,0 +1,28 @@
+#pragma once
+/* Linux calls that Swift's Glibc module does not import (prctl is variadic and lives in
+ * <sys/prctl.h>; struct ucred needs _GNU_SOURCE). Header-only: nothing to link. */
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static inline int sitekeep_set_dumpable(int on) { return prctl(PR_SET_DUMPABLE, (unsigned long)on, 0, 0, 0); }
+static inline int sitekeep_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
+/* SO_PEERCRED of a connected Unix socket: 0 on success. */
+struct sitekeep_peer_cred { int pid; unsigned int uid; unsigned int gid; };
+int getsockopt(int, int, int, void *, socklen_t *);
+static inline int sitekeep_peer_cred(int fd, struct sitekeep_peer_cred *out) {
+    struct { int pid; unsigned int uid; unsigned int gid; } cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, 17 /* SO_PEERCRED */, &cred, &len) != 0) return -1;
+    out->pid = cred.pid; out->uid = cred.uid; out->gid = cred.gid;
+    return 0;
+}
+
+/* CLOCK_BOOTTIME in nanoseconds: monotonic, and it counts time spent in suspend. */
+static inline long long sitekeep_boottime_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return -1;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}

@@ -1,0 +1,2 @@
+internal import SiteKeepCrypto
+public enum CommandLineTool { public static func main() async {} }

@@ -1,0 +1,90 @@
+internal import CSodium
+
+/// Lower-case hexadecimal, through libsodium's constant-time `sodium_bin2hex` / `sodium_hex2bin`.
+public enum Hex: Sendable {
+    /// Encodes bytes as lower-case hex.
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        let input = Array(bytes)
+        guard !input.isEmpty else { return "" }
+        var out = [CChar](repeating: 0, count: input.count * 2 + 1)
+        input.withUnsafeBufferPointer { src in
+            _ = sodium_bin2hex(&out, out.count, src.baseAddress, src.count)
+        }
+        return String(decoding: out.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Decodes hex (either case). Refuses odd lengths and any non-hex character.
+    public static func decode(_ text: String) throws(CryptoError) -> [UInt8] {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { throw .invalidEncoding("hex text has an odd number of characters") }
+        guard !chars.isEmpty else { return [] }
+        var out = [UInt8](repeating: 0, count: chars.count / 2)
+        var written = 0
+        var end: UnsafePointer<CChar>? = nil
+        let rc = chars.withUnsafeBufferPointer { src in
+            src.withMemoryRebound(to: CChar.self) { c in
+                sodium_hex2bin(&out, out.count, c.baseAddress, c.count, nil, &written, &end)
+            }
+        }
+        guard rc == 0, written == out.count else { throw .invalidEncoding("text is not hexadecimal") }
+        return out
+    }
+}
+
+/// Standard base64 (`+/`, `=` padding) and base64url (`-_`, no padding), through libsodium's
+/// constant-time codec. Decoding is strict: no whitespace, no mixed alphabets.
+public enum Base64: Sendable {
+    /// The alphabet and padding to use.
+    public enum Variant: Sendable {
+        /// RFC 4648 §4: `A–Z a–z 0–9 + /` with `=` padding.
+        case standard
+        /// RFC 4648 §5 without padding, as WebAuthn and URL fragments use it.
+        case urlSafeNoPadding
+        /// RFC 4648 §5 with `=` padding.
+        case urlSafe
+
+        var sodiumValue: Int32 {
+            switch self {
+            case .standard: sodium_base64_VARIANT_ORIGINAL
+            case .urlSafeNoPadding: sodium_base64_VARIANT_URLSAFE_NO_PADDING
+            case .urlSafe: sodium_base64_VARIANT_URLSAFE
+            }
+        }
+    }
+
+    /// Encodes bytes.
+    public static func encode(_ bytes: some Collection<UInt8>, variant: Variant = .standard) -> String {
+        let input = Array(bytes)
+        guard !input.isEmpty else { return "" }
+        let length = sodium_base64_encoded_len(input.count, variant.sodiumValue)
+        var out = [CChar](repeating: 0, count: length)
+        input.withUnsafeBufferPointer { src in
+            _ = sodium_bin2base64(&out, out.count, src.baseAddress, src.count, variant.sodiumValue)
+        }
+        let bytes = out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Decodes text in the given variant. Refuses characters outside the alphabet, wrong padding
+    /// and trailing garbage.
+    public static func decode(_ text: String, variant: Variant = .standard) throws(CryptoError) -> [UInt8] {
+        let chars = Array(text.utf8)
+        guard !chars.isEmpty else { return [] }
+        var out = [UInt8](repeating: 0, count: chars.count * 3 / 4 + 3)
+        var written = 0
+        var end: UnsafePointer<CChar>? = nil
+        let rc = chars.withUnsafeBufferPointer { src in
+            src.withMemoryRebound(to: CChar.self) { c in
+                sodium_base642bin(&out, out.count, c.baseAddress, c.count, nil, &written, &end, variant.sodiumValue)
+            }
+        }
+        guard rc == 0 else { throw .invalidEncoding("text is not valid \(variant == .standard ? "base64" : "base64url")") }
+        if let end {
+            let consumed = chars.withUnsafeBufferPointer { src in
+                src.withMemoryRebound(to: CChar.self) { c in c.baseAddress!.distance(to: end) }
+            }
+            guard consumed == chars.count else { throw .invalidEncoding("trailing characters after base64 data") }
+        }
+        return Array(out.prefix(written))
+    }
+}

@@ -1,0 +1,311 @@
+internal import COpenSSL
+
+/// ECDSA over NIST P-256 with SHA-256, through OpenSSL's libcrypto (libsodium has no P-256).
+///
+/// Signatures come in two forms: raw `r || s` (64 bytes, IEEE P1363, as WebCrypto and the sgit
+/// format use) and DER (X9.62, as X.509 and most tools use). Public keys travel as
+/// SubjectPublicKeyInfo (DER or PEM); private keys as PKCS#8.
+public enum P256: Sendable {}
+
+extension P256 {
+    /// Signing and verification.
+    public enum Signing: Sendable {}
+}
+
+extension P256.Signing {
+    /// An ECDSA signature, held in raw `r || s` form.
+    public struct Signature: Sendable, Hashable {
+        /// `r || s`, each a 32-byte big-endian integer.
+        public let rawRepresentation: [UInt8]
+
+        /// Wraps a raw 64-byte `r || s` signature.
+        /// - Throws: ``CryptoError/invalidSignatureEncoding(_:)`` for any other length.
+        public init(rawRepresentation: [UInt8]) throws(CryptoError) {
+            guard rawRepresentation.count == 64 else {
+                throw .invalidSignatureEncoding("a raw P-256 signature is 64 bytes, got \(rawRepresentation.count)")
+            }
+            self.rawRepresentation = rawRepresentation
+        }
+
+        /// Parses a strict DER `ECDSA-Sig-Value`. BER variants (long-form lengths, extra leading
+        /// zeros, trailing bytes) are refused, because the re-encoding must equal the input.
+        public init(derRepresentation der: [UInt8]) throws(CryptoError) {
+            guard !der.isEmpty, der.count <= 72 else { throw .invalidSignatureEncoding("DER signature has a bad length") }
+            let raw: [UInt8]? = der.withUnsafeBufferPointer { buffer -> [UInt8]? in
+                var p: UnsafePointer<UInt8>? = buffer.baseAddress
+                guard let sig = d2i_ECDSA_SIG(nil, &p, buffer.count) else { return nil }
+                defer { ECDSA_SIG_free(sig) }
+                guard let p, buffer.baseAddress!.distance(to: p) == buffer.count else { return nil }
+                // Strict DER: the canonical re-encoding must be byte-identical.
+                var out: UnsafeMutablePointer<UInt8>? = nil
+                let n = i2d_ECDSA_SIG(sig, &out)
+                guard n > 0, let out else { return nil }
+                defer { CRYPTO_free(out, #fileID, #line) }
+                guard Int(n) == der.count, memcmp(out, buffer.baseAddress!, der.count) == 0 else { return nil }
+                var r: OpaquePointer? = nil, s: OpaquePointer? = nil
+                ECDSA_SIG_get0(sig, &r, &s)
+                var bytes = [UInt8](repeating: 0, count: 64)
+                guard (BN_num_bits(r) + 7) / 8 <= 32, (BN_num_bits(s) + 7) / 8 <= 32,
+                      BN_bn2binpad(r, &bytes, 32) == 32,
+                      bytes.withUnsafeMutableBufferPointer({ BN_bn2binpad(s, $0.baseAddress! + 32, 32) }) == 32
+                else { return nil }
+                return bytes
+            }
+            guard let raw else { throw .invalidSignatureEncoding("not a strict DER ECDSA signature") }
+            rawRepresentation = raw
+        }
+
+        /// The DER encoding (`SEQUENCE { INTEGER r, INTEGER s }`).
+        public var derRepresentation: [UInt8] {
+            Self.der(fromRaw: rawRepresentation) ?? []
+        }
+
+        static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
+            guard let sig = ECDSA_SIG_new() else { return nil }
+            defer { ECDSA_SIG_free(sig) }
+            let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+            let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+            guard let r, let s else { BN_free(r); BN_free(s); return nil }
+            guard ECDSA_SIG_set0(sig, r, s) == 1 else { BN_free(r); BN_free(s); return nil }
+            var out: UnsafeMutablePointer<UInt8>? = nil
+            let n = i2d_ECDSA_SIG(sig, &out)
+            guard n > 0, let out else { return nil }
+            defer { CRYPTO_free(out, #fileID, #line) }
+            return Array(UnsafeBufferPointer(start: out, count: Int(n)))
+        }
+    }
+
+    /// A P-256 public key, held as its SubjectPublicKeyInfo DER (91 bytes).
+    public struct PublicKey: Sendable, Hashable {
+        /// The SubjectPublicKeyInfo DER encoding.
+        public let derRepresentation: [UInt8]
+
+        /// Parses SubjectPublicKeyInfo DER; refuses keys on other curves or of other types.
+        public init(derRepresentation der: [UInt8]) throws(CryptoError) {
+            guard let key = OpenSSLKey.publicKey(fromSPKI: der) else {
+                throw .invalidKeyEncoding("not a P-256 SubjectPublicKeyInfo")
+            }
+            EVP_PKEY_free(key)
+            derRepresentation = der
+        }
+
+        /// Parses a `-----BEGIN PUBLIC KEY-----` PEM block.
+        public init(pemRepresentation pem: String) throws(CryptoError) {
+            let der = try PEM.decode(pem, label: "PUBLIC KEY")
+            try self.init(derRepresentation: der)
+        }
+
+        /// The PEM form: the header, base64 of the DER in lines of 64, the footer, each line
+        /// ending in `\n` (the form the sgit format stores).
+        public var pemRepresentation: String { PEM.encode(derRepresentation, label: "PUBLIC KEY") }
+
+        /// Whether `signature` is a valid ECDSA-SHA256 signature of `message`.
+        public func isValidSignature(_ signature: Signature, for message: [UInt8]) -> Bool {
+            guard let der = Signature.der(fromRaw: signature.rawRepresentation),
+                  let key = OpenSSLKey.publicKey(fromSPKI: derRepresentation) else { return false }
+            defer { EVP_PKEY_free(key) }
+            return OpenSSLKey.verify(key: key, der: der, message: message)
+        }
+    }
+
+    /// A P-256 signing key. Noncopyable; the key lives in OpenSSL's memory (its secure heap when
+    /// the process hardening has initialised it) and is freed with `EVP_PKEY_free`, which clears
+    /// the private scalar. Export is `package`-only, for wrapping by custody.
+    public struct PrivateKey: ~Copyable {
+        private let key: OpaquePointer
+        /// The matching public key.
+        public let publicKey: PublicKey
+
+        /// Generates a new key.
+        public init() throws(CryptoError) {
+            guard let ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else { throw .allocationFailed }
+            defer { EVP_PKEY_CTX_free(ctx) }
+            var pkey: OpaquePointer? = nil
+            guard EVP_PKEY_keygen_init(ctx) == 1,
+                  EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx, NID_X9_62_prime256v1) == 1,
+                  EVP_PKEY_keygen(ctx, &pkey) == 1, let pkey
+            else { throw .operationFailed("P-256 key generation") }
+            try self.init(taking: pkey)
+        }
+
+        /// Imports an unencrypted PKCS#8 private key, DER or PEM (`-----BEGIN PRIVATE KEY-----`).
+        /// - Throws: ``CryptoError/invalidKeyEncoding(_:)`` for anything that is not a P-256
+        ///   PKCS#8 key.
+        public init(pkcs8: borrowing SecretBytes) throws(CryptoError) {
+            let pkey: OpaquePointer? = try pkcs8.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(CryptoError) -> OpaquePointer? in
+                let text = bytes.starts(with: Array("-----BEGIN".utf8)) || bytes.first(where: { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 }) == UInt8(ascii: "-")
+                if text {
+                    var der = try PEM.decode(bytes, label: "PRIVATE KEY")
+                    defer { SecureMemory.zero(&der) }
+                    return der.withUnsafeBytes { OpenSSLKey.privateKey(fromPKCS8: $0) }
+                }
+                return OpenSSLKey.privateKey(fromPKCS8: bytes)
+            }
+            guard let pkey else { throw .invalidKeyEncoding("not an unencrypted P-256 PKCS#8 private key") }
+            try self.init(taking: pkey)
+        }
+
+        private init(taking pkey: OpaquePointer) throws(CryptoError) {
+            guard OpenSSLKey.isP256(pkey), let spki = OpenSSLKey.spki(of: pkey) else {
+                EVP_PKEY_free(pkey)
+                throw .invalidKeyEncoding("key is not on the P-256 curve")
+            }
+            let publicKey: PublicKey
+            do {
+                publicKey = try PublicKey(derRepresentation: spki)
+            } catch {
+                EVP_PKEY_free(pkey)
+                throw error
+            }
+            self.key = pkey
+            self.publicKey = publicKey
+        }
+
+        /// Signs SHA-256(`message`) and returns the raw `r || s` signature (randomised k).
+        public borrowing func signature(for message: [UInt8]) throws(CryptoError) -> Signature {
+            guard let der = OpenSSLKey.sign(key: key, message: message) else { throw .operationFailed("ECDSA signing") }
+            return try Signature(derRepresentation: der)
+        }
+
+        /// The PKCS#8 DER encoding, in guarded memory, for wrapping by custody.
+        package borrowing func pkcs8DER() throws(CryptoError) -> SecretBytes {
+            guard let p8 = EVP_PKEY2PKCS8(key) else { throw .operationFailed("EVP_PKEY2PKCS8") }
+            defer { PKCS8_PRIV_KEY_INFO_free(p8) }
+            var out: UnsafeMutablePointer<UInt8>? = nil
+            let n = i2d_PKCS8_PRIV_KEY_INFO(p8, &out)
+            guard n > 0, let out else { throw .operationFailed("i2d_PKCS8_PRIV_KEY_INFO") }
+            defer { OPENSSL_cleanse(out, Int(n)); CRYPTO_free(out, #fileID, #line) }
+            return try SecretBytes(count: Int(n), initializingWith: { (dst: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                dst.copyMemory(from: UnsafeRawBufferPointer(start: out, count: Int(n)))
+            })
+        }
+
+        /// The PKCS#8 PEM encoding (`-----BEGIN PRIVATE KEY-----`), in guarded memory.
+        package borrowing func pkcs8PEM() throws(CryptoError) -> SecretBytes {
+            let der = try pkcs8DER()
+            return try der.withUnsafeBytes { (d: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes in
+                var text = Array(PEM.encode(Array(d), label: "PRIVATE KEY").utf8)
+                return try SecretBytes(consumingAndZeroing: &text)
+            }
+        }
+
+        deinit { EVP_PKEY_free(key) }
+    }
+}
+
+@available(*, unavailable)
+extension P256.Signing.PrivateKey: Sendable {}
+
+/// libcrypto EVP_PKEY helpers. Every returned key is owned by the caller.
+enum OpenSSLKey {
+    static func publicKey(fromSPKI der: [UInt8]) -> OpaquePointer? {
+        guard !der.isEmpty, der.count < 1024 else { return nil }
+        return der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var p: UnsafePointer<UInt8>? = buffer.baseAddress
+            guard let key = d2i_PUBKEY(nil, &p, buffer.count) else { ERR_clear_error(); return nil }
+            guard let p, buffer.baseAddress!.distance(to: p) == buffer.count, isP256(key) else {
+                EVP_PKEY_free(key); return nil
+            }
+            return key
+        }
+    }
+
+    static func privateKey(fromPKCS8 der: UnsafeRawBufferPointer) -> OpaquePointer? {
+        guard der.count > 0, der.count < 4096 else { return nil }
+        var p: UnsafePointer<UInt8>? = der.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        guard let info = d2i_PKCS8_PRIV_KEY_INFO(nil, &p, der.count) else { ERR_clear_error(); return nil }
+        defer { PKCS8_PRIV_KEY_INFO_free(info) }
+        guard let p, der.baseAddress!.assumingMemoryBound(to: UInt8.self).distance(to: p) == der.count else { return nil }
+        guard let key = EVP_PKCS82PKEY(info) else { ERR_clear_error(); return nil }
+        guard isP256(key) else { EVP_PKEY_free(key); return nil }
+        return key
+    }
+
+    static func isP256(_ key: OpaquePointer) -> Bool {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return false }
+        var name = [CChar](repeating: 0, count: 64)
+        var len = 0
+        guard EVP_PKEY_get_utf8_string_param(key, "group", &name, name.count, &len) == 1 else { return false }
+        return String(decoding: name.prefix(len).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
+    }
+
+    static func spki(of key: OpaquePointer) -> [UInt8]? {
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let n = i2d_PUBKEY(key, &out)
+        guard n > 0, let out else { return nil }
+        defer { CRYPTO_free(out, #fileID, #line) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(n)))
+    }
+
+    static func sign(key: OpaquePointer, message: [UInt8]) -> [UInt8]? {
+        guard let ctx = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { ERR_clear_error(); return nil }
+        var sig = [UInt8](repeating: 0, count: 80)
+        var len = sig.count
+        let rc = message.withUnsafeBufferPointer { m in
+            EVP_DigestSign(ctx, &sig, &len, m.baseAddress ?? UnsafePointer(bitPattern: 1)!, m.count)
+        }
+        guard rc == 1 else { ERR_clear_error(); return nil }
+        return Array(sig.prefix(len))
+    }
+
+    static func verify(key: OpaquePointer, der: [UInt8], message: [UInt8]) -> Bool {
+        guard let ctx = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { ERR_clear_error(); return false }
+        let rc = message.withUnsafeBufferPointer { m in
+            EVP_DigestVerify(ctx, der, der.count, m.baseAddress ?? UnsafePointer(bitPattern: 1)!, m.count)
+        }
+        if rc != 1 { ERR_clear_error() }
+        return rc == 1
+    }
+}
+
+/// RFC 7468 PEM text: one labelled block of base64.
+package enum PEM {
+    /// Encodes DER as a PEM block, 64 characters a line, every line ending in `\n`.
+    package static func encode(_ der: [UInt8], label: String) -> String {
+        let b64 = Array(Base64.encode(der).utf8)
+        var text = "-----BEGIN \(label)-----\n"
+        var i = 0
+        while i < b64.count {
+            let end = min(i + 64, b64.count)
+            text += String(decoding: b64[i..<end], as: UTF8.self) + "\n"
+            i = end
+        }
+        return text + "-----END \(label)-----\n"
+    }
+
+    /// Decodes the first block with the given label from PEM text.
+    package static func decode(_ text: String, label: String) throws(CryptoError) -> [UInt8] {
+        let result: Result<[UInt8], CryptoError> = Array(text.utf8).withUnsafeBytes { raw in
+            Result { () throws(CryptoError) -> [UInt8] in try decode(raw, label: label) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes from raw bytes, so secret PEM text need not become a `String`.
+    package static func decode(_ bytes: UnsafeRawBufferPointer, label: String) throws(CryptoError) -> [UInt8] {
+        guard bytes.count < 64 * 1024 else { throw .invalidKeyEncoding("PEM text too long") }
+        let begin = Array("-----BEGIN \(label)-----".utf8), end = Array("-----END \(label)-----".utf8)
+        let all = Array(bytes)
+        guard let b = find(begin, in: all, from: 0), let e = find(end, in: all, from: b + begin.count) else {
+            throw .invalidKeyEncoding("no '-----BEGIN \(label)-----' block")
+        }
+        var body = all[(b + begin.count)..<e].filter { $0 != 0x0a && $0 != 0x0d && $0 != 0x20 && $0 != 0x09 }
+        defer { SecureMemory.zero(&body) }
+        guard let der = try? Base64.decode(String(decoding: body, as: UTF8.self)) else {
+            throw .invalidKeyEncoding("PEM body is not base64")
+        }
+        return der
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
+        for i in start...(haystack.count - needle.count) where haystack[i..<(i + needle.count)].elementsEqual(needle) {
+            return i
+        }
+        return nil
+    }
+}

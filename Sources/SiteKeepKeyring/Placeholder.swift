@@ -1,0 +1,1 @@
+// The keyring layer: see KeyringBackend.swift.

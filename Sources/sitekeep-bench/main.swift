@@ -1,0 +1,2 @@
+internal import SiteKeepCrypto
+print("bench")

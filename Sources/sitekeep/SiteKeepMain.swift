@@ -1,0 +1,8 @@
+import SiteKeepCommandLine
+
+@main
+struct SiteKeepMain {
+    static func main() async {
+        await CommandLineTool.main()
+    }
+}
