@@ -1,0 +1,222 @@
+public import SiteKeepCrypto
+import Synchronization
+
+/// A secret behind a lock. `@unchecked Sendable` because the invariant is kept by hand:
+/// `secret` is only touched inside `withLock`, so page-protection toggles never race.
+final class LockedSecret: @unchecked Sendable {
+    private let lock = Mutex<Void>(())
+    private let secret: SecretBytes
+    init(_ secret: consuming SecretBytes) { self.secret = secret }
+    func withLock<R: ~Copyable, E: Error>(_ body: (borrowing SecretBytes) throws(E) -> R) throws(E) -> R {
+        try lock.withLock { (_: inout Void) throws(E) -> R in try body(secret) }
+    }
+}
+
+enum SigningKey: ~Copyable {
+    case ed25519(Ed25519.PrivateKey)
+    case p256(P256.Signing.PrivateKey)
+}
+
+/// A signing key behind a lock; the same invariant as ``LockedSecret``.
+final class LockedSigningKey: @unchecked Sendable {
+    private let lock = Mutex<Void>(())
+    private let key: SigningKey
+    init(_ key: consuming SigningKey) { self.key = key }
+    func withLock<R: ~Copyable, E: Error>(_ body: (borrowing SigningKey) throws(E) -> R) throws(E) -> R {
+        try lock.withLock { (_: inout Void) throws(E) -> R in try body(key) }
+    }
+}
+
+/// A symmetric key held by custody. Callers can seal, open and MAC with it; nothing can read it.
+///
+/// The key lives in guarded memory behind a `Mutex` (guarded pages toggle their protection per
+/// use, so uses are serialised). Dropping the last reference wipes the key.
+public final class SymmetricKeyHandle: Sendable {
+    private let key: LockedSecret
+
+    /// Takes ownership of a 32-byte key. Only SiteKeep's own modules can create handles.
+    package init(taking key: consuming SecretBytes) throws(CryptoError) {
+        guard key.count == 32 else { throw .invalidKeyLength(expected: 32, actual: key.count) }
+        self.key = LockedSecret(key)
+    }
+
+    /// A fresh random key.
+    package static func random() throws(CryptoError) -> SymmetricKeyHandle {
+        try SymmetricKeyHandle(taking: SecretBytes(randomCount: 32))
+    }
+
+    /// Seals with XChaCha20-Poly1305 under a random nonce; `nonce || ciphertext || tag`.
+    public func seal(_ plaintext: [UInt8], authenticating associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            try XChaCha20Poly1305.seal(plaintext, using: k, authenticating: associatedData)
+        }
+    }
+
+    /// Opens what ``seal(_:authenticating:)`` produced.
+    /// - Throws: ``CryptoError/authenticationFailed`` when the bytes or associated data differ.
+    public func open(_ sealed: [UInt8], authenticating associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            try XChaCha20Poly1305.open(sealed, using: k, authenticating: associatedData)
+        }
+    }
+
+    /// AES-256-GCM with a caller-chosen nonce, returning `ciphertext || tag` (the sgit format).
+    public func aesGCMSeal(_ plaintext: [UInt8], nonce: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            try AES256GCM.seal(plaintext, using: k, nonce: nonce)
+        }
+    }
+
+    /// AES-256-GCM decryption of `ciphertext || tag`.
+    public func aesGCMOpen(_ ciphertextAndTag: [UInt8], nonce: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            try AES256GCM.open(ciphertextAndTag, using: k, nonce: nonce)
+        }
+    }
+
+    /// HMAC-SHA256 of `message` under this key (keyed hashes of names, sgit file ids and
+    /// deterministic IVs).
+    public func authenticationCode(for message: [UInt8]) -> [UInt8] {
+        key.withLock { k in HMACSHA256.authenticationCode(for: message, using: k) }
+    }
+
+    /// A subkey derived with HKDF-SHA256 (`info` names its purpose).
+    public func deriveSubkey(info: [UInt8], salt: [UInt8] = []) throws(CryptoError) -> SymmetricKeyHandle {
+        let sub = try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> SecretBytes in
+            try HKDF.deriveKey(inputKeyMaterial: k, salt: salt, info: info)
+        }
+        return try SymmetricKeyHandle(taking: sub)
+    }
+
+    /// Seals another secret under this key (key wrapping), without copying it out of guarded memory.
+    package func wrap(_ secret: borrowing SecretBytes, authenticating associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            try XChaCha20Poly1305.sealSecret(secret, using: k, authenticating: associatedData)
+        }
+    }
+
+    /// Opens a wrapped secret straight into guarded memory.
+    package func unwrap(_ sealed: [UInt8], authenticating associatedData: [UInt8]) throws(CryptoError) -> SecretBytes {
+        try key.withLock { (k: borrowing SecretBytes) throws(CryptoError) -> SecretBytes in
+            try XChaCha20Poly1305.openSecret(sealed, using: k, authenticating: associatedData)
+        }
+    }
+
+    /// Runs `body` with the key readable once, for batches (a partition writing thousands of
+    /// rows pays the page-protection toggle once, not per row). The ``KeyScope`` must not
+    /// escape the closure.
+    public func withScope<R, E: Error>(_ body: (borrowing KeyScope) throws(E) -> R) throws(E) -> R {
+        try key.withLock { (k: borrowing SecretBytes) throws(E) -> R in
+            try k.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(E) -> R in
+                let scope = KeyScope(raw: raw)
+                return try body(scope)
+            }
+        }
+    }
+}
+
+/// The operations of a ``SymmetricKeyHandle`` while its key is readable, for batches.
+/// It exposes no bytes; it exists only inside ``SymmetricKeyHandle/withScope(_:)``.
+public struct KeyScope: ~Copyable {
+    private let raw: UnsafeRawBufferPointer
+    fileprivate init(raw: UnsafeRawBufferPointer) { self.raw = raw }
+
+    /// As ``SymmetricKeyHandle/seal(_:authenticating:)``.
+    public func seal(_ plaintext: [UInt8], authenticating associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try RawKeyOps.seal(plaintext, key: raw, ad: associatedData)
+    }
+
+    /// As ``SymmetricKeyHandle/open(_:authenticating:)``.
+    public func open(_ sealed: [UInt8], authenticating associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try RawKeyOps.open(sealed, key: raw, ad: associatedData)
+    }
+
+    /// As ``SymmetricKeyHandle/authenticationCode(for:)``.
+    public func authenticationCode(for message: [UInt8]) -> [UInt8] {
+        HMACSHA256.authenticationCode(for: message, rawKey: raw)
+    }
+}
+
+@available(*, unavailable)
+extension KeyScope: Sendable {}
+
+/// The algorithms of signing keys custody holds.
+public enum SigningAlgorithm: String, Sendable, Codable, CaseIterable {
+    /// Ed25519 (RFC 8032); 64-byte signatures.
+    case ed25519
+    /// ECDSA P-256 with SHA-256; 64-byte raw `r || s` signatures.
+    case p256 = "p256"
+}
+
+/// A signing key held by custody. `sign` returns a signature; the key cannot be read.
+public final class SigningKeyHandle: Sendable {
+    private let key: LockedSigningKey
+    /// The key's algorithm.
+    public let algorithm: SigningAlgorithm
+    /// The public key: 32 raw bytes for Ed25519, SubjectPublicKeyInfo DER for P-256.
+    public let publicKey: [UInt8]
+
+    /// Takes ownership of an Ed25519 key.
+    package init(ed25519 key: consuming Ed25519.PrivateKey) {
+        algorithm = .ed25519
+        publicKey = key.publicKey.rawRepresentation
+        self.key = LockedSigningKey(.ed25519(key))
+    }
+
+    /// Takes ownership of a P-256 key.
+    package init(p256 key: consuming P256.Signing.PrivateKey) {
+        algorithm = .p256
+        publicKey = key.publicKey.derRepresentation
+        self.key = LockedSigningKey(.p256(key))
+    }
+
+    /// Signs `message`: Ed25519, or ECDSA P-256/SHA-256 in raw `r || s` form.
+    public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withLock { (k: borrowing SigningKey) throws(CryptoError) -> [UInt8] in
+            switch k {
+            case .ed25519(let ed): return ed.signature(for: message)
+            case .p256(let p): return try p.signature(for: message).rawRepresentation
+            }
+        }
+    }
+
+    /// Whether `signature` verifies under this key's public key.
+    public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
+        SignatureVerifier.isValid(signature, for: message, publicKey: publicKey, algorithm: algorithm)
+    }
+
+    /// The private key in its storable form (Ed25519 seed or P-256 PKCS#8 DER), for wrapping.
+    package func exportForWrapping() throws(CryptoError) -> SecretBytes {
+        try key.withLock { (k: borrowing SigningKey) throws(CryptoError) -> SecretBytes in
+            switch k {
+            case .ed25519(let ed): return try ed.seed()
+            case .p256(let p): return try p.pkcs8DER()
+            }
+        }
+    }
+
+    /// Rebuilds a handle from ``exportForWrapping()`` output.
+    package static func importWrapped(_ secret: consuming SecretBytes, algorithm: SigningAlgorithm) throws(CryptoError) -> SigningKeyHandle {
+        switch algorithm {
+        case .ed25519: return SigningKeyHandle(ed25519: try Ed25519.PrivateKey(seed: secret))
+        case .p256: return SigningKeyHandle(p256: try P256.Signing.PrivateKey(pkcs8: secret))
+        }
+    }
+}
+
+/// Verification of the signatures custody's keys make, from public keys alone.
+public enum SignatureVerifier: Sendable {
+    /// Whether `signature` is valid for `message` under `publicKey` (32 raw bytes for Ed25519,
+    /// SPKI DER for P-256; raw `r || s` signatures for P-256).
+    public static func isValid(_ signature: [UInt8], for message: [UInt8], publicKey: [UInt8], algorithm: SigningAlgorithm) -> Bool {
+        switch algorithm {
+        case .ed25519:
+            guard let pk = try? Ed25519.PublicKey(rawRepresentation: publicKey) else { return false }
+            return pk.isValidSignature(signature, for: message)
+        case .p256:
+            guard let pk = try? P256.Signing.PublicKey(derRepresentation: publicKey),
+                  let sig = try? P256.Signing.Signature(rawRepresentation: signature) else { return false }
+            return pk.isValidSignature(sig, for: message)
+        }
+    }
+}

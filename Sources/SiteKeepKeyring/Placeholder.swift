@@ -1,1 +1,0 @@
-// The keyring layer: see KeyringBackend.swift.
