@@ -16,6 +16,7 @@ import PackageDescription
 let package = Package(
     name: "SiteKeep",
     products: [
+        .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
         .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
@@ -35,6 +36,9 @@ let package = Package(
         // Header-only Linux shims: prctl, SO_PEERCRED, CLOCK_BOOTTIME.
         .systemLibrary(name: "CLinux"),
 
+        // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
+        // vault format and the bridge need. Pure Swift, no dependencies.
+        .target(name: "SiteKeepJSON"),
         // Crypto: typed primitives on libsodium, OpenSSL only where libsodium lacks them.
         .target(name: "SiteKeepCrypto", dependencies: ["CSodium", "COpenSSL", "CZlib"]),
         // Process hardening every executable calls first.
@@ -42,19 +46,19 @@ let package = Package(
         // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
         .target(name: "SiteKeepKeyring", dependencies: ["CSecret", "SiteKeepCrypto"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
         // sgit-format vault client.
-        .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody"]),
+        .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepBridge"]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
-            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
@@ -66,6 +70,7 @@ let package = Package(
         ]),
 
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
+        .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),

@@ -1,0 +1,96 @@
+import Testing
+import SiteKeepJSON
+
+@Suite struct JSONParserTests {
+    @Test func parsesEveryType() throws {
+        let v = try JSONParser.parse(#" {"a": [1, -2.5, true, false, null, "x\u00e9\n"], "b": {}} "#)
+        #expect(v["a"] == .array([.int(1), .double(-2.5), .bool(true), .bool(false), .null, .string("xé\n")]))
+        #expect(v["b"] == .object([]))
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "tru", "nul", "'a'", "[1 2]",
+        "{\"a\" 1}", "{a:1}", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"", "\"a\u{01}\"", "[1] x", "NaN", "Infinity",
+        "{\"a\":1,\"a\":2}", "/* c */ 1",
+    ])
+    func refusesMalformed(_ text: String) {
+        #expect(throws: JSONError.self) { try JSONParser.parse(text) }
+    }
+
+    @Test func refusesInvalidUTF8() {
+        for bad: [UInt8] in [[0x22, 0xff, 0x22], [0x22, 0xc0, 0xaf, 0x22], [0x22, 0xed, 0xa0, 0x80, 0x22], [0x22, 0xe2, 0x82, 0x22]] {
+            #expect(throws: JSONError.self) { try JSONParser.parse(bad) }
+        }
+    }
+
+    @Test func enforcesLimits() {
+        let limits = JSONLimits(maxBytes: 100, maxDepth: 3, maxStringBytes: 5, maxElements: 3)
+        #expect(throws: JSONError(reason: .tooDeep(limit: 3), offset: 3)) { try JSONParser.parse("[[[[1]]]]", limits: limits) }
+        #expect(throws: JSONError.self) { try JSONParser.parse("\"abcdef\"", limits: limits) }
+        #expect(throws: JSONError.self) { try JSONParser.parse("[1,2,3,4]", limits: limits) }
+        #expect(throws: JSONError(reason: .tooLarge(limit: 100), offset: 0)) {
+            try JSONParser.parse(String(repeating: " ", count: 101) + "1", limits: limits)
+        }
+        // A deep document far past the limit fails fast instead of overflowing the stack.
+        let deep = String(repeating: "[", count: 100_000)
+        #expect(throws: JSONError.self) { try JSONParser.parse(deep, limits: .message) }
+    }
+
+    @Test func keysAreComparedByBytesNotCanonicalEquivalence() throws {
+        let v = try JSONParser.parse("{\"\u{00E9}\": 1, \"e\u{0301}\": 2}")
+        #expect(v.objectValue?.count == 2)
+        #expect(v["\u{00E9}"] == .int(1))
+        #expect(v["e\u{0301}"] == .int(2))
+    }
+
+    @Test func integersAndFractionsStayDistinct() throws {
+        #expect(try JSONParser.parse("5") == .int(5))
+        #expect(try JSONParser.parse("5.0") == .double(5))
+        #expect(try JSONParser.parse("9223372036854775808") == .double(9223372036854775808))
+    }
+}
+
+@Suite struct JSONSerializerTests {
+    /// The signing bytes of the sgit `init` commit in SGIT-FORMAT.md §4.4.
+    @Test func canonicalMatchesTheSgitSigningBytes() {
+        let commit: JSONValue = [
+            "schema": "commit_v1", "tree_id": "obj-cas-imm-9f5613e8b39d",
+            "message_enc": "d0dZF6W5JxRNvAbbHI1MGp6ll01Rtf1HVJGdtZTVzzM=",
+            "branch_id": "branch-clone-e4f153e46c4a9de4", "author_key_id": "key-rnd-imm-1a064d7bd08a7250",
+            "author_signature": nil, "parents": [], "timestamp_ms": 1795957712240, "attestations": [],
+        ]
+        let expected = #"{"attestations":[],"author_key_id":"key-rnd-imm-1a064d7bd08a7250","author_signature":null,"branch_id":"branch-clone-e4f153e46c4a9de4","message_enc":"d0dZF6W5JxRNvAbbHI1MGp6ll01Rtf1HVJGdtZTVzzM=","parents":[],"schema":"commit_v1","timestamp_ms":1795957712240,"tree_id":"obj-cas-imm-9f5613e8b39d"}"#
+        #expect(JSONSerializer.string(commit, style: .canonical) == expected)
+    }
+
+    @Test func pythonStyleMatchesJsonDumps() {
+        let tree: JSONValue = ["schema": "tree_v1", "entries": []]
+        #expect(JSONSerializer.string(tree, style: .python) == #"{"schema": "tree_v1", "entries": []}"#)
+        let v: JSONValue = ["a": "é😀/\u{1f}", "b": [1, 2.0, nil, true]]
+        #expect(JSONSerializer.string(v, style: .python) == #"{"a": "\u00e9\ud83d\ude00/\u001f", "b": [1, 2.0, null, true]}"#)
+    }
+
+    @Test func compactKeepsNonASCIIAndSlash() {
+        let v: JSONValue = ["p": "docs/é"]
+        #expect(JSONSerializer.string(v) == #"{"p":"docs/é"}"#)
+    }
+
+    @Test func roundTripsThroughTheParser() throws {
+        let v: JSONValue = ["k": ["x": [1, -0.25, "q\"\\"], "y": nil], "z": false]
+        for style in [JSONSerializer.Style.compact, .canonical, .python, .pretty] {
+            let back = try JSONParser.parse(JSONSerializer.bytes(v, style: style))
+            if style == .canonical { #expect(back["k"]?["x"] == v["k"]?["x"]) } else { #expect(back == v) }
+        }
+    }
+}
+
+@Suite struct JSONObjectReaderTests {
+    @Test func refusesUnknownFieldsAndWrongTypes() throws {
+        let v = try JSONParser.parse(#"{"id": "1", "n": 2, "extra": true}"#)
+        var r = try JSONObjectReader(v, path: "request")
+        #expect(try r.string("id") == "1")
+        #expect(throws: JSONShapeError.wrongType(path: "request.n", expected: "a string", found: "integer")) { try r.string("n") }
+        #expect(throws: JSONShapeError.unknownField(path: "request.extra")) { try r.finish() }
+        #expect(throws: JSONShapeError.missing(path: "request.absent")) { try r.int("absent") }
+    }
+}
