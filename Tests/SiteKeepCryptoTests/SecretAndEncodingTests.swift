@@ -113,7 +113,7 @@ import SiteKeepTestSupport
         #expect(Hex.encode([0x00, 0xab, 0xff]) == "00abff")
         #expect(try Hex.decode("00ABff") == [0x00, 0xab, 0xff])
         #expect(try Hex.decode("") == [])
-        for bad in ["0", "abc", "zz", "0g", "00 11", "00-1", " 00", "00\n", "0x00", "ab\u{0}0"] {
+        for bad in ["0", "abc", "zz", "0g", "00 11", "00-1", " 00", "00\n", "0x00", "ab\u{0}0", "\u{FFFD}\u{FFFD}", "ab\u{00E9}"] {
             #expect(throws: CryptoError.self, "\(bad.debugDescription)") { try Hex.decode(bad) }
         }
     }
@@ -145,6 +145,12 @@ import SiteKeepTestSupport
         ]
         for bad in standard {
             #expect(throws: CryptoError.self, "\(bad.debugDescription)") { try Base64.decode(bad) }
+        }
+        // Non-ASCII bytes (libsodium 1.0.18 alone accepts them: regression found by FuzzCrypto).
+        for bad in ["\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}", "QUJD\u{00E9}", "\u{00FF}\u{00FF}\u{00FF}\u{00FF}", "QQ==\u{0080}"] {
+            for variant in [Base64.Variant.standard, .urlSafe, .urlSafeNoPadding] {
+                #expect(throws: CryptoError.self, "\(bad.debugDescription)") { try Base64.decode(bad, variant: variant) }
+            }
         }
         let urlNoPad: [String] = ["aGVsbG8/Pg", "aGVsbG8_Pg==", "aGVsbG8_Pg!", "aGVsbG8_Ph", "a"]
         for bad in urlNoPad {
