@@ -236,6 +236,18 @@ import SiteKeepTestSupport
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: Array(der.dropLast())) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: flipped(der, at: der.count - 1)) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: []) }
+        // BER, not DER: the outer SEQUENCE length in long form (0x81 0x59 instead of 0x59).
+        #expect(der[0] == 0x30 && der[1] == 0x59)
+        #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: [0x30, 0x81, 0x59] + der[2...]) }
+        // The same point in compressed form is a different encoding: SiteKeep stores the 91-byte
+        // uncompressed SPKI, so a compressed one is refused rather than kept non-canonically.
+        let point = Array(der.suffix(65))
+        #expect(point[0] == 0x04)
+        let compressed: [UInt8] = [point[64] & 1 == 0 ? 0x02 : 0x03] + point[1...32]
+        let prefix = Array(der[2..<(der.count - 65 - 3)])   // AlgorithmIdentifier, unchanged
+        let bitString: [UInt8] = [0x03, 34, 0x00] + compressed
+        let body = prefix + bitString
+        #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: [0x30, UInt8(body.count)] + body) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(pemRepresentation: pem.replacingOccurrences(of: "PUBLIC KEY", with: "PRIVATE KEY")) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(pemRepresentation: pem.replacingOccurrences(of: "-----END PUBLIC KEY-----", with: "")) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(pemRepresentation: pem.replacingOccurrences(of: "M", with: "*")) }
