@@ -295,3 +295,28 @@ struct Sourced<V: Decodable>: Decodable { let source: String; let vectors: [V] }
         }
     }
 }
+
+@Suite struct SHA256KnownAnswerTests {
+    struct V: Decodable { let message, digest: String }
+
+    @Test func nistShortMessages() throws {
+        let f = try Fixtures.load(Sourced<V>.self, from: "sha256.json")
+        #expect(f.source.contains("NIST"))
+        #expect(f.vectors.count == 65)
+        for v in f.vectors {
+            let msg = try hx(v.message), digest = try hx(v.digest)
+            #expect(SHA256.hash(msg) == digest, "\(msg.count)-byte message")
+            // Incremental hashing in uneven pieces gives the same digest.
+            var hasher = SHA256.Hasher()
+            var i = 0, step = 1
+            while i < msg.count {
+                let end = min(i + step, msg.count)
+                hasher.update(msg[i..<end])
+                i = end
+                step += 2
+            }
+            #expect(hasher.finalize() == digest)
+            if !msg.isEmpty { #expect(SHA256.hash(flipped(msg, at: 0)) != digest) }
+        }
+    }
+}
