@@ -39,14 +39,15 @@ public enum AES256GCM: Sendable {
         try check(key: key, nonce: nonce)
         switch try resolve(backend) {
         case .libsodium:
-            var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
-            var produced: UInt64 = 0
-            key.withUnsafeBytes { k in
-                _ = crypto_aead_aes256gcm_encrypt(&out, &produced, plaintext, UInt64(plaintext.count),
-                                                  associatedData, UInt64(associatedData.count), nil, nonce,
-                                                  k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            return key.withUnsafeBytes { k in
+                [UInt8](unsafeUninitializedCapacity: plaintext.count + tagByteCount) { out, initialized in
+                    var produced: UInt64 = 0
+                    _ = crypto_aead_aes256gcm_encrypt(out.baseAddress!, &produced, plaintext, UInt64(plaintext.count),
+                                                      associatedData, UInt64(associatedData.count), nil, nonce,
+                                                      k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    initialized = out.count
+                }
             }
-            return out
         default:
             return try key.withUnsafeBytes { (k: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] in
                 try OpenSSLGCM.seal(plaintext, key: k, nonce: nonce, ad: associatedData)
@@ -99,24 +100,25 @@ enum OpenSSLGCM {
     static func seal(_ plaintext: [UInt8], key: UnsafeRawBufferPointer, nonce: [UInt8], ad: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard let ctx = EVP_CIPHER_CTX_new() else { throw .allocationFailed }
         defer { EVP_CIPHER_CTX_free(ctx) }
-        var out = [UInt8](repeating: 0, count: plaintext.count + AES256GCM.tagByteCount)
         var len: Int32 = 0
-        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              sitekeep_evp_gcm_set_ivlen(ctx, Int32(nonce.count)) == 1,
-              EVP_EncryptInit_ex(ctx, nil, nil, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce) == 1
+        // 12 bytes is GCM's default IV length, so one init call sets cipher, key and IV.
+        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce) == 1
         else { throw .operationFailed("EVP_EncryptInit_ex (AES-256-GCM)") }
         if !ad.isEmpty {
             guard EVP_EncryptUpdate(ctx, nil, &len, ad, Int32(ad.count)) == 1 else { throw .operationFailed("EVP_EncryptUpdate (AAD)") }
         }
-        var total: Int32 = 0
-        let ok: Bool = out.withUnsafeMutableBufferPointer { o in
+        var ok = false
+        let out = [UInt8](unsafeUninitializedCapacity: plaintext.count + AES256GCM.tagByteCount) { o, initialized in
+            var total: Int32 = 0
             if !plaintext.isEmpty {
-                guard EVP_EncryptUpdate(ctx, o.baseAddress, &len, plaintext, Int32(plaintext.count)) == 1 else { return false }
+                guard EVP_EncryptUpdate(ctx, o.baseAddress, &len, plaintext, Int32(plaintext.count)) == 1 else { return }
                 total = len
             }
-            guard EVP_EncryptFinal_ex(ctx, o.baseAddress! + Int(total), &len) == 1 else { return false }
+            guard EVP_EncryptFinal_ex(ctx, o.baseAddress! + Int(total), &len) == 1 else { return }
             total += len
-            return sitekeep_evp_gcm_get_tag(ctx, Int32(AES256GCM.tagByteCount), o.baseAddress! + Int(total)) == 1
+            guard sitekeep_evp_gcm_get_tag(ctx, Int32(AES256GCM.tagByteCount), o.baseAddress! + Int(total)) == 1 else { return }
+            initialized = o.count
+            ok = true
         }
         guard ok else { throw .operationFailed("EVP_Encrypt (AES-256-GCM)") }
         return out
@@ -129,9 +131,7 @@ enum OpenSSLGCM {
         var tag = Array(sealed[bodyCount...])
         var out = [UInt8](repeating: 0, count: max(bodyCount, 1))
         var len: Int32 = 0
-        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              sitekeep_evp_gcm_set_ivlen(ctx, Int32(nonce.count)) == 1,
-              EVP_DecryptInit_ex(ctx, nil, nil, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce) == 1
+        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce) == 1
         else { throw .operationFailed("EVP_DecryptInit_ex (AES-256-GCM)") }
         if !ad.isEmpty {
             guard EVP_DecryptUpdate(ctx, nil, &len, ad, Int32(ad.count)) == 1 else { throw .authenticationFailed }

@@ -33,7 +33,7 @@ public enum Ed25519: Sendable {
     /// An Ed25519 signing key in guarded memory. Noncopyable; the seed never leaves SiteKeep's
     /// own modules.
     public struct PrivateKey: ~Copyable {
-        private let secretKey: SecretBytes          // libsodium's 64-byte form: seed || public key
+        private var secretKey: SecretBytes          // libsodium's 64-byte form: seed || public key
         /// The matching public key.
         public let publicKey: PublicKey
 
@@ -70,6 +70,10 @@ public enum Ed25519: Sendable {
             }
             return sig
         }
+
+        /// Keeps the key's pages read-only while it lives (see ``SecretBytes/pinReadOnly()``),
+        /// for a key that signs on a hot path.
+        package mutating func pinReadOnly() { secretKey.pinReadOnly() }
 
         /// A guarded copy of the 32-byte seed, for wrapping by custody.
         package borrowing func seed() throws(CryptoError) -> SecretBytes {

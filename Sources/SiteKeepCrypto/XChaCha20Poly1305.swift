@@ -20,8 +20,19 @@ public enum XChaCha20Poly1305: Sendable {
     /// - Returns: `nonce || ciphertext || tag`.
     /// - Throws: ``CryptoError/invalidKeyLength(expected:actual:)``.
     public static func seal(_ plaintext: [UInt8], using key: borrowing SecretBytes, authenticating associatedData: [UInt8] = []) throws(CryptoError) -> [UInt8] {
-        let nonce = SecureRandom.bytes(count: nonceByteCount)
-        return try nonce + seal(plaintext, using: key, nonce: nonce, authenticating: associatedData)
+        guard key.count == keyByteCount else { throw .invalidKeyLength(expected: keyByteCount, actual: key.count) }
+        return key.withUnsafeBytes { k in
+            // One allocation: nonce, ciphertext and tag written in place.
+            [UInt8](unsafeUninitializedCapacity: overheadByteCount + plaintext.count) { out, initialized in
+                randombytes_buf(out.baseAddress!, nonceByteCount)
+                var produced: UInt64 = 0
+                crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    out.baseAddress! + nonceByteCount, &produced, plaintext, UInt64(plaintext.count),
+                    associatedData, UInt64(associatedData.count), nil,
+                    out.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                initialized = out.count
+            }
+        }
     }
 
     /// Seals with a caller-chosen nonce and returns `ciphertext || tag` (no nonce).
@@ -93,12 +104,13 @@ public enum XChaCha20Poly1305: Sendable {
     }
 
     private static func sealRaw(_ m: UnsafeBufferPointer<UInt8>, key: UnsafeRawBufferPointer, nonce: [UInt8], ad: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: m.count + tagByteCount)
-        var produced: UInt64 = 0
-        crypto_aead_xchacha20poly1305_ietf_encrypt(
-            &out, &produced, m.baseAddress, UInt64(m.count), ad, UInt64(ad.count), nil,
-            nonce, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
-        return out
+        [UInt8](unsafeUninitializedCapacity: m.count + tagByteCount) { out, initialized in
+            var produced: UInt64 = 0
+            crypto_aead_xchacha20poly1305_ietf_encrypt(
+                out.baseAddress!, &produced, m.baseAddress, UInt64(m.count), ad, UInt64(ad.count), nil,
+                nonce, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            initialized = out.count
+        }
     }
 
     private static func openRaw(_ c: [UInt8], into out: inout [UInt8], key: UnsafeRawBufferPointer, nonce: [UInt8], ad: [UInt8]) -> Int32 {

@@ -160,6 +160,10 @@ public final class SigningKeyHandle: Sendable {
     package init(ed25519 key: consuming Ed25519.PrivateKey) {
         algorithm = .ed25519
         publicKey = key.publicKey.rawRepresentation
+        // A signing key is hot: keep its pages read-only while held rather than toggling
+        // PROT_NONE per signature (SecretBytes.pinReadOnly documents the trade).
+        var key = key
+        key.pinReadOnly()
         self.key = LockedSigningKey(.ed25519(key))
     }
 
