@@ -2,6 +2,7 @@ import Foundation
 internal import SiteKeepCrypto
 internal import SiteKeepHardening
 internal import SiteKeepJSON
+internal import SiteKeepKeyring
 
 /// `version` and `doctor`.
 enum BasicCommands {
@@ -69,7 +70,10 @@ enum BasicCommands {
         }
         if !failed.isEmpty {
             throw CommandFailure("\(failed.count) check(s) failed: " + failed.map(\.name).joined(separator: ", "),
-                                 remedy: "run tools/setup to install what is missing", code: "doctor_failed")
+                                 remedy: failed.contains { $0.group == "keyring" }
+                                     ? "start gnome-keyring-daemon (or another Secret Service) and unlock it, or use --keyring file"
+                                     : "run tools/setup to install what is missing",
+                                 code: "doctor_failed")
         }
     }
 }
@@ -100,6 +104,49 @@ enum DoctorExtensions {
                                       detail: loose ? "\(inv.settings.home) is readable by others; run chmod 700 on it" : "\(inv.settings.home) (0700)"))
         } else {
             checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (not created yet; 'sitekeep init' creates it)"))
+        }
+        checks += keyringChecks(inv)
+        return checks
+    }
+
+    /// Which keyring `--keyring` selects here, and what that means at rest. Probes only: it
+    /// creates nothing.
+    static func keyringChecks(_ inv: Invocation) -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        let probe = SecretServiceKeyring.probe(timeout: 1)
+        let serviceDetail: String
+        var serviceUsable = false
+        switch probe {
+        case .available(let locked):
+            serviceUsable = !locked
+            serviceDetail = locked ? "answers, but its default collection is locked" : "answers on the session bus, default collection unlocked"
+        case .noDefaultCollection:
+            serviceDetail = "answers, but has no default collection"
+        case .unavailable(let error):
+            serviceDetail = "not available (\(error))"
+        }
+        checks.append(DoctorCheck(group: "keyring", name: "Secret Service", ok: true, detail: serviceDetail, warning: !serviceUsable))
+        let fileExists = FileKeyring.exists(in: StoreHome(path: inv.settings.home))
+        let selected: String
+        switch inv.settings.keyring {
+        case "file": selected = "file"
+        case "secret-service": selected = "secret-service"
+        default:
+            if fileExists { selected = "file" } else if case .available = probe { selected = "secret-service" } else { selected = "file" }
+        }
+        let why = inv.settings.keyring == "auto"
+            ? (fileExists ? "auto keeps the existing file keyring" : (selected == "secret-service" ? "auto: the Secret Service answered" : "auto: no usable Secret Service"))
+            : "chosen with --keyring \(inv.settings.keyring)"
+        let ok = !(inv.settings.keyring == "secret-service" && !serviceUsable)
+        checks.append(DoctorCheck(group: "keyring", name: "backend", ok: ok, detail: "\(selected) (\(why))"))
+        if selected == "file" {
+            checks.append(DoctorCheck(
+                group: "keyring", name: "protection at rest", ok: true,
+                detail: "file keyring: 'after-login' site keys are protected only by file permissions; use the 'when-unlocked' class for private data",
+                warning: true))
+        } else {
+            checks.append(DoctorCheck(group: "keyring", name: "protection at rest", ok: true,
+                                      detail: "Secret Service: wrapped keys, and 'after-login' site keys under the login keyring's encryption"))
         }
         return checks
     }
