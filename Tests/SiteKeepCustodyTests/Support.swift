@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+import Testing
+import SiteKeepCrypto
+import SiteKeepKeyring
+@testable import SiteKeepCustody
+
+/// A keyring in memory, for tests: the same contract as the real backends.
+final class InMemoryKeyring: KeyringBackend {
+    let items = Mutex<[KeyringItemID: [UInt8]]>([:])
+    /// When set, `delete` fails (to simulate a crash between two keyring writes).
+    let failDeletes = Mutex(false)
+    var kind: KeyringKind { .file }
+    var location: String { "memory" }
+
+    func store(_ blob: [UInt8], for item: KeyringItemID, label: String) throws(KeyringError) {
+        items.withLock { $0[item] = blob }
+    }
+    func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] {
+        guard let b = items.withLock({ $0[item] }) else { throw .itemMissing(item) }
+        return b
+    }
+    func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
+        if failDeletes.withLock({ $0 }) { throw .io("simulated crash") }
+        return items.withLock { $0.removeValue(forKey: item) != nil }
+    }
+    func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID] {
+        items.withLock { $0.keys.filter { $0.store == store && (kind == nil || $0.kind == kind) } }
+    }
+    var allBlobs: [[UInt8]] { items.withLock { Array($0.values) } }
+}
+
+/// A settable clock for boot time and wall time.
+final class TestClock: Sendable {
+    let ns = Mutex<UInt64>(1_000_000_000_000)
+    let wall = Mutex<Int64>(1_800_000_000)
+    var boot: BootClock { BootClock { [self] in ns.withLock { $0 } } }
+    var wallSeconds: @Sendable () -> Int64 { { [self] in wall.withLock { $0 } } }
+    func advance(seconds: Double) {
+        ns.withLock { $0 += UInt64(seconds * 1e9) }
+        wall.withLock { $0 += Int64(seconds.rounded(.up)) }
+    }
+}
+
+/// A fresh temporary folder per test.
+func temporaryFolder(_ name: String = #function) throws -> String {
+    let base = FileManager.default.temporaryDirectory.path + "/sitekeep-custody-tests"
+    try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+    let path = base + "/" + String(name.prefix(30)).filter { $0.isLetter || $0.isNumber } + "-" + UUID().uuidString
+    return path
+}
+
+func secret(_ s: String) throws -> SecretBytes { try SecretBytes(copying: Array(s.utf8)) }
+
+func prfBytes(_ fill: UInt8) throws -> SecretBytes { try SecretBytes(copying: [UInt8](repeating: fill, count: 32)) }
+
+struct Fixture {
+    let home: StoreHome
+    let keyring: InMemoryKeyring
+    let clock: TestClock
+    let custodian: Custodian
+
+    static let passphrase = "correct horse battery staple"
+
+    init(idle: Duration = .seconds(900), keyring: InMemoryKeyring = InMemoryKeyring(), home: StoreHome? = nil) throws {
+        self.home = try home ?? StoreHome(path: temporaryFolder())
+        self.keyring = keyring
+        clock = TestClock()
+        let config = CustodianConfiguration(idleLifetime: idle, autoLockTimer: false, bootClock: clock.boot,
+                                            wallClockSeconds: clock.wallSeconds)
+        custodian = try Custodian(home: self.home, keyring: keyring, configuration: config)
+    }
+
+    /// Another custodian on the same home and keyring (a restart).
+    func reopened() throws -> Custodian {
+        try Custodian(home: StoreHome(path: home.path), keyring: keyring,
+                      configuration: CustodianConfiguration(autoLockTimer: false, bootClock: clock.boot,
+                                                            wallClockSeconds: clock.wallSeconds))
+    }
+
+    @discardableResult
+    func initialize(recovery: Bool = true) throws -> InitializationResult {
+        try custodian.initialize(passphrase: secret(Self.passphrase), parameters: .minimum, withRecoveryCode: recovery)
+    }
+}
