@@ -220,7 +220,8 @@ public final class Custodian: Sendable {
         return try body(master)
     }
 
-    func currentMaster() throws(CustodyError) -> LockedSecret {
+    /// The master key after the idle check; `touch` counts this as a use (resets the idle time).
+    func currentMaster(touch: Bool = true) throws(CustodyError) -> LockedSecret {
         let now = configuration.bootClock.nanoseconds()
         let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
         let (master, expired): (LockedSecret?, Bool) = state.withLock { s in
@@ -230,7 +231,7 @@ public final class Custodian: Sendable {
                 s.epoch &+= 1
                 return (nil, true)
             }
-            s.unlocked?.lastUseNs = max(u.lastUseNs, now)
+            if touch { s.unlocked?.lastUseNs = max(u.lastUseNs, now) }
             return (u.master, false)
         }
         if expired { logQuietly(KeyUseContext(op: "auto-lock"), key: nil, result: "ok") }
@@ -249,8 +250,8 @@ public final class Custodian: Sendable {
 
     // MARK: - State
 
-    /// Whether the master key is in memory (this also applies the idle check).
-    public var isUnlocked: Bool { (try? currentMaster()) != nil }
+    /// Whether the master key is in memory (this applies the idle check but is not a use).
+    public var isUnlocked: Bool { (try? currentMaster(touch: false)) != nil }
 
     /// Whether the store has at least one unlock slot.
     public func isInitialized() throws(CustodyError) -> Bool {
