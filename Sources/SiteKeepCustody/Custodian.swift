@@ -126,8 +126,11 @@ public struct KeyUseContext: Sendable, Equatable {
 ///
 /// Thread-safe: state is behind a `Mutex`; slow work (Argon2id) runs outside it.
 public final class Custodian: Sendable {
-    /// The store's home folder and id.
+    /// The store's home folder (made 0700 on open).
     public let home: StoreHome
+    /// The store id (random, persisted in the home as `store-id`): it scopes every keyring item.
+    public var storeID: String { directory.storeID }
+    let directory: StoreDirectory
     /// Where wrapped items live.
     public let keyring: any KeyringBackend
     /// The audit log (`audit.log` in the home).
@@ -159,15 +162,25 @@ public final class Custodian: Sendable {
     let state = Mutex<State>(State())
     let backoff: UnlockBackoff
 
-    /// Opens the custodian of the store at `home`, locked.
-    /// - Throws: ``CustodyError/io(_:)`` when the audit log cannot be opened.
+    /// Opens the custodian of the store at `home`, locked: creates the folder (0700) and its
+    /// store id when missing, and opens the audit log.
+    ///
+    /// ```swift
+    /// let home = try StoreHome.resolve(environment: ProcessInfo.processInfo.environment)
+    /// let keyring = try Keyring.open(choice: .auto, home: home).backend
+    /// let custodian = try Custodian(home: home, keyring: keyring)
+    /// ```
+    /// - Throws: ``CustodyError/insecureHome(_:)`` for a home open to others or not ours;
+    ///   ``CustodyError/io(_:)`` when the store id or audit log cannot be read or created.
     public init(home: StoreHome, keyring: any KeyringBackend, configuration: CustodianConfiguration = CustodianConfiguration()) throws(CustodyError) {
+        let directory = try StoreDirectory(path: home.path)
         self.home = home
+        self.directory = directory
         self.keyring = keyring
         self.configuration = configuration
-        self.auditLog = try AuditLog(path: home.file("audit.log"), genesis: AuditLog.genesis(storeID: home.storeID),
+        self.auditLog = try AuditLog(path: directory.file("audit.log"), genesis: AuditLog.genesis(storeID: directory.storeID),
                                      syncInterval: configuration.auditSyncInterval)
-        self.backoff = UnlockBackoff(path: home.file(UnlockBackoff.fileName))
+        self.backoff = UnlockBackoff(path: directory.file(UnlockBackoff.fileName))
     }
 
     deinit {
@@ -177,7 +190,7 @@ public final class Custodian: Sendable {
 
     // MARK: - Helpers
 
-    func item(_ kind: String, _ id: String) -> KeyringItemID { KeyringItemID(store: home.storeID, kind: kind, id: id) }
+    func item(_ kind: String, _ id: String) -> KeyringItemID { KeyringItemID(store: storeID, kind: kind, id: id) }
 
     func kr<R>(_ body: () throws(KeyringError) -> R) throws(CustodyError) -> R {
         do { return try body() } catch { throw .keyring(error) }
@@ -255,12 +268,12 @@ public final class Custodian: Sendable {
 
     /// Whether the store has at least one unlock slot.
     public func isInitialized() throws(CustodyError) -> Bool {
-        try !kr { () throws(KeyringError) in try keyring.list(store: home.storeID, kind: ItemKind.slot) }.isEmpty
+        try !kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }.isEmpty
     }
 
     /// The facts `sitekeep status` prints.
     public func status() throws(CustodyError) -> CustodianStatus {
-        let slots = try kr { () throws(KeyringError) in try keyring.list(store: home.storeID, kind: ItemKind.slot) }
+        let slots = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
         let unlocked = isUnlocked
         let remaining: Int? = unlocked ? state.withLock { s in
             guard let u = s.unlocked else { return nil }
@@ -268,7 +281,7 @@ public final class Custodian: Sendable {
             let used = configuration.bootClock.nanoseconds() &- u.lastUseNs
             return Int((idle > used ? idle - used : 0) / 1_000_000_000)
         } : nil
-        return CustodianStatus(initialized: !slots.isEmpty, unlocked: unlocked, storeID: home.storeID, home: home.path,
+        return CustodianStatus(initialized: !slots.isEmpty, unlocked: unlocked, storeID: storeID, home: directory.path,
                                keyringKind: keyring.kind, keyringLocation: keyring.location, slotCount: slots.count,
                                secondsUntilAutoLock: remaining,
                                unlockBackoffSeconds: try backoff.remaining(now: configuration.wallClockSeconds()))

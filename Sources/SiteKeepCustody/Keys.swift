@@ -24,7 +24,7 @@ extension Custodian {
     func makeVersion(_ handle: SigningKeyHandle, kind: String, id: String, version: Int, master: LockedSecret) throws(CustodyError) -> KeyRecord.Version {
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
         let pk = Base64.encode(handle.publicKey)
-        let ad = KeyRecord.associatedData(store: home.storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk)
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk)
         let wrapped = try cr { () throws(CryptoError) -> [UInt8] in
             let secret = try handle.exportForWrapping()
             return try wrapKey.wrap(secret, authenticating: ad)
@@ -47,7 +47,7 @@ extension Custodian {
             return (cached, v)
         }
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
-        let ad = KeyRecord.associatedData(store: home.storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey)
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey)
         guard let wrapped = try? Base64.decode(entry.wrapped) else { throw .damagedItem("\(kind)/\(id) version \(v) is not base64") }
         let handle: SigningKeyHandle
         do {
@@ -143,7 +143,7 @@ extension Custodian {
 
     /// The public facts of every team key (works while locked), sorted by id.
     public func listTeamKeys() throws(CustodyError) -> [SigningKeyInfo] {
-        let ids = try kr { () throws(KeyringError) in try keyring.list(store: home.storeID, kind: ItemKind.teamKey) }
+        let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.teamKey) }
         var out: [SigningKeyInfo] = []
         for id in ids.sorted(by: { $0.id < $1.id }) {
             out.append(try loadRecord(kind: ItemKind.teamKey, id: id.id).info())

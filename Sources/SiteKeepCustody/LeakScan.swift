@@ -21,7 +21,7 @@ extension Custodian {
             }
         }
         let list = { (kind: String) throws(CustodyError) -> [KeyringItemID] in
-            try self.kr { () throws(KeyringError) in try self.keyring.list(store: self.home.storeID, kind: kind) }
+            try self.kr { () throws(KeyringError) in try self.keyring.list(store: self.storeID, kind: kind) }
         }
         for kind in [ItemKind.teamKey, ItemKind.deviceKey] {
             for id in try list(kind) {
@@ -39,13 +39,13 @@ extension Custodian {
         for id in try list(ItemKind.storageKeyWhenUnlocked) {
             out.append(try derived("site:\(id.id)"))
             let s = try wrappedSecret(kind: ItemKind.storageKeyWhenUnlocked, id: id.id, info: "site:\(id.id)",
-                                      ad: Self.siteKeyAD(store: home.storeID, site: id.id), createIfMissing: nil)
+                                      ad: Self.siteKeyAD(store: storeID, site: id.id), createIfMissing: nil)
             out.append(bytes(s))
         }
         for id in try list(ItemKind.vaultKey) {
             out.append(try derived("vault:\(id.id)"))
             let s = try wrappedSecret(kind: ItemKind.vaultKey, id: id.id, info: "vault:\(id.id)",
-                                      ad: Self.vaultKeyAD(store: home.storeID, vault: id.id), createIfMissing: nil)
+                                      ad: Self.vaultKeyAD(store: storeID, vault: id.id), createIfMissing: nil)
             out.append(bytes(s))
         }
         return out

@@ -72,7 +72,7 @@ extension Custodian {
         guard label.utf8.count <= 64, !label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
             throw .invalidArgument("a slot label is at most 64 printable bytes")
         }
-        let header = SlotHeader(kind: kind, slotID: Self.newSlotID(), storeID: home.storeID,
+        let header = SlotHeader(kind: kind, slotID: Self.newSlotID(), storeID: storeID,
                                 created: configuration.wallClockSeconds(), label: label, argon2: kind == .passphrase ? argon2 : nil,
                                 salt: SecureRandom.bytes(count: SlotHeader.saltByteCount),
                                 relyingPartyID: relyingPartyID, credentialID: credentialID, prfEvalInput: prfEvalInput)
@@ -99,7 +99,7 @@ extension Custodian {
     }
 
     func loadSlots() throws(CustodyError) -> [LoadedSlot] {
-        let ids = try kr { () throws(KeyringError) in try keyring.list(store: home.storeID, kind: ItemKind.slot) }
+        let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
         var out: [LoadedSlot] = []
         for id in ids.sorted(by: { $0.id < $1.id }) {
             let bytes: [UInt8]
@@ -134,7 +134,7 @@ extension Custodian {
         let candidates = slots.filter { $0.header == nil || $0.header?.kind == kind }
         guard !candidates.isEmpty else { throw .noSlotOfKind(kind) }
         for slot in candidates {
-            guard let header = slot.header, let blob = slot.blob, header.storeID == home.storeID, header.slotID == slot.id else { continue }
+            guard let header = slot.header, let blob = slot.blob, header.storeID == storeID, header.slotID == slot.id else { continue }
             do {
                 let kek = try Self.deriveKEK(header: header, input: input)
                 let master = try XChaCha20Poly1305.openSecret(blob.wrappedMaster, using: kek, authenticating: header.associatedData())
@@ -253,7 +253,7 @@ extension Custodian {
     /// Removes a slot. The last slot cannot be removed.
     public func removeSlot(id: String) throws(CustodyError) {
         _ = try currentMaster()
-        let all = try kr { () throws(KeyringError) in try keyring.list(store: home.storeID, kind: ItemKind.slot) }
+        let all = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
         guard all.contains(where: { $0.id == id }) else { throw .slotNotFound(id) }
         guard all.count > 1 else { throw .lastSlot }
         try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, id)) }

@@ -39,7 +39,7 @@ extension Custodian: SiteStorageKeyProvider {
             let handle: SymmetricKeyHandle
             do {
                 let secret = try wrappedSecret(kind: ItemKind.storageKeyWhenUnlocked, id: siteID, info: "site:\(siteID)",
-                                               ad: Self.siteKeyAD(store: home.storeID, site: siteID), createIfMissing: 32)
+                                               ad: Self.siteKeyAD(store: storeID, site: siteID), createIfMissing: 32)
                 handle = try Self.handle(taking: secret)
             } catch let e {
                 logQuietly(context, key: "storage-key-wu/\(siteID)", result: Self.resultWord(e))
@@ -98,7 +98,7 @@ extension Custodian: SiteStorageKeyProvider {
         guard (1...4096).contains(secret.count) else { throw .invalidArgument("a vault secret is 1-4096 bytes") }
         let master = try currentMaster()
         let wrapKey = try derive(master, info: "vault:\(vaultID)")
-        let wrapped = try cr { () throws(CryptoError) in try wrapKey.wrap(secret, authenticating: Self.vaultKeyAD(store: home.storeID, vault: vaultID)) }
+        let wrapped = try cr { () throws(CryptoError) in try wrapKey.wrap(secret, authenticating: Self.vaultKeyAD(store: storeID, vault: vaultID)) }
         try kr { () throws(KeyringError) in try keyring.store(wrapped, for: item(ItemKind.vaultKey, vaultID), label: "SiteKeep vault key \(vaultID)") }
         try log(KeyUseContext(op: "vault-key.store"), key: "vault-key/\(vaultID)", result: "ok")
     }
@@ -122,7 +122,7 @@ extension Custodian: SiteStorageKeyProvider {
         let secret: SecretBytes
         do {
             secret = try wrappedSecret(kind: ItemKind.vaultKey, id: vaultID, info: "vault:\(vaultID)",
-                                       ad: Self.vaultKeyAD(store: home.storeID, vault: vaultID), createIfMissing: nil)
+                                       ad: Self.vaultKeyAD(store: storeID, vault: vaultID), createIfMissing: nil)
         } catch {
             logQuietly(context, key: "vault-key/\(vaultID)", result: Self.resultWord(error))
             throw error
@@ -143,6 +143,6 @@ extension Custodian: SiteStorageKeyProvider {
 
     /// The ids of the vaults with a stored secret.
     public func vaultSecretIDs() throws(CustodyError) -> [String] {
-        try kr { () throws(KeyringError) in try keyring.list(store: home.storeID, kind: ItemKind.vaultKey) }.map(\.id).sorted()
+        try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.vaultKey) }.map(\.id).sorted()
     }
 }

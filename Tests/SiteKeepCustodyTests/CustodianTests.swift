@@ -6,8 +6,8 @@ import SiteKeepKeyring
 @testable import SiteKeepCustody
 
 @Suite struct CustodianTests {
-    @Test func backoffGrowsIsNamedInTheErrorAndSurvivesARestart() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func backoffGrowsIsNamedInTheErrorAndSurvivesARestart(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(5), relyingPartyID: "example.org", credentialID: "AA", prfEvalInput: "AA")
         f.custodian.lock()
@@ -21,7 +21,7 @@ import SiteKeepKeyring
         let restarted = try f.reopened()
         #expect(throws: CustodyError.backingOff(secondsRemaining: 1)) { try restarted.unlock(.prf(prfBytes(5))) }
         #expect(try restarted.status().unlockBackoffSeconds == 1)
-        let file = try #require(FileManager.default.attributesOfItem(atPath: f.home.file("unlock-backoff"))[.posixPermissions] as? Int)
+        let file = try #require(FileManager.default.attributesOfItem(atPath: (f.home.path + "/" + "unlock-backoff"))[.posixPermissions] as? Int)
         #expect(file == 0o600)
         // After the wait, a failure doubles it.
         f.clock.advance(seconds: 1)
@@ -38,8 +38,8 @@ import SiteKeepKeyring
         #expect(UnlockBackoff.delay(afterFailures: 40) == 300)
     }
 
-    @Test func lockWipesAndSigningFailsAfterwards() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func lockWipesAndSigningFailsAfterwards(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T", algorithm: .p256)
         let sig = try f.custodian.sign(keyID: "t", message: [1, 2, 3])
@@ -54,8 +54,8 @@ import SiteKeepKeyring
         #expect(try f.custodian.listTeamKeys().map(\.id) == ["t"])
     }
 
-    @Test func autoLocksAfterTheIdleLifetimeOnUse() throws {
-        let f = try Fixture(idle: .seconds(60))
+    @Test(arguments: Backend.allCases) func autoLocksAfterTheIdleLifetimeOnUse(backend: Backend) throws {
+        let f = try Fixture(backend, idle: .seconds(60))
         try f.initialize(recovery: false)
         f.clock.advance(seconds: 59)
         _ = try f.custodian.signAsDevice([1])       // a use resets the idle time
@@ -64,11 +64,11 @@ import SiteKeepKeyring
         f.clock.advance(seconds: 2)
         #expect(throws: CustodyError.locked) { try f.custodian.signAsDevice([1]) }
         #expect(!f.custodian.isUnlocked)
-        #expect(try AuditLog.entries(path: f.home.file("audit.log")).contains { $0.op == "auto-lock" })
+        #expect(try AuditLog.entries(path: (f.home.path + "/" + "audit.log")).contains { $0.op == "auto-lock" })
     }
 
     @Test func autoLockTimerLocksWithoutAnyCall() async throws {
-        let home = try StoreHome(path: temporaryFolder())
+        let home = StoreHome(path: try temporaryFolder())
         let c = try Custodian(home: home, keyring: InMemoryKeyring(),
                               configuration: CustodianConfiguration(idleLifetime: .milliseconds(300)))
         _ = try c.initialize(passphrase: secret("pw"), parameters: .minimum, withRecoveryCode: false)
@@ -79,20 +79,28 @@ import SiteKeepKeyring
 
     @Test func storeHomeIsPrivateAndKeepsItsID() throws {
         let path = try temporaryFolder()
-        let a = try StoreHome(path: path)
-        let b = try StoreHome(path: path)
+        let a = try Custodian(home: StoreHome(path: path), keyring: InMemoryKeyring())
+        let b = try Custodian(home: StoreHome(path: path + "/"), keyring: InMemoryKeyring())
         #expect(a.storeID == b.storeID && a.storeID.count == 32)
-        let mode = try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
-        #expect(mode == 0o700)
+        let other = try Custodian(home: StoreHome(path: try temporaryFolder()), keyring: InMemoryKeyring())
+        #expect(other.storeID != a.storeID)
+        for (file, expected) in [(path, 0o700), (path + "/store-id", 0o600), (path + "/audit.log", 0o600)] {
+            let mode = try #require(FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+            #expect(mode == expected, "\(file)")
+        }
         chmod(path, 0o755)
-        #expect { try StoreHome(path: path) } throws: { if case .insecureHome = $0 as? CustodyError { true } else { false } }
-        #expect(throws: CustodyError.insecureHome("'relative' is not an absolute path")) { try StoreHome(path: "relative") }
+        #expect { try Custodian(home: StoreHome(path: path), keyring: InMemoryKeyring()) } throws: {
+            if case .insecureHome(let why) = $0 as? CustodyError { why.contains("chmod 700") } else { false }
+        }
+        #expect(throws: CustodyError.insecureHome("'relative' is not an absolute path")) {
+            try Custodian(home: StoreHome(path: "relative"), keyring: InMemoryKeyring())
+        }
     }
 }
 
 @Suite struct KeyTests {
-    @Test func teamKeysGenerateRotateVerifyAndDelete() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func teamKeysGenerateRotateVerifyAndDelete(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let created = try f.custodian.generateTeamKey(id: "news-team", name: "Newsroom", algorithm: .ed25519)
         #expect(created.version == 1 && created.algorithm == .ed25519)
@@ -130,8 +138,8 @@ import SiteKeepKeyring
         #expect(throws: CustodyError.keyExists("dup")) { try f.custodian.generateTeamKey(id: "dup", name: "x") }
     }
 
-    @Test func importsEd25519SeedsP256PKCS8AndWebLinks() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func importsEd25519SeedsP256PKCS8AndWebLinks(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         // Ed25519 from a link: the public key matches the seed's.
         let seed = [UInt8](repeating: 0x42, count: 32)
@@ -179,8 +187,8 @@ import SiteKeepKeyring
         }
     }
 
-    @Test func deviceKeySignsAndVerifies() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func deviceKeySignsAndVerifies(backend: Backend) throws {
+        let f = try Fixture(backend)
         let created = try f.initialize(recovery: false)
         #expect(created.deviceKey.algorithm == .p256)
         let sig = try f.custodian.signAsDevice(Array("commit".utf8))
@@ -191,8 +199,8 @@ import SiteKeepKeyring
         #expect(SignatureVerifier.isValid(sig, for: Array("commit".utf8), publicKey: spki, algorithm: .p256))
     }
 
-    @Test func storageKeysByProtectionClass() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func storageKeysByProtectionClass(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let after = try f.custodian.storageKey(forSite: "site-1", protection: .afterLogin)
         let sealedAfter = try after.seal([1, 2], authenticating: [])
@@ -214,12 +222,12 @@ import SiteKeepKeyring
         #expect(throws: CryptoError.authenticationFailed) {
             try f.custodian.storageKey(forSite: "site-1", protection: .whenUnlocked).open(sealedWU, authenticating: [])
         }
-        #expect(try f.keyring.list(store: f.home.storeID, kind: "storage-key").map(\.id) == ["site-1"])
+        #expect(try f.keyring.list(store: f.custodian.storeID, kind: "storage-key").map(\.id) == ["site-1"])
         #expect(throws: CustodyError.self) { try f.custodian.storageKey(forSite: "../x", protection: .afterLogin) }
     }
 
-    @Test func vaultSecretsRoundTrip() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func vaultSecretsRoundTrip(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let key = try SecretBytes(randomCount: 32)
         try f.custodian.storeVaultSecret(vaultID: "vault-1", secret: key)

@@ -41,8 +41,8 @@ func filesUnder(_ path: String) -> [String] {
 }
 
 @Suite struct LeakTests {
-    @Test func noKeyBytesInFilesKeyringItemsLogLinesRepliesOrErrors() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func noKeyBytesInFilesKeyringItemsLogLinesRepliesOrErrors(backend: Backend) throws {
+        let f = try Fixture(backend)
         var replies: [String] = []
         var errors: [String] = []
         func expectError(_ body: () throws -> Void) {
@@ -98,7 +98,7 @@ func filesUnder(_ path: String) -> [String] {
             haystacks.append((path, Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
         }
         #expect(haystacks.contains { $0.0.hasSuffix("audit.log") })
-        for (i, blob) in f.keyring.allBlobs.enumerated() { haystacks.append(("keyring item \(i)", blob)) }
+        for (i, blob) in try f.keyring.allBlobs.enumerated() { haystacks.append(("keyring item \(i)", blob)) }
         for (i, r) in replies.enumerated() { haystacks.append(("reply \(i)", Array(r.utf8))) }
         for (i, e) in errors.enumerated() { haystacks.append(("error \(i)", Array(e.utf8))) }
         #expect(errors.count == 14)

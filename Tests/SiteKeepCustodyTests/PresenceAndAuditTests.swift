@@ -46,8 +46,8 @@ func script(_ body: String) throws -> String {
         #expect(CustodianConfiguration(presenceLifetime: .seconds(600)).presenceLifetime == .seconds(60))
     }
 
-    @Test func signingChecksThePresenceProofAndLogsItsAge() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func signingChecksThePresenceProofAndLogsItsAge(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T")
         let proof = PresenceProof(site: "site-a", op: "key.sign", keyID: "t", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
@@ -60,7 +60,7 @@ func script(_ body: String) throws -> String {
         #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) {
             try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(site: "site-a", op: "key.sign", presence: proof))
         }
-        let entries = try AuditLog.entries(path: f.home.file("audit.log")).filter { $0.op == "key.sign" }
+        let entries = try AuditLog.entries(path: (f.home.path + "/" + "audit.log")).filter { $0.op == "key.sign" }
         #expect(entries.map(\.result) == ["ok", "presence-refused", "presence-refused"])
         #expect(entries.map(\.site) == ["site-a", "site-b", "site-a"])
         #expect(entries[0].presenceAgeMs == 2000 && entries[0].key == "t@v1")
@@ -115,8 +115,8 @@ func script(_ body: String) throws -> String {
         #expect(try AskpassPresenceVerifier.fromEnvironment(["SITEKEEP_ASKPASS": deny]).program == deny)
     }
 
-    @Test func passphraseReentryVerifiesAgainstAPassphraseSlot() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func passphraseReentryVerifiesAgainstAPassphraseSlot(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let right = PassphrasePresenceVerifier(custodian: f.custodian, clock: f.clock.boot) { prompt throws(CustodyError) in
             #expect(prompt.contains("site-a") && prompt.contains("key.sign"))

@@ -8,8 +8,8 @@ import SiteKeepKeyring
 @Suite struct SlotTests {
     /// The same master key behind every slot, observed through a team-key signature and a
     /// when-unlocked storage-key round trip, never through key bytes.
-    @Test func passphrasePRFAndRecoveryCodeOpenTheSameMasterKey() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func passphrasePRFAndRecoveryCodeOpenTheSameMasterKey(backend: Backend) throws {
+        let f = try Fixture(backend)
         let created = try f.initialize()
         let code = try #require(created.recoveryCode)
         _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(7), relyingPartyID: "promptugal.news",
@@ -41,13 +41,13 @@ import SiteKeepKeyring
         }
     }
 
-    @Test func wrongSecretsAndDamagedSlotsGiveTheSameOpaqueError() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func wrongSecretsAndDamagedSlotsGiveTheSameOpaqueError(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         f.custodian.lock()
         #expect(throws: CustodyError.unlockFailed) { try f.custodian.unlock(.passphrase(secret("wrong"))) }
         // Damage the slot's wrapped bytes: the same error.
-        let slotItem = try #require(try f.keyring.list(store: f.home.storeID, kind: "slot").first)
+        let slotItem = try #require(try f.keyring.list(store: f.custodian.storeID, kind: "slot").first)
         var blob = try f.keyring.load(slotItem)
         blob[blob.count - 1] ^= 1
         try f.keyring.store(blob, for: slotItem, label: "")
@@ -60,28 +60,28 @@ import SiteKeepKeyring
 
     /// Rewrites a field of a stored slot's header (keeping it parseable) and expects unlock to fail.
     func tamper(_ f: Fixture, _ edit: (inout SlotHeader) throws -> Void) throws {
-        let item = try #require(try f.keyring.list(store: f.home.storeID, kind: "slot").first)
+        let item = try #require(try f.keyring.list(store: f.custodian.storeID, kind: "slot").first)
         let blob = try SlotBlob.parse(try f.keyring.load(item))
         var header = try SlotHeader.parse(blob.headerBytes)
         try edit(&header)
         try f.keyring.store(SlotBlob(headerBytes: header.encoded(), wrappedMaster: blob.wrappedMaster).encoded(), for: item, label: "")
     }
 
-    @Test func weakenedParametersFailToUnlock() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func weakenedParametersFailToUnlock(backend: Backend) throws {
+        let f = try Fixture(backend)
         _ = try f.custodian.initialize(passphrase: secret("pw"), parameters: try Argon2id.Parameters(iterations: 3, memoryKiB: 19 * 1024), withRecoveryCode: false)
         f.custodian.lock()
         try tamper(f) { $0.argon2 = .minimum }
         #expect(throws: CustodyError.unlockFailed) { try f.custodian.unlock(.passphrase(secret("pw"))) }
     }
 
-    @Test func swappedSaltFailsToUnlock() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func swappedSaltFailsToUnlock(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(1), relyingPartyID: "example.org", credentialID: "AA", prfEvalInput: "AA")
         f.custodian.lock()
         // Give the passphrase slot the PRF slot's salt.
-        let items = try f.keyring.list(store: f.home.storeID, kind: "slot")
+        let items = try f.keyring.list(store: f.custodian.storeID, kind: "slot")
         let headers = try items.map { try SlotHeader.parse(SlotBlob.parse(f.keyring.load($0)).headerBytes) }
         let prfSalt = try #require(headers.first { $0.kind == .prf }?.salt)
         for item in items {
@@ -95,23 +95,23 @@ import SiteKeepKeyring
         #expect(throws: CustodyError.unlockFailed) { try f.custodian.unlock(.prf(prfBytes(1))) }
     }
 
-    @Test func slotMovedToAnotherStoreFails() throws {
-        let shared = InMemoryKeyring()
-        let a = try Fixture(keyring: shared)
+    @Test(arguments: Backend.allCases) func slotMovedToAnotherStoreFails(backend: Backend) throws {
+        let shared = try TestKeyring(backend)
+        let a = try Fixture(backend, keyring: shared)
         try a.initialize(recovery: false)
-        let b = try Fixture(keyring: shared)
+        let b = try Fixture(backend, keyring: shared)
         _ = try b.custodian.initialize(passphrase: secret("other"), parameters: .minimum, withRecoveryCode: false)
         b.custodian.lock()
         // Copy A's slot into B's store, as is and with its store id rewritten.
-        let aItem = try #require(try shared.list(store: a.home.storeID, kind: "slot").first)
+        let aItem = try #require(try shared.list(store: a.custodian.storeID, kind: "slot").first)
         let aBlob = try shared.load(aItem)
-        try shared.store(aBlob, for: KeyringItemID(store: b.home.storeID, kind: "slot", id: aItem.id), label: "")
+        try shared.store(aBlob, for: KeyringItemID(store: b.custodian.storeID, kind: "slot", id: aItem.id), label: "")
         #expect(throws: CustodyError.unlockFailed) { try b.custodian.unlock(.passphrase(secret(Fixture.passphrase))) }
         let parsed = try SlotBlob.parse(aBlob)
         var h = try SlotHeader.parse(parsed.headerBytes)
-        h.storeID = b.home.storeID
+        h.storeID = b.custodian.storeID
         try shared.store(SlotBlob(headerBytes: h.encoded(), wrappedMaster: parsed.wrappedMaster).encoded(),
-                         for: KeyringItemID(store: b.home.storeID, kind: "slot", id: aItem.id), label: "")
+                         for: KeyringItemID(store: b.custodian.storeID, kind: "slot", id: aItem.id), label: "")
         #expect(throws: CustodyError.unlockFailed) { try b.custodian.unlock(.passphrase(secret(Fixture.passphrase))) }
         // B's own passphrase still works.
         try b.custodian.unlock(.passphrase(secret("other")))
@@ -154,8 +154,8 @@ import SiteKeepKeyring
         return nil
     }
 
-    @Test func lastSlotCannotBeRemoved() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func lastSlotCannotBeRemoved(backend: Backend) throws {
+        let f = try Fixture(backend)
         let created = try f.initialize(recovery: true)
         try f.custodian.removeSlot(id: try #require(created.recoverySlot?.id))
         #expect(throws: CustodyError.lastSlot) { try f.custodian.removeSlot(id: created.passphraseSlot.id) }
@@ -165,8 +165,8 @@ import SiteKeepKeyring
         #expect(throws: CustodyError.locked) { try f.custodian.removeSlot(id: created.passphraseSlot.id) }
     }
 
-    @Test func passphraseChangeReplacesTheSlotAndACrashInBetweenLeavesAUsableStore() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func passphraseChangeReplacesTheSlotAndACrashInBetweenLeavesAUsableStore(backend: Backend) throws {
+        let f = try Fixture(backend)
         let created = try f.initialize(recovery: false)
         let changed = try f.custodian.changePassphrase(slotID: created.passphraseSlot.id, to: secret("new one"))
         #expect(try f.custodian.listSlots().map(\.id) == [changed.id])
@@ -187,8 +187,8 @@ import SiteKeepKeyring
         }
     }
 
-    @Test func recoveryCodeFormatAndTypoDetection() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func recoveryCodeFormatAndTypoDetection(backend: Backend) throws {
+        let f = try Fixture(backend)
         let code = try #require(try f.initialize().recoveryCode)
         let groups = code.formatted.split(separator: "-")
         #expect(groups.count == 8 && groups.allSatisfy { $0.count == 4 })
@@ -212,8 +212,8 @@ import SiteKeepKeyring
         #expect(f.custodian.isUnlocked)
     }
 
-    @Test func slotListShowsPublicFactsAndPRFSalt() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func slotListShowsPublicFactsAndPRFSalt(backend: Backend) throws {
+        let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let prf = try f.custodian.addPRFSlot(prfOutput: prfBytes(3), relyingPartyID: "newsroom.sgit.ai",
                                              credentialID: "Y3JlZA", prfEvalInput: Base64.encode(Array("eval".utf8), variant: .urlSafeNoPadding))
@@ -232,8 +232,8 @@ import SiteKeepKeyring
         #expect(throws: CustodyError.invalidArgument("PRF output must be 32 bytes, got 3")) { try f.custodian.unlock(.prf(secret("abc"))) }
     }
 
-    @Test func initializeTwiceIsRefusedAndUnlockBeforeInitSaysSo() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func initializeTwiceIsRefusedAndUnlockBeforeInitSaysSo(backend: Backend) throws {
+        let f = try Fixture(backend)
         #expect(throws: CustodyError.notInitialized) { try f.custodian.unlock(.passphrase(secret("x"))) }
         try f.initialize(recovery: false)
         #expect(throws: CustodyError.alreadyInitialized) { try f.initialize() }

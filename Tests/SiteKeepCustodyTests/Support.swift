@@ -8,8 +8,6 @@ import SiteKeepKeyring
 /// A keyring in memory, for tests: the same contract as the real backends.
 final class InMemoryKeyring: KeyringBackend {
     let items = Mutex<[KeyringItemID: [UInt8]]>([:])
-    /// When set, `delete` fails (to simulate a crash between two keyring writes).
-    let failDeletes = Mutex(false)
     var kind: KeyringKind { .file }
     var location: String { "memory" }
 
@@ -21,13 +19,56 @@ final class InMemoryKeyring: KeyringBackend {
         return b
     }
     func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
-        if failDeletes.withLock({ $0 }) { throw .io("simulated crash") }
-        return items.withLock { $0.removeValue(forKey: item) != nil }
+        items.withLock { $0.removeValue(forKey: item) != nil }
     }
     func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID] {
         items.withLock { $0.keys.filter { $0.store == store && (kind == nil || $0.kind == kind) } }
     }
-    var allBlobs: [[UInt8]] { items.withLock { Array($0.values) } }
+}
+
+/// The backends the custody suite runs on.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, file
+    var testDescription: String { rawValue }
+}
+
+/// A backend wrapper for tests: can fail deletes (a crash between two writes) and list every
+/// blob of every store it has seen (for the leak scan).
+final class TestKeyring: KeyringBackend {
+    let inner: any KeyringBackend
+    let failDeletes = Mutex(false)
+    let stores = Mutex<Set<String>>([])
+    init(_ inner: any KeyringBackend) { self.inner = inner }
+
+    /// A fresh keyring of `backend` kind (the file keyring in its own private folder).
+    convenience init(_ backend: Backend) throws {
+        switch backend {
+        case .memory: self.init(InMemoryKeyring())
+        case .file: self.init(try FileKeyring(folder: temporaryFolder("keyring")))
+        }
+    }
+
+    var kind: KeyringKind { inner.kind }
+    var location: String { inner.location }
+    func store(_ blob: [UInt8], for item: KeyringItemID, label: String) throws(KeyringError) {
+        _ = stores.withLock { $0.insert(item.store) }
+        try inner.store(blob, for: item, label: label)
+    }
+    func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] { try inner.load(item) }
+    func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
+        if failDeletes.withLock({ $0 }) { throw .io("simulated crash") }
+        return try inner.delete(item)
+    }
+    func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID] { try inner.list(store: store, kind: kind) }
+    var allBlobs: [[UInt8]] {
+        get throws {
+            var out: [[UInt8]] = []
+            for store in stores.withLock({ $0 }) {
+                for item in try inner.list(store: store, kind: nil) { out.append(try inner.load(item)) }
+            }
+            return out
+        }
+    }
 }
 
 /// A settable clock for boot time and wall time.
@@ -56,19 +97,19 @@ func prfBytes(_ fill: UInt8) throws -> SecretBytes { try SecretBytes(copying: [U
 
 struct Fixture {
     let home: StoreHome
-    let keyring: InMemoryKeyring
+    let keyring: TestKeyring
     let clock: TestClock
     let custodian: Custodian
 
     static let passphrase = "correct horse battery staple"
 
-    init(idle: Duration = .seconds(900), keyring: InMemoryKeyring = InMemoryKeyring(), home: StoreHome? = nil) throws {
-        self.home = try home ?? StoreHome(path: temporaryFolder())
-        self.keyring = keyring
+    init(_ backend: Backend = .memory, idle: Duration = .seconds(900), keyring: TestKeyring? = nil) throws {
+        self.home = StoreHome(path: try temporaryFolder())
+        self.keyring = try keyring ?? TestKeyring(backend)
         clock = TestClock()
         let config = CustodianConfiguration(idleLifetime: idle, autoLockTimer: false, bootClock: clock.boot,
                                             wallClockSeconds: clock.wallSeconds)
-        custodian = try Custodian(home: self.home, keyring: keyring, configuration: config)
+        custodian = try Custodian(home: self.home, keyring: self.keyring, configuration: config)
     }
 
     /// Another custodian on the same home and keyring (a restart).

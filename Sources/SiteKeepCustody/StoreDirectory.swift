@@ -3,24 +3,25 @@ import Glibc
 #endif
 import SiteKeepCrypto
 
-/// A SiteKeep store's home folder (0700) and its random, persisted store id.
+/// A store's home folder, made private (0700), and its random, persisted store id.
 ///
 /// The store id scopes every keyring item of the store, so two stores sharing one keyring
 /// (two `SITEKEEP_HOME`s on one login keyring) never see each other's items, and a slot moved
 /// from one store to another does not open.
-public struct StoreHome: Sendable, Equatable {
+struct StoreDirectory: Sendable, Equatable {
     /// The folder's absolute path.
-    public let path: String
+    let path: String
     /// The store id: 32 lowercase hex characters, created on first use.
-    public let storeID: String
+    let storeID: String
 
     /// Opens (creating if needed) the home folder at `path` with mode 0700 and reads or creates
-    /// its store id.
+    /// its store id (file `store-id`, 0600).
     /// - Throws: ``CustodyError/insecureHome(_:)`` when the folder is not a directory owned by
     ///   this user with no group or other permissions; ``CustodyError/io(_:)`` on other failures.
-    public init(path: String) throws(CustodyError) {
+    init(path: String) throws(CustodyError) {
         guard path.hasPrefix("/") else { throw .insecureHome("'\(path)' is not an absolute path") }
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        var trimmed = path
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
         try Files.ensurePrivateDirectory(trimmed)
         self.path = trimmed
         let idPath = trimmed + "/store-id"
@@ -38,7 +39,7 @@ public struct StoreHome: Sendable, Equatable {
     }
 
     /// The path of a file in the home.
-    public func file(_ name: String) -> String { path + "/" + name }
+    func file(_ name: String) -> String { path + "/" + name }
 }
 
 extension String {
