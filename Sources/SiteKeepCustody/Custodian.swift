@@ -153,6 +153,9 @@ public final class Custodian: Sendable {
     struct Unlocked {
         var master: LockedSecret
         var signers: [String: SigningKeyHandle] = [:]
+        /// The signing version of each key, by `kind/id`: rotations and deletions through this
+        /// custodian update it; another process's rotation is seen after the next unlock.
+        var current: [String: (SigningKeyHandle, Int)] = [:]
         var lastUseNs: UInt64
     }
     struct State {

@@ -35,6 +35,9 @@ extension Custodian {
     /// The unwrapped signing key of a version, cached while unlocked.
     func signer(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
         let master = try currentMaster()
+        // Fast path: the current version, unwrapped earlier in this unlock (no keyring read).
+        let currentKey = "\(kind)/\(id)"
+        if version == nil, let hit = state.withLock({ $0.unlocked?.current[currentKey] }) { return hit }
         let record = try loadRecord(kind: kind, id: id)
         let current = record.versions.count
         let v = version ?? current
@@ -44,6 +47,7 @@ extension Custodian {
         let entry = record.versions[v - 1]
         if let cached = state.withLock({ $0.unlocked?.signers[cacheKey] }),
            Base64.encode(cached.publicKey) == entry.publicKey {
+            if v == current { state.withLock { $0.unlocked?.current[currentKey] = (cached, v) } }
             return (cached, v)
         }
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
@@ -59,7 +63,10 @@ extension Custodian {
         guard Base64.encode(handle.publicKey) == entry.publicKey else {
             throw .damagedItem("\(kind)/\(id) version \(v): the private key does not match its public key")
         }
-        state.withLock { s in s.unlocked?.signers[cacheKey] = handle }
+        state.withLock { s in
+            s.unlocked?.signers[cacheKey] = handle
+            if v == current { s.unlocked?.current[currentKey] = (handle, v) }
+        }
         return (handle, v)
     }
 
@@ -168,6 +175,7 @@ extension Custodian {
                                       version: record.versions.count + 1, master: master)
         record.versions.append(version)
         try storeRecord(record, kind: ItemKind.teamKey)
+        _ = state.withLock { $0.unlocked?.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
         try log(KeyUseContext(op: "team.rotate"), key: "\(id)@v\(version.version)", result: "ok")
         return record.info()
     }
@@ -181,6 +189,7 @@ extension Custodian {
         state.withLock { s in
             guard var u = s.unlocked else { return }
             u.signers = u.signers.filter { !$0.key.hasPrefix("\(ItemKind.teamKey)/\(id)@") }
+            u.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)")
             s.unlocked = u
         }
         try log(KeyUseContext(op: "team.delete"), key: id, result: "ok")

@@ -5,7 +5,8 @@ import SiteKeepKeyring
 public enum PassphraseKDF: Sendable {
     /// Picks Argon2id parameters so one derivation takes about `target` on this machine, never
     /// below ``Argon2id/Parameters/minimum`` and never above 1 GiB of memory. Memory grows first
-    /// (t = 3), then passes. Takes a few derivations' time.
+    /// (t = 3; t = 2 on machines too slow for 19 MiB at t = 3), then passes. Takes a few
+    /// derivations' time.
     public static func calibrate(target: Duration = .milliseconds(500)) throws(CustodyError) -> Argon2id.Parameters {
         let probe = try cryptoCall { () throws(CryptoError) in try Argon2id.Parameters(iterations: 3, memoryKiB: 32 * 1024) }
         let password = try cryptoCall { () throws(CryptoError) in try SecretBytes(randomCount: 16) }
@@ -23,6 +24,7 @@ public enum PassphraseKDF: Sendable {
         let work = Double(probe.iterations * probe.memoryKiB) * targetNs / probeNs
         var t = 3
         var m = Int(work / Double(t))
+        if m < Argon2id.Parameters.minimumMemoryKiB { t = 2; m = Int(work / 2) }
         let maxM = 1024 * 1024
         if m > maxM { m = maxM; t = min(Argon2id.Parameters.maximumIterations, max(3, Int(work / Double(maxM)))) }
         m = max(Argon2id.Parameters.minimumMemoryKiB, (m / 1024) * 1024)

@@ -247,3 +247,31 @@ import SiteKeepKeyring
         #expect(throws: CustodyError.keyNotFound("vault-key/vault-1")) { try f.custodian.vaultKey(vaultID: "vault-1") }
     }
 }
+
+@Suite struct PerformanceTests {
+    /// The bridge needs thousands of signs per second, each logged before it returns.
+    @Test(arguments: Backend.allCases) func signsAreFastAndEachIsLogged(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "ed", name: "Ed", algorithm: .ed25519)
+        let before = try AuditLog.entries(path: f.home.path + "/audit.log").count
+        let n = 2000
+        let start = ContinuousClock.now
+        for i in 0..<n { _ = try f.custodian.sign(keyID: "ed", message: [UInt8(i & 0xff)], context: KeyUseContext(site: "s", op: "key.sign")) }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(4), "\(n) signs took \(elapsed)")
+        #expect(try AuditLog.entries(path: f.home.path + "/audit.log").count == before + n)
+        #expect(try f.custodian.auditLog.verify().isIntact)
+        // A rotation through this custodian takes effect at once.
+        let rotated = try f.custodian.rotateTeamKey(id: "ed")
+        let sig = try f.custodian.sign(keyID: "ed", message: [1])
+        #expect(try f.custodian.verify(keyID: "ed", version: rotated.version, signature: sig, message: [1]))
+    }
+
+    @Test func calibrationNeverGoesBelowTheMinimum() throws {
+        let p = try PassphraseKDF.calibrate(target: .milliseconds(1))
+        #expect(p == .minimum)
+        let q = try PassphraseKDF.calibrate(target: .milliseconds(500))
+        #expect(q.iterations >= Argon2id.Parameters.minimumIterations && q.memoryKiB >= Argon2id.Parameters.minimumMemoryKiB)
+    }
+}

@@ -65,7 +65,7 @@ func filesUnder(_ path: String) -> [String] {
 
         // Lock and unlock every way, with failures along the way.
         f.custodian.lock()
-        expectError { try f.custodian.sign(keyID: "ed", message: message) }
+        expectError { _ = try f.custodian.sign(keyID: "ed", message: message) }
         expectError { try f.custodian.unlock(.passphrase(secret("wrong passphrase"))) }
         try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
         f.custodian.lock()
@@ -76,11 +76,11 @@ func filesUnder(_ path: String) -> [String] {
         // Rotate and sign again; refused uses.
         for id in ["ed", "p"] { replies.append("\(try f.custodian.rotateTeamKey(id: id))") }
         for id in ["ed", "p", "linked"] { replies.append(Hex.encode(try f.custodian.sign(keyID: id, message: message))) }
-        expectError { try f.custodian.sign(keyID: "ed", version: 1, message: message) }
-        expectError { try f.custodian.sign(keyID: "nope", message: message) }
-        expectError { try TeamKeyMaterial.webLink("https://x.example/?key=" + Base64.encode(seed, variant: .urlSafeNoPadding)) }
-        expectError { try TeamKeyMaterial.webLink("https://x.example/#key=" + Base64.encode(seed + [1], variant: .urlSafeNoPadding)) }
-        expectError { try f.custodian.vaultKey(vaultID: "missing") }
+        expectError { _ = try f.custodian.sign(keyID: "ed", version: 1, message: message) }
+        expectError { _ = try f.custodian.sign(keyID: "nope", message: message) }
+        expectError { _ = try TeamKeyMaterial.webLink("https://x.example/?key=" + Base64.encode(seed, variant: .urlSafeNoPadding)) }
+        expectError { _ = try TeamKeyMaterial.webLink("https://x.example/#key=" + Base64.encode(seed + [1], variant: .urlSafeNoPadding)) }
+        expectError { _ = try f.custodian.vaultKey(vaultID: "missing") }
         replies.append("\(try f.custodian.listTeamKeys()) \(try f.custodian.listSlots()) \(try f.custodian.status())")
         f.custodian.auditLog.flush()
 
