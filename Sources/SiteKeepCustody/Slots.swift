@@ -3,35 +3,50 @@ import SiteKeepKeyring
 
 /// Argon2id parameters for new passphrase slots.
 public enum PassphraseKDF: Sendable {
+    /// The most memory calibration picks (256 MiB); beyond that it adds passes.
+    public static let calibrationMemoryCeilingKiB = 256 * 1024
+
     /// Picks Argon2id parameters so one derivation takes about `target` on this machine, never
-    /// below ``Argon2id/Parameters/minimum`` and never above 1 GiB of memory. Memory grows first
-    /// (t = 3; t = 2 on machines too slow for 19 MiB at t = 3), then passes. Takes a few
-    /// derivations' time.
+    /// below ``Argon2id/Parameters/minimum``. Memory grows first (t = 3, or t = 2 on machines
+    /// too slow for 19 MiB at t = 3) up to ``calibrationMemoryCeilingKiB``, then passes.
+    ///
+    /// Measures rather than extrapolates: time per KiB grows with memory (page faults, cache),
+    /// so it derives at the candidate parameters and rescales, up to four times, until a
+    /// derivation lands within 20 % of `target`. Takes about two to three targets' time.
     public static func calibrate(target: Duration = .milliseconds(500)) throws(CustodyError) -> Argon2id.Parameters {
-        let probe = try cryptoCall { () throws(CryptoError) in try Argon2id.Parameters(iterations: 3, memoryKiB: 32 * 1024) }
         let password = try cryptoCall { () throws(CryptoError) in try SecretBytes(randomCount: 16) }
         let salt = SecureRandom.bytes(count: Argon2id.saltByteCount)
-        let clock = ContinuousClock()
-        var best = Duration.seconds(1000)
-        for _ in 0..<2 {
-            let start = clock.now
-            do { _ = try Argon2id.deriveKey(password: password, salt: salt, parameters: probe) } catch { throw .crypto(error) }
-            best = min(best, clock.now - start)
-        }
         let targetNs = Double(PresenceProof.nanoseconds(target))
-        let probeNs = max(Double(PresenceProof.nanoseconds(best)), 1)
-        // Time is close to linear in t × m.
-        let work = Double(probe.iterations * probe.memoryKiB) * targetNs / probeNs
-        var t = 3
-        var m = Int(work / Double(t))
-        if m < Argon2id.Parameters.minimumMemoryKiB { t = 2; m = Int(work / 2) }
-        let maxM = 1024 * 1024
-        if m > maxM { m = maxM; t = min(Argon2id.Parameters.maximumIterations, max(3, Int(work / Double(maxM)))) }
-        m = max(Argon2id.Parameters.minimumMemoryKiB, (m / 1024) * 1024)
-        while t * m > Argon2id.Parameters.maximumWorkKiB { t -= 1 }
-        do { return try Argon2id.Parameters(iterations: max(t, Argon2id.Parameters.minimumIterations), memoryKiB: m) } catch {
-            return .minimum
+        let clock = ContinuousClock()
+        func measure(_ p: Argon2id.Parameters) throws(CustodyError) -> Double {
+            let start = clock.now
+            _ = try cryptoCall { () throws(CryptoError) in try Argon2id.deriveKey(password: password, salt: salt, parameters: p) }
+            return max(Double(PresenceProof.nanoseconds(clock.now - start)), 1)
         }
+        func parameters(work: Double) -> Argon2id.Parameters {
+            var t = 3
+            var m = Int(work / 3)
+            if m < Argon2id.Parameters.minimumMemoryKiB { t = 2; m = Int(work / 2) }
+            if m > calibrationMemoryCeilingKiB {
+                m = calibrationMemoryCeilingKiB
+                t = min(Argon2id.Parameters.maximumIterations, max(3, Int((work / Double(m)).rounded())))
+            }
+            m = max(Argon2id.Parameters.minimumMemoryKiB, (m / 1024) * 1024)
+            while t * m > Argon2id.Parameters.maximumWorkKiB { t -= 1 }
+            return (try? Argon2id.Parameters(iterations: max(t, Argon2id.Parameters.minimumIterations), memoryKiB: m)) ?? .minimum
+        }
+        var candidate = Argon2id.Parameters.minimum
+        for _ in 0..<5 {
+            let elapsed = try measure(candidate)
+            let ratio = targetNs / elapsed
+            if ratio >= 0.8 && ratio <= 1.25 { return candidate }
+            if ratio < 1, candidate == .minimum { return candidate }
+            let work = Double(candidate.iterations * candidate.memoryKiB) * min(max(ratio, 0.25), 8)
+            let next = parameters(work: work)
+            if next == candidate { return candidate }
+            candidate = next
+        }
+        return candidate
     }
 }
 
