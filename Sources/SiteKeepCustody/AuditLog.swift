@@ -67,6 +67,8 @@ public final class AuditLog: Sendable {
         var seq: Int
         var lastSyncNs: Int64
         var syncScheduled: Bool
+        /// The file size after our last write: another size means another process appended.
+        var end: Int64
     }
     private let state: Mutex<State>
 
@@ -85,22 +87,23 @@ public final class AuditLog: Sendable {
         self.syncInterval = syncInterval
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io("cannot open audit log \(path): \(Files.errno_())") }
-        var prev = genesis, seq = 0
-        let size = lseek(fd, 0, SEEK_END)
-        if size > 0 {
-            let window = min(Int(size), 8192)
-            var buf = [UInt8](repeating: 0, count: window)
-            let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, window, off_t(Int(size) - window)) }
-            if n == window {
-                var lines = buf.split(separator: 0x0a, omittingEmptySubsequences: true)
-                if buf.last != 0x0a, !lines.isEmpty { lines.removeLast() }  // a torn last line is not extended
-                if let last = lines.last {
-                    prev = Hex.encode(SHA256.hash(last))
-                    if let e = try? JSONDecoder().decode(AuditEntry.self, from: Data(last)) { seq = e.seq }
-                }
-            }
-        }
-        state = Mutex(State(fd: fd, prev: prev, seq: seq, lastSyncNs: 0, syncScheduled: false))
+        let size = Int64(lseek(fd, 0, SEEK_END))
+        let (prev, seq) = Self.head(fd: fd, size: size, genesis: genesis)
+        state = Mutex(State(fd: fd, prev: prev, seq: seq, lastSyncNs: 0, syncScheduled: false, end: size))
+    }
+
+    /// The chain head (hash of the last complete line, its sequence number) of a file of `size` bytes.
+    static func head(fd: Int32, size: Int64, genesis: String) -> (String, Int) {
+        guard size > 0 else { return (genesis, 0) }
+        let window = Int(min(size, 16384))
+        var buf = [UInt8](repeating: 0, count: window)
+        let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, window, off_t(size - Int64(window))) }
+        guard n == window else { return (genesis, 0) }
+        var lines = buf.split(separator: 0x0a, omittingEmptySubsequences: true)
+        if buf.last != 0x0a, !lines.isEmpty { lines.removeLast() }  // a torn last line is not extended
+        guard let last = lines.last else { return (genesis, 0) }
+        let seq = (try? JSONDecoder().decode(AuditEntry.self, from: Data(last)))?.seq ?? 0
+        return (Hex.encode(SHA256.hash(last)), seq)
     }
 
     deinit {
@@ -116,6 +119,12 @@ public final class AuditLog: Sendable {
     public func append(site: String?, op: String, key: String?, result: String,
                        presenceAgeMs: Int? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
         let needsSchedule: Bool = try state.withLock { (s: inout State) throws(CustodyError) -> Bool in
+            // Several processes (the daemon, a one-shot CLI command) may append to one log:
+            // take the file lock and re-read the head if someone else wrote since we did.
+            _ = flock(s.fd, LOCK_EX)
+            defer { _ = flock(s.fd, LOCK_UN) }
+            let size = Int64(lseek(s.fd, 0, SEEK_END))
+            if size != s.end { (s.prev, s.seq) = Self.head(fd: s.fd, size: size, genesis: genesis) }
             var line = "{\"seq\":\(s.seq + 1),\"time\":\"\(Self.iso8601(ms: now))\",\"site\":\(Self.json(site ?? "-"))"
             line += ",\"op\":\(Self.json(op)),\"key\":\(Self.json(key ?? "-")),\"result\":\(Self.json(result))"
             if let age = presenceAgeMs { line += ",\"presence_age_ms\":\(age)" }
@@ -126,6 +135,7 @@ public final class AuditLog: Sendable {
             }
             s.prev = Hex.encode(SHA256.hash(bytes))
             s.seq += 1
+            s.end = size + Int64(bytes.count + 1)
             let nowNs = Int64(BootClock.system.nanoseconds())
             let interval = syncInterval.components.seconds * 1_000_000_000 + syncInterval.components.attoseconds / 1_000_000_000
             if nowNs - s.lastSyncNs >= interval {
@@ -188,6 +198,9 @@ public final class AuditLog: Sendable {
         }
         return AuditVerification(lineCount: number, firstBadLine: nil, reason: nil)
     }
+
+    /// This log's entries, for `sitekeep log show` (unverified: run ``verify()`` for that).
+    public func entries() throws(CustodyError) -> [AuditEntry] { try Self.entries(path: path) }
 
     /// The entries of a log file, for `sitekeep log show` (unverified: run ``verify()`` for that).
     public static func entries(path: String) throws(CustodyError) -> [AuditEntry] {

@@ -210,3 +210,20 @@ func script(_ body: String) throws -> String {
         #expect(try log.verify().lineCount == 5000)
     }
 }
+
+@Suite struct AuditLogSharingTests {
+    /// A daemon and a one-shot command append to the same log: the chain stays whole.
+    @Test func twoWritersOnOneFileKeepOneChain() throws {
+        let dir = try temporaryFolder()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let genesis = AuditLog.genesis(storeID: "s")
+        let a = try AuditLog(path: dir + "/audit.log", genesis: genesis)
+        let b = try AuditLog(path: dir + "/audit.log", genesis: genesis)
+        DispatchQueue.concurrentPerform(iterations: 2) { w in
+            for i in 0..<300 { try? (w == 0 ? a : b).append(site: "w\(w)", op: "sign", key: "k\(i)", result: "ok") }
+        }
+        let v = try a.verify()
+        #expect(v.isIntact && v.lineCount == 600, "\(v)")
+        #expect(try a.entries().count == 600)
+    }
+}
