@@ -26,10 +26,15 @@ final class InMemoryKeyring: KeyringBackend {
     }
 }
 
-/// The backends the custody suite runs on.
+/// The backends the custody suite runs on: in memory, the file keyring, and (when tools/test
+/// started a private Secret Service and set SITEKEEP_TEST_SECRET_SERVICE=1) the real one.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case memory, file
+    case memory, file, secretService = "secret-service"
     var testDescription: String { rawValue }
+
+    static var allCases: [Backend] {
+        ProcessInfo.processInfo.environment["SITEKEEP_TEST_SECRET_SERVICE"] == "1" ? [.memory, .file, .secretService] : [.memory, .file]
+    }
 }
 
 /// A backend wrapper for tests: can fail deletes (a crash between two writes) and list every
@@ -45,6 +50,7 @@ final class TestKeyring: KeyringBackend {
         switch backend {
         case .memory: self.init(InMemoryKeyring())
         case .file: self.init(try FileKeyring(folder: temporaryFolder("keyring")))
+        case .secretService: self.init(SecretServiceKeyring(timeout: 5))
         }
     }
 
