@@ -1,0 +1,555 @@
+import Foundation
+internal import SiteKeepCrypto
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+internal import SiteKeepKeyring
+
+/// `init`, `unlock`, `lock`, `status`, `slot …`, `team …`, `prf salt`, `log …`.
+enum CustodyCommands {
+    static var all: [CommandSpec] {
+        [initialize, unlock, lock, status, slotList, slotAdd, slotRemove, slotPassphrase,
+         teamAdd, teamImport, teamList, teamRotate, teamDelete, teamSign, teamVerify, prfSalt, logShow, logVerify]
+    }
+
+    // MARK: Store
+
+    static let initialize = CommandSpec(
+        path: ["init"],
+        summary: "Create the store: a master key, a passphrase slot, a recovery code and the device key",
+        discussion: """
+        Creates a random 32-byte master key and wraps it under your passphrase (Argon2id, tuned \
+        to about half a second on this machine) and under a recovery code, which is shown ONCE: \
+        write it down. Also creates this device's P-256 signing key. Keys go to the keyring that \
+        --keyring selects (see 'sitekeep doctor'); the store remembers it.
+        """,
+        options: [.flag("--no-recovery", "do not create a recovery code (not recommended)"),
+                  .option("--argon2-iterations", value: "T", "Argon2id passes instead of the calibrated value (2-10)"),
+                  .option("--argon2-memory", value: "MIB", "Argon2id memory in MiB instead of the calibrated value (19-1024)")],
+        secretInputs: [.passphrase],
+        examples: [CommandExample("sitekeep init", "create the store, asking for a passphrase twice"),
+                   CommandExample("sitekeep init --passphrase-file pass.txt --json", "create it from a file, for scripts")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        guard try !store.custodian.isInitialized() else { throw CustodyError.alreadyInitialized }
+        var parameters: Argon2id.Parameters? = nil
+        if inv.option("--argon2-iterations") != nil || inv.option("--argon2-memory") != nil {
+            let t = try inv.intOption("--argon2-iterations", default: 3, range: 2...10)
+            let m = try inv.intOption("--argon2-memory", default: 64, range: 19...1024)
+            parameters = try Argon2id.Parameters(iterations: t, memoryKiB: m * 1024)
+        }
+        let passphrase = try inv.readSecret(.passphrase, prompt: "New SiteKeep passphrase: ", confirm: true)
+        let box = SecretBox(passphrase)
+        let chosen = parameters
+        let result = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> InitializationResult in
+            try store.custodian.initialize(passphrase: box.take(), parameters: chosen,
+                                           withRecoveryCode: !inv.flag("--no-recovery"))
+        }
+        var members: [JSONMember] = [
+            JSONMember(key: "store", value: .string(store.custodian.storeID)),
+            JSONMember(key: "home", value: .string(store.home.path)),
+            JSONMember(key: "keyring", value: .string(store.keyring.kind.rawValue)),
+            JSONMember(key: "passphraseSlot", value: slotJSON(result.passphraseSlot)),
+            JSONMember(key: "deviceKey", value: keyJSON(result.deviceKey)),
+        ]
+        if let code = result.recoveryCode { members.append(JSONMember(key: "recoveryCode", value: .string(code.formatted))) }
+        inv.emit(.object(members)) {
+            var lines = ["Created SiteKeep store \(store.custodian.storeID) in \(store.home.path)",
+                         "  keyring: \(store.keyring.kind.rawValue) (\(store.keyringReason))",
+                         "  passphrase slot \(result.passphraseSlot.id): \(result.passphraseSlot.argon2Parameters.map(\.description) ?? "")",
+                         "  device key: \(result.deviceKey.algorithm.rawValue) \(result.deviceKey.fingerprint)"]
+            if let code = result.recoveryCode {
+                lines += ["", inv.style("Recovery code (shown once; write it down and keep it offline):", .bold),
+                          "", "    \(code.formatted)", ""]
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    static let unlock = CommandSpec(
+        path: ["unlock"],
+        summary: "Unlock the store (checks the secret; the daemon keeps it unlocked)",
+        discussion: """
+        Opens a slot with your passphrase, PRF bytes or recovery code. When the daemon \
+        ('sitekeep serve') runs, it is handed the secret and stays unlocked until 'sitekeep lock' \
+        or its idle lifetime; otherwise this checks the secret and each key-using command \
+        unlocks for itself. Failed attempts back off exponentially, and the wait survives restarts.
+        """,
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep unlock", "unlock with the passphrase, typed without echo"),
+                   CommandExample("sitekeep unlock --prf-file prf.bin", "unlock with 32 bytes from a passkey's PRF")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        if let daemon = try DaemonLink.find(inv) {
+            try daemon.unlock(inv)
+            inv.emit(["unlocked": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lifetime." }
+        } else {
+            inv.emit(["unlocked": true, "daemon": false]) {
+                "The secret unlocks this store. No daemon runs, so nothing stays unlocked: start 'sitekeep serve' to keep keys unlocked, or pass the secret to each command."
+            }
+        }
+    }
+
+    static let lock = CommandSpec(
+        path: ["lock"],
+        summary: "Lock the daemon: wipe every unwrapped key it holds",
+        examples: [CommandExample("sitekeep lock", "wipe the keys the daemon holds")],
+        printsData: false
+    ) { inv in
+        if let daemon = try DaemonLink.find(inv) {
+            try daemon.lock()
+            inv.say("Locked.")
+        } else {
+            inv.say("No daemon runs, so nothing is unlocked.")
+        }
+    }
+
+    static let status = CommandSpec(
+        path: ["status"],
+        summary: "Show the store: initialised, locked or unlocked, keyring, slots, back-off",
+        examples: [CommandExample("sitekeep status", "show the store's state"),
+                   CommandExample("sitekeep status --json", "the same as JSON")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let s = try store.custodian.status()
+        let daemon = try DaemonLink.find(inv)
+        let unlocked = try daemon?.isUnlocked() ?? false
+        inv.emit(.object([
+            JSONMember(key: "initialized", value: .bool(s.initialized)),
+            JSONMember(key: "unlocked", value: .bool(unlocked)),
+            JSONMember(key: "daemon", value: .bool(daemon != nil)),
+            JSONMember(key: "store", value: .string(s.storeID)),
+            JSONMember(key: "home", value: .string(s.home)),
+            JSONMember(key: "keyring", value: .string(s.keyringKind.rawValue)),
+            JSONMember(key: "keyringLocation", value: .string(s.keyringLocation)),
+            JSONMember(key: "slots", value: .integer(s.slotCount)),
+            JSONMember(key: "unlockBackoffSeconds", value: .integer(s.unlockBackoffSeconds)),
+        ])) {
+            [
+                "store      \(s.storeID) (\(s.home))",
+                "state      \(!s.initialized ? "not initialised: run 'sitekeep init'" : (unlocked ? "unlocked (daemon)" : "locked"))",
+                "daemon     \(daemon != nil ? "running" : "not running")",
+                "keyring    \(s.keyringKind.rawValue): \(s.keyringLocation)",
+                "slots      \(s.slotCount)",
+            ].joined(separator: "\n") + (s.unlockBackoffSeconds > 0 ? "\nback-off   next unlock attempt in \(s.unlockBackoffSeconds) s" : "")
+        }
+    }
+
+    // MARK: Slots
+
+    static let slotList = CommandSpec(
+        path: ["slot", "list"],
+        summary: "List the unlock slots (public facts only)",
+        examples: [CommandExample("sitekeep slot list", "list the slots"), CommandExample("sitekeep slot list --json", "as JSON")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let slots = try store.custodian.listSlots()
+        inv.emit(.array(slots.map(slotJSON))) {
+            Table(headers: ["ID", "KIND", "LABEL", "KDF", "DETAILS"], rows: slots.map { s in
+                [s.id, s.kind.rawValue, s.label, s.kdf,
+                 s.relyingPartyID.map { "passkey \(s.credentialID ?? "?") at \($0)" } ?? ""]
+            }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let slotAdd = CommandSpec(
+        path: ["slot", "add"],
+        summary: "Add an unlock slot: a passphrase, a passkey's PRF output, or a recovery code",
+        discussion: """
+        KIND is passphrase, prf or recovery. The store must be unlocked for this command \
+        (give the CURRENT passphrase with --passphrase-file, or --prf-file/--recovery-file). The \
+        new slot's secret: for passphrase, --new-passphrase-file or a prompt; for prf, \
+        --new-prf-file with the 32 bytes the passkey returned for --eval-input, plus --rp-id and \
+        --credential-id so SiteKeep can tell you which passkey to use; recovery prints a new code once.
+        """,
+        arguments: [ArgumentSpec("KIND", "passphrase, prf or recovery")],
+        options: [UnlockOptions.recoveryFile,
+                  .option("--new-passphrase-file", value: "PATH", "the new slot's passphrase ('-' for stdin)"),
+                  .option("--new-prf-file", value: "PATH", "the new slot's 32 PRF bytes (raw or hex)"),
+                  .option("--rp-id", value: "DOMAIN", "the passkey's relying party id (prf)"),
+                  .option("--credential-id", value: "B64URL", "the passkey's credential id (prf)"),
+                  .option("--eval-input", value: "B64URL", "the PRF eval input the bytes were made with (prf; default: 32 random bytes)"),
+                  .option("--label", value: "TEXT", "a label for the slot")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep slot add recovery --passphrase-file pass.txt", "add a second recovery code"),
+                   CommandExample("sitekeep slot add prf --passphrase-file pass.txt --new-prf-file prf.bin --rp-id newsroom.sgit.ai --credential-id AAAA --eval-input c2l0ZWtlZXA",
+                                  "add a passkey slot from PRF output")]
+    ) { inv in
+        let kind = try inv.requiredArgument("KIND")
+        guard let slotKind = SlotKind(rawValue: kind) else {
+            throw UsageError("KIND must be passphrase, prf or recovery, not '\(kind)'", command: inv.spec.commandLine)
+        }
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let label = inv.option("--label")
+        switch slotKind {
+        case .passphrase:
+            let new: SecretBytes
+            if let path = inv.option("--new-passphrase-file") {
+                var raw = path == "-" ? try inv.io.readStandardInput(limit: 64 * 1024) : try SecretFile.read(path, what: "new passphrase")
+                defer { SecureMemory.zero(&raw) }
+                if raw.last == 0x0a { raw.removeLast() }
+                guard !raw.isEmpty else { throw CommandFailure("the new passphrase is empty", remedy: "give a non-empty passphrase") }
+                new = try SecretBytes(copying: raw)
+            } else {
+                guard inv.io.canPrompt else {
+                    throw CommandFailure("no new passphrase given and no terminal to ask on", remedy: "pass --new-passphrase-file PATH")
+                }
+                var first = try inv.io.promptSecret("New passphrase: ")
+                var second = try inv.io.promptSecret("Again: ")
+                defer { SecureMemory.zero(&first); SecureMemory.zero(&second) }
+                guard ConstantTime.equals(first, second) else { throw CommandFailure("the two entries differ", remedy: "run the command again") }
+                new = try SecretBytes(copying: first)
+            }
+            let box = SecretBox(new)
+            let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
+                try store.custodian.addPassphraseSlot(box.take(), label: label ?? "passphrase")
+            }
+            inv.emit(slotJSON(slot)) { "Added passphrase slot \(slot.id)." }
+        case .prf:
+            guard let path = inv.option("--new-prf-file"), let rp = inv.option("--rp-id"), let credential = inv.option("--credential-id") else {
+                throw UsageError("a prf slot needs --new-prf-file, --rp-id and --credential-id", command: inv.spec.commandLine)
+            }
+            let evalInput = inv.option("--eval-input") ?? Base64.encode(SecureRandom.bytes(count: 32), variant: .urlSafeNoPadding)
+            let prf = try PRFInput.read(path, io: inv.io)
+            let slot = try store.custodian.addPRFSlot(prfOutput: prf, relyingPartyID: rp, credentialID: credential,
+                                                      prfEvalInput: evalInput, label: label ?? "passkey")
+            inv.emit(slotJSON(slot)) { "Added PRF slot \(slot.id) for the passkey \(credential) at \(rp)." }
+        case .recovery:
+            let new = try store.custodian.addRecoverySlot(label: label ?? "recovery")
+            inv.emit(.object([JSONMember(key: "slot", value: slotJSON(new.slot)), JSONMember(key: "recoveryCode", value: .string(new.code.formatted))])) {
+                "Added recovery slot \(new.slot.id).\n\n" + inv.style("Recovery code (shown once):", .bold) + "\n\n    \(new.code.formatted)\n"
+            }
+        }
+    }
+
+    static let slotRemove = CommandSpec(
+        path: ["slot", "remove"],
+        summary: "Remove an unlock slot (never the last one)",
+        arguments: [ArgumentSpec("SLOT", "the slot id from 'sitekeep slot list'")],
+        examples: [CommandExample("sitekeep slot remove 3f2a9c1d", "remove that slot")],
+        printsData: false
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        try store.custodian.removeSlot(id: try inv.requiredArgument("SLOT"))
+        inv.say("Removed slot \(try inv.requiredArgument("SLOT")).")
+    }
+
+    static let slotPassphrase = CommandSpec(
+        path: ["slot", "passphrase"],
+        summary: "Change a passphrase slot's passphrase (the new slot is written before the old one goes)",
+        arguments: [ArgumentSpec("SLOT", "the passphrase slot's id")],
+        options: [UnlockOptions.recoveryFile, .option("--new-passphrase-file", value: "PATH", "the new passphrase ('-' for stdin)")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep slot passphrase 3f2a9c1d", "change it, typing the old and new passphrases")]
+    ) { inv in
+        let slotID = try inv.requiredArgument("SLOT")
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        guard let path = inv.option("--new-passphrase-file") ?? (inv.io.canPrompt ? nil : "") else {
+            throw CommandFailure("no new passphrase", remedy: "pass --new-passphrase-file PATH")
+        }
+        var raw: [UInt8]
+        if path.isEmpty {
+            throw CommandFailure("no new passphrase given and no terminal to ask on", remedy: "pass --new-passphrase-file PATH")
+        } else if let p = inv.option("--new-passphrase-file") {
+            raw = p == "-" ? try inv.io.readStandardInput(limit: 64 * 1024) : try SecretFile.read(p, what: "new passphrase")
+        } else {
+            raw = try inv.io.promptSecret("New passphrase: ")
+        }
+        defer { SecureMemory.zero(&raw) }
+        if raw.last == 0x0a { raw.removeLast() }
+        guard !raw.isEmpty else { throw CommandFailure("the new passphrase is empty", remedy: "give a non-empty passphrase") }
+        let box = SecretBox(try SecretBytes(copying: raw))
+        let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
+            try store.custodian.changePassphrase(slotID: slotID, to: box.take())
+        }
+        inv.emit(slotJSON(slot)) { "Passphrase changed: slot \(slotID) replaced by \(slot.id)." }
+    }
+
+    // MARK: Team keys
+
+    static let teamAdd = CommandSpec(
+        path: ["team", "add"],
+        summary: "Generate a team signing key (Ed25519 or P-256), wrapped under the master key",
+        arguments: [ArgumentSpec("ID", "the key id ([a-z0-9][a-z0-9._-]{0,63})")],
+        options: [UnlockOptions.recoveryFile, .option("--name", value: "TEXT", "a display name"),
+                  .option("--algorithm", value: "ed25519|p256", "the algorithm (default ed25519)")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team add summit --name 'Web Summit team' --passphrase-file pass.txt", "create an Ed25519 team key")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let algorithm = try parseAlgorithm(inv)
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let info = try store.custodian.generateTeamKey(id: id, name: inv.option("--name") ?? id, algorithm: algorithm)
+        inv.emit(keyJSON(info)) { describe(info) }
+    }
+
+    static let teamImport = CommandSpec(
+        path: ["team", "import"],
+        summary: "Import a team key: an Ed25519 seed, a P-256 PKCS#8 key, or a '#key=' web link",
+        discussion: "The key is read from --key-file (or '-' for stdin), never from the command line; it is wrapped under the master key at once.",
+        arguments: [ArgumentSpec("ID", "the key id")],
+        options: [UnlockOptions.recoveryFile, .option("--name", value: "TEXT", "a display name")],
+        secretInputs: [.passphrase, .prf, .key],
+        examples: [CommandExample("sitekeep team import alice --key-file link.txt --passphrase-file pass.txt", "import the key in a #key= link")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        guard inv.option("--key-file") != nil else {
+            throw UsageError("team import needs --key-file PATH ('-' for stdin)", command: inv.spec.commandLine)
+        }
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let contents = try inv.readSecret(.key, prompt: "Team key: ")
+        let material = try TeamKeyMaterial.detect(contents)
+        let info = try store.custodian.importTeamKey(id: id, name: inv.option("--name") ?? id, material: material)
+        inv.emit(keyJSON(info)) { describe(info) }
+    }
+
+    static let teamList = CommandSpec(
+        path: ["team", "list"],
+        summary: "List team keys and the device key (public facts only)",
+        examples: [CommandExample("sitekeep team list", "list keys"), CommandExample("sitekeep team list --json", "as JSON")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        var keys = try store.custodian.listTeamKeys()
+        if let device = try? store.custodian.deviceKeyInfo() { keys.append(device) }
+        inv.emit(.array(keys.map(keyJSON))) {
+            Table(headers: ["ID", "NAME", "ALGORITHM", "VERSION", "FINGERPRINT"], rows: keys.map {
+                [$0.id, $0.name, $0.algorithm.rawValue, "\($0.version)", $0.fingerprint]
+            }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let teamRotate = CommandSpec(
+        path: ["team", "rotate"],
+        summary: "Rotate a team key: a new version signs, older versions only verify",
+        arguments: [ArgumentSpec("ID", "the key id")],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team rotate summit --passphrase-file pass.txt", "make version 2 the signing version")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let info = try store.custodian.rotateTeamKey(id: try inv.requiredArgument("ID"))
+        inv.emit(keyJSON(info)) { describe(info) }
+    }
+
+    static let teamDelete = CommandSpec(
+        path: ["team", "delete"],
+        summary: "Delete a team key and every version of it",
+        arguments: [ArgumentSpec("ID", "the key id")],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team delete summit --passphrase-file pass.txt", "delete the key")],
+        printsData: false
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        try store.custodian.deleteTeamKey(id: id)
+        inv.say("Deleted team key \(id).")
+    }
+
+    static let teamSign = CommandSpec(
+        path: ["team", "sign"],
+        summary: "Sign a message with a team key; prints the signature, never the key",
+        discussion: "The message is read from --message-file (or '-' for stdin). The signature is printed in base64 (raw 64 bytes: Ed25519, or P-256 r||s); --der prints a P-256 signature in DER.",
+        arguments: [ArgumentSpec("ID", "the key id")],
+        options: [UnlockOptions.recoveryFile, .option("--message-file", value: "PATH", "the message ('-' for stdin)"),
+                  .flag("--der", "P-256 only: print the signature in DER (as openssl expects)")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team sign summit --message-file note.txt --passphrase-file pass.txt", "sign a file")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        guard let path = inv.option("--message-file") else {
+            throw UsageError("team sign needs --message-file PATH ('-' for stdin)", command: inv.spec.commandLine)
+        }
+        let message = try readMessage(path, inv: inv)
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let info = try store.custodian.teamKeyInfo(id: id)
+        var signature = try store.custodian.sign(keyID: id, message: message, context: KeyUseContext(op: "team.sign"))
+        if inv.flag("--der") {
+            guard info.algorithm == .p256 else { throw UsageError("--der applies to P-256 keys only", command: inv.spec.commandLine) }
+            signature = try P256.Signing.Signature(rawRepresentation: signature).derRepresentation
+        }
+        inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "version", value: .integer(info.version)),
+                          JSONMember(key: "algorithm", value: .string(info.algorithm.rawValue)),
+                          JSONMember(key: "signature", value: .string(Base64.encode(signature)))])) {
+            Base64.encode(signature)
+        }
+    }
+
+    static let teamVerify = CommandSpec(
+        path: ["team", "verify"],
+        summary: "Verify a signature with a team key's public key (no unlock needed)",
+        arguments: [ArgumentSpec("ID", "the key id"), ArgumentSpec("SIGNATURE", "the signature, base64")],
+        options: [.option("--message-file", value: "PATH", "the message ('-' for stdin)"),
+                  .option("--version", value: "N", "the key version (default: the current one)")],
+        examples: [CommandExample("sitekeep team verify summit MEUCIQ... --message-file note.txt", "check a signature")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        guard let path = inv.option("--message-file") else {
+            throw UsageError("team verify needs --message-file PATH ('-' for stdin)", command: inv.spec.commandLine)
+        }
+        let message = try readMessage(path, inv: inv)
+        guard let signature = try? Base64.decode(try inv.requiredArgument("SIGNATURE")) else {
+            throw UsageError("SIGNATURE must be base64", command: inv.spec.commandLine)
+        }
+        let version = inv.option("--version") != nil ? try inv.intOption("--version", default: 1, range: 1...1000) : nil
+        let store = try StoreContext.open(inv)
+        let ok = try store.custodian.verify(keyID: id, version: version, signature: signature, message: message)
+        inv.emit(["valid": .bool(ok)]) { ok ? "valid" : "INVALID" }
+        if !ok { throw CommandFailure("the signature does not verify with \(id)", code: "bad_signature") }
+    }
+
+    // MARK: PRF, log
+
+    static let prfSalt = CommandSpec(
+        path: ["prf", "salt"],
+        summary: "Print the CTAP2 hmac-secret salt for a PRF slot or eval input (for fido2-assert -h)",
+        discussion: """
+        A browser turns a WebAuthn PRF eval input into the authenticator's hmac-secret salt with \
+        SHA-256("WebAuthn PRF" || 0x00 || input). Give that salt to 'fido2-assert -G -h' and a \
+        FIDO2 key returns the same 32 bytes the page gets. Name a slot (its eval input is stored) \
+        or pass --eval-input.
+        """,
+        arguments: [ArgumentSpec("SLOT", "a PRF slot id", optional: true)],
+        options: [.option("--eval-input", value: "B64URL", "a PRF eval input instead of a slot")],
+        examples: [CommandExample("sitekeep prf salt --eval-input c2l0ZWtlZXA", "the salt for an eval input"),
+                   CommandExample("sitekeep prf salt 3f2a9c1d --json", "the salt of a PRF slot")]
+    ) { inv in
+        let salt: [UInt8]
+        if let input = inv.option("--eval-input") {
+            guard let bytes = try? Base64.decode(input, variant: .urlSafeNoPadding) else {
+                throw UsageError("--eval-input must be base64url without padding", command: inv.spec.commandLine)
+            }
+            salt = WebAuthnPRF.hmacSecretSalt(forEvalInput: bytes)
+        } else if let slot = inv.argument("SLOT") {
+            salt = try StoreContext.open(inv).custodian.hmacSecretSalt(slotID: slot)
+        } else {
+            throw UsageError("give a PRF slot id or --eval-input", command: inv.spec.commandLine)
+        }
+        inv.emit(["salt": .string(Base64.encode(salt)), "saltHex": .string(Hex.encode(salt))]) { Base64.encode(salt) }
+    }
+
+    static let logShow = CommandSpec(
+        path: ["log", "show"],
+        summary: "Show the audit log of key uses",
+        options: [.option("--limit", value: "N", "show the last N entries (default 50)")],
+        examples: [CommandExample("sitekeep log show --limit 10", "the last ten key uses")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let limit = try inv.intOption("--limit", default: 50, range: 1...1_000_000)
+        let entries = Array(try store.custodian.auditLog.entries().suffix(limit))
+        inv.emit(.array(entries.map { e in
+            .object([JSONMember(key: "seq", value: .integer(e.seq)), JSONMember(key: "time", value: .string(e.time)),
+                     JSONMember(key: "site", value: .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
+                     JSONMember(key: "key", value: .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
+                     JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null)])
+        })) {
+            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE"], rows: entries.map {
+                ["\($0.seq)", $0.time, $0.site, $0.op, $0.key, $0.result, $0.presenceAgeMs.map { "\($0) ms" } ?? ""]
+            }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let logVerify = CommandSpec(
+        path: ["log", "verify"],
+        summary: "Check the audit log's hash chain; exits 1 at the first edited, removed or reordered line",
+        examples: [CommandExample("sitekeep log verify", "check the chain")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let v = try store.custodian.auditLog.verify()
+        inv.emit(.object([JSONMember(key: "intact", value: .bool(v.isIntact)), JSONMember(key: "lines", value: .integer(v.lineCount)),
+                          JSONMember(key: "firstBadLine", value: v.firstBadLine.map { .integer($0) } ?? .null),
+                          JSONMember(key: "reason", value: .string(v.reason))])) {
+            v.isIntact ? "intact: \(v.lineCount) lines chain from the store's genesis" : "BROKEN at line \(v.firstBadLine ?? 0): \(v.reason ?? "")"
+        }
+        if !v.isIntact {
+            throw CommandFailure("the audit log is broken at line \(v.firstBadLine ?? 0)",
+                                 remedy: "something edited, removed or reordered lines; keep the file for investigation", code: "log_broken")
+        }
+    }
+
+    // MARK: Helpers
+
+    static func parseAlgorithm(_ inv: Invocation) throws -> SigningAlgorithm {
+        guard let text = inv.option("--algorithm") else { return .ed25519 }
+        guard let a = SigningAlgorithm(rawValue: text.lowercased().replacingOccurrences(of: "-", with: "")) else {
+            throw UsageError("--algorithm must be ed25519 or p256, not '\(text)'", command: inv.spec.commandLine)
+        }
+        return a
+    }
+
+    static func readMessage(_ path: String, inv: Invocation) throws -> [UInt8] {
+        if path == "-" { return try inv.io.readStandardInput(limit: 16 << 20) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure("cannot read \(path)", remedy: "check the path")
+        }
+        guard data.count <= 16 << 20 else { throw CommandFailure("\(path) is larger than 16 MiB", remedy: "sign a hash of it instead") }
+        return [UInt8](data)
+    }
+
+    static func slotJSON(_ s: SlotInfo) -> JSONValue {
+        var m: [JSONMember] = [JSONMember(key: "id", value: .string(s.id)), JSONMember(key: "kind", value: .string(s.kind.rawValue)),
+                               JSONMember(key: "label", value: .string(s.label)), JSONMember(key: "kdf", value: .string(s.kdf)),
+                               JSONMember(key: "created", value: .int(s.created))]
+        if let p = s.argon2Parameters {
+            m.append(JSONMember(key: "argon2", value: ["iterations": .integer(p.iterations), "memoryKiB": .integer(p.memoryKiB)]))
+        }
+        if let rp = s.relyingPartyID { m.append(JSONMember(key: "rpId", value: .string(rp))) }
+        if let c = s.credentialID { m.append(JSONMember(key: "credentialId", value: .string(c))) }
+        if let e = s.prfEvalInput { m.append(JSONMember(key: "prfEvalInput", value: .string(e))) }
+        if let h = s.hmacSecretSalt { m.append(JSONMember(key: "hmacSecretSalt", value: .string(h))) }
+        return .object(m)
+    }
+
+    static func keyJSON(_ k: SigningKeyInfo) -> JSONValue {
+        .object([
+            JSONMember(key: "id", value: .string(k.id)), JSONMember(key: "name", value: .string(k.name)),
+            JSONMember(key: "algorithm", value: .string(k.algorithm.rawValue)), JSONMember(key: "version", value: .integer(k.version)),
+            JSONMember(key: "publicKey", value: .string(k.publicKey)), JSONMember(key: "fingerprint", value: .string(k.fingerprint)),
+            JSONMember(key: "publicKeyPEM", value: .string(k.versions.last?.publicKeyPEM)),
+            JSONMember(key: "versions", value: .array(k.versions.map { v in
+                ["version": .integer(v.version), "fingerprint": .string(v.fingerprint), "canSign": .bool(v.canSign)]
+            })),
+        ])
+    }
+
+    static func describe(_ k: SigningKeyInfo) -> String {
+        var lines = ["key \(k.id) (\(k.name)): \(k.algorithm.rawValue), version \(k.version), \(k.fingerprint)",
+                     "public key: \(k.publicKey)"]
+        if let pem = k.versions.last?.publicKeyPEM { lines.append(pem.trimmingCharacters(in: .newlines)) }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Holds a secret for one hand-over into a `@Sendable` closure.
+final class SecretBox: @unchecked Sendable {
+    // @unchecked: taken exactly once, by the closure it was made for.
+    private var secret: SecretBytes?
+    init(_ secret: consuming SecretBytes) { self.secret = consume secret }
+    func take() -> SecretBytes { secret.take()! }
+}
+
+/// Reading 32 PRF bytes from a named file (raw or hex).
+enum PRFInput {
+    static func read(_ path: String, io: any ToolIO) throws -> SecretBytes {
+        var raw = path == "-" ? try io.readStandardInput(limit: 4096) : try SecretFile.read(path, what: "PRF output")
+        defer { SecureMemory.zero(&raw) }
+        if raw.count == 32 { return try SecretBytes(copying: raw) }
+        var text = raw
+        while let last = text.last, last == 0x0a || last == 0x0d || last == 0x20 { text.removeLast() }
+        defer { SecureMemory.zero(&text) }
+        if text.count == 64, var decoded = try? Hex.decode(String(decoding: text, as: UTF8.self)) {
+            defer { SecureMemory.zero(&decoded) }
+            return try SecretBytes(copying: decoded)
+        }
+        throw CommandFailure("the PRF file holds \(raw.count) bytes, not 32 raw bytes or 64 hex characters",
+                             remedy: "write the passkey's 32-byte PRF output (or its hex) to the file", code: "bad_secret")
+    }
+}
