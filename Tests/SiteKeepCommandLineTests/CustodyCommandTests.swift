@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepJSON
+import SiteKeepCrypto
+import SiteKeepCustody
+
+/// A throw-away store home with a passphrase file, driven through the real command line.
+final class CLIStore: @unchecked Sendable {
+    let dir: URL
+    var home: String { dir.appendingPathComponent("home").path }
+    var passFile: String { dir.appendingPathComponent("pass.txt").path }
+
+    init() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data("correct horse battery\n".utf8).write(to: URL(fileURLWithPath: passFile))
+    }
+    deinit { try? FileManager.default.removeItem(at: dir) }
+
+    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let url = dir.appendingPathComponent(name)
+        try Data(bytes).write(to: url)
+        return url.path
+    }
+
+    func run(_ args: [String], stdin: [UInt8] = []) async -> (status: Int32, out: String, err: String) {
+        await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin)
+    }
+
+    /// `init` at the cheapest Argon2id parameters (tests are not about the cost).
+    func initialize() async throws -> JSONValue {
+        let r = await run(["init", "--passphrase-file", passFile, "--argon2-iterations", "2", "--argon2-memory", "19", "--json"])
+        #expect(r.status == 0, "init failed: \(r.err)")
+        return try JSONParser.parse(r.out)
+    }
+}
+
+@Suite struct CustodyCommandTests {
+    @Test func initSignAndVerifyWithEveryUnlockMethod() async throws {
+        let store = try CLIStore()
+        let created = try await store.initialize()
+        let code = try #require(created["recoveryCode"]?.stringValue)
+        #expect(code.split(separator: "-").count == 8)
+
+        let prf = try store.file("prf.bin", SecureRandom.bytes(count: 32))
+        let added = await store.run(["slot", "add", "prf", "--passphrase-file", store.passFile, "--new-prf-file", prf,
+                                     "--rp-id", "newsroom.sgit.ai", "--credential-id", "AAAA"])
+        #expect(added.status == 0, "\(added.err)")
+        let key = await store.run(["team", "add", "summit", "--passphrase-file", store.passFile, "--json"])
+        #expect(key.status == 0, "\(key.err)")
+        let publicKey = try Base64.decode(try #require(try JSONParser.parse(key.out)["publicKey"]?.stringValue))
+
+        let message = try store.file("msg", Array("sign me".utf8))
+        let recovery = try store.file("recovery.txt", Array(code.utf8))
+        for unlock in [["--passphrase-file", store.passFile], ["--prf-file", prf], ["--recovery-file", recovery]] {
+            let r = await store.run(["team", "sign", "summit", "--message-file", message, "--json"] + unlock)
+            #expect(r.status == 0, "sign with \(unlock[0]) failed: \(r.err)")
+            let signature = try Base64.decode(try #require(try JSONParser.parse(r.out)["signature"]?.stringValue))
+            #expect(SignatureVerifier.isValid(signature, for: Array("sign me".utf8), publicKey: publicKey, algorithm: .ed25519))
+            let v = await store.run(["team", "verify", "summit", Base64.encode(signature), "--message-file", message])
+            #expect(v.status == 0)
+        }
+        let log = await store.run(["log", "verify", "--json"])
+        #expect(log.status == 0)
+        #expect(try JSONParser.parse(log.out)["intact"] == .bool(true))
+    }
+
+    @Test func aWrongPassphraseFailsWithoutSayingWhy() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let wrong = try store.file("wrong.txt", Array("not it".utf8))
+        let r = await store.run(["team", "add", "x", "--passphrase-file", wrong])
+        #expect(r.status == 1)
+        #expect(r.err.contains("error:"))
+        #expect(!r.err.contains("not it"))
+    }
+
+    @Test func aStoreKeepsItsKeyringBackend() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let r = await runTool(["status", "--home", store.home, "--keyring", "secret-service"])
+        #expect(r.status == 1)
+        #expect(r.err.contains("keeps its keys in the file keyring"))
+        let auto = await runTool(["status", "--home", store.home, "--json"])
+        #expect(auto.status == 0)
+        #expect(try JSONParser.parse(auto.out)["keyring"] == .string("file"))
+    }
+
+    @Test func initTwiceIsRefused() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let again = await store.run(["init", "--passphrase-file", store.passFile])
+        #expect(again.status == 1)
+        #expect(again.err.contains("already initialised"))
+    }
+
+    @Test func thePRFSaltMatchesTheWebAuthnTransform() async throws {
+        let r = await runTool(["prf", "salt", "--eval-input", "c2l0ZWtlZXA", "--json"])
+        #expect(r.status == 0)
+        let expected = WebAuthnPRF.hmacSecretSalt(forEvalInput: Array("sitekeep".utf8))
+        #expect(try JSONParser.parse(r.out)["saltHex"] == .string(Hex.encode(expected)))
+    }
+}
