@@ -495,13 +495,19 @@ public final class Vault: Sendable {
     /// The plaintext of the file at `path` in HEAD, after checking the blob's id, its
     /// decryption and the tree's recorded size and content hash.
     public func read(path: String) throws(VaultError) -> [UInt8] {
+        try file(at: path).contents
+    }
+
+    /// The entry and plaintext of the file at `path`, resolved from one HEAD.
+    public func file(at path: String) throws(VaultError) -> (entry: VaultEntry, contents: [UInt8]) {
         let p = try VaultPath(validating: path)
         guard !p.bytes.isEmpty else { throw .wrongKind(path: path, expected: "file") }
         switch try resolve(p) {
         case .folder: throw .wrongKind(path: path, expected: "file")
         case .file(let e, let full):
             guard case .file(let blob) = e.kind else { throw .wrongKind(path: path, expected: "file") }
-            return try self.blob(blob, size: e.size, contentHash: e.contentHash, path: full)
+            let bytes = try self.blob(blob, size: e.size, contentHash: e.contentHash, path: full)
+            return (entry(e, full, blob: blob), bytes)
         }
     }
 
