@@ -135,7 +135,7 @@ public final class Vault: Sendable {
         guard FileAccess.isDirectory(root + "/.sg_vault/bare") else { throw .notAVault(path: path) }
         let vault = Vault(root: root, keys: keys, options: options)
         let head = try vault.resolveHead()
-        if let id = head.commitID { _ = try vault.trustedCommit(id) }
+        if let id = head.commitID { _ = try vault.trustedCommit(id, index: head.index) }
         return vault
     }
 
@@ -318,7 +318,7 @@ public final class Vault: Sendable {
         return Tree(id: id, entries: entries, cost: cost)
     }
 
-    /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:)``).
+    /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:index:)``).
     func commit(_ id: ObjectID, index: BranchIndex?, useCache: Bool = true) throws(VaultError) -> Commit {
         if useCache, case .commit(let c)? = cache.get(id.rawValue) { return c }
         let stored = try readObject(id, limit: options.limits.maxCommitBytes)
@@ -328,15 +328,15 @@ public final class Vault: Sendable {
             c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
         }
         c.signature = try signatureStatus(of: c, index: index, useCache: useCache)
-        if c.signature != .bad { cache.put(id.rawValue, .commit(c)) }
+        // A missing key may arrive later (a pull), so only settled outcomes are cached.
+        if c.signature == .verified || c.signature == .unsigned { cache.put(id.rawValue, .commit(c)) }
         return c
     }
 
     /// A commit that may be read through: a bad signature always throws, unsigned or unknown
     /// keys throw when ``VaultOptions/requireSignatures`` is set.
-    func trustedCommit(_ id: ObjectID, index: BranchIndex? = nil) throws(VaultError) -> Commit {
-        let idx: BranchIndex? = if index != nil { index } else { try? resolveHead().index }
-        let c = try commit(id, index: idx)
+    func trustedCommit(_ id: ObjectID, index: BranchIndex?) throws(VaultError) -> Commit {
+        let c = try commit(id, index: index)
         try judge(c)
         return c
     }

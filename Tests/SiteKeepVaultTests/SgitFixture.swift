@@ -173,8 +173,16 @@ final class SgitFixture: Sendable {
         try Interop.must(sgit, ["clone", "\(hex):itest01", "ro", "--base-url", plainPath + "/.sg_vault"], cwd: base, home: home)
         readOnlyKeys = try Self.keys("sgit_private_read_\(hex):itest01")
 
-        plainView = try Self.view(sgit: sgit, vault: plainPath, home: home)
-        packsView = try Self.view(sgit: sgit, vault: packsPath, home: home)
+        let (sg, pp, kp, h) = (sgit, plainPath, packsPath, home)
+        let views = Mutex<[Int: Result<SgitView, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            let r = Result { try Self.view(sgit: sg, vault: i == 0 ? pp : kp, home: h) }
+            views.withLock { $0[i] = r }
+        }
+        let done = views.withLock { $0 }
+        guard let pv = done[0], let kv = done[1] else { throw FixtureFailure(description: "sgit views did not run") }
+        plainView = try pv.get()
+        packsView = try kv.get()
     }
 
     /// `sgit ls --json`, `sgit cat` of every file (concurrently), `history log`, `check verify`.
