@@ -17,6 +17,7 @@ struct LibraryTests {
     func lifecycle() throws {
         let f = try SgitFixture.get()
         let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = InMemoryVaultKeyStore()
         let lib = VaultLibrary(registry: VaultRegistry(file: dir + "/vaults.json"), keyStore: store)
         let status = try lib.add(name: "notes", path: f.plainPath + "/", keyText: SecretBytes(copying: Array(SgitFixture.plainKeyText.utf8)))
@@ -90,6 +91,7 @@ struct RegistryTests {
     @Test("records round-trip, atomic 0600 file, names validated, duplicates refused")
     func registry() throws {
         let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let reg = VaultRegistry(file: dir + "/r.json")
         #expect(try reg.records().isEmpty)
         try reg.add(VaultRecord(name: "a", path: "/x/\u{e9}", vaultID: "abcd1234", readOnly: true))
@@ -111,6 +113,7 @@ struct RegistryTests {
     @Test("not a vault, and an empty vault folder")
     func notAVault() throws {
         let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let keys = try SgitFixture.keys("2479e29c0460eb7891581ead6ae29903592ab0684c911e98a535235cf3da0912:abcd1234")
         #expect(throws: VaultError.notAVault(path: dir)) { try Vault.open(path: dir, keys: keys) }
         try FileManager.default.createDirectory(atPath: dir + "/.sg_vault/bare/indexes", withIntermediateDirectories: true)

@@ -109,6 +109,9 @@ final class SgitFixture: Sendable {
         }
     }()
 
+    /// Removed when the test process exits.
+    static let cleanupDir = Mutex<String?>(nil)
+
     static func get() throws -> SgitFixture { try shared.get() }
 
     static func keys(_ text: String) throws -> SgitKeys {
@@ -120,6 +123,10 @@ final class SgitFixture: Sendable {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-sgit-\(UUID().uuidString)").path
         dir = base
         home = base + "/home"
+        Self.cleanupDir.withLock { $0 = base }
+        atexit {
+            if let d = SgitFixture.cleanupDir.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: d) }
+        }
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         let fm = FileManager.default
 

@@ -29,6 +29,7 @@ struct SignatureTests {
     func legacySignature() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let refFile = try vault.resolveHead().refFile
         let real = try #require(try vault.log(limit: 1).first)
@@ -64,6 +65,7 @@ struct SignatureTests {
     func canonicalSelfSigned() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let refFile = try vault.resolveHead().refFile
         let real = try #require(try vault.log(limit: 1).first)
@@ -100,6 +102,7 @@ struct SignatureTests {
     func noIndex() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.removeItem(atPath: root + "/.sg_vault/bare/indexes/" + f.plainKeys.branchIndexFileID)
         let v = try Vault.open(path: root, keys: f.plainKeys)
         let s = try v.status()

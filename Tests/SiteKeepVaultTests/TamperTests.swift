@@ -22,6 +22,7 @@ struct TamperTests {
     func blob() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let big = try #require(try vault.list(path: "big.bin").first)
         try flipByte(data(root, big.blobID))
@@ -39,6 +40,7 @@ struct TamperTests {
     func tree() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let head = try #require(try vault.log(limit: 1).first)
         try flipByte(data(root, head.treeID))
@@ -53,6 +55,7 @@ struct TamperTests {
     func commit() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let head = try #require(try Vault.open(path: root, keys: f.plainKeys).status().headCommit)
         try flipByte(data(root, head), at: 3)
         let e = #expect(throws: VaultError.self) { try Vault.open(path: root, keys: f.plainKeys) }
@@ -64,6 +67,7 @@ struct TamperTests {
     func renamedObject() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let entry = try #require(try vault.list(path: "docs/a.txt").first)
         // Put a changed blob under the id the tree names (as an attacker with write access but
@@ -83,6 +87,7 @@ struct TamperTests {
     func ref() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let refFile = try Vault.open(path: root, keys: f.plainKeys).resolveHead().refFile
         try flipByte(root + "/.sg_vault/" + refFile, at: 20)
         let e = #expect(throws: VaultError.self) { try Vault.open(path: root, keys: f.plainKeys) }
@@ -105,6 +110,7 @@ struct TamperTests {
     func foreignSignature() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let head = try vault.resolveHead()
         let real = try #require(try vault.log(limit: 1).first)
@@ -140,6 +146,7 @@ struct TamperTests {
     func unsignedAndNoKey() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let vault = try Vault.open(path: root, keys: f.plainKeys)
         let head = try vault.resolveHead()
         let real = try #require(try vault.log(limit: 1).first)
@@ -181,6 +188,7 @@ struct TamperTests {
     func traversalInRef() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         let refFile = try Vault.open(path: root, keys: f.plainKeys).resolveHead().refFile
         let ref = Array(#"{"commit_id": "obj-cas-imm-../../../../etc/passwd"}"#.utf8)
         try Data(try Envelope.sealV1(ref, key: f.plainKeys.readKey, iv: SecureRandom.bytes(count: 12)))
