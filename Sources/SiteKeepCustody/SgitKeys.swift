@@ -81,15 +81,41 @@ public final class SgitKeys: Sendable {
     }
 
     private static func isLowerHex(_ b: UInt8) -> Bool { (0x30...0x39).contains(b) || (0x61...0x66).contains(b) }
-    private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || (0x09...0x0d).contains(b) }
+    /// Python's `str.isspace` (what sgit's `.strip()` removes), for one code point.
+    static func isPythonSpace(_ v: UInt32) -> Bool {
+        switch v {
+        case 0x09...0x0d, 0x1c...0x20, 0x85, 0xa0, 0x1680, 0x2000...0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000: true
+        default: false
+        }
+    }
+
+    /// The code point of the UTF-8 sequence at `i` (nil if malformed) and its length.
+    private static func scalar(in b: UnsafeBufferPointer<UInt8>, at i: Int, end: Int) -> (UInt32, Int)? {
+        let c = b[i]
+        let (len, initial): (Int, UInt32) = c < 0x80 ? (1, UInt32(c)) : c >= 0xf0 ? (4, UInt32(c & 0x07))
+            : c >= 0xe0 ? (3, UInt32(c & 0x0f)) : c >= 0xc0 ? (2, UInt32(c & 0x1f)) : (0, 0)
+        guard len > 0, i + len <= end else { return nil }
+        var v = initial
+        for k in 1..<len {
+            guard b[i + k] & 0xc0 == 0x80 else { return nil }
+            v = v << 6 | UInt32(b[i + k] & 0x3f)
+        }
+        return (v, len)
+    }
 
     /// Parses key text (SGIT-FORMAT.md §1.1) without copying the secret part out of guarded memory.
     static func parse(_ text: borrowing SecretBytes) throws(SgitKeyError) -> Parsed {
         try text.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(SgitKeyError) -> Parsed in
             let all = raw.bindMemory(to: UInt8.self)
             var lo = 0, hi = all.count
-            while lo < hi, isSpace(all[lo]) { lo += 1 }
-            while hi > lo, isSpace(all[hi - 1]) { hi -= 1 }
+            // Trim as Python's str.strip() does (Unicode whitespace, e.g. U+00A0 and U+3000).
+            while lo < hi, let (v, len) = scalar(in: all, at: lo, end: hi), isPythonSpace(v) { lo += len }
+            while hi > lo {
+                var start = hi - 1
+                while start > lo, all[start] & 0xc0 == 0x80, hi - start < 4 { start -= 1 }
+                guard let (v, len) = scalar(in: all, at: start, end: hi), start + len == hi, isPythonSpace(v) else { break }
+                hi = start
+            }
             var prefixKind = 0            // 0 none, 1 vault, 2 read
             for prefix in allPrefixes {
                 let p = Array(prefix.utf8)

@@ -125,5 +125,12 @@ struct SgitKeysTests {
         // Prefixed and bare forms derive the same keys (vector 1 with and without the prefix).
         let bare = try SgitFixture.keys("  some pass phrase:abcd1234\n")
         #expect(try Vectors.hex(bare).read == Vectors.hex(Vectors.first.get()).read)
+        // sgit strips like Python's str.strip(): Unicode spaces too (checked with `sgit vault derive-keys`).
+        #expect(try SgitKeys.vaultID(ofKeyText: SecretBytes(copying: Array("\u{a0}\u{1f}pass:abcd1234\u{3000}\u{2029}".utf8))) == "abcd1234")
+        #expect(throws: SgitKeyError.invalidVaultID) {
+            try SgitKeys.vaultID(ofKeyText: SecretBytes(copying: Array("caf\u{e9} pass\u{a0}:abcd1234\u{e9}".utf8)))
+        }
+        let unicodeTrimmed = try SgitFixture.keys("\u{a0}some pass phrase:abcd1234\u{3000}")
+        #expect(try Vectors.hex(unicodeTrimmed).read == "2479e29c0460eb7891581ead6ae29903592ab0684c911e98a535235cf3da0912")
     }
 }
