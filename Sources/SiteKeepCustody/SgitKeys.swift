@@ -71,8 +71,6 @@ public final class SgitKeys: Sendable {
         case readKey(key: SecretBytes, vaultID: String)
     }
 
-    static let vaultPrefixes = ["sgit_private_vault_", "sgit_vk1_"]
-    static let readPrefixes = ["sgit_private_read_", "sgit_public_read_", "sgit_rk1_"]
     // The order of SGIT-FORMAT.md §1.1's table.
     static let allPrefixes = ["sgit_private_vault_", "sgit_private_read_", "sgit_public_read_", "sgit_vk1_", "sgit_rk1_"]
 
@@ -116,11 +114,10 @@ public final class SgitKeys: Sendable {
                 guard let (v, len) = scalar(in: all, at: start, end: hi), start + len == hi, isPythonSpace(v) else { break }
                 hi = start
             }
-            var prefixKind = 0            // 0 none, 1 vault, 2 read
+            // Only one prefix is removed; as in sgit, the prefix never decides the form.
             for prefix in allPrefixes {
                 let p = Array(prefix.utf8)
                 if hi - lo >= p.count, all[lo..<(lo + p.count)].elementsEqual(p) {
-                    prefixKind = vaultPrefixes.contains(prefix) ? 1 : 2
                     lo += p.count
                     break
                 }
@@ -134,8 +131,10 @@ public final class SgitKeys: Sendable {
             let vaultID = String(decoding: idBytes, as: UTF8.self)
             let secretPart = all[lo..<colon]
             let looksLikeReadKey = secretPart.count == 64 && secretPart.allSatisfy(isLowerHex)
-            if prefixKind == 2 || (prefixKind == 0 && looksLikeReadKey) {
-                guard looksLikeReadKey else { throw .malformedKey("a read key must be 64 lowercase hex characters before ':'") }
+            // sgit decides by `^[0-9a-f]{64}:[a-z0-9]{4,24}$` alone (checked: even after
+            // `sgit_private_vault_`, 64 lowercase hex is a read key; after `sgit_private_read_`,
+            // anything else is a passphrase).
+            if looksLikeReadKey {
                 do throws(CryptoError) {
                     let key = try SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
                         for i in 0..<32 {

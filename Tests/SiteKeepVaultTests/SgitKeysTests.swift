@@ -95,8 +95,18 @@ struct SgitKeysTests {
             #expect(try Vectors.hex(keys).read == hex)
             #expect(try Vectors.hex(keys).write == nil)
         }
-        // A read prefix with a non-hex secret is refused, not treated as a passphrase.
-        #expect(throws: SgitKeyError.self) { try SgitFixture.keys("sgit_private_read_notahexkey:abcd1234") }
+        // As in sgit (checked with `sgit vault derive-keys`), the form is decided by the text, not
+        // the prefix: 64 lowercase hex after a vault prefix is a read key…
+        let vk = try SgitFixture.keys("sgit_private_vault_\(hex):abcd1234")
+        #expect(vk.isReadOnly)
+        #expect(try Vectors.hex(vk).read == hex)
+        // …and anything else after a read prefix is a passphrase (sgit: read key 07aab176…).
+        let pass = try SgitFixture.keys("sgit_private_read_notahexkey:abcd1234")
+        #expect(!pass.isReadOnly)
+        #expect(try Vectors.hex(pass).read == "07aab176bfbaa6f68e2017e14c97168abc9770ec31e5201155e7f70c10ac29b7")
+        // Upper-case hex is not a read key either (sgit: a passphrase, read key 4de6e222…).
+        let upper = try SgitFixture.keys("sgit_vk1_" + hex.uppercased() + ":abcd1234")
+        #expect(try Vectors.hex(upper).read == "4de6e222a0921d66c567ff425a8bfff03e27eb057c324084d62e05e511faa98b")
     }
 
     @Test("key text is refused with a clear error that never echoes the secret")
