@@ -29,6 +29,7 @@ enum FileAccess {
         var buffer = [UInt8](repeating: 0, count: size)
         var done = 0
         while done < size {
+            // size > 0 inside the loop, so the buffer has a base address.
             let n = buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + done, size - done) }
             if n < 0 {
                 if errno == EINTR { continue }

@@ -196,18 +196,17 @@ public final class Vault: Sendable {
            v != Self.implementedClientVersion {
             throw .unsupportedVault(reason: "the vault needs sgit client \(min) or newer; SiteKeep implements the 0.26.0 format")
         }
-        let branch: Branch?
+        let found: Branch?
         if let myBranch {
-            branch = index.branches.first { $0.branchID == myBranch }
-            guard branch != nil else {
-                throw .malformed(object: indexFile, reason: "local/config.json names branch \(myBranch), which the index does not list")
-            }
+            found = index.branches.first { $0.branchID == myBranch }
         } else {
-            branch = index.branches.first { $0.name.utf8.elementsEqual(wantedName.utf8) && $0.type == "named" }
+            found = index.branches.first { $0.name.utf8.elementsEqual(wantedName.utf8) && $0.type == "named" }
                 ?? index.branches.first { $0.name.utf8.elementsEqual(wantedName.utf8) }
-            guard branch != nil else { throw .malformed(object: indexFile, reason: "no branch named \(wantedName)") }
         }
-        let b = branch!   // both paths above guarantee non-nil
+        guard let b = found else {
+            let what = myBranch.map { "local/config.json names branch \($0), which the index does not list" } ?? "no branch named \(wantedName)"
+            throw .malformed(object: indexFile, reason: what)
+        }
         let refFile = "bare/refs/" + b.headRefID
         return Head(index: index, branch: b, branchName: b.name, refFile: refFile, commitID: try readRef(refFile),
                     readOnlyClone: myBranch == nil)

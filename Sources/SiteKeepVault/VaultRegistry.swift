@@ -95,6 +95,7 @@ extension FileAccess {
         guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
         var done = 0
         while done < bytes.count {
+            // bytes is non-empty inside the loop, so it has a base address.
             let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + done, bytes.count - done) }
             if n < 0 {
                 if errno == EINTR { continue }
