@@ -1,0 +1,294 @@
+import SiteKeepJSON
+
+/// Typed access to a JSON object in the way sgit's schema layer reads it: unknown members are
+/// ignored, absent members take their defaults, and a member of the wrong JSON type refuses
+/// the whole document.
+struct Fields {
+    let members: [JSONMember]
+    let object: String
+
+    init(_ value: JSONValue, object: String) throws(VaultError) {
+        guard case .object(let m) = value else { throw .malformed(object: object, reason: "not a JSON object") }
+        members = m
+        self.object = object
+    }
+
+    init(parsing bytes: [UInt8], object: String, limits: JSONLimits = .document) throws(VaultError) {
+        let value: JSONValue
+        do { value = try JSONParser.parse(bytes, limits: limits) } catch {
+            throw .malformed(object: object, reason: "not valid JSON (\(error))")
+        }
+        try self.init(value, object: object)
+    }
+
+    func value(_ key: String) -> JSONValue? {
+        members.last { $0.key.utf8.elementsEqual(key.utf8) }?.value
+    }
+
+    private func wrong(_ key: String, _ expected: String, _ v: JSONValue) -> VaultError {
+        .malformed(object: object, reason: "field \(key) must be \(expected), found \(v.typeName)")
+    }
+
+    /// Absent or null → nil; a string → it; anything else refuses.
+    func optionalString(_ key: String) throws(VaultError) -> String? {
+        guard let v = value(key) else { return nil }
+        switch v {
+        case .null: return nil
+        case .string(let s): return s
+        default: throw wrong(key, "a string or null", v)
+        }
+    }
+
+    func string(_ key: String) throws(VaultError) -> String {
+        guard let s = try optionalString(key) else {
+            throw .malformed(object: object, reason: "field \(key) is missing")
+        }
+        return s
+    }
+
+    func optionalInt(_ key: String) throws(VaultError) -> Int64? {
+        guard let v = value(key) else { return nil }
+        switch v {
+        case .null: return nil
+        case .int(let i): return i
+        default: throw wrong(key, "an integer or null", v)
+        }
+    }
+
+    func bool(_ key: String, default d: Bool) throws(VaultError) -> Bool {
+        guard let v = value(key) else { return d }
+        guard case .bool(let b) = v else { throw wrong(key, "a boolean", v) }
+        return b
+    }
+
+    func array(_ key: String) throws(VaultError) -> [JSONValue] {
+        guard let v = value(key) else { return [] }
+        switch v {
+        case .array(let a): return a
+        case .null: return []
+        default: throw wrong(key, "an array", v)
+        }
+    }
+
+    func objectID(_ key: String, kind: String) throws(VaultError) -> ObjectID? {
+        guard let s = try optionalString(key) else { return nil }
+        guard let id = ObjectID(s) else { throw .invalidID(kind: kind, value: s, in: "\(object) field \(key)") }
+        return id
+    }
+}
+
+/// One decrypted tree entry.
+struct TreeEntry: Sendable {
+    enum Kind: Sendable { case file(ObjectID), folder(ObjectID) }
+    let name: String
+    let nameBytes: [UInt8]
+    let kind: Kind
+    let size: Int?
+    let contentHash: String?
+    let contentType: String?
+    let large: Bool
+}
+
+/// A decrypted, parsed tree (§4.1, §4.2).
+struct Tree: Sendable {
+    let id: ObjectID
+    let entries: [TreeEntry]
+    /// Approximate memory held, for the cache.
+    let cost: Int
+
+    func entry(named name: [UInt8]) -> TreeEntry? {
+        entries.first { $0.nameBytes == name }
+    }
+}
+
+/// A parsed commit, normalised as §4.3 says (the ten fields, ids trimmed and lower-cased).
+public struct Commit: Sendable, Equatable {
+    /// The commit's object id.
+    public let id: ObjectID
+    /// The root tree.
+    public let treeID: ObjectID
+    /// Parent commits, first parent first.
+    public let parents: [ObjectID]
+    /// Milliseconds since the epoch.
+    public let timestampMs: Int64
+    /// The branch that wrote it (as stored; may be empty or nil).
+    public let branchID: String?
+    /// The key id that signed it, if any.
+    public let authorKeyID: String?
+    /// The decrypted message; nil when absent.
+    public internal(set) var message: String?
+    /// The signature check's outcome.
+    public internal(set) var signature: SignatureStatus
+
+    // Kept for the signing bytes.
+    let messageEnc: String?
+    let rawSignature: String?
+    let authorSignature: JSONValue
+    let attestations: [JSONValue]
+    let rawTreeID: String
+    let rawParents: [String]
+    let schema: String?
+
+    /// The canonical signing bytes (§4.4): the normalised commit without `signature`, keys
+    /// sorted, no whitespace.
+    var canonicalSigningBytes: [UInt8] {
+        JSONSerializer.bytes(.object([
+            JSONMember(key: "schema", value: .string(schema)),
+            JSONMember(key: "tree_id", value: .string(rawTreeID)),
+            JSONMember(key: "message_enc", value: .string(messageEnc)),
+            JSONMember(key: "branch_id", value: .string(branchID)),
+            JSONMember(key: "author_key_id", value: .string(authorKeyID)),
+            JSONMember(key: "author_signature", value: authorSignature),
+            JSONMember(key: "parents", value: .array(rawParents.map { .string($0) })),
+            JSONMember(key: "timestamp_ms", value: .int(timestampMs)),
+            JSONMember(key: "attestations", value: .array(attestations)),
+        ]), style: .canonical)
+    }
+
+    /// The legacy signing bytes (§4.4), for commits without `author_key_id`: Python's form, in
+    /// written order, with `signature` null.
+    var legacySigningBytes: [UInt8] {
+        JSONSerializer.bytes(.object([
+            JSONMember(key: "schema", value: .string(schema)),
+            JSONMember(key: "tree_id", value: .string(rawTreeID)),
+            JSONMember(key: "message_enc", value: .string(messageEnc)),
+            JSONMember(key: "branch_id", value: .string(branchID)),
+            JSONMember(key: "signature", value: .null),
+            JSONMember(key: "author_key_id", value: .string(authorKeyID)),
+            JSONMember(key: "author_signature", value: authorSignature),
+            JSONMember(key: "parents", value: .array(rawParents.map { .string($0) })),
+            JSONMember(key: "timestamp_ms", value: .int(timestampMs)),
+            JSONMember(key: "attestations", value: .array(attestations)),
+        ]), style: .python)
+    }
+
+    static func parse(_ plaintext: [UInt8], id: ObjectID) throws(VaultError) -> Commit {
+        let object = "commit \(id.fileID)"
+        let f = try Fields(parsing: plaintext, object: object, limits: JSONLimits(maxBytes: 1 << 20, maxDepth: 16, maxStringBytes: 64 << 10, maxElements: 10_000))
+        let schema = try f.optionalString("schema")
+        guard schema == "commit_v1" else {
+            throw .malformed(object: object, reason: "schema is \(schema.map { VaultError.quoted($0) } ?? "absent"), expected commit_v1")
+        }
+        guard let treeRaw = try f.optionalString("tree_id") else { throw .malformed(object: object, reason: "tree_id is missing") }
+        guard let tree = ObjectID(treeRaw) else { throw .invalidID(kind: "tree id", value: treeRaw, in: object) }
+        var parents: [ObjectID] = []
+        for p in try f.array("parents") {
+            guard case .string(let s) = p else { throw .malformed(object: object, reason: "parents must hold strings, found \(p.typeName)") }
+            guard let pid = ObjectID(s) else { throw .invalidID(kind: "parent id", value: s, in: object) }
+            parents.append(pid)
+        }
+        let ts = try f.optionalInt("timestamp_ms") ?? 0
+        guard ts >= 0 else { throw .malformed(object: object, reason: "timestamp_ms is negative") }
+        let authorSignature = f.value("author_signature") ?? .null
+        switch authorSignature {
+        case .null, .string: break
+        default: throw .malformed(object: object, reason: "field author_signature must be a string or null, found \(authorSignature.typeName)")
+        }
+        let messageEnc = try f.optionalString("message_enc")
+        if let m = messageEnc, !m.isEmpty, !Identifiers.isBase64(m, max: 1 << 20) {
+            throw .malformed(object: object, reason: "message_enc is not base64")
+        }
+        let signature = try f.optionalString("signature")
+        if let s = signature, !s.isEmpty, !Identifiers.isBase64(s, max: 256) {
+            throw .malformed(object: object, reason: "signature is not base64 of at most 256 characters")
+        }
+        let branch = try f.optionalString("branch_id").map(Self.trimLower)
+        let authorKey = try f.optionalString("author_key_id").map(Self.trimLower)
+        return Commit(id: id, treeID: tree, parents: parents, timestampMs: ts, branchID: branch,
+                      authorKeyID: authorKey, message: nil, signature: .unsigned,
+                      messageEnc: messageEnc, rawSignature: signature, authorSignature: authorSignature,
+                      attestations: try f.array("attestations"), rawTreeID: tree.rawValue,
+                      rawParents: parents.map(\.rawValue), schema: schema)
+    }
+
+    static func trimLower(_ s: String) -> String {
+        var bytes = Array(s.utf8)
+        while let f = bytes.first, f == 0x20 || (0x09...0x0d).contains(f) { bytes.removeFirst() }
+        while let l = bytes.last, l == 0x20 || (0x09...0x0d).contains(l) { bytes.removeLast() }
+        return String(decoding: bytes.map { (0x41...0x5a).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
+    }
+}
+
+/// The outcome of checking one commit's signature (§4.4).
+public enum SignatureStatus: String, Sendable, Equatable {
+    /// The signature verifies under the key the vault names.
+    case verified
+    /// A signature is present and does not verify.
+    case bad
+    /// No signature.
+    case unsigned
+    /// Signed, but the named key is unknown or its key file is missing.
+    case noKey = "no-key"
+}
+
+/// A branch entry of the branch index (§4.6).
+struct Branch: Sendable {
+    let branchID: String
+    let name: String
+    let type: String
+    let headRefID: String
+    let publicKeyID: String?
+}
+
+/// The branch index (§4.6), the parts a reader needs.
+struct BranchIndex: Sendable {
+    let format: Int
+    let minClient: String?
+    let branches: [Branch]
+    let features: [String]
+
+    static func parse(_ plaintext: [UInt8], object: String) throws(VaultError) -> BranchIndex {
+        let f = try Fields(parsing: plaintext, object: object)
+        let schema = try f.optionalString("schema")
+        if let schema, schema != "branch_index_v1" {
+            throw .malformed(object: object, reason: "schema is \(VaultError.quoted(schema)), expected branch_index_v1")
+        }
+        let format = try f.optionalInt("format") ?? 1
+        let minClient = try f.optionalString("min_client")
+        var features: [String] = []
+        for v in try f.array("features") {
+            guard case .string(let s) = v else { throw .malformed(object: object, reason: "features must hold strings") }
+            features.append(s)
+        }
+        var branches: [Branch] = []
+        for (i, b) in try f.array("branches").enumerated() {
+            let bf = try Fields(b, object: "\(object) branch \(i)")
+            let rawID = try bf.string("branch_id")
+            guard let bid = Identifiers.branchID(rawID) else { throw .invalidID(kind: "branch id", value: rawID, in: object) }
+            let name = try bf.string("name")
+            let type = try bf.optionalString("branch_type") ?? ""
+            let rawRef = try bf.string("head_ref_id")
+            guard let ref = Identifiers.refID(rawRef) else { throw .invalidID(kind: "ref id", value: rawRef, in: object) }
+            var key: String?
+            if let rawKey = try bf.optionalString("public_key_id"), !rawKey.isEmpty {
+                guard let k = Identifiers.keyID(rawKey) else { throw .invalidID(kind: "key id", value: rawKey, in: object) }
+                key = k
+            }
+            _ = try bf.optionalString("private_key_id")
+            _ = try bf.optionalString("creator_branch")
+            _ = try bf.optionalString("display_name")
+            if let created = bf.value("created_at") {
+                switch created {
+                case .int, .string, .null: break
+                default: throw .malformed(object: object, reason: "created_at must be an integer or string")
+                }
+            }
+            branches.append(Branch(branchID: bid, name: name, type: type, headRefID: ref, publicKeyID: key))
+        }
+        return BranchIndex(format: Int(format), minClient: minClient, branches: branches, features: features)
+    }
+}
+
+/// Semantic-version comparison for the `min_client` gate; unparseable means no minimum.
+enum SemVer {
+    static func parse(_ s: String) -> [Int]? {
+        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var out: [Int] = []
+        for p in parts {
+            guard !p.isEmpty, p.count <= 9, p.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(p) else { return nil }
+            out.append(n)
+        }
+        return out
+    }
+}

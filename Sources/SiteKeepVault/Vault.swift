@@ -1,0 +1,583 @@
+public import SiteKeepCustody
+import SiteKeepCrypto
+import SiteKeepJSON
+
+/// Size and depth bounds for everything read from a vault (all vault data is untrusted).
+public struct VaultLimits: Sendable, Equatable {
+    /// Largest stored blob (ciphertext) and largest plaintext a blob may inflate to.
+    public var maxBlobBytes: Int = 1 << 30
+    /// Largest stored tree.
+    public var maxTreeBytes: Int = 16 << 20
+    /// Largest stored commit.
+    public var maxCommitBytes: Int = 1 << 20
+    /// Largest ref, index, key, config file.
+    public var maxSmallFileBytes: Int = 16 << 20
+    /// Deepest folder nesting walked.
+    public var maxTreeDepth: Int = 128
+    /// Most entries one listing returns.
+    public var maxListedEntries: Int = 1_000_000
+    /// Most commits `log` and `verify` walk.
+    public var maxCommits: Int = 1_000_000
+    public init() {}
+}
+
+/// How a vault is opened.
+public struct VaultOptions: Sendable, Equatable {
+    /// Bounds on sizes and depths.
+    public var limits = VaultLimits()
+    /// Refuse reads through unsigned commits or commits whose key is unknown (a bad signature
+    /// is always refused).
+    public var requireSignatures = false
+    /// The object cache's approximate budget in bytes.
+    public var cacheBytes = 64 << 20
+    public init() {}
+}
+
+/// One file of a listing.
+public struct VaultEntry: Sendable, Equatable {
+    /// The full path from the vault root.
+    public let path: VaultPath
+    /// The plaintext size recorded in the tree.
+    public let size: Int
+    /// The MIME type recorded by the writer, if any.
+    public let contentType: String?
+    /// The blob holding the content.
+    public let blobID: ObjectID
+    /// `hex(SHA-256(plaintext))[:12]` as recorded.
+    public let contentHash: String?
+    /// Whether the stored blob is over 4 MiB.
+    public let large: Bool
+}
+
+/// What `status` reports.
+public struct VaultStatus: Sendable, Equatable {
+    /// The vault id.
+    public let vaultID: String
+    /// The HEAD commit, nil for a vault without commits.
+    public let headCommit: ObjectID?
+    /// The HEAD branch's name (`local` for a clone branch, `current` for the main named one).
+    public let branchName: String
+    /// The HEAD branch id; nil when the vault has no index.
+    public let branchID: String?
+    /// 1 (12-hex ids) or 2 (32-hex ids) for new objects.
+    public let format: Int
+    /// The index's feature list.
+    public let features: [String]
+    /// True when only the read key is held, or the folder is a read-only clone.
+    public let isReadOnly: Bool
+    /// The HEAD commit's signature status.
+    public let headSignature: SignatureStatus?
+    /// The HEAD commit's time.
+    public let headTimestampMs: Int64?
+    /// The HEAD commit's message.
+    public let headMessage: String?
+}
+
+/// A problem found by ``Vault/verify()``.
+public struct VerificationProblem: Sendable, Equatable, CustomStringConvertible {
+    /// The object (`bare/data/obj-cas-imm-…`, a ref, a path).
+    public let object: String
+    /// The failure, as the matching ``VaultError`` describes it.
+    public let error: VaultError
+    public var description: String { error.description }
+}
+
+/// What ``Vault/verify()`` found walking every commit from HEAD.
+public struct VerificationReport: Sendable, Equatable {
+    /// The HEAD commit walked from.
+    public var head: ObjectID?
+    /// Distinct commits, trees and blobs checked.
+    public var commits = 0, trees = 0, blobs = 0
+    /// Signature outcomes over all commits.
+    public var verified = 0, bad = 0, unsigned = 0, noKey = 0
+    /// Every failure, naming its object.
+    public var problems: [VerificationProblem] = []
+    /// No problem and no bad signature.
+    public var isClean: Bool { problems.isEmpty && bad == 0 }
+}
+
+/// An sgit vault working copy opened for reading with keys held by custody.
+///
+/// Every object read from disk has its id checked against SHA-256 of its bytes, decrypts under
+/// the read key handle and parses strictly before anything from it is used; commits have their
+/// signatures checked. Verified trees, commits and small blobs are cached by id.
+/// Refs and the index are mutable, so HEAD is re-read on every call.
+public final class Vault: Sendable {
+    /// The working-copy folder.
+    public let root: String
+    /// The vault id.
+    public var vaultID: String { keys.vaultID }
+    let bare: String
+    let local: String
+    let keys: SgitKeys
+    let options: VaultOptions
+    let cache: ObjectCache
+
+    /// The format version this client implements (for the `min_client` gate).
+    public static let implementedClientVersion = [0, 26, 0]
+
+    private init(root: String, keys: SgitKeys, options: VaultOptions) {
+        self.root = root
+        bare = root + "/.sg_vault/bare"
+        local = root + "/.sg_vault/local"
+        self.keys = keys
+        self.options = options
+        cache = ObjectCache(budget: options.cacheBytes)
+    }
+
+    /// Opens the vault in `path` (the folder holding `.sg_vault`) and checks that the keys
+    /// open it: HEAD is resolved and its commit verified.
+    /// - Throws: ``VaultError/notAVault(path:)``, ``VaultError/wrongKey(vaultID:)``,
+    ///   ``VaultError/vaultIDMismatch(expected:found:)``, or a verification failure.
+    public static func open(path: String, keys: SgitKeys, options: VaultOptions = VaultOptions()) throws(VaultError) -> Vault {
+        var root = path
+        while root.count > 1, root.hasSuffix("/") { root.removeLast() }
+        guard FileAccess.isDirectory(root + "/.sg_vault/bare") else { throw .notAVault(path: path) }
+        let vault = Vault(root: root, keys: keys, options: options)
+        let head = try vault.resolveHead()
+        if let id = head.commitID { _ = try vault.trustedCommit(id, index: head.index) }
+        return vault
+    }
+
+    // MARK: HEAD
+
+    struct Head {
+        var index: BranchIndex?
+        var branch: Branch?
+        var branchName: String
+        var refFile: String
+        var commitID: ObjectID?
+        var readOnlyClone: Bool
+    }
+
+    func readSmall(_ relative: String) throws(VaultError) -> [UInt8]? {
+        switch try FileAccess.read(root + "/.sg_vault/" + relative, limit: options.limits.maxSmallFileBytes, object: relative) {
+        case .bytes(let b): return b
+        case .missing: return nil
+        }
+    }
+
+    func decryptSmall(_ bytes: [UInt8], object: String) throws(VaultError) -> [UInt8] {
+        do { return try Envelope.openV1(bytes, key: keys.readKey) } catch { throw .decryptionFailed(object: object) }
+    }
+
+    func resolveHead() throws(VaultError) -> Head {
+        // local/config.json: my_branch_id makes HEAD (§5.3).
+        var myBranch: String?
+        if let config = try readSmall("local/config.json") {
+            let f = try Fields(parsing: config, object: "local/config.json")
+            if let raw = try f.optionalString("my_branch_id") {
+                guard let id = Identifiers.branchID(raw) else { throw .invalidID(kind: "branch id", value: raw, in: "local/config.json") }
+                myBranch = id
+            }
+        }
+        var wantedName = "current"
+        if let mode = try readSmall("local/clone_mode.json") {
+            let f = try Fields(parsing: mode, object: "local/clone_mode.json")
+            if let name = try f.optionalString("branch_name") {
+                guard Identifiers.isBranchName(name) else { throw .invalidID(kind: "branch name", value: name, in: "local/clone_mode.json") }
+                wantedName = name
+            }
+            if let id = try f.optionalString("vault_id"), id != keys.vaultID {
+                throw .vaultIDMismatch(expected: keys.vaultID, found: id)
+            }
+        }
+        let indexFile = "bare/indexes/" + keys.branchIndexFileID
+        guard let indexBytes = try readSmall(indexFile) else {
+            // No index: a single branch `current` at the HMAC-derived named ref.
+            if FileAccess.hasEntries(bare + "/indexes") { throw .wrongKey(vaultID: keys.vaultID) }
+            let refFile = "bare/refs/" + keys.namedRefFileID
+            let commit = try readRef(refFile)
+            if commit == nil, FileAccess.hasEntries(bare + "/refs") { throw .wrongKey(vaultID: keys.vaultID) }
+            return Head(index: nil, branch: nil, branchName: "current", refFile: refFile, commitID: commit, readOnlyClone: myBranch == nil)
+        }
+        let index = try BranchIndex.parse(try decryptSmall(indexBytes, object: indexFile), object: indexFile)
+        if let min = index.minClient, let v = SemVer.parse(min), v.lexicographicallyPrecedes(Self.implementedClientVersion) == false,
+           v != Self.implementedClientVersion {
+            throw .unsupportedVault(reason: "the vault needs sgit client \(min) or newer; SiteKeep implements the 0.26.0 format")
+        }
+        let found: Branch?
+        if let myBranch {
+            found = index.branches.first { $0.branchID == myBranch }
+        } else {
+            found = index.branches.first { $0.name.utf8.elementsEqual(wantedName.utf8) && $0.type == "named" }
+                ?? index.branches.first { $0.name.utf8.elementsEqual(wantedName.utf8) }
+        }
+        guard let b = found else {
+            let what = myBranch.map { "local/config.json names branch \($0), which the index does not list" } ?? "no branch named \(wantedName)"
+            throw .malformed(object: indexFile, reason: what)
+        }
+        let refFile = "bare/refs/" + b.headRefID
+        return Head(index: index, branch: b, branchName: b.name, refFile: refFile, commitID: try readRef(refFile),
+                    readOnlyClone: myBranch == nil)
+    }
+
+    func readRef(_ refFile: String) throws(VaultError) -> ObjectID? {
+        guard let bytes = try readSmall(refFile) else { return nil }
+        let f = try Fields(parsing: try decryptSmall(bytes, object: refFile), object: refFile)
+        guard let id = try f.objectID("commit_id", kind: "commit id") else {
+            throw .malformed(object: refFile, reason: "commit_id is missing")
+        }
+        return id
+    }
+
+    // MARK: objects
+
+    /// Reads `bare/data/<id>` and checks its id against SHA-256 of the bytes.
+    func readObject(_ id: ObjectID, limit: Int) throws(VaultError) -> [UInt8] {
+        switch try FileAccess.read(bare + "/data/" + id.rawValue, limit: limit, object: id.fileID) {
+        case .missing: throw .missingObject(object: id.fileID)
+        case .bytes(let b):
+            let digest = String(Hex.encode(SHA256.hash(b)).prefix(id.width))
+            guard digest.utf8.elementsEqual(id.hex.utf8) else {
+                throw .idMismatch(object: id.fileID, actual: "obj-cas-imm-" + digest)
+            }
+            return b
+        }
+    }
+
+    func decryptObject(_ stored: [UInt8], id: ObjectID, kind: String, inflateLimit: Int) throws(VaultError) -> [UInt8] {
+        do {
+            return try Envelope.open(stored, key: keys.readKey, inflateLimit: inflateLimit)
+        } catch .inflate(let why) {
+            throw .malformed(object: "\(kind) \(id.fileID)", reason: "sgz1 content does not inflate: \(why)")
+        } catch {
+            throw .decryptionFailed(object: "\(kind) \(id.fileID)")
+        }
+    }
+
+    /// Decrypts a `*_enc` field (b64 envelope) to UTF-8 text.
+    func decryptField(_ b64: String, object: String, field: String) throws(VaultError) -> String {
+        guard Identifiers.isBase64(b64, max: 1 << 20), let raw = try? Base64.decode(b64) else {
+            throw .malformed(object: object, reason: "\(field) is not base64")
+        }
+        let plain: [UInt8]
+        do { plain = try Envelope.openV1(raw, key: keys.readKey) } catch {
+            throw .decryptionFailed(object: "\(object) field \(field)")
+        }
+        guard let text = String(validating: plain, as: UTF8.self) else {
+            throw .malformed(object: object, reason: "\(field) is not UTF-8")
+        }
+        return text
+    }
+
+    /// A verified, parsed tree (from the cache, or read, id-checked, decrypted and parsed).
+    func tree(_ id: ObjectID, useCache: Bool = true) throws(VaultError) -> Tree {
+        if useCache, case .tree(let t)? = cache.get(id.rawValue) { return t }
+        let stored = try readObject(id, limit: options.limits.maxTreeBytes)
+        let plain = try decryptObject(stored, id: id, kind: "tree", inflateLimit: options.limits.maxTreeBytes)
+        let t = try parseTree(plain, id: id)
+        cache.put(id.rawValue, .tree(t))
+        return t
+    }
+
+    func parseTree(_ plain: [UInt8], id: ObjectID) throws(VaultError) -> Tree {
+        let object = "tree \(id.fileID)"
+        let f = try Fields(parsing: plain, object: object)
+        guard try f.optionalString("schema") == "tree_v1" else { throw .malformed(object: object, reason: "schema is not tree_v1") }
+        var entries: [TreeEntry] = []
+        var seen = Set<[UInt8]>()
+        var cost = 128
+        for (i, raw) in try f.array("entries").enumerated() {
+            let e = try Fields(raw, object: "\(object) entry \(i)")
+            let blob = try e.objectID("blob_id", kind: "blob id")
+            let sub = try e.objectID("tree_id", kind: "tree id")
+            guard let nameEnc = try e.optionalString("name_enc") else { continue }
+            let sizeEnc = try e.optionalString("size_enc")
+            let hashEnc = try e.optionalString("content_hash_enc")
+            let typeEnc = try e.optionalString("content_type_enc")
+            let large = try e.bool("large", default: false)
+            let name = try decryptField(nameEnc, object: object, field: "name_enc")
+            if name.isEmpty { continue }
+            let nameBytes = Array(name.utf8)
+            if nameBytes.contains(UInt8(ascii: "/")) || nameBytes.contains(0) || name == "." || name == ".." {
+                throw .malformed(object: object, reason: "entry \(i) has an unsafe name \(VaultError.quoted(name))")
+            }
+            guard seen.insert(nameBytes).inserted else {
+                throw .malformed(object: object, reason: "two entries are named \(VaultError.quoted(name))")
+            }
+            let kind: TreeEntry.Kind
+            if let blob { kind = .file(blob) } else if let sub { kind = .folder(sub) } else { continue }
+            var size: Int?
+            if let sizeEnc, case .file = kind {
+                let text = try decryptField(sizeEnc, object: object, field: "size_enc")
+                guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(text) else {
+                    throw .malformed(object: object, reason: "entry \(VaultError.quoted(name)) has a size that is not a decimal number")
+                }
+                size = n
+            }
+            var hash: String?
+            if let hashEnc, case .file = kind { hash = try decryptField(hashEnc, object: object, field: "content_hash_enc") }
+            var type: String?
+            if let typeEnc, case .file = kind { type = try decryptField(typeEnc, object: object, field: "content_type_enc") }
+            cost += 160 + nameBytes.count + (type?.utf8.count ?? 0)
+            entries.append(TreeEntry(name: name, nameBytes: nameBytes, kind: kind, size: size, contentHash: hash,
+                                     contentType: type, large: large))
+        }
+        return Tree(id: id, entries: entries, cost: cost)
+    }
+
+    /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:index:)``).
+    func commit(_ id: ObjectID, index: BranchIndex?, useCache: Bool = true) throws(VaultError) -> Commit {
+        if useCache, case .commit(let c)? = cache.get(id.rawValue) { return c }
+        let stored = try readObject(id, limit: options.limits.maxCommitBytes)
+        let plain = try decryptObject(stored, id: id, kind: "commit", inflateLimit: options.limits.maxCommitBytes)
+        var c = try Commit.parse(plain, id: id)
+        if let enc = c.messageEnc, !enc.isEmpty {
+            c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
+        }
+        c.signature = try signatureStatus(of: c, index: index, useCache: useCache)
+        // A missing key may arrive later (a pull), so only settled outcomes are cached.
+        if c.signature == .verified || c.signature == .unsigned { cache.put(id.rawValue, .commit(c)) }
+        return c
+    }
+
+    /// A commit that may be read through: a bad signature always throws, unsigned or unknown
+    /// keys throw when ``VaultOptions/requireSignatures`` is set.
+    func trustedCommit(_ id: ObjectID, index: BranchIndex?) throws(VaultError) -> Commit {
+        let c = try commit(id, index: index)
+        try judge(c)
+        return c
+    }
+
+    func judge(_ c: Commit) throws(VaultError) {
+        switch c.signature {
+        case .verified: return
+        case .bad: throw .badSignature(commit: c.id.fileID, reason: "its signature does not verify under key \(c.authorKeyID ?? "of its branch")")
+        case .unsigned, .noKey:
+            if options.requireSignatures { throw .unverifiedCommit(commit: c.id.fileID, status: c.signature.rawValue) }
+        }
+    }
+
+    func signatureStatus(of c: Commit, index: BranchIndex?, useCache: Bool) throws(VaultError) -> SignatureStatus {
+        guard let sigText = c.rawSignature, !sigText.isEmpty else { return .unsigned }
+        let message: [UInt8]
+        let keyID: String?
+        if let author = c.authorKeyID, !author.isEmpty {
+            message = c.canonicalSigningBytes
+            keyID = Identifiers.keyID(author)
+        } else {
+            message = c.legacySigningBytes
+            keyID = index?.branches.first { $0.branchID == c.branchID }?.publicKeyID
+        }
+        guard let keyID, let publicKey = try publicKey(keyID, useCache: useCache) else { return .noKey }
+        guard let sig = try? Base64.decode(sigText), sig.count == 64 else { return .bad }
+        return SignatureVerifier.isValid(sig, for: message, publicKey: publicKey, algorithm: .p256) ? .verified : .bad
+    }
+
+    /// The SPKI DER of `bare/keys/<keyID>`, nil when the file is absent.
+    func publicKey(_ keyID: String, useCache: Bool) throws(VaultError) -> [UInt8]? {
+        let cacheKey = "key:" + keyID
+        if useCache, case .publicKey(let k)? = cache.get(cacheKey) { return k }
+        let file = "bare/keys/" + keyID
+        guard let bytes = try readSmall(file) else { return nil }
+        let f = try Fields(parsing: try decryptSmall(bytes, object: file), object: file)
+        guard try f.optionalString("type") == "public", let pem = try f.optionalString("pem") else {
+            throw .malformed(object: file, reason: "not a public key file")
+        }
+        let der: [UInt8]
+        do { der = try P256.Signing.PublicKey(pemRepresentation: pem).derRepresentation } catch {
+            throw .malformed(object: file, reason: "pem is not a P-256 public key (\(error))")
+        }
+        cache.put(cacheKey, .publicKey(der))
+        return der
+    }
+
+    /// The plaintext of a blob, checked against the entry's size and content hash.
+    func blob(_ id: ObjectID, size: Int?, contentHash: String?, path: VaultPath, useCache: Bool = true) throws(VaultError) -> [UInt8] {
+        if useCache, case .blob(let b)? = cache.get(id.rawValue) {
+            try checkContent(b, id: id, size: size, contentHash: contentHash, path: path)
+            return b
+        }
+        let limit = options.limits.maxBlobBytes
+        if let size, size > limit { throw .tooLarge(object: id.fileID, size: size, limit: limit) }
+        let stored = try readObject(id, limit: limit + 64)
+        let plain = try decryptObject(stored, id: id, kind: "blob", inflateLimit: size ?? limit)
+        try checkContent(plain, id: id, size: size, contentHash: contentHash, path: path)
+        if plain.count <= 256 << 10 { cache.put(id.rawValue, .blob(plain)) }
+        return plain
+    }
+
+    func checkContent(_ plain: [UInt8], id: ObjectID, size: Int?, contentHash: String?, path: VaultPath) throws(VaultError) {
+        if let size, size != plain.count {
+            throw .contentMismatch(path: path.string, object: id.fileID, reason: "the tree records \(size) bytes, the blob holds \(plain.count)")
+        }
+        if let contentHash, !contentHash.isEmpty {
+            let actual = String(Hex.encode(SHA256.hash(plain)).prefix(12))
+            guard actual.utf8.elementsEqual(contentHash.lowercased().utf8) else {
+                throw .contentMismatch(path: path.string, object: id.fileID, reason: "the tree records content hash \(contentHash), the blob hashes to \(actual)")
+            }
+        }
+    }
+
+    // MARK: public API
+
+    /// The vault's id, HEAD, branch, format, read-only state and HEAD's signature status.
+    public func status() throws(VaultError) -> VaultStatus {
+        let head = try resolveHead()
+        var c: Commit?
+        if let id = head.commitID { c = try trustedCommit(id, index: head.index) }
+        return VaultStatus(vaultID: keys.vaultID, headCommit: head.commitID, branchName: head.branchName,
+                           branchID: head.branch?.branchID, format: head.index?.format == 2 ? 2 : 1,
+                           features: head.index?.features ?? [],
+                           isReadOnly: keys.isReadOnly || head.readOnlyClone,
+                           headSignature: c?.signature, headTimestampMs: c?.timestampMs, headMessage: c?.message)
+    }
+
+    enum Node { case file(TreeEntry, VaultPath), folder(Tree, VaultPath) }
+
+    /// Walks from HEAD's root tree to `path`.
+    func resolve(_ path: VaultPath) throws(VaultError) -> Node {
+        let head = try resolveHead()
+        guard let commitID = head.commitID else {
+            if path.bytes.isEmpty { throw .emptyVault }
+            throw .notFound(path: path.string)
+        }
+        let c = try trustedCommit(commitID, index: head.index)
+        var current = try tree(c.treeID)
+        var walked = VaultPath.root
+        let segments = path.segments
+        for (i, segment) in segments.enumerated() {
+            guard let e = current.entry(named: segment) else { throw .notFound(path: path.string) }
+            walked = walked.appending(e.name)
+            switch e.kind {
+            case .file:
+                guard i == segments.count - 1 else { throw .notFound(path: path.string) }
+                return .file(e, walked)
+            case .folder(let sub):
+                if i + 1 > options.limits.maxTreeDepth { throw .malformed(object: "tree \(sub.fileID)", reason: "folders nest deeper than \(options.limits.maxTreeDepth)") }
+                current = try tree(sub)
+            }
+        }
+        return .folder(current, walked)
+    }
+
+    /// The files at or below `path` in HEAD (all files when nil or empty), sorted by the UTF-8
+    /// bytes of their paths. A path naming a file lists that file.
+    public func list(path: String? = nil) throws(VaultError) -> [VaultEntry] {
+        let p = try VaultPath(validating: path ?? "")
+        let node: Node
+        do { node = try resolve(p) } catch .emptyVault { return [] }
+        var out: [VaultEntry] = []
+        switch node {
+        case .file(let e, let full):
+            if case .file(let blob) = e.kind { out.append(entry(e, full, blob: blob)) }
+        case .folder(let t, let full):
+            try flatten(t, prefix: full, depth: 0, into: &out)
+        }
+        return out.sorted { $0.path < $1.path }
+    }
+
+    func entry(_ e: TreeEntry, _ path: VaultPath, blob: ObjectID) -> VaultEntry {
+        VaultEntry(path: path, size: e.size ?? 0, contentType: e.contentType, blobID: blob,
+                          contentHash: e.contentHash, large: e.large)
+    }
+
+    func flatten(_ t: Tree, prefix: VaultPath, depth: Int, into out: inout [VaultEntry]) throws(VaultError) {
+        guard depth <= options.limits.maxTreeDepth else {
+            throw .malformed(object: "tree \(t.id.fileID)", reason: "folders nest deeper than \(options.limits.maxTreeDepth)")
+        }
+        for e in t.entries {
+            let full = prefix.appending(e.name)
+            switch e.kind {
+            case .file(let blob):
+                guard out.count < options.limits.maxListedEntries else {
+                    throw .tooLarge(object: "listing of \(prefix.string.isEmpty ? "/" : prefix.string)", size: out.count + 1, limit: options.limits.maxListedEntries)
+                }
+                out.append(entry(e, full, blob: blob))
+            case .folder(let sub):
+                try flatten(try tree(sub), prefix: full, depth: depth + 1, into: &out)
+            }
+        }
+    }
+
+    /// The plaintext of the file at `path` in HEAD, after checking the blob's id, its
+    /// decryption and the tree's recorded size and content hash.
+    public func read(path: String) throws(VaultError) -> [UInt8] {
+        try file(at: path).contents
+    }
+
+    /// The entry and plaintext of the file at `path`, resolved from one HEAD.
+    public func file(at path: String) throws(VaultError) -> (entry: VaultEntry, contents: [UInt8]) {
+        let p = try VaultPath(validating: path)
+        guard !p.bytes.isEmpty else { throw .wrongKind(path: path, expected: "file") }
+        switch try resolve(p) {
+        case .folder: throw .wrongKind(path: path, expected: "file")
+        case .file(let e, let full):
+            guard case .file(let blob) = e.kind else { throw .wrongKind(path: path, expected: "file") }
+            let bytes = try self.blob(blob, size: e.size, contentHash: e.contentHash, path: full)
+            return (entry(e, full, blob: blob), bytes)
+        }
+    }
+
+    /// Up to `limit` commits from HEAD along first parents, newest first, with decrypted
+    /// messages and signature status.
+    public func log(limit: Int = 100) throws(VaultError) -> [Commit] {
+        let head = try resolveHead()
+        var out: [Commit] = []
+        var next = head.commitID
+        while let id = next, out.count < min(limit, options.limits.maxCommits) {
+            let c = try trustedCommit(id, index: head.index)
+            out.append(c)
+            next = c.parents.first
+        }
+        return out
+    }
+
+    /// Walks every commit reachable from HEAD (all parents) and everything they reference,
+    /// reading each object afresh from disk: every id, every decryption, every tree entry's
+    /// size and content hash, every signature. Damage is reported, not thrown; only failures to
+    /// find HEAD at all throw.
+    public func verify() throws(VaultError) -> VerificationReport {
+        let head = try resolveHead()
+        var report = VerificationReport(head: head.commitID)
+        var commitQueue: [ObjectID] = head.commitID.map { [$0] } ?? []
+        var seenCommits = Set<ObjectID>(), seenTrees = Set<ObjectID>(), seenBlobs = Set<ObjectID>()
+        func problem(_ object: String, _ error: VaultError) { report.problems.append(VerificationProblem(object: object, error: error)) }
+        while let id = commitQueue.popLast() {
+            guard seenCommits.insert(id).inserted else { continue }
+            guard seenCommits.count <= options.limits.maxCommits else { break }
+            let c: Commit
+            do { c = try commit(id, index: head.index, useCache: false) } catch {
+                problem(id.fileID, error)
+                continue
+            }
+            report.commits += 1
+            switch c.signature {
+            case .verified: report.verified += 1
+            case .bad: report.bad += 1; problem(id.fileID, .badSignature(commit: id.fileID, reason: "its signature does not verify"))
+            case .unsigned: report.unsigned += 1
+            case .noKey: report.noKey += 1
+            }
+            commitQueue.append(contentsOf: c.parents)
+            var treeQueue: [(ObjectID, VaultPath, Int)] = [(c.treeID, .root, 0)]
+            while let (tid, prefix, depth) = treeQueue.popLast() {
+                guard seenTrees.insert(tid).inserted else { continue }
+                let t: Tree
+                do { t = try tree(tid, useCache: false) } catch { problem(tid.fileID, error); continue }
+                report.trees += 1
+                for e in t.entries {
+                    let full = prefix.appending(e.name)
+                    switch e.kind {
+                    case .folder(let sub):
+                        if depth + 1 > options.limits.maxTreeDepth {
+                            problem(sub.fileID, .malformed(object: "tree \(sub.fileID)", reason: "folders nest too deep"))
+                        } else {
+                            treeQueue.append((sub, full, depth + 1))
+                        }
+                    case .file(let bid):
+                        guard seenBlobs.insert(bid).inserted else { continue }
+                        do {
+                            _ = try blob(bid, size: e.size, contentHash: e.contentHash, path: full, useCache: false)
+                            report.blobs += 1
+                        } catch { problem(bid.fileID, error) }
+                    }
+                }
+            }
+        }
+        return report
+    }
+
+    /// Cache statistics (entries, approximate bytes, hits, misses).
+    public var cacheStatistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { cache.statistics }
+}

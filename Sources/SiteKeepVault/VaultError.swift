@@ -1,0 +1,114 @@
+public import SiteKeepCustody
+
+/// Everything that can go wrong opening, reading or verifying a vault.
+///
+/// Object-related cases name the object (`bare/data/obj-cas-imm-…`, its kind) and why; no case
+/// ever carries key material or file plaintext.
+public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The folder has no `.sg_vault/bare` inside.
+    case notAVault(path: String)
+    /// The key's vault id differs from the vault's own record.
+    case vaultIDMismatch(expected: String, found: String)
+    /// The read key opens nothing in this vault.
+    case wrongKey(vaultID: String)
+    /// A requested path is unsafe or malformed.
+    case invalidPath(String, reason: String)
+    /// No file or folder at this path in HEAD.
+    case notFound(path: String)
+    /// The path names a folder where a file was expected, or the reverse.
+    case wrongKind(path: String, expected: String)
+    /// A file referenced by the vault is absent.
+    case missingObject(object: String)
+    /// The stored bytes do not hash to the object's id.
+    case idMismatch(object: String, actual: String)
+    /// AES-GCM refused the object under the read key.
+    case decryptionFailed(object: String)
+    /// The object decrypted but its content is not what the format allows.
+    case malformed(object: String, reason: String)
+    /// An id read from vault data fails its regex (refused before touching any file).
+    case invalidID(kind: String, value: String, in: String)
+    /// A file is larger than the limit for its kind.
+    case tooLarge(object: String, size: Int, limit: Int)
+    /// A commit's signature does not verify.
+    case badSignature(commit: String, reason: String)
+    /// A commit is unsigned or its key is unknown while the caller requires signatures.
+    case unverifiedCommit(commit: String, status: String)
+    /// A tree entry's size or content hash disagrees with the decrypted blob.
+    case contentMismatch(path: String, object: String, reason: String)
+    /// The vault needs a newer client than this one implements.
+    case unsupportedVault(reason: String)
+    /// The vault has no commits yet.
+    case emptyVault
+    /// A file could not be read.
+    case io(path: String, reason: String)
+    /// The vault key was refused.
+    case key(SgitKeyError)
+    /// A named vault is unknown / already registered.
+    case unknownVault(name: String)
+    /// A vault name already in use.
+    case vaultExists(name: String)
+    /// A vault name that is not `^[A-Za-z0-9_.-]{1,64}$`.
+    case invalidVaultName(String)
+
+    public var description: String {
+        switch self {
+        case .notAVault(let path):
+            "\(path) is not an sgit vault (no .sg_vault/bare inside); give the folder `sgit init` or `sgit clone` made"
+        case let .vaultIDMismatch(expected, found):
+            "the key is for vault \(expected) but this folder holds vault \(found); use that vault's key"
+        case .wrongKey(let id):
+            "the key for vault \(id) opens nothing in this folder: wrong vault key (or the vault's index and refs were damaged)"
+        case let .invalidPath(path, reason):
+            "invalid vault path \(Self.quoted(path)): \(reason); give a relative path like docs/a.txt"
+        case .notFound(let path):
+            "no file or folder \(Self.quoted(path)) in the vault's HEAD; list it with `vault ls`"
+        case let .wrongKind(path, expected):
+            "\(Self.quoted(path)) is not a \(expected)"
+        case .missingObject(let object):
+            "\(object) is missing from the vault; the copy is incomplete (sgit pull/fetch it) or damaged"
+        case let .idMismatch(object, actual):
+            "\(object) failed verification: its bytes hash to \(actual), not to its id; the object was changed or damaged, nothing was read from it"
+        case .decryptionFailed(let object):
+            "\(object) failed verification: it does not decrypt under this vault's read key (changed bytes, or a wrong key); nothing was read from it"
+        case let .malformed(object, reason):
+            "\(object) is malformed: \(reason); the vault was written by an incompatible tool or damaged"
+        case let .invalidID(kind, value, place):
+            "\(place) holds an invalid \(kind) \(Self.quoted(String(value.prefix(80)))); refused before use"
+        case let .tooLarge(object, size, limit):
+            "\(object) is \(size) bytes, over the \(limit)-byte limit for its kind; refused"
+        case let .badSignature(commit, reason):
+            "commit \(commit) failed verification: \(reason); the commit was forged or changed, nothing was read from it"
+        case let .unverifiedCommit(commit, status):
+            "commit \(commit) is \(status) and signatures are required"
+        case let .contentMismatch(path, object, reason):
+            "\(Self.quoted(path)) (\(object)) failed verification: \(reason)"
+        case .unsupportedVault(let reason):
+            "unsupported vault: \(reason); update SiteKeep"
+        case .emptyVault:
+            "the vault has no commits yet"
+        case let .io(path, reason):
+            "could not read \(path): \(reason)"
+        case .key(let error):
+            error.description
+        case .unknownVault(let name):
+            "no vault named \(Self.quoted(name)); see `sitekeep vault list`"
+        case .vaultExists(let name):
+            "a vault named \(Self.quoted(name)) already exists; remove it first or pick another name"
+        case .invalidVaultName(let name):
+            "invalid vault name \(Self.quoted(String(name.prefix(80)))): use 1-64 letters, digits, '.', '_' or '-'"
+        }
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7f: out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,29 @@
+public import SiteKeepCustody
+import Synchronization
+
+/// Where the derived keys of registered vaults are kept between uses.
+///
+/// The CLI backs it with custody (`Custodian`: kind `vault-key`, wrapped under
+/// HKDF(master, "vault:<id>") from ``SgitKeys``' package export), so that the PBKDF2 derivation
+/// runs only at `vault add`. Implementations hand out ``SgitKeys`` (handles), never key bytes.
+public protocol VaultKeyStore: Sendable {
+    /// Keeps `keys` for the vault registered as `name`, replacing any earlier ones.
+    func store(_ keys: SgitKeys, forVault name: String) throws(VaultError)
+    /// The keys of `name`. Throws ``VaultError/unknownVault(name:)`` when none are kept.
+    func keys(forVault name: String) throws(VaultError) -> SgitKeys
+    /// Forgets the keys of `name` (idempotent).
+    func removeKeys(forVault name: String) throws(VaultError)
+}
+
+/// A ``VaultKeyStore`` in memory (tests, and one-shot commands). The keys stay in custody's
+/// guarded memory and vanish with the process.
+public final class InMemoryVaultKeyStore: VaultKeyStore {
+    private let keys = Mutex<[String: SgitKeys]>([:])
+    public init() {}
+    public func store(_ keys: SgitKeys, forVault name: String) throws(VaultError) { self.keys.withLock { $0[name] = keys } }
+    public func keys(forVault name: String) throws(VaultError) -> SgitKeys {
+        guard let k = keys.withLock({ $0[name] }) else { throw .unknownVault(name: name) }
+        return k
+    }
+    public func removeKeys(forVault name: String) throws(VaultError) { _ = keys.withLock { $0.removeValue(forKey: name) } }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import SiteKeepCrypto
+import SiteKeepCustody
+import SiteKeepJSON
+@testable import SiteKeepVault
+
+func temporaryDirectory() throws -> String {
+    let p = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-vt-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: p, withIntermediateDirectories: true)
+    return p
+}
+
+@Suite("Vault library (the CLI's calls) and bridge replies", .enabled(if: Interop.enabled, "SITEKEEP_SKIP_INTEROP=1"))
+struct LibraryTests {
+    @Test("add derives once and verifies the key; list, ls, cat, log, status, remove")
+    func lifecycle() throws {
+        let f = try SgitFixture.get()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = InMemoryVaultKeyStore()
+        let lib = VaultLibrary(registry: VaultRegistry(file: dir + "/vaults.json"), keyStore: store)
+        let status = try lib.add(name: "notes", path: f.plainPath + "/", keyText: SecretBytes(copying: Array(SgitFixture.plainKeyText.utf8)))
+        #expect(status.vaultID == "itest01")
+        #expect(try lib.records() == [VaultRecord(name: "notes", path: f.plainPath, vaultID: "itest01", readOnly: false)])
+        var st = stat()
+        #expect(stat(dir + "/vaults.json", &st) == 0 && st.st_mode & 0o777 == 0o600)
+        let registryText = try String(contentsOfFile: dir + "/vaults.json", encoding: .utf8)
+        #expect(!registryText.contains("interop pass"), "the registry holds no key")
+
+        // A second library over the same registry and key store opens without deriving.
+        let lib2 = VaultLibrary(registry: VaultRegistry(file: dir + "/vaults.json"), keyStore: store)
+        let v = try lib2.vault(named: "notes")
+        #expect(try v.read(path: "docs/a.txt") == Array("hello again\n".utf8))
+        #expect(try v.list(path: "docs").count == 3)
+        #expect(try v.log().count == 3)
+
+        #expect(throws: VaultError.vaultExists(name: "notes")) {
+            try lib.add(name: "notes", path: f.plainPath, keyText: SecretBytes(copying: Array(SgitFixture.plainKeyText.utf8)))
+        }
+        #expect(throws: VaultError.invalidVaultName("../x")) {
+            try lib.add(name: "../x", path: f.plainPath, keyText: SecretBytes(copying: Array(SgitFixture.plainKeyText.utf8)))
+        }
+        // A wrong key is refused at add, and nothing is recorded.
+        let wrong = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff:itest01"
+        #expect(throws: VaultError.wrongKey(vaultID: "itest01")) {
+            try lib.add(name: "bad", path: f.plainPath, keyText: SecretBytes(copying: Array(wrong.utf8)))
+        }
+        #expect(throws: VaultError.unknownVault(name: "bad")) { try store.keys(forVault: "bad") }
+        #expect(try lib.records().map(\.name) == ["notes"])
+
+        try lib.remove(name: "notes")
+        #expect(try lib.records().isEmpty)
+        #expect(throws: VaultError.unknownVault(name: "notes")) { try store.keys(forVault: "notes") }
+        #expect(throws: VaultError.unknownVault(name: "notes")) { try lib.remove(name: "notes") }
+    }
+
+    @Test("bridge replies: status, list, load carry facts and plaintext, never a key")
+    func bridgeReplies() throws {
+        let f = try SgitFixture.get()
+        let v = try Vault.open(path: f.plainPath, keys: f.plainKeys)
+        let status = try VaultBridgeReplies.status(v)
+        #expect(status["vault_id"] == "itest01")
+        #expect(status["signature"] == "verified")
+        #expect(status["read_only"] == false)
+        let list = try VaultBridgeReplies.list(v, path: "docs")
+        #expect(list["entries"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == ["docs/a.txt", "docs/new.txt", "docs/sub/deep/d.md"])
+        let load = try VaultBridgeReplies.load(v, path: SgitFixture.nfd)
+        #expect(load["data_b64"]?.stringValue.flatMap { try? Base64.decode($0) } == Array("decomposed".utf8))
+        #expect(load["content_type"] == "text/plain")
+        let all = JSONSerializer.string(.array([status, list, load]))
+        let hex = try Vectors.hex(f.plainKeys)
+        #expect(!all.contains(hex.read) && !all.contains(hex.write ?? "-") && !all.contains("interop pass"))
+        #expect(throws: VaultError.self) { try VaultBridgeReplies.load(v, path: "../etc/passwd") }
+    }
+
+    @Test("benchmark helpers run and report sane numbers")
+    func benchmarkHelpers() throws {
+        let f = try SgitFixture.get()
+        let cat = try VaultBenchmark.catLatency(vaultPath: f.plainPath, keys: f.plainKeys, file: "docs/a.txt", iterations: 5)
+        #expect(cat.iterations == 5 && cat.p50 > 0 && cat.p50 <= cat.p99)
+        let load = try VaultBenchmark.loadLatency(vault: try Vault.open(path: f.plainPath, keys: f.plainKeys), file: "docs/a.txt", iterations: 20)
+        #expect(load.p50 > 0)
+        let aes = try VaultBenchmark.aesGCMDecrypt(bytes: 4096, iterations: 10)
+        #expect(aes.viaHandleMBps > 0 && aes.rawMBps > 0)
+    }
+}
+
+@Suite("Vault registry without sgit")
+struct RegistryTests {
+    @Test("records round-trip, atomic 0600 file, names validated, duplicates refused")
+    func registry() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let reg = VaultRegistry(file: dir + "/r.json")
+        #expect(try reg.records().isEmpty)
+        try reg.add(VaultRecord(name: "a", path: "/x/\u{e9}", vaultID: "abcd1234", readOnly: true))
+        try reg.add(VaultRecord(name: "b.2_x-y", path: "/y", vaultID: "efgh5678", readOnly: false))
+        #expect(try reg.records().map(\.name) == ["a", "b.2_x-y"])
+        #expect(try reg.record(named: "a").path == "/x/\u{e9}")
+        #expect(try reg.record(named: "a").readOnly)
+        #expect(throws: VaultError.vaultExists(name: "a")) { try reg.add(VaultRecord(name: "a", path: "/z", vaultID: "abcd1234", readOnly: false)) }
+        for bad in ["", ".hidden", "a/b", "a b", String(repeating: "x", count: 65)] {
+            #expect(throws: VaultError.invalidVaultName(bad)) { try reg.add(VaultRecord(name: bad, path: "/z", vaultID: "abcd1234", readOnly: false)) }
+        }
+        try reg.remove(named: "a")
+        #expect(try reg.records().map(\.name) == ["b.2_x-y"])
+        #expect(!FileManager.default.fileExists(atPath: dir + "/r.json.tmp-\(getpid())"))
+        try Data("{\"vaults\": [{\"name\": 5}]}".utf8).write(to: URL(fileURLWithPath: dir + "/r.json"))
+        #expect(throws: VaultError.self) { try reg.records() }
+    }
+
+    @Test("not a vault, and an empty vault folder")
+    func notAVault() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let keys = try SgitFixture.keys("2479e29c0460eb7891581ead6ae29903592ab0684c911e98a535235cf3da0912:abcd1234")
+        #expect(throws: VaultError.notAVault(path: dir)) { try Vault.open(path: dir, keys: keys) }
+        try FileManager.default.createDirectory(atPath: dir + "/.sg_vault/bare/indexes", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/.sg_vault/bare/refs", withIntermediateDirectories: true)
+        let v = try Vault.open(path: dir, keys: keys)
+        #expect(try v.list() == [])
+        #expect(try v.status().headCommit == nil)
+        #expect(try v.log() == [])
+        #expect(throws: VaultError.notFound(path: "a")) { try v.read(path: "a") }
+        #expect(try v.verify().isClean)
+    }
+}
