@@ -9,6 +9,8 @@ import Synchronization
 /// capture them.
 public protocol ToolIO: Sendable {
     func write(_ text: String)
+    /// Writes raw bytes to standard output (file contents, unchanged).
+    func writeBytes(_ bytes: [UInt8])
     func writeError(_ text: String)
     /// All of standard input (for `-` as a file name).
     func readStandardInput(limit: Int) throws -> [UInt8]
@@ -32,6 +34,9 @@ public struct StandardIO: ToolIO {
     }
     public func writeError(_ text: String) {
         FileHandle.standardError.write(Data(text.utf8))
+    }
+    public func writeBytes(_ bytes: [UInt8]) {
+        FileHandle.standardOutput.write(Data(bytes))
     }
     public func readStandardInput(limit: Int) throws -> [UInt8] {
         var out: [UInt8] = []
@@ -92,13 +97,16 @@ public struct StandardIO: ToolIO {
 /// Captured streams for tests.
 public final class CapturedIO: ToolIO, @unchecked Sendable {
     // @unchecked: every field is behind `state`'s lock.
-    private struct State { var out = ""; var err = ""; var stdin: [UInt8] = [] }
+    private struct State { var out = ""; var err = ""; var stdin: [UInt8] = []; var bytes: [UInt8] = [] }
     private let state = Mutex(State())
     public init(standardInput: [UInt8] = []) { state.withLock { $0.stdin = standardInput } }
     public var output: String { state.withLock { $0.out } }
     public var errorOutput: String { state.withLock { $0.err } }
     public func write(_ text: String) { state.withLock { $0.out += text } }
     public func writeError(_ text: String) { state.withLock { $0.err += text } }
+    public func writeBytes(_ bytes: [UInt8]) { state.withLock { $0.bytes += bytes } }
+    /// Everything written with ``writeBytes(_:)``.
+    public var outputBytes: [UInt8] { state.withLock { $0.bytes } }
     public func readStandardInput(limit: Int) throws -> [UInt8] {
         let data = state.withLock { s -> [UInt8] in defer { s.stdin = [] }; return s.stdin }
         guard data.count <= limit else { throw CommandFailure("standard input is larger than \(limit) bytes") }

@@ -49,6 +49,8 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case vaultExists(name: String)
     /// A vault name that is not `^[A-Za-z0-9_.-]{1,64}$`.
     case invalidVaultName(String)
+    /// The vault's keys could not be kept or fetched from custody (locked, missing, keyring error).
+    case keysUnavailable(String)
 
     public var description: String {
         switch self {
@@ -96,6 +98,8 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             "a vault named \(Self.quoted(name)) already exists; remove it first or pick another name"
         case .invalidVaultName(let name):
             "invalid vault name \(Self.quoted(String(name.prefix(80)))): use 1-64 letters, digits, '.', '_' or '-'"
+        case .keysUnavailable(let why):
+            "the vault's keys are not available: \(why)"
         }
     }
 
