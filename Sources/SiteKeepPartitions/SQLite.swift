@@ -58,10 +58,12 @@ final class SQLiteConnection {
         SQLiteFailure(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)))
     }
 
-    /// Runs SQL that returns no rows we need (each statement stepped to completion).
+    /// Runs SQL that returns no rows we need; `sql` may hold several statements separated by `;`.
     func exec(_ sql: String) throws(SQLiteFailure) {
-        let st = try SQLiteStatement(connection: handle, sql: sql, persistent: false)
-        while try st.step() {}
+        for part in sql.split(separator: ";") where !part.allSatisfy(\.isWhitespace) {
+            let st = try SQLiteStatement(connection: handle, sql: String(part), persistent: false)
+            while try st.step() {}
+        }
     }
 
     /// A cached prepared statement, reset and unbound.
