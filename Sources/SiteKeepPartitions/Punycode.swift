@@ -2,7 +2,7 @@
 ///
 /// An encoding, not cryptography: `encode` turns the scalars of one label into its basic form
 /// (without the `xn--` prefix), `decode` reverses it. Both refuse input that would overflow.
-enum Punycode {
+package enum Punycode {
     private static let base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700
     private static let initialBias = 72, initialN = 0x80
 
@@ -32,7 +32,7 @@ enum Punycode {
     }
 
     /// The Punycode form of `input`, or nil on overflow.
-    static func encode(_ input: [Unicode.Scalar]) -> String? {
+    package static func encode(_ input: [Unicode.Scalar]) -> String? {
         var output = ""
         let codePoints = input.map { Int($0.value) }
         for c in codePoints where c < 0x80 { output.append(Character(Unicode.Scalar(UInt8(c)))) }
@@ -76,7 +76,7 @@ enum Punycode {
     }
 
     /// The scalars `input` (the part after `xn--`) encodes, or nil when it is not valid Punycode.
-    static func decode(_ input: String) -> [Unicode.Scalar]? {
+    package static func decode(_ input: String) -> [Unicode.Scalar]? {
         let scalars = Array(input.unicodeScalars)
         guard scalars.allSatisfy({ $0.isASCII }) else { return nil }
         var output: [Unicode.Scalar] = []
