@@ -170,3 +170,35 @@ import Synchronization
         }
     }
 }
+
+/// A provider standing in for custody while SiteKeep is locked (`whenUnlocked` keys unavailable).
+struct LockedKeyProvider: SiteStorageKeyProvider {
+    struct Locked: Error, CustomStringConvertible { var description: String { "SiteKeep is locked; unlock it first" } }
+    func storageKey(forSite siteID: String, protection: ProtectionClass) throws -> SymmetricKeyHandle { throw Locked() }
+    func destroyStorageKey(forSite siteID: String, protection: ProtectionClass) throws { throw Locked() }
+}
+
+@Suite struct LockedKeyTests {
+    @Test func unavailableKeysAreReportedAndChangeNothing() throws {
+        let dir = TempDir()
+        let home = dir.url.appendingPathComponent("home")
+        let keys = MemoryKeyProvider()
+        let reg = try SiteRegistry(home: home, keys: keys)
+        let a = try reg.add(displayName: "A", origins: ["https://a.example"], appBound: true, protection: .whenUnlocked)
+        let before = snapshot(dir.url)
+
+        let locked = try SiteRegistry(home: home, keys: LockedKeyProvider())
+        #expect(throws: PartitionError.keyUnavailable("SiteKeep is locked; unlock it first")) {
+            try locked.openPartition(forIdentifier: a.id)
+        }
+        #expect(throws: PartitionError.keyUnavailable("SiteKeep is locked; unlock it first")) {
+            try locked.add(displayName: "B", origins: ["https://b.example"], appBound: false)
+        }
+        // Removal cannot crypto-shred, so it deletes nothing.
+        #expect(throws: PartitionError.keyUnavailable("SiteKeep is locked; unlock it first")) {
+            try locked.remove(forIdentifier: a.id)
+        }
+        #expect(snapshot(dir.url) == before)
+        #expect(locked.identifiers() == [a.id])
+    }
+}
