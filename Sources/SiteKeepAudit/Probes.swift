@@ -416,7 +416,7 @@ struct ConcurrentWritersProbe: Probe {
         let pa = try context.registry.openPartition(forIdentifier: subject.id)
         let pb = try context.registry.openPartition(forIdentifier: t.id)
         defer { pa.close(); pb.close() }
-        let n = 100
+        let n = 40
         let group = DispatchGroup()
         for (p, tag) in [(pa, subject.canaries.sharedValue), (pb, t.canaries.sharedValue)] {
             DispatchQueue.global().async(group: group) {

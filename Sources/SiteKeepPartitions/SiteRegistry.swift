@@ -62,6 +62,8 @@ public final class SiteRegistry: Sendable {
         self.keys = keys
         self.limits = limits
         self.faults = faults
+        // Parents are created as needed (with the default mode); the home itself is 0700.
+        try? FileManager.default.createDirectory(at: home.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Self.makePrivateDirectory(home.path)
         try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
         var sites: [SiteID: Site] = [:]
