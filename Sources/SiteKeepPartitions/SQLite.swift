@@ -41,7 +41,7 @@ final class SQLiteConnection {
             try exec("PRAGMA synchronous=FULL")
             try exec("PRAGMA secure_delete=ON")
             try exec("PRAGMA cell_size_check=ON")
-            try exec("PRAGMA cache_size=-256")
+            try exec("PRAGMA cache_size=-1024")
             try exec("PRAGMA mmap_size=0")
         } catch {
             sqlite3_close_v2(db)
