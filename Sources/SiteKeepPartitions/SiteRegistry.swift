@@ -21,6 +21,13 @@ public struct Site: Sendable, Hashable, Codable {
     public var lastUsedAt: Date
 }
 
+extension Site {
+    /// One line for listings: identifier, flags, protection, name and origins.
+    public var summary: String {
+        "\(id)  \(isAppBound ? "app-bound" : "         ")  \(protection.rawValue)  \(displayName)  \(origins.map(\.serialized).joined(separator: " "))"
+    }
+}
+
 private struct RegistryFile: Codable {
     var version: Int
     var sites: [Site]
