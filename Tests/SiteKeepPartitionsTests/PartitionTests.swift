@@ -215,6 +215,24 @@ struct FixedSource: PartitionRebuildSource {
         }
     }
 
+    @Test func fileShowsNoNamesOrValues() throws {
+        let dir = TempDir()
+        let (reg, site, p) = try open(dir)
+        try p.storage.setItem("NAME-storage-key", "VALUE-storage")
+        try p.tabs.setSession(SessionState(tabs: [TabState(id: "NAME-tab", url: "https://a.example/VALUE-url", title: "VALUE-title")]))
+        try p.reading.setState(.read, for: "NAME-article")
+        try p.cache.store(CachedResource(url: "https://a.example/NAME-cached", headers: [HeaderField(name: "NAME-header", value: "VALUE-header")], body: Array("VALUE-body".utf8)))
+        p.close()
+        var bytes = Data()
+        for suffix in ["", "-wal"] {
+            bytes += FileManager.default.contents(atPath: reg.databasePath(site.id) + suffix) ?? Data()
+        }
+        #expect(bytes.count > 0)
+        for needle in ["NAME-", "VALUE-", "a.example"] {
+            #expect(bytes.range(of: Data(needle.utf8)) == nil, "found \(needle) in the file")
+        }
+    }
+
     @Test func databaseUsesWALAndPrivateModes() throws {
         let dir = TempDir()
         let (reg, site, p) = try open(dir)
