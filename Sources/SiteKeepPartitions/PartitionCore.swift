@@ -17,6 +17,7 @@ final class PartitionBox {
 /// the boundaries are unambiguous.
 func lengthPrefixed(_ parts: [[UInt8]]) -> [UInt8] {
     var out: [UInt8] = []
+    out.reserveCapacity(parts.reduce(0) { $0 + 4 + $1.count })
     for p in parts {
         let n = UInt32(p.count)
         out += [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
@@ -33,6 +34,8 @@ final class PartitionCore: Sendable {
     let limits: PartitionLimits
     let faults: AuditFaults
     let path: String
+    /// The site id's bytes, bound into every value's associated data.
+    let siteBytes: [UInt8]
     private let key: SymmetricKeyHandle
     private let rowKey: SymmetricKeyHandle
     private let state: Mutex<PartitionBox>
@@ -48,6 +51,7 @@ final class PartitionCore: Sendable {
     private init(site: SiteID, path: String, key: SymmetricKeyHandle, rowKey: SymmetricKeyHandle,
                  limits: PartitionLimits, faults: AuditFaults, connection: sending SQLiteConnection) {
         self.site = site; self.path = path; self.key = key; self.rowKey = rowKey
+        self.siteBytes = Array(site.string.utf8)
         self.limits = limits; self.faults = faults
         self.state = Mutex(PartitionBox(connection: connection))
     }
@@ -162,9 +166,9 @@ final class PartitionCore: Sendable {
 
     func associatedData(namespace: String, storedKey: [UInt8]) -> [UInt8] {
         if faults.contains(.skipValueBinding) {
-            return Array("SKP1".utf8) + lengthPrefixed([Array(site.string.utf8)])
+            return Array("SKP1".utf8) + lengthPrefixed([siteBytes])
         }
-        return Array("SKP1".utf8) + lengthPrefixed([Array(site.string.utf8), Array(namespace.utf8), storedKey])
+        return Array("SKP1".utf8) + lengthPrefixed([siteBytes, Array(namespace.utf8), storedKey])
     }
 
     /// The keyed hash a row's name is stored as.
@@ -307,19 +311,39 @@ final class PartitionCore: Sendable {
         try withBox { (box, db) throws(PartitionError) in
             try withKeys { (ks, rs) throws(PartitionError) in
                 try transaction(box, db) { () throws(PartitionError) in
+                    // Small batches look up each old size (the quota check stays O(1) per row);
+                    // large ones write blind and sum the namespace once before committing.
+                    let bulk = pairs.count > Self.bulkThreshold
                     for (name, value) in pairs {
                         let k = storedKey(ns, name, scope: rs)
                         let size = name.utf8.count + value.count
-                        let old = try rowSize(db, ns, k)
-                        if let quota {
+                        let old = bulk ? nil : try rowSize(db, ns, k)
+                        if let quota, !bulk {
                             let would = total(box, ns) - (old ?? 0) + size
                             if would > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: would) }
                         }
                         let sealed = try seal(ns, name: name, storedKey: k, value: value, scope: ks)
                         try upsert(box, db, ns, k, sealed, size: size, oldSize: old)
                     }
+                    if bulk {
+                        let sum = try namespaceSize(db, ns)
+                        box.totals[ns.code] = sum
+                        if let quota, sum > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: sum) }
+                    }
                 }
             }
+        }
+    }
+
+    /// Batches larger than this are written without per-row size lookups.
+    static let bulkThreshold = 32
+
+    func namespaceSize(_ db: SQLiteConnection, _ ns: PartitionNamespace) throws(PartitionError) -> Int {
+        try sqlite { () throws(SQLiteFailure) -> Int in
+            let st = try db.statement("SELECT COALESCE(SUM(size), 0) FROM kv WHERE ns=?")
+            try st.bind(1, ns.code)
+            defer { st.reset() }
+            return try st.step() ? Int(st.int64(0)) : 0
         }
     }
 

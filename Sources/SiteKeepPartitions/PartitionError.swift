@@ -99,9 +99,14 @@ extension PartitionError: CustomStringConvertible {
 public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// The UUID.
     public let uuid: UUID
+    /// The canonical lower-case form, used as the site's folder name.
+    public let string: String
 
     /// Wraps a UUID.
-    public init(_ uuid: UUID) { self.uuid = uuid }
+    public init(_ uuid: UUID) {
+        self.uuid = uuid
+        self.string = uuid.uuidString.lowercased()
+    }
 
     /// A new random identifier.
     public static func random() -> SiteID { SiteID(UUID()) }
@@ -114,11 +119,11 @@ public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConve
             [8, 13, 18, 23].contains(i) ? s == "-" : s.properties.isASCIIHexDigit
         }
         guard ok, let uuid = UUID(uuidString: text) else { throw .invalidSiteIdentifier(Self.escape(text)) }
-        self.uuid = uuid
+        self.init(uuid)
     }
 
-    /// The canonical lower-case form, used as the site's folder name.
-    public var string: String { uuid.uuidString.lowercased() }
+    public static func == (a: SiteID, b: SiteID) -> Bool { a.uuid == b.uuid }
+    public func hash(into hasher: inout Hasher) { hasher.combine(uuid) }
     public var description: String { string }
     public static func < (a: SiteID, b: SiteID) -> Bool { a.string < b.string }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The namespaces of a partition.
 public enum PartitionNamespace: String, Sendable, CaseIterable, Codable {

@@ -65,6 +65,25 @@ struct FixedSource: PartitionRebuildSource {
         q.close()
     }
 
+    @Test func largeBatchesKeepTheQuota() throws {
+        let dir = TempDir()
+        let (_, _, p) = try open(dir, limits: PartitionLimits(storageQuota: 1000))
+        try p.storage.setItem("keep", "v")
+        let items = (0..<100).map { ("k\($0)", String(repeating: "x", count: 10)) }  // 100 × 12-13 bytes
+        #expect {
+            try p.storage.setItems(items)
+        } throws: { error in
+            guard case .quotaExceeded(namespace: "storage", limit: 1000, let would) = error as? PartitionError else { return false }
+            return would > 1000
+        }
+        #expect(try p.storage.keys() == ["keep"])
+        #expect(try p.storage.usage() == 5)
+        let fitting = (0..<50).map { ("k\($0)", String(repeating: "x", count: 10)) }
+        try p.storage.setItems(fitting)
+        try p.storage.setItems(fitting)  // replacing counts the old values out
+        #expect(try p.storage.usage() == 5 + fitting.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
+    }
+
     @Test func badWritesLeaveFilesUnchanged() throws {
         let dir = TempDir()
         let (reg, site, p) = try open(dir, limits: PartitionLimits(storageQuota: 50))
