@@ -82,6 +82,19 @@ public struct StorageArea: Sendable {
         return s
     }
 
+    /// The values of several keys at once (the keys are unlocked once for the batch); absent
+    /// keys are left out of the result.
+    public func getItems(_ keys: [String]) throws(PartitionError) -> [String: String] {
+        var out: [String: String] = [:]
+        for (k, bytes) in try partition.openCore().getMany(.storage, keys) {
+            guard let s = String(validating: bytes, as: UTF8.self) else {
+                throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "storage"))
+            }
+            out[k] = s
+        }
+        return out
+    }
+
     /// Sets `key` to `value`.
     public func setItem(_ key: String, _ value: String) throws(PartitionError) {
         try setItems([(key, value)])

@@ -37,6 +37,7 @@ public enum PartitionBenchmark {
         let plain = try SQLiteConnection(path: plainPath, create: true)
         try plain.exec(PartitionCore.schema)
         var t = now()
+        var c = cpu()
         _ = try? plain.transaction { () throws(SQLiteFailure) in
             let st = try plain.statement("INSERT OR REPLACE INTO kv(ns, k, v, size, used, ref) VALUES(1, ?, ?, ?, 0, NULL)")
             for (k, v) in pairs {
@@ -45,9 +46,12 @@ public enum PartitionBenchmark {
             }
         }
         let plainWrite = now() - t
+        let plainWriteCPU = cpu() - c
         results.append(Result(name: "plain SQLite: \(rows) writes in one transaction", value: plainWrite * 1000, unit: "ms"))
+        results.append(Result(name: "plain SQLite: \(rows) writes in one transaction, process CPU", value: plainWriteCPU * 1000, unit: "ms"))
         results.append(Result(name: "plain SQLite writes (one transaction)", value: Double(rows) / plainWrite, unit: "ops/s"))
         t = now()
+        c = cpu()
         var found = 0
         let sel = try plain.statement("SELECT v FROM kv WHERE ns=1 AND k=?")
         for i in readOrder {
@@ -57,6 +61,8 @@ public enum PartitionBenchmark {
         }
         sel.reset()
         let plainRead = now() - t
+        let plainReadCPU = cpu() - c
+        results.append(Result(name: "plain SQLite: \(rows) random point reads, process CPU", value: plainReadCPU * 1000, unit: "ms"))
         results.append(Result(name: "plain SQLite random point reads", value: Double(rows) / plainRead, unit: "ops/s"))
         t = now()
         for i in 0..<singleWrites {
@@ -72,14 +78,28 @@ public enum PartitionBenchmark {
         let site = try registry.add(displayName: "bench", origins: ["https://bench.example"], appBound: false)
         let p = try registry.openPartition(forIdentifier: site.id)
         t = now()
+        c = cpu()
         try p.storage.setItems(pairs)
         let sealedWrite = now() - t
+        let sealedWriteCPU = cpu() - c
         results.append(Result(name: "sealed: \(rows) writes in one transaction", value: sealedWrite * 1000, unit: "ms"))
+        results.append(Result(name: "sealed: \(rows) writes in one transaction, process CPU", value: sealedWriteCPU * 1000, unit: "ms"))
         results.append(Result(name: "sealed writes (one transaction)", value: Double(rows) / sealedWrite, unit: "ops/s"))
         t = now()
+        c = cpu()
         for i in readOrder where try p.storage.getItem(pairs[i].0) == nil { found -= 1 }
         let sealedRead = now() - t
+        results.append(Result(name: "sealed: \(rows) random point reads, process CPU", value: (cpu() - c) * 1000, unit: "ms"))
         results.append(Result(name: "sealed random point reads (getItem)", value: Double(rows) / sealedRead, unit: "ops/s"))
+        t = now()
+        var batch: [String] = []
+        for i in readOrder {
+            batch.append(pairs[i].0)
+            if batch.count == 100 { found += try p.storage.getItems(batch).count; batch.removeAll(keepingCapacity: true) }
+        }
+        let sealedBatchRead = now() - t
+        results.append(Result(name: "sealed random point reads in batches of 100 (getItems)", value: Double(rows) / sealedBatchRead, unit: "ops/s"))
+        results.append(Result(name: "sealed (batched)/plain read ratio", value: plainRead / sealedBatchRead, unit: "x"))
         results.append(Result(name: "sealed/plain write ratio", value: plainWrite / sealedWrite, unit: "x"))
         results.append(Result(name: "sealed/plain read ratio", value: plainRead / sealedRead, unit: "x"))
         t = now()
@@ -124,6 +144,13 @@ public enum PartitionBenchmark {
     static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// CPU time of the whole process (user + system), seconds.
+    static func cpu() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 

@@ -26,6 +26,13 @@ func lengthPrefixed(_ parts: [[UInt8]]) -> [UInt8] {
     return out
 }
 
+/// Appends `bytes` with its 4-byte big-endian length in front.
+func appendLengthPrefixed(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+    let n = UInt32(bytes.count)
+    out.append(UInt8(n >> 24)); out.append(UInt8(n >> 16 & 0xFF)); out.append(UInt8(n >> 8 & 0xFF)); out.append(UInt8(n & 0xFF))
+    out.append(contentsOf: bytes)
+}
+
 /// One site's database connection and keys: the single owner of the connection.
 ///
 /// All work happens inside one `Mutex`; batches take the key scopes once.
@@ -165,15 +172,25 @@ final class PartitionCore: Sendable {
     }
 
     func associatedData(namespace: String, storedKey: [UInt8]) -> [UInt8] {
+        var ad: [UInt8] = Array("SKP1".utf8)
         if faults.contains(.skipValueBinding) {
-            return Array("SKP1".utf8) + lengthPrefixed([siteBytes])
+            appendLengthPrefixed(siteBytes, to: &ad)
+            return ad
         }
-        return Array("SKP1".utf8) + lengthPrefixed([siteBytes, Array(namespace.utf8), storedKey])
+        ad.reserveCapacity(4 + 12 + siteBytes.count + namespace.utf8.count + storedKey.count)
+        appendLengthPrefixed(siteBytes, to: &ad)
+        appendLengthPrefixed(namespace.utf8, to: &ad)
+        appendLengthPrefixed(storedKey, to: &ad)
+        return ad
     }
 
     /// The keyed hash a row's name is stored as.
     func storedKey(_ ns: PartitionNamespace, _ name: String, scope: borrowing KeyScope) -> [UInt8] {
-        scope.authenticationCode(for: lengthPrefixed([Array(ns.rawValue.utf8), Array(name.utf8)]))
+        var message: [UInt8] = []
+        message.reserveCapacity(8 + ns.rawValue.utf8.count + name.utf8.count)
+        appendLengthPrefixed(ns.rawValue.utf8, to: &message)
+        appendLengthPrefixed(name.utf8, to: &message)
+        return scope.authenticationCode(for: message)
     }
 
     /// Runs `body` with both key scopes open once.
@@ -186,7 +203,10 @@ final class PartitionCore: Sendable {
     }
 
     func seal(_ ns: PartitionNamespace, name: String, storedKey: [UInt8], value: [UInt8], scope: borrowing KeyScope) throws(PartitionError) -> [UInt8] {
-        let plain = lengthPrefixed([Array(name.utf8)]) + value
+        var plain: [UInt8] = []
+        plain.reserveCapacity(4 + name.utf8.count + value.count)
+        appendLengthPrefixed(name.utf8, to: &plain)
+        plain.append(contentsOf: value)
         do { return try scope.seal(plain, authenticating: associatedData(namespace: ns.rawValue, storedKey: storedKey)) }
         catch { throw .keyUnavailable(error.description) }
     }
@@ -298,6 +318,22 @@ final class PartitionCore: Sendable {
                 let k = storedKey(ns, name, scope: rs)
                 guard let row = try fetch(db, ns, k) else { return nil }
                 return try open(ns, storedKey: k, sealed: row.v, expectedName: name, scope: ks).value
+            }
+        }
+    }
+
+    /// Reads several names with the key scopes opened once; absent names are left out.
+    func getMany(_ ns: PartitionNamespace, _ names: [String]) throws(PartitionError) -> [String: [UInt8]] {
+        for name in names { try checkKey(name) }
+        return try withBox { (_, db) throws(PartitionError) -> [String: [UInt8]] in
+            try withKeys { (ks, rs) throws(PartitionError) -> [String: [UInt8]] in
+                var out: [String: [UInt8]] = [:]
+                for name in names {
+                    let k = storedKey(ns, name, scope: rs)
+                    guard let row = try fetch(db, ns, k) else { continue }
+                    out[name] = try open(ns, storedKey: k, sealed: row.v, expectedName: name, scope: ks).value
+                }
+                return out
             }
         }
     }

@@ -26,6 +26,7 @@ struct FixedSource: PartitionRebuildSource {
         try p.storage.setItem("", "empty key")
         try p.storage.setItem("nul\u{0}key", "ünïcødé \u{0} value")
         #expect(try p.storage.getItem("a") == "one")
+        #expect(try p.storage.getItems(["a", "b", "missing"]) == ["a": "one", "b": "2"])
         #expect(try p.storage.getItem("nul\u{0}key") == "ünïcødé \u{0} value")
         #expect(try p.storage.getItem("'; DROP TABLE kv; --") == "sql")
         #expect(try p.storage.keys() == ["", "'; DROP TABLE kv; --", "a", "b", "nul\u{0}key"].sorted())
