@@ -62,6 +62,10 @@ let package = Package(
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
+        // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
+        .executableTarget(name: "sitekeep-crashwriter", dependencies: [
+            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
+        ]),
         // Release-built benchmark driver used by tools/bench. It talks to the C libraries
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [

@@ -1,0 +1,345 @@
+import Foundation
+import Synchronization
+import SiteKeepCrypto
+
+/// An open handle on one site's partition: the analogue of `WKWebsiteDataStore(forIdentifier:)`.
+///
+/// A handle reaches only its own site's data; there is no parameter that names another site.
+/// Handles are counted by the ``SiteRegistry``: while any is open the site cannot be removed
+/// without `force`. Close a handle with ``close()`` (dropping it closes it too).
+///
+/// ```swift
+/// let partition = try registry.openPartition(forIdentifier: site.id)
+/// defer { partition.close() }
+/// try partition.storage.setItem("theme", "dark")
+/// ```
+public final class Partition: Sendable {
+    /// The site this partition belongs to.
+    public let site: SiteID
+    let core: PartitionCore
+    private let closed = Mutex(false)
+    private let release: @Sendable () -> Void
+
+    init(core: PartitionCore, release: @escaping @Sendable () -> Void) {
+        self.site = core.site
+        self.core = core
+        self.release = release
+    }
+
+    deinit { close() }
+
+    /// Closes this handle. Idempotent; later calls on it throw ``PartitionError/partitionClosed``.
+    public func close() {
+        let wasOpen = closed.withLock { c in
+            defer { c = true }
+            return !c
+        }
+        if wasOpen { release() }
+    }
+
+    func openCore() throws(PartitionError) -> PartitionCore {
+        if closed.withLock({ $0 }) { throw .partitionClosed }
+        return core
+    }
+
+    /// The `localStorage`-like key/value namespace.
+    public var storage: StorageArea { StorageArea(partition: self) }
+    /// The session state (tabs).
+    public var tabs: SessionStore { SessionStore(partition: self) }
+    /// Reading state per article.
+    public var reading: ReadingStore { ReadingStore(partition: self) }
+    /// The offline cache.
+    public var cache: OfflineCache { OfflineCache(partition: self) }
+
+    /// Runs `PRAGMA integrity_check` and opens every sealed value.
+    /// - Throws: ``PartitionError/damaged(site:reason:)`` when anything fails.
+    public func verify() throws(PartitionError) { try openCore().verify() }
+
+    /// The stored form of a row (for the isolation audit).
+    package func rawRow(namespace: PartitionNamespace, name: String) throws(PartitionError) -> RawRow? {
+        try openCore().rawRow(namespace, name)
+    }
+
+    /// Overwrites a row's sealed bytes (for the isolation audit: moved and swapped rows).
+    package func writeRawRow(namespace: PartitionNamespace, name: String, sealedValue: [UInt8]) throws(PartitionError) {
+        try openCore().writeRaw(namespace, name, sealedValue: sealedValue)
+    }
+}
+
+/// A site's key/value store with `localStorage` semantics: string keys, string values, a quota.
+///
+/// Sizes count the UTF-8 bytes of keys and values. A write that would exceed the quota throws
+/// ``PartitionError/quotaExceeded(namespace:limit:wouldUse:)`` and changes nothing.
+public struct StorageArea: Sendable {
+    let partition: Partition
+
+    /// The value for `key`, or nil.
+    public func getItem(_ key: String) throws(PartitionError) -> String? {
+        guard let bytes = try partition.openCore().get(.storage, key) else { return nil }
+        guard let s = String(validating: bytes, as: UTF8.self) else {
+            throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "storage"))
+        }
+        return s
+    }
+
+    /// The values of several keys at once (the keys are unlocked once for the batch); absent
+    /// keys are left out of the result.
+    public func getItems(_ keys: [String]) throws(PartitionError) -> [String: String] {
+        var out: [String: String] = [:]
+        for (k, bytes) in try partition.openCore().getMany(.storage, keys) {
+            guard let s = String(validating: bytes, as: UTF8.self) else {
+                throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "storage"))
+            }
+            out[k] = s
+        }
+        return out
+    }
+
+    /// Sets `key` to `value`.
+    public func setItem(_ key: String, _ value: String) throws(PartitionError) {
+        try setItems([(key, value)])
+    }
+
+    /// Sets several items in one transaction (all or nothing).
+    public func setItems(_ items: [(String, String)]) throws(PartitionError) {
+        let core = try partition.openCore()
+        try core.put(.storage, items.map { ($0.0, Array($0.1.utf8)) }, quota: core.limits.storageQuota, maxValue: core.limits.storageQuota)
+    }
+
+    /// Removes `key` (no error when absent).
+    public func removeItem(_ key: String) throws(PartitionError) {
+        try partition.openCore().remove(.storage, key)
+    }
+
+    /// All keys, sorted.
+    public func keys() throws(PartitionError) -> [String] {
+        try partition.openCore().all(.storage).map(\.name)
+    }
+
+    /// Removes every item.
+    public func clear() throws(PartitionError) { try partition.openCore().clear(.storage) }
+
+    /// Bytes used (UTF-8 of keys and values).
+    public func usage() throws(PartitionError) -> Int { try partition.openCore().usage(.storage) }
+}
+
+/// The session state a site's app restores at launch.
+public struct SessionStore: Sendable {
+    let partition: Partition
+    static let row = "session"
+
+    /// The saved session, or nil when none was saved.
+    public func session() throws(PartitionError) -> SessionState? {
+        guard let bytes = try partition.openCore().get(.tabs, Self.row) else { return nil }
+        guard let s = try? JSONDecoder().decode(SessionState.self, from: Data(bytes)) else {
+            throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "tabs"))
+        }
+        return s
+    }
+
+    /// Replaces the saved session.
+    public func setSession(_ session: SessionState) throws(PartitionError) {
+        if let last = session.lastTabID, !session.tabs.contains(where: { $0.id == last }) {
+            throw .invalidValue("lastTabID \(SiteID.escape(last)) is not one of the session's tabs")
+        }
+        if Set(session.tabs.map(\.id)).count != session.tabs.count { throw .invalidValue("tab identifiers must be unique") }
+        for t in session.tabs where !(t.scrollX.isFinite && t.scrollY.isFinite) { throw .invalidValue("scroll positions must be finite") }
+        guard let data = try? JSONEncoder().encode(session) else { throw .invalidValue("session cannot be encoded") }
+        let core = try partition.openCore()
+        try core.put(.tabs, [(Self.row, Array(data))], quota: nil, maxValue: core.limits.maximumRecordBytes)
+    }
+
+    /// Forgets the saved session.
+    public func clear() throws(PartitionError) { try partition.openCore().clear(.tabs) }
+}
+
+/// Reading state per article: read, part read (with progress) or unread.
+public struct ReadingStore: Sendable {
+    let partition: Partition
+
+    /// The state of `articleID` (``ReadingState/unread`` when never set).
+    public func state(for articleID: String) throws(PartitionError) -> ReadingState {
+        guard let bytes = try partition.openCore().get(.reading, articleID) else { return .unread }
+        return try decode(bytes)
+    }
+
+    private func decode(_ bytes: [UInt8]) throws(PartitionError) -> ReadingState {
+        guard let s = try? JSONDecoder().decode(ReadingState.self, from: Data(bytes)) else {
+            throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "reading"))
+        }
+        return s
+    }
+
+    /// Sets the state of `articleID`; ``ReadingState/unread`` removes the row.
+    public func setState(_ state: ReadingState, for articleID: String) throws(PartitionError) {
+        try setStates([articleID: state])
+    }
+
+    /// Sets several states in one transaction.
+    public func setStates(_ states: [String: ReadingState]) throws(PartitionError) {
+        let core = try partition.openCore()
+        var pairs: [(String, [UInt8])] = []
+        for (id, state) in states.sorted(by: { $0.key < $1.key }) {
+            if id.isEmpty { throw .invalidValue("article identifier is empty") }
+            if case .partRead(let p) = state, !(p.isFinite && p >= 0 && p <= 1) {
+                throw .invalidValue("part-read progress must be between 0 and 1")
+            }
+            if state == .unread { continue }
+            guard let data = try? JSONEncoder().encode(state) else { throw .invalidValue("state cannot be encoded") }
+            pairs.append((id, Array(data)))
+        }
+        for (id, state) in states where state == .unread { try core.checkKey(id) }
+        try core.put(.reading, pairs, quota: nil, maxValue: core.limits.maximumRecordBytes)
+        for (id, state) in states where state == .unread { try core.remove(.reading, id) }
+    }
+
+    /// Every article with a state other than unread.
+    public func all() throws(PartitionError) -> [String: ReadingState] {
+        var out: [String: ReadingState] = [:]
+        for row in try partition.openCore().all(.reading) { out[row.name] = try decode(row.value) }
+        return out
+    }
+
+    /// Forgets all reading state.
+    public func clear() throws(PartitionError) { try partition.openCore().clear(.reading) }
+}
+
+/// The offline cache: entries (URL → status, headers, body hash) and bodies stored once per
+/// SHA-256, within a size budget; beyond it the least recently used entries are evicted.
+public struct OfflineCache: Sendable {
+    let partition: Partition
+
+    /// Stores `resource`, replacing any entry for its URL, then evicts least recently used
+    /// entries until the cache fits its budget.
+    /// - Throws: ``PartitionError/valueTooLarge(limit:actual:)`` when the resource alone exceeds the budget.
+    public func store(_ resource: CachedResource) throws(PartitionError) {
+        try partition.openCore().cacheStore(resource)
+    }
+
+    /// The cached resource for `url` (marks it recently used), or nil.
+    public func resource(for url: String) throws(PartitionError) -> CachedResource? {
+        try partition.openCore().cacheLookup(url)
+    }
+
+    /// Removes the entry for `url` (and its body when no other entry uses it).
+    public func remove(_ url: String) throws(PartitionError) {
+        try partition.openCore().cacheRemove(url)
+    }
+
+    /// The cached URLs, sorted.
+    public func urls() throws(PartitionError) -> [String] {
+        try partition.openCore().all(.cache).map(\.name)
+    }
+
+    /// Bytes used by entries and bodies.
+    public func usage() throws(PartitionError) -> Int {
+        let core = try partition.openCore()
+        return try core.usage(.cache) + core.usage(.cacheBody)
+    }
+
+    /// Empties the cache.
+    public func clear() throws(PartitionError) {
+        let core = try partition.openCore()
+        try core.clear(.cache)
+        try core.clear(.cacheBody)
+    }
+}
+
+struct CacheEntryRecord: Codable {
+    var status: Int
+    var headers: [HeaderField]
+    var sha256: String
+}
+
+extension PartitionCore {
+    static func bodyName(_ sha: [UInt8]) -> String { "sha256:" + Hex.encode(sha) }
+
+    func cacheStore(_ r: CachedResource) throws(PartitionError) {
+        try checkKey(r.url)
+        if r.url.isEmpty { throw .invalidValue("cache URL is empty") }
+        let sha = SHA256.hash(r.body)
+        let record = CacheEntryRecord(status: r.status, headers: r.headers, sha256: Hex.encode(sha))
+        guard let entry = try? JSONEncoder().encode(record) else { throw .invalidValue("cache entry cannot be encoded") }
+        let bodyName = Self.bodyName(sha)
+        let needed = r.url.utf8.count + entry.count + bodyName.utf8.count + r.body.count
+        if needed > limits.cacheBudget { throw .valueTooLarge(limit: limits.cacheBudget, actual: needed) }
+        try withBox { (box, db) throws(PartitionError) in
+            try withKeys { (ks, rs) throws(PartitionError) in
+                try transaction(box, db) { () throws(PartitionError) in
+                    let bk = storedKey(.cacheBody, bodyName, scope: rs)
+                    if try rowSize(db, .cacheBody, bk) == nil {
+                        let sealed = try seal(.cacheBody, name: bodyName, storedKey: bk, value: r.body, scope: ks)
+                        try upsert(box, db, .cacheBody, bk, sealed, size: bodyName.utf8.count + r.body.count, oldSize: nil)
+                    }
+                    let ek = storedKey(.cache, r.url, scope: rs)
+                    let old = try rowSize(db, .cache, ek)
+                    let sealed = try seal(.cache, name: r.url, storedKey: ek, value: Array(entry), scope: ks)
+                    try upsert(box, db, .cache, ek, sealed, size: r.url.utf8.count + entry.count, oldSize: old, ref: bk)
+                    try collectBodies(box, db)
+                    while total(box, .cache) + total(box, .cacheBody) > limits.cacheBudget {
+                        let victim = try sqlite { () throws(SQLiteFailure) -> [UInt8]? in
+                            let st = try db.statement("SELECT k FROM kv WHERE ns=? AND k<>? ORDER BY used LIMIT 1")
+                            try st.bind(1, PartitionNamespace.cache.code); try st.bind(2, ek)
+                            defer { st.reset() }
+                            return try st.step() ? st.blob(0) : nil
+                        }
+                        guard let victim else { break }
+                        try deleteRow(box, db, .cache, victim)
+                        try collectBodies(box, db)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes bodies no entry refers to.
+    func collectBodies(_ box: PartitionBox, _ db: SQLiteConnection) throws(PartitionError) {
+        try sqlite { () throws(SQLiteFailure) in
+            let del = try db.statement("DELETE FROM kv WHERE ns=? AND k NOT IN (SELECT ref FROM kv WHERE ns=? AND ref IS NOT NULL)")
+            try del.bind(1, PartitionNamespace.cacheBody.code); try del.bind(2, PartitionNamespace.cache.code)
+            try del.run()
+            let sum = try db.statement("SELECT COALESCE(SUM(size), 0) FROM kv WHERE ns=?")
+            try sum.bind(1, PartitionNamespace.cacheBody.code)
+            defer { sum.reset() }
+            box.totals[PartitionNamespace.cacheBody.code] = try sum.step() ? Int(sum.int64(0)) : 0
+        }
+    }
+
+    func cacheLookup(_ url: String) throws(PartitionError) -> CachedResource? {
+        try checkKey(url)
+        return try withBox { (box, db) throws(PartitionError) -> CachedResource? in
+            try withKeys { (ks, rs) throws(PartitionError) -> CachedResource? in
+                let damage = PartitionError.damaged(site: site.string, reason: .authenticationFailed(namespace: "cache"))
+                let ek = storedKey(.cache, url, scope: rs)
+                guard let row = try fetch(db, .cache, ek) else { return nil }
+                let entryBytes = try open(.cache, storedKey: ek, sealed: row.v, expectedName: url, scope: ks).value
+                guard let record = try? JSONDecoder().decode(CacheEntryRecord.self, from: Data(entryBytes)) else { throw damage }
+                let bodyName = "sha256:" + record.sha256
+                let bk = storedKey(.cacheBody, bodyName, scope: rs)
+                if !faults.contains(.skipValueBinding), row.ref != bk { throw damage }
+                guard let bodyRow = try fetch(db, .cacheBody, bk) else { throw damage }
+                let body = try open(.cacheBody, storedKey: bk, sealed: bodyRow.v, expectedName: bodyName, scope: ks).value
+                guard Hex.encode(SHA256.hash(body)) == record.sha256 else { throw damage }
+                box.clock += 1
+                let clock = box.clock
+                try sqlite { () throws(SQLiteFailure) in
+                    let st = try db.statement("UPDATE kv SET used=? WHERE ns=? AND k=?")
+                    try st.bind(1, clock); try st.bind(2, PartitionNamespace.cache.code); try st.bind(3, ek)
+                    try st.run()
+                }
+                return CachedResource(url: url, status: record.status, headers: record.headers, body: body)
+            }
+        }
+    }
+
+    func cacheRemove(_ url: String) throws(PartitionError) {
+        try checkKey(url)
+        try withBox { (box, db) throws(PartitionError) in
+            let ek = withRowScope { rs in storedKey(.cache, url, scope: rs) }
+            try transaction(box, db) { () throws(PartitionError) in
+                try deleteRow(box, db, .cache, ek)
+                try collectBodies(box, db)
+            }
+        }
+    }
+}

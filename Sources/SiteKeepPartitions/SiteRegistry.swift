@@ -1,0 +1,378 @@
+public import Foundation
+import Glibc
+import Synchronization
+public import SiteKeepCustody
+
+/// A registered site.
+public struct Site: Sendable, Hashable, Codable {
+    /// The stable identifier; also the name of the site's folder.
+    public let id: SiteID
+    /// The name shown to the user.
+    public var displayName: String
+    /// The origins that belong to the site, canonical. A subdomain is another origin unless listed.
+    public var origins: [Origin]
+    /// Whether the site is app-bound (may use the bridge, is never purged). At most ten.
+    public var isAppBound: Bool
+    /// How the site's storage key is protected.
+    public var protection: ProtectionClass
+    /// When the site was added.
+    public var createdAt: Date
+    /// When a partition of the site was last opened (for purging least recently used sites).
+    public var lastUsedAt: Date
+}
+
+extension Site {
+    /// One line for listings: identifier, flags, protection, name and origins.
+    public var summary: String {
+        "\(id)  \(isAppBound ? "app-bound" : "         ")  \(protection.rawValue)  \(displayName)  \(origins.map(\.serialized).joined(separator: " "))"
+    }
+}
+
+private struct RegistryFile: Codable {
+    var version: Int
+    var sites: [Site]
+}
+
+private final class RegistryState {
+    var sites: [SiteID: Site]
+    var open: [SiteID: (core: PartitionCore, handles: Int)] = [:]
+    init(sites: [SiteID: Site]) { self.sites = sites }
+}
+
+/// The site registry and the owner of every open partition of one store home.
+///
+/// Layout under `home` (created 0700): `sites.json` (0600, written atomically) and
+/// `sites/<uuid>/partition.sqlite` (folder 0700, files 0600).
+///
+/// Thread-safe: all state sits behind one `Mutex`.
+public final class SiteRegistry: Sendable {
+    /// The most sites that may be app-bound (as `WKAppBoundDomains`).
+    public static let maximumAppBoundSites = 10
+
+    /// The store home.
+    public let home: URL
+    /// Limits every partition of this store enforces.
+    public let limits: PartitionLimits
+    let keys: any SiteStorageKeyProvider
+    let faults: AuditFaults
+    private let state: Mutex<RegistryState>
+
+    /// Opens (or creates) the registry in `home`.
+    /// - Throws: ``PartitionError/registryDamaged(_:)`` when `sites.json` cannot be read.
+    public convenience init(home: URL, keys: any SiteStorageKeyProvider, limits: PartitionLimits = PartitionLimits()) throws(PartitionError) {
+        try self.init(home: home, keys: keys, limits: limits, faults: [])
+    }
+
+    /// As the public initialiser, with checks switched off for the isolation audit's own tests.
+    package init(home: URL, keys: any SiteStorageKeyProvider, limits: PartitionLimits = PartitionLimits(), faults: AuditFaults) throws(PartitionError) {
+        self.home = home
+        self.keys = keys
+        self.limits = limits
+        self.faults = faults
+        // Parents are created as needed (with the default mode); the home itself is 0700.
+        try? FileManager.default.createDirectory(at: home.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Self.makePrivateDirectory(home.path)
+        try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
+        var sites: [SiteID: Site] = [:]
+        let file = home.appendingPathComponent("sites.json")
+        if FileManager.default.fileExists(atPath: file.path) {
+            do {
+                let data = try Data(contentsOf: file)
+                let decoded = try JSONDecoder.registry.decode(RegistryFile.self, from: data)
+                guard decoded.version == 1 else { throw PartitionError.registryDamaged("unsupported version \(decoded.version)") }
+                for s in decoded.sites { sites[s.id] = s }
+            } catch let e as PartitionError { throw e } catch {
+                throw .registryDamaged("sites.json cannot be read (\(type(of: error)))")
+            }
+        }
+        state = Mutex(RegistryState(sites: sites))
+    }
+
+    static func makePrivateDirectory(_ path: String) throws(PartitionError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw .storageFailure("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw .storageFailure("\(path) is not a directory")
+        }
+        if st.st_mode & 0o777 != 0o700 { chmod(path, 0o700) }
+    }
+
+    func folder(_ id: SiteID) -> String { home.appendingPathComponent("sites").appendingPathComponent(id.string).path }
+    func databasePath(_ id: SiteID) -> String { folder(id) + "/partition.sqlite" }
+
+    // MARK: - Sites
+
+    /// Registers a site and creates its partition (folder, database, storage key).
+    ///
+    /// - Parameters:
+    ///   - displayName: 1–100 characters, no control characters.
+    ///   - origins: at least one; each parsed with ``Origin/init(parsing:)``; none may belong to another site.
+    ///   - appBound: at most ``maximumAppBoundSites`` sites may be.
+    ///   - protection: how the storage key is protected.
+    /// - Returns: The new site.
+    @discardableResult
+    public func add(displayName: String, origins: [String], appBound: Bool, protection: ProtectionClass = .afterLogin) throws(PartitionError) -> Site {
+        try add(displayName: displayName, origins: origins, appBound: appBound, protection: protection, identifier: .random())
+    }
+
+    /// As ``add(displayName:origins:appBound:protection:)`` with a chosen identifier (tests, restore).
+    package func add(displayName: String, origins: [String], appBound: Bool, protection: ProtectionClass, identifier: SiteID) throws(PartitionError) -> Site {
+        let name = displayName.trimmingCharacters(in: .whitespaces)
+        if name.isEmpty || name.count > 100 { throw .invalidDisplayName("it must be 1 to 100 characters") }
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
+            throw .invalidDisplayName("it must not contain control characters")
+        }
+        if origins.isEmpty { throw .noOrigins }
+        var parsed: [Origin] = []
+        for text in origins {
+            do { parsed.append(try Origin(parsing: text)) } catch { throw .invalidOrigin(error) }
+        }
+        var unique: [Origin] = []
+        for o in parsed where !unique.contains(o) { unique.append(o) }
+        let now = Date()
+        let site = Site(id: identifier, displayName: name, origins: unique, isAppBound: appBound, protection: protection, createdAt: now, lastUsedAt: now)
+
+        try state.withLock { (st: inout RegistryState) throws(PartitionError) in
+            if st.sites[identifier] != nil { throw PartitionError.siteExists(identifier.string) }
+            for o in unique {
+                if let owner = st.sites.values.first(where: { $0.origins.contains(o) }) {
+                    throw PartitionError.originInUse(origin: o.serialized, site: owner.id.string)
+                }
+            }
+            if appBound && st.sites.values.filter(\.isAppBound).count >= Self.maximumAppBoundSites {
+                throw PartitionError.appBoundLimitReached(limit: Self.maximumAppBoundSites)
+            }
+            // Create the partition first; only a complete partition is registered.
+            let dir = folder(identifier)
+            if FileManager.default.fileExists(atPath: dir) { try? FileManager.default.removeItem(atPath: dir) }
+            try Self.makePrivateDirectory(dir)
+            do throws(PartitionError) {
+                let key: SymmetricKeyHandle
+                do { key = try keys.storageKey(forSite: identifier.string, protection: protection) }
+                catch { throw PartitionError.keyUnavailable("\(error)") }
+                let core = try PartitionCore.open(site: identifier, path: databasePath(identifier), key: key, create: true, limits: limits, faults: faults)
+                core.shutdown(removed: false)
+                st.sites[identifier] = site
+                try persist(st)
+            } catch {
+                st.sites[identifier] = nil
+                try? FileManager.default.removeItem(atPath: dir)
+                throw error
+            }
+        }
+        return site
+    }
+
+    /// The identifiers of all sites, sorted.
+    public func identifiers() -> [SiteID] { state.withLock { $0.sites.keys.sorted() } }
+
+    /// All sites, sorted by identifier.
+    public func sites() -> [Site] { state.withLock { st in st.sites.values.sorted { $0.id < $1.id } } }
+
+    /// The site with `id`, or nil.
+    public func site(forIdentifier id: SiteID) -> Site? { state.withLock { $0.sites[id] } }
+
+    /// The site that lists `origin` (canonical forms compared for equality), or nil.
+    public func site(forOrigin origin: Origin) -> Site? {
+        let ignorePort = faults.contains(.originMatchIgnoresPort)
+        return state.withLock { st in
+            st.sites.values.sorted { $0.id < $1.id }.first { site in
+                site.origins.contains { o in
+                    ignorePort ? (o.scheme == origin.scheme && o.host == origin.host) : o == origin
+                }
+            }
+        }
+    }
+
+    /// Parses `text` as an origin and returns the site that lists it, or nil.
+    /// - Throws: ``PartitionError/invalidOrigin(_:)`` when `text` is not an origin.
+    public func site(forOrigin text: String) throws(PartitionError) -> Site? {
+        do { return site(forOrigin: try Origin(parsing: text)) } catch { throw .invalidOrigin(error) }
+    }
+
+    // MARK: - Partitions
+
+    /// Opens a handle on the site's partition (shared connection, counted handles).
+    /// - Throws: ``PartitionError/unknownSite(_:)``; ``PartitionError/damaged(site:reason:)`` when
+    ///   the partition is missing, fails its integrity check or its sealed header.
+    public func openPartition(forIdentifier id: SiteID) throws(PartitionError) -> Partition {
+        let core = try state.withLock { (st: inout RegistryState) throws(PartitionError) -> PartitionCore in
+            guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            if let entry = st.open[id] {
+                st.open[id] = (entry.core, entry.handles + 1)
+                return entry.core
+            }
+            let key: SymmetricKeyHandle
+            do { key = try keys.storageKey(forSite: id.string, protection: site.protection) }
+            catch { throw PartitionError.keyUnavailable("\(error)") }
+            let core = try PartitionCore.open(site: id, path: databasePath(id), key: key, create: false, limits: limits, faults: faults)
+            st.open[id] = (core, 1)
+            let now = Date()
+            if now.timeIntervalSince(site.lastUsedAt) > 60 {
+                site.lastUsedAt = now
+                st.sites[id] = site
+                try? persist(st)
+            }
+            return core
+        }
+        return Partition(core: core) { [weak self] in self?.release(id, core: core) }
+    }
+
+    private func release(_ id: SiteID, core: PartitionCore) {
+        state.withLock { st in
+            guard let entry = st.open[id], entry.core === core else { return }
+            if entry.handles <= 1 {
+                st.open[id] = nil
+                core.shutdown(removed: false)
+            } else {
+                st.open[id] = (core, entry.handles - 1)
+            }
+        }
+    }
+
+    /// The number of open handles on the site's partition (0 when closed).
+    public func openHandles(forIdentifier id: SiteID) -> Int { state.withLock { $0.open[id]?.handles ?? 0 } }
+
+    /// Removes a site: destroys its storage key first (crypto-shredding), then its files, then
+    /// its registry entry.
+    ///
+    /// - Parameter force: remove even while partition handles are open; they then throw
+    ///   ``PartitionError/siteRemoved(_:)``.
+    /// - Throws: ``PartitionError/siteInUse(site:openHandles:)`` when handles are open and not forced;
+    ///   ``PartitionError/keyUnavailable(_:)`` when the key cannot be destroyed (then nothing is deleted).
+    public func remove(forIdentifier id: SiteID, force: Bool = false) throws(PartitionError) {
+        try state.withLock { (st: inout RegistryState) throws(PartitionError) in
+            guard let site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            if let entry = st.open[id] {
+                if !force { throw PartitionError.siteInUse(site: id.string, openHandles: entry.handles) }
+                entry.core.shutdown(removed: true)
+                st.open[id] = nil
+            }
+            do { try keys.destroyStorageKey(forSite: id.string, protection: site.protection) }
+            catch { throw PartitionError.keyUnavailable("\(error)") }
+            do { try FileManager.default.removeItem(atPath: folder(id)) } catch {
+                if FileManager.default.fileExists(atPath: folder(id)) {
+                    throw PartitionError.storageFailure("the key was destroyed but the folder \(folder(id)) could not be deleted; delete it by hand")
+                }
+            }
+            st.sites[id] = nil
+            try persist(st)
+        }
+    }
+
+    /// Bytes the site's folder uses on disk.
+    public func diskUsage(forIdentifier id: SiteID) -> Int64 {
+        let dir = folder(id)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return 0 }
+        var total: Int64 = 0
+        for n in names {
+            var st = stat()
+            if lstat(dir + "/" + n, &st) == 0 { total += Int64(st.st_size) }
+        }
+        return total
+    }
+
+    /// Removes non-app-bound sites, least recently used first, until all sites together use at
+    /// most `budget` bytes. App-bound sites and sites with open handles are never purged.
+    /// - Returns: The removed sites' identifiers, in removal order.
+    @discardableResult
+    public func purge(toBudget budget: Int64) throws(PartitionError) -> [SiteID] {
+        let all = sites()
+        var total = all.reduce(Int64(0)) { $0 + diskUsage(forIdentifier: $1.id) }
+        var removed: [SiteID] = []
+        let candidates = all.filter { !$0.isAppBound }.sorted { ($0.lastUsedAt, $0.id) < ($1.lastUsedAt, $1.id) }
+        for site in candidates where total > budget {
+            if openHandles(forIdentifier: site.id) > 0 { continue }
+            let used = diskUsage(forIdentifier: site.id)
+            try remove(forIdentifier: site.id, force: false)
+            total -= used
+            removed.append(site.id)
+        }
+        return removed
+    }
+
+    /// Replaces a lost or damaged partition with what `source` supplies. Only this site's files
+    /// are touched; the storage key is kept.
+    /// - Throws: ``PartitionError/siteInUse(site:openHandles:)`` while handles are open.
+    public func rebuildPartition(forIdentifier id: SiteID, from source: any PartitionRebuildSource) throws(PartitionError) {
+        let contents: PartitionContents
+        do { contents = try source.contents(forSite: id) } catch { throw .storageFailure("the rebuild source failed: \(error)") }
+        try state.withLock { (st: inout RegistryState) throws(PartitionError) in
+            guard let site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            if let entry = st.open[id] { throw PartitionError.siteInUse(site: id.string, openHandles: entry.handles) }
+            let key: SymmetricKeyHandle
+            do { key = try keys.storageKey(forSite: id.string, protection: site.protection) }
+            catch { throw PartitionError.keyUnavailable("\(error)") }
+            try Self.makePrivateDirectory(folder(id))
+            let path = databasePath(id)
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+            let core = try PartitionCore.open(site: id, path: path, key: key, create: true, limits: limits, faults: faults)
+            defer { core.shutdown(removed: false) }
+            try core.fill(contents)
+        }
+    }
+}
+
+extension PartitionCore {
+    /// Writes a rebuild's contents (each namespace in its own transaction).
+    func fill(_ c: PartitionContents) throws(PartitionError) {
+        try put(.storage, c.storage.sorted { $0.key < $1.key }.map { ($0.key, Array($0.value.utf8)) }, quota: limits.storageQuota, maxValue: limits.storageQuota)
+        if let s = c.session, let data = try? JSONEncoder().encode(s) {
+            try put(.tabs, [(SessionStore.row, Array(data))], quota: nil, maxValue: limits.maximumRecordBytes)
+        }
+        var reading: [(String, [UInt8])] = []
+        for (id, state) in c.reading.sorted(by: { $0.key < $1.key }) where state != .unread {
+            if let data = try? JSONEncoder().encode(state) { reading.append((id, Array(data))) }
+        }
+        try put(.reading, reading, quota: nil, maxValue: limits.maximumRecordBytes)
+        for r in c.cache { try cacheStore(r) }
+    }
+}
+
+extension SiteRegistry {
+    /// Writes sites.json atomically: temp file (0600), fsync, rename, fsync of the folder.
+    private func persist(_ st: RegistryState) throws(PartitionError) {
+        let file = RegistryFile(version: 1, sites: st.sites.values.sorted { $0.id < $1.id })
+        guard let data = try? JSONEncoder.registry.encode(file) else { throw .storageFailure("cannot encode the registry") }
+        let path = home.appendingPathComponent("sites.json").path
+        let tmp = path + ".tmp"
+        unlink(tmp)
+        let fd = Glibc.open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storageFailure("cannot write \(tmp): \(String(cString: strerror(errno)))") }
+        let ok = data.withUnsafeBytes { raw -> Bool in
+            var off = 0
+            while off < raw.count {
+                let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                if n <= 0 { if errno == EINTR { continue }; return false }
+                off += n
+            }
+            return fsync(fd) == 0
+        }
+        close(fd)
+        guard ok, rename(tmp, path) == 0 else {
+            unlink(tmp)
+            throw .storageFailure("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        let dfd = Glibc.open(home.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+}
+
+extension JSONEncoder {
+    static var registry: JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys]
+        e.dateEncodingStrategy = .iso8601
+        return e
+    }
+}
+
+extension JSONDecoder {
+    static var registry: JSONDecoder {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .iso8601
+        return d
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import SiteKeepPartitions
+@testable import SiteKeepAudit
+
+final class ScratchDir: Sendable {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-audit-\(UUID().uuidString.lowercased())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A probe another layer might add.
+struct AlwaysLeaks: Probe {
+    let name = "extra-probe"
+    let summary = "a probe added from outside the catalogue"
+    func run(subject: AuditSite, context: AuditContext) throws -> ProbeOutcome {
+        subject.index == 0 ? .leak("deliberate") : .pass
+    }
+}
+
+@Suite struct AuditTests {
+    @Test func fiveSitesPassEveryProbe() throws {
+        let dir = ScratchDir()
+        let report = try IsolationAudit.run(in: dir.url, sites: 5)
+        let failures = report.results.filter { $0.outcome != "pass" }
+        #expect(failures.isEmpty, "\(report.renderText())")
+        #expect(report.passed)
+        #expect(!report.hasLeaks)
+        #expect(report.sites.count == 5)
+        #expect(report.probes.count == IsolationAudit.standardProbes.count)
+        #expect(report.results.count == 5 * report.probes.count)
+        let text = report.renderText()
+        for p in report.probes { #expect(text.contains(p.name)) }
+        #expect(text.contains("No leak"))
+        let json = try JSONSerialization.jsonObject(with: report.jsonData()) as? [String: Any]
+        #expect(json?["hasLeaks"] as? Bool == false)
+        #expect((json?["results"] as? [Any])?.count == report.results.count)
+    }
+
+    @Test func portBlindOriginCheckIsReportedAsLeak() throws {
+        let dir = ScratchDir()
+        let report = try IsolationAudit.run(in: dir.url, sites: 5, probes: IsolationAudit.standardProbes, faults: .originMatchIgnoresPort)
+        #expect(report.hasLeaks)
+        for s in report.sites { #expect(report.outcome(site: s.id, probe: "origin-lookalikes") == "LEAK") }
+        #expect(report.renderText().contains("LEAK"))
+    }
+
+    @Test func unboundValuesAreReportedAsLeak() throws {
+        let dir = ScratchDir()
+        let report = try IsolationAudit.run(in: dir.url, sites: 5, probes: IsolationAudit.standardProbes, faults: .skipValueBinding)
+        #expect(report.hasLeaks)
+        for s in report.sites { #expect(report.outcome(site: s.id, probe: "row-move-in-site") == "LEAK") }
+        // Other sites' keys still protect cross-site swaps.
+        for s in report.sites { #expect(report.outcome(site: s.id, probe: "row-swap-sites") == "pass") }
+    }
+
+    @Test func catalogueIsExtensible() throws {
+        let dir = ScratchDir()
+        let report = try IsolationAudit.run(in: dir.url, sites: 2, probes: [AlwaysLeaks()])
+        #expect(report.probes.map(\.name) == ["extra-probe"])
+        #expect(report.hasLeaks)
+        #expect(report.results.filter { $0.outcome == "LEAK" }.count == 1)
+    }
+
+    @Test func tooFewSitesIsRefused() {
+        let dir = ScratchDir()
+        #expect(throws: PartitionError.invalidValue("the audit needs at least 2 sites, got 1")) {
+            try IsolationAudit.run(in: dir.url, sites: 1)
+        }
+    }
+}
