@@ -1,4 +1,5 @@
 internal import CSodium
+import Synchronization
 
 /// Primitives over a key that is already readable (inside a `SecretBytes.withUnsafeBytes`
 /// scope), for custody's batch scopes. `package`: not part of the public API.
@@ -9,7 +10,7 @@ package enum RawKeyOps {
         let n = XChaCha20Poly1305.nonceByteCount
         var out = [UInt8](repeating: 0, count: n + plaintext.count + XChaCha20Poly1305.tagByteCount)
         out.withUnsafeMutableBufferPointer { o in
-            randombytes_buf(o.baseAddress!, n)
+            NonceSource.fill(o.baseAddress!, count: n)
             var produced: UInt64 = 0
             crypto_aead_xchacha20poly1305_ietf_encrypt(
                 o.baseAddress! + n, &produced, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil,
@@ -38,5 +39,29 @@ extension HMACSHA256 {
     /// HMAC-SHA256 under a key that is already readable. `package`: for custody's scopes.
     package static func authenticationCode(for message: [UInt8], rawKey: UnsafeRawBufferPointer) -> [UInt8] {
         mac(message: message, key: rawKey)
+    }
+}
+
+/// Random nonces from a buffer refilled 4 KiB at a time by `randombytes_buf`, so sealing a
+/// small value does not pay a `getrandom` system call each time. Nonces are public (they are
+/// stored beside the ciphertext); the buffer only has to be unpredictable and never reused,
+/// and each byte is handed out once and then zeroed.
+package enum NonceSource {
+    private static let state = Mutex<(buffer: [UInt8], offset: Int)>(([UInt8](repeating: 0, count: 4096), 4096))
+
+    /// Fills `count` bytes (at most 256) at `pointer` with fresh random bytes.
+    package static func fill(_ pointer: UnsafeMutablePointer<UInt8>, count: Int) {
+        guard count <= 256 else { randombytes_buf(pointer, count); return }
+        state.withLock { s in
+            if s.offset + count > s.buffer.count {
+                s.buffer.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+                s.offset = 0
+            }
+            s.buffer.withUnsafeMutableBufferPointer { b in
+                pointer.update(from: b.baseAddress! + s.offset, count: count)
+                (b.baseAddress! + s.offset).update(repeating: 0, count: count)
+            }
+            s.offset += count
+        }
     }
 }

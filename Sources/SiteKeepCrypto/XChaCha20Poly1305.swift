@@ -24,7 +24,7 @@ public enum XChaCha20Poly1305: Sendable {
         return key.withUnsafeBytes { k in
             // One allocation: nonce, ciphertext and tag written in place.
             [UInt8](unsafeUninitializedCapacity: overheadByteCount + plaintext.count) { out, initialized in
-                randombytes_buf(out.baseAddress!, nonceByteCount)
+                NonceSource.fill(out.baseAddress!, count: nonceByteCount)
                 var produced: UInt64 = 0
                 crypto_aead_xchacha20poly1305_ietf_encrypt(
                     out.baseAddress! + nonceByteCount, &produced, plaintext, UInt64(plaintext.count),

@@ -7,6 +7,12 @@ final class LockedSecret: @unchecked Sendable {
     private let lock = Mutex<Void>(())
     private let secret: SecretBytes
     init(_ secret: consuming SecretBytes) { self.secret = secret }
+    /// A secret whose pages stay read-only while held (no mprotect pair per use).
+    init(pinning secret: consuming SecretBytes) {
+        var s = secret
+        s.pinReadOnly()
+        self.secret = s
+    }
     func withLock<R: ~Copyable, E: Error>(_ body: (borrowing SecretBytes) throws(E) -> R) throws(E) -> R {
         try lock.withLock { (_: inout Void) throws(E) -> R in try body(secret) }
     }
@@ -35,9 +41,15 @@ public final class SymmetricKeyHandle: Sendable {
     private let key: LockedSecret
 
     /// Takes ownership of a 32-byte key. Only SiteKeep's own modules can create handles.
+    ///
+    /// A handle is a key in active use (a partition's storage key, a vault's read key): its
+    /// guarded pages stay read-only while the handle lives instead of toggling `PROT_NONE`
+    /// around every use (see `SecretBytes.pinReadOnly`), which would double the cost of sealing
+    /// a small value. The master key and the keys that unwrap stored items are not handles and
+    /// keep the per-use protection.
     package init(taking key: consuming SecretBytes) throws(CryptoError) {
         guard key.count == 32 else { throw .invalidKeyLength(expected: 32, actual: key.count) }
-        self.key = LockedSecret(key)
+        self.key = LockedSecret(pinning: key)
     }
 
     /// A fresh random key.

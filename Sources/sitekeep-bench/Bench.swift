@@ -4,6 +4,7 @@
 import Foundation
 import SiteKeepCrypto
 import SiteKeepHardening
+import SiteKeepPartitions
 
 /// A named group of benchmarks. Later issues add custody, partitions, vault and bridge.
 struct BenchGroup {
@@ -15,7 +16,7 @@ struct BenchGroup {
 var groups: [BenchGroup] { [
     BenchGroup(name: "crypto", summary: "AEAD, Argon2id, signatures and PBKDF2: wrapper vs raw call vs peer", run: cryptoGroup),
     BenchGroup(name: "custody", summary: "unlock, wrap/unwrap, sign by handle (not yet written)", run: nil),
-    BenchGroup(name: "partitions", summary: "sealed reads and writes per site (not yet written)", run: nil),
+    BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
     BenchGroup(name: "vault", summary: "sgit objects, trees and commits (not yet written)", run: nil),
     BenchGroup(name: "bridge", summary: "socket round trips per op (not yet written)", run: nil),
 ] }
@@ -58,6 +59,12 @@ struct SiteKeepBench {
             }
             do {
                 let rows = try run(settings)
+                if name == "partitions" {
+                    print(markdown ? "### partitions\n\n| measurement (median of 3 runs) | value |\n|---|---|" : "== partitions ==")
+                    for (what, value) in partitionsTable { print(markdown ? "| \(what) | \(value) |" : "  \(what): \(value)") }
+                    print("")
+                    continue
+                }
                 printTable(name, rows, markdown: markdown)
                 if name == "crypto" {
                     let parts = try cryptoOverheadComponents(settings)
