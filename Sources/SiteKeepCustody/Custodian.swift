@@ -38,6 +38,7 @@ public struct CustodianConfiguration: Sendable {
     /// Wall-clock seconds since the epoch, for the persisted back-off (tests inject one).
     public var wallClockSeconds: @Sendable () -> Int64
 
+    /// Settings; `presenceLifetime` is clamped to ``PresenceProof/maximumLifetime``.
     public init(idleLifetime: Duration = .seconds(15 * 60),
                 presenceLifetime: Duration = PresenceProof.maximumLifetime,
                 auditSyncInterval: Duration = .milliseconds(50),
@@ -104,6 +105,7 @@ public struct KeyUseContext: Sendable, Equatable {
     /// A presence proof, checked against `site` when given.
     public var presence: PresenceProof?
 
+    /// A context; `site` nil means the local user.
     public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil) {
         self.site = site
         self.op = op
