@@ -69,6 +69,46 @@ public final class AuditLog: Sendable {
         var syncScheduled: Bool
         /// The file size after our last write: another size means another process appended.
         var end: Int64
+        var timeCache = TimeCache()
+    }
+
+    /// The ISO 8601 text of the current second, recomputed only when the second changes.
+    struct TimeCache: Sendable {
+        var second: Int64 = .min
+        var prefix: [UInt8] = []
+        mutating func iso8601(ms: Int64) -> [UInt8] {
+            let sec = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+            if sec != second {
+                second = sec
+                prefix = Array(AuditLog.iso8601(ms: sec * 1000).utf8.dropLast(4))   // "YYYY-MM-DDTHH:MM:SS"
+            }
+            let frac = Int(ms - sec * 1000)
+            return prefix + [0x2e, UInt8(0x30 + frac / 100), UInt8(0x30 + frac / 10 % 10), UInt8(0x30 + frac % 10), 0x5a]
+        }
+    }
+
+    static func put(_ s: String, _ out: inout [UInt8]) { out.append(contentsOf: s.utf8) }
+
+    static func putDecimal(_ v: Int, _ out: inout [UInt8]) {
+        if v < 0 { out.append(0x2d); putDecimal(v == .min ? .max : -v, &out); return }
+        if v >= 10 { putDecimal(v / 10, &out) }
+        out.append(UInt8(0x30 + v % 10))
+    }
+
+    /// Appends `s` as a JSON string literal (truncated like ``json(_:)``); plain ASCII is copied
+    /// byte for byte, anything else goes through ``json(_:)``.
+    static func putJSON(_ s: String, _ out: inout [UInt8]) {
+        var plain = true
+        var count = 0
+        for b in s.utf8 {
+            count += 1
+            if b < 0x20 || b >= 0x7f || b == 0x22 || b == 0x5c || count > maximumFieldLength { plain = false; break }
+        }
+        if plain {
+            out.append(0x22); out.append(contentsOf: s.utf8); out.append(0x22)
+        } else {
+            out.append(contentsOf: json(s).utf8)
+        }
     }
     private let state: Mutex<State>
 
@@ -125,17 +165,25 @@ public final class AuditLog: Sendable {
             defer { _ = flock(s.fd, LOCK_UN) }
             let size = Int64(lseek(s.fd, 0, SEEK_END))
             if size != s.end { (s.prev, s.seq) = Self.head(fd: s.fd, size: size, genesis: genesis) }
-            var line = "{\"seq\":\(s.seq + 1),\"time\":\"\(Self.iso8601(ms: now))\",\"site\":\(Self.json(site ?? "-"))"
-            line += ",\"op\":\(Self.json(op)),\"key\":\(Self.json(key ?? "-")),\"result\":\(Self.json(result))"
-            if let age = presenceAgeMs { line += ",\"presence_age_ms\":\(age)" }
-            line += ",\"prev\":\"\(s.prev)\"}"
-            let bytes = Array(line.utf8)
-            guard Files.writeAll(s.fd, bytes + [0x0a]) else {
+            // Built as bytes with an ASCII fast path: this runs once per signature.
+            var line = [UInt8]()
+            line.reserveCapacity(320)
+            Self.put("{\"seq\":", &line); Self.putDecimal(s.seq + 1, &line)
+            Self.put(",\"time\":\"", &line); line += s.timeCache.iso8601(ms: now); line.append(0x22)
+            Self.put(",\"site\":", &line); Self.putJSON(site ?? "-", &line)
+            Self.put(",\"op\":", &line); Self.putJSON(op, &line)
+            Self.put(",\"key\":", &line); Self.putJSON(key ?? "-", &line)
+            Self.put(",\"result\":", &line); Self.putJSON(result, &line)
+            if let age = presenceAgeMs { Self.put(",\"presence_age_ms\":", &line); Self.putDecimal(age, &line) }
+            Self.put(",\"prev\":\"", &line); Self.put(s.prev, &line); Self.put("\"}", &line)
+            let hash = SHA256.hash(line)
+            line.append(0x0a)
+            guard Files.writeAll(s.fd, line) else {
                 throw .io("cannot append to the audit log \(path): \(Files.errno_())")
             }
-            s.prev = Hex.encode(SHA256.hash(bytes))
+            s.prev = Hex.encode(hash)
             s.seq += 1
-            s.end = size + Int64(bytes.count + 1)
+            s.end = size + Int64(line.count)
             let nowNs = Int64(BootClock.system.nanoseconds())
             let interval = syncInterval.components.seconds * 1_000_000_000 + syncInterval.components.attoseconds / 1_000_000_000
             if nowNs - s.lastSyncNs >= interval {

@@ -38,6 +38,7 @@ public struct CustodianConfiguration: Sendable {
     /// Wall-clock seconds since the epoch, for the persisted back-off (tests inject one).
     public var wallClockSeconds: @Sendable () -> Int64
 
+    /// Settings; `presenceLifetime` is clamped to ``PresenceProof/maximumLifetime``.
     public init(idleLifetime: Duration = .seconds(15 * 60),
                 presenceLifetime: Duration = PresenceProof.maximumLifetime,
                 auditSyncInterval: Duration = .milliseconds(50),
@@ -104,6 +105,7 @@ public struct KeyUseContext: Sendable, Equatable {
     /// A presence proof, checked against `site` when given.
     public var presence: PresenceProof?
 
+    /// A context; `site` nil means the local user.
     public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil) {
         self.site = site
         self.op = op
@@ -164,6 +166,31 @@ public final class Custodian: Sendable {
     }
     let state = Mutex<State>(State())
     let backoff: UnlockBackoff
+    let lockObservers = Mutex<(next: UInt64, observers: [UInt64: @Sendable () -> Void])>((0, [:]))
+
+    /// Registers `body` to run after every lock (``lock()``, auto-lock by timer or on use).
+    ///
+    /// Key handles given out (when-unlocked storage keys, vault keys) are not wiped by a lock:
+    /// their holders (partitions, the vault, the bridge) should drop them here.
+    /// - Returns: a token for ``removeLockObserver(_:)``.
+    @discardableResult
+    public func addLockObserver(_ body: @escaping @Sendable () -> Void) -> UInt64 {
+        lockObservers.withLock { o in
+            o.next += 1
+            o.observers[o.next] = body
+            return o.next
+        }
+    }
+
+    /// Unregisters a lock observer.
+    public func removeLockObserver(_ token: UInt64) {
+        _ = lockObservers.withLock { $0.observers.removeValue(forKey: token) }
+    }
+
+    func didLock(_ how: String) {
+        logQuietly(KeyUseContext(op: how), key: nil, result: "ok")
+        for body in lockObservers.withLock({ Array($0.observers.values) }) { body() }
+    }
 
     /// Opens the custodian of the store at `home`, locked: creates the folder (0700) and its
     /// store id when missing, and opens the audit log.
@@ -250,7 +277,7 @@ public final class Custodian: Sendable {
             if touch { s.unlocked?.lastUseNs = max(u.lastUseNs, now) }
             return (u.master, false)
         }
-        if expired { logQuietly(KeyUseContext(op: "auto-lock"), key: nil, result: "ok") }
+        if expired { didLock("auto-lock") }
         guard let master else { throw .locked }
         return master
     }
@@ -325,14 +352,15 @@ public final class Custodian: Sendable {
         }
         switch next {
         case .none: break
-        case .locked: logQuietly(KeyUseContext(op: "auto-lock"), key: nil, result: "ok")
+        case .locked: didLock("auto-lock")
         case .again(let ns): scheduleAutoLock(epoch: epoch, after: .nanoseconds(Int64(min(ns, UInt64(Int64.max)))))
         }
     }
 
     /// Wipes the master key and every unwrapped key the custodian holds. Idempotent.
     ///
-    /// Key handles already given out (storage keys, vault keys) are the holders' to drop.
+    /// Key handles already given out (storage keys, vault keys) are the holders' to drop, for
+    /// which ``addLockObserver(_:)`` tells them.
     public func lock() {
         let was: Bool = state.withLock { s in
             let was = s.unlocked != nil
@@ -340,7 +368,7 @@ public final class Custodian: Sendable {
             s.epoch &+= 1
             return was
         }
-        if was { logQuietly(KeyUseContext(op: "lock"), key: nil, result: "ok") }
+        if was { didLock("lock") }
     }
 
     // MARK: - Initialisation

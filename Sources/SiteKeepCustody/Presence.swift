@@ -136,6 +136,7 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
         String(String.UnicodeScalarView(s.unicodeScalars.prefix(200).filter { $0.value >= 0x20 && $0.value != 0x7f }))
     }
 
+    /// Runs the askpass program and waits for its answer (at most ``timeout``).
     public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         let s = Self.printable(site), o = Self.printable(op), k = keyID.map(Self.printable) ?? "-"
         var env = ProcessInfo.processInfo.environment
@@ -162,6 +163,7 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
     private let clock: BootClock
     private let readPassphrase: @Sendable (String) throws(CustodyError) -> SecretBytes
 
+    /// A verifier checking typed passphrases against `custodian`'s passphrase slots.
     public init(custodian: Custodian, clock: BootClock = .system,
                 readPassphrase: @escaping @Sendable (String) throws(CustodyError) -> SecretBytes) {
         self.custodian = custodian
@@ -169,6 +171,7 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
         self.readPassphrase = readPassphrase
     }
 
+    /// Asks for the passphrase and checks it (one Argon2id derivation per passphrase slot).
     public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         let prompt = "SiteKeep: \(AskpassPresenceVerifier.printable(site)) asks to \(AskpassPresenceVerifier.printable(op))"
             + " with key \(keyID.map(AskpassPresenceVerifier.printable) ?? "-"). Passphrase to allow: "
@@ -191,6 +194,7 @@ public final class PresenceWindow: Sendable {
     private let clock: BootClock
     private let proofs = Mutex<[String: PresenceProof]>([:])
 
+    /// A window over `verifier`; `lifetime` is clamped to 0...60 s.
     public init(verifier: any PresenceVerifier, lifetime: Duration = PresenceProof.maximumLifetime, clock: BootClock = .system) {
         self.verifier = verifier
         self.lifetime = min(max(lifetime, .zero), PresenceProof.maximumLifetime)
