@@ -24,11 +24,16 @@ package enum RawKeyOps {
         guard key.count == 32 else { throw .invalidKeyLength(expected: 32, actual: key.count) }
         let n = XChaCha20Poly1305.nonceByteCount, t = XChaCha20Poly1305.tagByteCount
         guard sealed.count >= n + t else { throw .authenticationFailed }
-        var out = [UInt8](repeating: 0, count: sealed.count - n - t)
-        let rc = sealed.withUnsafeBufferPointer { s in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &out, nil, nil, s.baseAddress! + n, UInt64(sealed.count - n), ad, UInt64(ad.count),
-                s.baseAddress!, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        var rc: Int32 = -1
+        let out = [UInt8](unsafeUninitializedCapacity: sealed.count - n - t) { o, initialized in
+            rc = sealed.withUnsafeBufferPointer { s in
+                crypto_aead_xchacha20poly1305_ietf_decrypt(
+                    o.baseAddress, nil, nil, s.baseAddress! + n, UInt64(sealed.count - n), ad, UInt64(ad.count),
+                    s.baseAddress!, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            // libsodium writes nothing on failure; zero the buffer so no garbage escapes.
+            if rc != 0, let base = o.baseAddress { base.update(repeating: 0, count: o.count) }
+            initialized = o.count
         }
         guard rc == 0 else { throw .authenticationFailed }
         return out
@@ -62,6 +67,40 @@ package enum NonceSource {
                 (b.baseAddress! + s.offset).update(repeating: 0, count: count)
             }
             s.offset += count
+        }
+    }
+}
+
+/// HMAC-SHA256 with the key's inner and outer states computed once (the two SHA-256 blocks
+/// of `key ⊕ ipad` and `key ⊕ opad`), for keys that MAC many short messages. The states are
+/// key-equivalent, so they live in guarded memory like the key itself. `package`: custody's.
+package enum PrecomputedHMAC {
+    /// The size of the precomputed state.
+    package static var stateByteCount: Int { MemoryLayout<crypto_auth_hmacsha256_state>.size }
+
+    /// A guarded, pinned state for `key`.
+    package static func state(forKey key: borrowing SecretBytes) throws(CryptoError) -> SecretBytes {
+        try key.withUnsafeBytes { (k: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes in
+            var s = try SecretBytes(count: stateByteCount, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                let st = out.baseAddress!.assumingMemoryBound(to: crypto_auth_hmacsha256_state.self)
+                crypto_auth_hmacsha256_init(st, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+            })
+            s.pinReadOnly()
+            return s
+        }
+    }
+
+    /// The MAC of `message`, starting from a precomputed state (copied to the stack and wiped).
+    package static func mac(_ message: [UInt8], state: UnsafeRawBufferPointer) -> [UInt8] {
+        var st = crypto_auth_hmacsha256_state()
+        withUnsafeMutableBytes(of: &st) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: state[0..<stateByteCount])) }
+        defer { sodium_memzero(&st, MemoryLayout<crypto_auth_hmacsha256_state>.size) }
+        message.withUnsafeBufferPointer { m in
+            _ = crypto_auth_hmacsha256_update(&st, m.baseAddress ?? UnsafePointer(bitPattern: 1)!, UInt64(m.count))
+        }
+        return [UInt8](unsafeUninitializedCapacity: 32) { out, n in
+            crypto_auth_hmacsha256_final(&st, out.baseAddress!)
+            n = 32
         }
     }
 }

@@ -49,8 +49,12 @@ public final class SymmetricKeyHandle: Sendable {
     /// keep the per-use protection.
     package init(taking key: consuming SecretBytes) throws(CryptoError) {
         guard key.count == 32 else { throw .invalidKeyLength(expected: 32, actual: key.count) }
+        self.hmacState = LockedSecret(try PrecomputedHMAC.state(forKey: key))
         self.key = LockedSecret(pinning: key)
     }
+
+    /// The key's HMAC inner/outer states, computed once (guarded and pinned like the key).
+    private let hmacState: LockedSecret
 
     /// A fresh random key.
     package static func random() throws(CryptoError) -> SymmetricKeyHandle {
@@ -89,7 +93,7 @@ public final class SymmetricKeyHandle: Sendable {
     /// HMAC-SHA256 of `message` under this key (keyed hashes of names, sgit file ids and
     /// deterministic IVs).
     public func authenticationCode(for message: [UInt8]) -> [UInt8] {
-        key.withLock { k in HMACSHA256.authenticationCode(for: message, using: k) }
+        hmacState.withLock { s in s.withUnsafeBytes { PrecomputedHMAC.mac(message, state: $0) } }
     }
 
     /// A subkey derived with HKDF-SHA256 (`info` names its purpose).
@@ -120,8 +124,11 @@ public final class SymmetricKeyHandle: Sendable {
     public func withScope<R, E: Error>(_ body: (borrowing KeyScope) throws(E) -> R) throws(E) -> R {
         try key.withLock { (k: borrowing SecretBytes) throws(E) -> R in
             try k.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(E) -> R in
-                let scope = KeyScope(raw: raw)
-                return try body(scope)
+                try hmacState.withLock { (h: borrowing SecretBytes) throws(E) -> R in
+                    try h.withUnsafeBytes { (hraw: UnsafeRawBufferPointer) throws(E) -> R in
+                        try body(KeyScope(raw: raw, hmacState: hraw))
+                    }
+                }
             }
         }
     }
@@ -131,7 +138,11 @@ public final class SymmetricKeyHandle: Sendable {
 /// It exposes no bytes; it exists only inside ``SymmetricKeyHandle/withScope(_:)``.
 public struct KeyScope: ~Copyable {
     private let raw: UnsafeRawBufferPointer
-    fileprivate init(raw: UnsafeRawBufferPointer) { self.raw = raw }
+    private let hmacState: UnsafeRawBufferPointer
+    fileprivate init(raw: UnsafeRawBufferPointer, hmacState: UnsafeRawBufferPointer) {
+        self.raw = raw
+        self.hmacState = hmacState
+    }
 
     /// As ``SymmetricKeyHandle/seal(_:authenticating:)``.
     public func seal(_ plaintext: [UInt8], authenticating associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
@@ -145,7 +156,7 @@ public struct KeyScope: ~Copyable {
 
     /// As ``SymmetricKeyHandle/authenticationCode(for:)``.
     public func authenticationCode(for message: [UInt8]) -> [UInt8] {
-        HMACSHA256.authenticationCode(for: message, rawKey: raw)
+        PrecomputedHMAC.mac(message, state: hmacState)
     }
 }
 

@@ -350,7 +350,19 @@ final class PartitionCore: Sendable {
                     // Small batches look up each old size (the quota check stays O(1) per row);
                     // large ones write blind and sum the namespace once before committing.
                     let bulk = pairs.count > Self.bulkThreshold
-                    for (name, value) in pairs {
+                    if bulk {
+                        // Stored keys are keyed hashes, so a batch arrives in random key order;
+                        // inserting it sorted walks the B-tree once instead of jumping around it.
+                        var rows: [(key: [UInt8], sealed: [UInt8], size: Int)] = []
+                        rows.reserveCapacity(pairs.count)
+                        for (name, value) in pairs {
+                            let k = storedKey(ns, name, scope: rs)
+                            rows.append((k, try seal(ns, name: name, storedKey: k, value: value, scope: ks), name.utf8.count + value.count))
+                        }
+                        rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
+                        for row in rows { try upsert(box, db, ns, row.key, row.sealed, size: row.size, oldSize: nil) }
+                    }
+                    for (name, value) in pairs where !bulk {
                         let k = storedKey(ns, name, scope: rs)
                         let size = name.utf8.count + value.count
                         let old = bulk ? nil : try rowSize(db, ns, k)
