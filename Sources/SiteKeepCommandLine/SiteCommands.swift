@@ -1,0 +1,219 @@
+import Foundation
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+internal import SiteKeepKeyring
+internal import SiteKeepPartitions
+internal import SiteKeepAudit
+
+/// `site add|list|remove`, `site storage get|set|remove|keys`, and `audit`.
+enum SiteCommands {
+    static var all: [CommandSpec] { [add, list, remove, storageGet, storageSet, storageRemove, storageKeys, audit] }
+
+    /// The site registry of a store, its storage keys provided by the custodian.
+    static func registry(_ store: StoreContext) throws -> SiteRegistry {
+        try SiteRegistry(home: URL(fileURLWithPath: store.home.path), keys: store.custodian)
+    }
+
+    /// A site named by its UUID or by one of its origins.
+    static func site(_ text: String, in registry: SiteRegistry, command: String) throws -> Site {
+        if let id = try? SiteID(parsing: text), let s = registry.site(forIdentifier: id) { return s }
+        if text.contains("://") {
+            if let s = try registry.site(forOrigin: text) { return s }
+            throw CommandFailure("no site has the origin \(text)", remedy: "see 'sitekeep site list'", code: "not_found")
+        }
+        throw CommandFailure("no site \(text)", remedy: "name a site by its id or one of its origins (see 'sitekeep site list')", code: "not_found")
+    }
+
+    static func siteJSON(_ s: Site) -> JSONValue {
+        .object([
+            JSONMember(key: "id", value: .string(s.id.string)), JSONMember(key: "name", value: .string(s.displayName)),
+            JSONMember(key: "origins", value: .array(s.origins.map { .string($0.serialized) })),
+            JSONMember(key: "appBound", value: .bool(s.isAppBound)), JSONMember(key: "protection", value: .string(s.protection.rawValue)),
+        ])
+    }
+
+    static let siteArgument = ArgumentSpec("SITE", "the site's id or one of its origins")
+    static let unlockFor = "Sites of the when-unlocked class need the store unlocked: give --passphrase-file, --prf-file or --recovery-file."
+
+    static let add = CommandSpec(
+        path: ["site", "add"],
+        summary: "Register a site with its origins, its own partition and storage key",
+        discussion: """
+        Each site gets a stable id, a folder (0700) and its own SQLite database (0600) whose \
+        every value is sealed under the site's own key. At most ten sites may be app-bound; only \
+        app-bound sites may use the bridge, and they are never purged. --protection \
+        when-unlocked keeps the site's key under the master key (readable only while unlocked).
+        """,
+        arguments: [ArgumentSpec("NAME", "a display name")],
+        options: [.option("--origin", value: "URL", "an origin of the site (repeatable), e.g. https://promptugal.news"),
+                  .flag("--app-bound", "let the site use the bridge (at most ten)"),
+                  .option("--protection", value: "after-login|when-unlocked", "the data-protection class (default after-login)"),
+                  UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site add Promptugal --origin https://promptugal.news --app-bound", "register an app-bound site")]
+    ) { inv in
+        let origins = inv.options("--origin")
+        guard !origins.isEmpty else { throw UsageError("give at least one --origin URL", command: inv.spec.commandLine) }
+        let protection: ProtectionClass
+        switch inv.option("--protection") ?? "after-login" {
+        case "after-login": protection = .afterLogin
+        case "when-unlocked": protection = .whenUnlocked
+        case let other: throw UsageError("--protection must be after-login or when-unlocked, not '\(other)'", command: inv.spec.commandLine)
+        }
+        let store = try StoreContext.open(inv)
+        if protection == .whenUnlocked { try store.unlockOneShot(inv) }
+        let s = try registry(store).add(displayName: try inv.requiredArgument("NAME"), origins: origins,
+                                        appBound: inv.flag("--app-bound"), protection: protection)
+        inv.emit(siteJSON(s)) { "Added site \(s.id.string): \(s.summary)" }
+    }
+
+    static let list = CommandSpec(
+        path: ["site", "list"],
+        summary: "List sites: id, name, origins, app-bound, protection class",
+        examples: [CommandExample("sitekeep site list", "list the sites"), CommandExample("sitekeep site list --json", "as JSON")]
+    ) { inv in
+        let sites = try registry(try StoreContext.open(inv)).sites()
+        inv.emit(.array(sites.map(siteJSON))) {
+            sites.isEmpty ? "No sites; add one with 'sitekeep site add NAME --origin URL'." :
+            Table(headers: ["ID", "NAME", "APP-BOUND", "PROTECTION", "ORIGINS"], rows: sites.map {
+                [$0.id.string, $0.displayName, $0.isAppBound ? "yes" : "no", $0.protection.rawValue, $0.origins.map(\.serialized).joined(separator: " ")]
+            }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let remove = CommandSpec(
+        path: ["site", "remove"],
+        summary: "Remove a site: destroy its storage key first (crypto-shredding), then its files",
+        arguments: [siteArgument],
+        options: [.flag("--force", "remove even while the site is in use")],
+        examples: [CommandExample("sitekeep site remove https://newsroom.sgit.ai", "remove the site and shred its data")],
+        printsData: false
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try registry(store)
+        let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
+        inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
+    }
+
+    /// Opens the partition of the site named on the command line.
+    static func partition(_ inv: Invocation) throws -> Partition {
+        let store = try StoreContext.open(inv)
+        let reg = try registry(store)
+        let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        if s.protection == .whenUnlocked { try store.unlockOneShot(inv) }
+        return try reg.openPartition(forIdentifier: s.id)
+    }
+
+    static let storageGet = CommandSpec(
+        path: ["site", "storage", "get"],
+        summary: "Read one key of a site's key/value store (its localStorage)",
+        discussion: unlockFor,
+        arguments: [siteArgument, ArgumentSpec("KEY", "the key")],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site storage get https://promptugal.news nr.schedule.v1", "print the site's schedule")]
+    ) { inv in
+        let p = try partition(inv)
+        defer { p.close() }
+        let key = try inv.requiredArgument("KEY")
+        guard let value = try p.storage.getItem(key) else {
+            throw CommandFailure("no key \(key) in this site's storage", remedy: "see 'sitekeep site storage keys SITE'", code: "not_found")
+        }
+        inv.emit(["key": .string(key), "value": .string(value)]) { value }
+    }
+
+    static let storageSet = CommandSpec(
+        path: ["site", "storage", "set"],
+        summary: "Write one key of a site's key/value store",
+        discussion: unlockFor,
+        arguments: [siteArgument, ArgumentSpec("KEY", "the key"), ArgumentSpec("VALUE", "the value (use --value-file for long or binary-safe text)", optional: true)],
+        options: [.option("--value-file", value: "PATH", "read the value from PATH ('-' for stdin)"), UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site storage set https://promptugal.news nr.schedule.v1 '{\"v\":1,\"picks\":[]}'", "store the site's schedule")],
+        printsData: false
+    ) { inv in
+        let key = try inv.requiredArgument("KEY")
+        let value: String
+        if let path = inv.option("--value-file") {
+            let bytes = path == "-" ? try inv.io.readStandardInput(limit: 8 << 20) : try CustodyCommands.readMessage(path, inv: inv)
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw CommandFailure("the value is not UTF-8 text", remedy: "storage values are strings, as localStorage's are")
+            }
+            value = text
+        } else if let v = inv.argument("VALUE") {
+            value = v
+        } else {
+            throw UsageError("give VALUE or --value-file PATH", command: inv.spec.commandLine)
+        }
+        let p = try partition(inv)
+        defer { p.close() }
+        try p.storage.setItem(key, value)
+        inv.say("Stored \(key) (\(value.utf8.count) bytes).")
+    }
+
+    static let storageRemove = CommandSpec(
+        path: ["site", "storage", "remove"],
+        summary: "Remove one key of a site's key/value store",
+        arguments: [siteArgument, ArgumentSpec("KEY", "the key")],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site storage remove https://promptugal.news draft", "remove the key 'draft'")],
+        printsData: false
+    ) { inv in
+        let p = try partition(inv)
+        defer { p.close() }
+        try p.storage.removeItem(try inv.requiredArgument("KEY"))
+        inv.say("Removed.")
+    }
+
+    static let storageKeys = CommandSpec(
+        path: ["site", "storage", "keys"],
+        summary: "List the keys of a site's key/value store",
+        arguments: [siteArgument],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site storage keys https://promptugal.news", "list the keys")]
+    ) { inv in
+        let p = try partition(inv)
+        defer { p.close() }
+        let keys = try p.storage.keys().sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        inv.emit(.array(keys.map { .string($0) })) { keys.joined(separator: "\n") }
+    }
+
+    static let audit = CommandSpec(
+        path: ["audit"],
+        summary: "Prove that no site reaches another's data: a sites × probes matrix; exits 1 on any leak",
+        discussion: """
+        Builds a scratch store (never yours) of --sites sites, writes a distinct canary into \
+        every namespace of each, then runs every probe: foreign API paths, origin look-alikes, \
+        path traversal, SQL metacharacters, rows, files and folders swapped between sites, \
+        concurrent writers, and the bridge's ops from sites not allowed to call them. Prints the \
+        matrix; exits 1 if any cell is a LEAK or could not be decided.
+        """,
+        options: [.option("--sites", value: "N", "how many sites (default 5, at least 2)")],
+        examples: [CommandExample("sitekeep audit", "run the audit and print the matrix"),
+                   CommandExample("sitekeep audit --sites 6 --json", "six sites, the report as JSON")]
+    ) { inv in
+        let n = try inv.intOption("--sites", default: 5, range: 2...10)
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-audit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let report = try inv.withProgress("Running the isolation audit") {
+            try IsolationAudit.run(in: scratch, sites: n, probes: AuditCatalogue.all)
+        }
+        if inv.settings.json {
+            inv.io.writeBytes([UInt8](try report.jsonData()) + [0x0a])
+        } else {
+            inv.io.write(report.renderText())
+        }
+        if !report.passed {
+            throw CommandFailure("the isolation audit found \(report.hasLeaks ? "a LEAK" : "a probe it could not decide")",
+                                 remedy: "read the findings above; a LEAK means one site reached another's data", code: "audit_failed")
+        }
+    }
+}
+
+/// Every probe the audit runs: the partitions layer's, plus the layers' above it.
+enum AuditCatalogue {
+    static var all: [any Probe] { IsolationAudit.standardProbes }
+}
