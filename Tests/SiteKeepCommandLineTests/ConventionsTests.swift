@@ -110,3 +110,39 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], environment: [String: S
         #expect(r.status == 64)
     }
 }
+
+@Suite struct DocumentationTests {
+    @Test func bashCompletionsParseAndOfferEveryTopLevelCommand() async throws {
+        let r = await runTool(["completions", "bash"])
+        #expect(r.status == 0)
+        for top in Set(CommandRegistry.all.map { $0.path[0] }) { #expect(r.out.contains(top), "\(top) missing") }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-compl-\(UUID().uuidString).bash")
+        try Data(r.out.utf8).write(to: dir)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // `bash -n` checks the syntax without running it.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = ["-n", dir.path]
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+    }
+
+    @Test func zshCompletionsListEveryCommand() async {
+        let r = await runTool(["completions", "zsh"])
+        #expect(r.status == 0)
+        for spec in CommandRegistry.all { #expect(r.out.contains("'\(spec.path.joined(separator: " ")):"), "\(spec.commandLine)") }
+        let bad = await runTool(["completions", "fish"])
+        #expect(bad.status == 64)
+    }
+
+    @Test func theManPageCarriesEveryCommandAndExample() async {
+        let r = await runTool(["man"])
+        #expect(r.status == 0)
+        #expect(r.out.hasPrefix(".TH SITEKEEP 1"))
+        for spec in CommandRegistry.all {
+            #expect(r.out.contains(ManPage.escape(spec.usage)), "\(spec.commandLine)")
+            for e in spec.examples { #expect(r.out.contains(ManPage.escape(e.command)), "\(e.command)") }
+        }
+    }
+}
