@@ -3,6 +3,7 @@ import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepJSON
 import SiteKeepCrypto
+import SiteKeepTestSupport
 
 /// Runs `sitekeep` in-process with captured streams.
 func runTool(_ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:],
@@ -120,12 +121,7 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], environment: [String: S
         try Data(r.out.utf8).write(to: dir)
         defer { try? FileManager.default.removeItem(at: dir) }
         // `bash -n` checks the syntax without running it.
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-n", dir.path]
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        #expect(ChildProcess.run("/bin/bash", ["-n", dir.path]) == 0)
     }
 
     @Test func zshCompletionsListEveryCommand() async {
