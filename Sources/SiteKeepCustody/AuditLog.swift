@@ -80,7 +80,7 @@ public final class AuditLog: Sendable {
             let sec = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
             if sec != second {
                 second = sec
-                prefix = Array(AuditLog.iso8601(ms: sec * 1000).utf8.dropLast(4))   // "YYYY-MM-DDTHH:MM:SS"
+                prefix = Array(AuditLog.iso8601(ms: sec * 1000).utf8.dropLast(5))   // "YYYY-MM-DDTHH:MM:SS"
             }
             let frac = Int(ms - sec * 1000)
             return prefix + [0x2e, UInt8(0x30 + frac / 100), UInt8(0x30 + frac / 10 % 10), UInt8(0x30 + frac % 10), 0x5a]

@@ -166,6 +166,14 @@ func script(_ body: String) throws -> String {
         #expect(try AuditLog.verify(path: path, genesis: AuditLog.genesis(storeID: "other")).firstBadLine == 1)
     }
 
+    @Test func timesAreISO8601UTCWithMilliseconds() throws {
+        let (log, _) = try makeLog(lines: 3)
+        for entry in try log.entries() {
+            // YYYY-MM-DDTHH:MM:SS.mmmZ, exactly.
+            #expect(entry.time.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/) != nil, "\(entry.time)")
+        }
+    }
+
     @Test func editedRemovedAndReorderedLinesAreDetected() throws {
         var (_, path) = try makeLog(lines: 6)
         try rewrite(path) { $0[2] = $0[2].replacingOccurrences(of: "\"result\":\"ok\"", with: "\"result\":\"no\"") }
