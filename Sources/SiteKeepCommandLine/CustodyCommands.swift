@@ -277,7 +277,8 @@ enum CustodyCommands {
         options: [UnlockOptions.recoveryFile, .option("--name", value: "TEXT", "a display name"),
                   .option("--algorithm", value: "ed25519|p256", "the algorithm (default ed25519)")],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep team add summit --name 'Web Summit team' --passphrase-file pass.txt", "create an Ed25519 team key")]
+        examples: [CommandExample("sitekeep team add desk --name 'Newsroom desk' --passphrase-file pass.txt", "create an Ed25519 team key"),
+                   CommandExample("sitekeep team add summit-p256 --algorithm p256 --prf-file prf.bin", "create a P-256 key, unlocking with a passkey's PRF bytes")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
         let algorithm = try parseAlgorithm(inv)
@@ -389,7 +390,7 @@ enum CustodyCommands {
         arguments: [ArgumentSpec("ID", "the key id"), ArgumentSpec("SIGNATURE", "the signature, base64")],
         options: [.option("--message-file", value: "PATH", "the message ('-' for stdin)"),
                   .option("--version", value: "N", "the key version (default: the current one)")],
-        examples: [CommandExample("sitekeep team verify summit MEUCIQ... --message-file note.txt", "check a signature")]
+        examples: [CommandExample("sitekeep team verify summit Nov7OopOh1x5qMj36WqrOm6yE+nEJAWFZRKYp/mIjbenOEVVdNSv+jR/uXRfRfIevIgluRkMix4OwVml7PeSBA== --message-file note.txt", "check a base64 signature of note.txt")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
         guard let path = inv.option("--message-file") else {

@@ -50,7 +50,8 @@ enum SiteCommands {
                   .option("--protection", value: "after-login|when-unlocked", "the data-protection class (default after-login)"),
                   UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep site add Promptugal --origin https://promptugal.news --app-bound", "register an app-bound site")]
+        examples: [CommandExample("sitekeep site add 'Web Summit' --origin https://web-summit.sgit.ai --app-bound", "register an app-bound site"),
+                   CommandExample("sitekeep site add Drafts --origin http://localhost:8080 --protection when-unlocked --passphrase-file pass.txt", "a local site whose data is readable only while unlocked")]
     ) { inv in
         let origins = inv.options("--origin")
         guard !origins.isEmpty else { throw UsageError("give at least one --origin URL", command: inv.spec.commandLine) }

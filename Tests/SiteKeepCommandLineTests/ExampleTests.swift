@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepCrypto
+import SiteKeepTestSupport
+
+/// Runs every example that `--help` shows, against a prepared store, so the examples cannot
+/// rot: each must parse (never a usage error), and each must succeed unless it needs
+/// something the fixture cannot give (a terminal, an id that is random per store).
+@Suite(.serialized) struct ExampleTests {
+    /// Examples that cannot succeed in a fixture, and why. They must still not be usage errors.
+    static let cannotSucceed: [String: String] = [
+        "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
+        "sitekeep doctor --keyring file --json": "as above",
+        "sitekeep init": "prompts on a terminal",
+        "sitekeep unlock": "prompts on a terminal",
+        "sitekeep slot remove 3f2a9c1d": "slot ids are random per store",
+        "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
+        "sitekeep prf salt 3f2a9c1d --json": "slot ids are random per store",
+        "sitekeep team verify summit Nov7OopOh1x5qMj36WqrOm6yE+nEJAWFZRKYp/mIjbenOEVVdNSv+jR/uXRfRfIevIgluRkMix4OwVml7PeSBA== --message-file note.txt":
+            "a sample signature made by another key: the command must say INVALID",
+    ]
+
+    /// Splits an example like a shell would for plain words and '…' / "…" quoting.
+    static func words(_ line: String) -> [String] {
+        var out: [String] = [], current = "", quote: Character? = nil, inWord = false
+        for c in line {
+            if let q = quote {
+                if c == q { quote = nil } else { current.append(c) }
+            } else if c == "'" || c == "\"" {
+                quote = c; inWord = true
+            } else if c == " " {
+                if inWord { out.append(current); current = ""; inWord = false }
+            } else {
+                current.append(c); inWord = true
+            }
+        }
+        if inWord { out.append(current) }
+        return out
+    }
+
+    /// A store with the state the examples name: passphrase pass.txt, PRF slot prf.bin, team key
+    /// summit, sites promptugal.news (with keys nr.schedule.v1 and draft) and newsroom.sgit.ai,
+    /// and, when the sgit CLI is installed, a vault named notes.
+    static func prepare(_ dir: URL) async throws -> Bool {
+        let fm = FileManager.default
+        try fm.createDirectory(at: dir, withIntermediateDirectories: true)
+        func write(_ name: String, _ bytes: [UInt8]) throws { try Data(bytes).write(to: dir.appendingPathComponent(name)) }
+        try write("pass.txt", Array("correct horse battery\n".utf8))
+        try write("prf.bin", SecureRandom.bytes(count: 32))
+        try write("note.txt", Array("Meet at ten.\n".utf8))
+        try write("link.txt", Array(("https://web-summit.sgit.ai/people/alice#key=" + Base64.encode(SecureRandom.bytes(count: 32), variant: .urlSafeNoPadding)).utf8))
+        let home = dir.appendingPathComponent("home").path
+        func run(_ args: [String]) async throws {
+            let r = await runTool(args + ["--home", home, "--keyring", "file"])
+            guard r.status == 0 else { throw CommandFailure("fixture step \(args) failed: \(r.err)") }
+        }
+        let pass = dir.appendingPathComponent("pass.txt").path, prf = dir.appendingPathComponent("prf.bin").path
+        try await run(["init", "--passphrase-file", pass, "--argon2-iterations", "2", "--argon2-memory", "19"])
+        try await run(["slot", "add", "prf", "--passphrase-file", pass, "--new-prf-file", prf, "--rp-id", "newsroom.sgit.ai", "--credential-id", "AAAA"])
+        try await run(["team", "add", "summit", "--prf-file", prf])
+        try await run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"])
+        try await run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound"])
+        try await run(["site", "storage", "set", "https://promptugal.news", "nr.schedule.v1", "{\"v\":1,\"picks\":[]}"])
+        try await run(["site", "storage", "set", "https://promptugal.news", "draft", "x"])
+        guard let sgit = Interop.sgitPath else { return false }
+        let notes = dir.appendingPathComponent("notes")
+        guard ChildProcess.run(sgit, ["init", notes.path, "--vault-key", "notes pass phrase:notes123"]) == 0 else { return false }
+        try fm.createDirectory(at: notes.appendingPathComponent("docs"), withIntermediateDirectories: true)
+        try Data("hello\n".utf8).write(to: notes.appendingPathComponent("docs/a.txt"))
+        let commit = ChildProcess.run("/bin/sh", ["-c", "cd '\(notes.path)' && '\(sgit)' commit -m notes >/dev/null 2>&1"])
+        guard commit == 0 else { return false }
+        try write("notes.key", Array("notes pass phrase:notes123".utf8))
+        try await run(["vault", "add", "notes", "--path", notes.path, "--key-file", dir.appendingPathComponent("notes.key").path, "--prf-file", prf])
+        return true
+    }
+
+    @Test func everyHelpExampleRuns() async throws {
+        let fixture = FileManager.default.temporaryDirectory.appendingPathComponent("sk-examples-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: fixture) }
+        let haveVault = try await Self.prepare(fixture.appendingPathComponent("base"))
+        var ran = 0
+        for spec in CommandRegistry.all {
+            for example in spec.examples {
+                if spec.path.first == "vault" && !haveVault {
+                    Issue.record("the sgit CLI is missing, so vault examples cannot run: run tools/setup")
+                    continue
+                }
+                // Each example gets its own copy of the fixture (init examples an empty home).
+                let work = fixture.appendingPathComponent("run-\(ran)")
+                try FileManager.default.copyItem(at: fixture.appendingPathComponent("base"), to: work)
+                if spec.path == ["init"] { try FileManager.default.removeItem(at: work.appendingPathComponent("home")) }
+                if spec.path == ["vault", "add"] {
+                    // The example registers `notes` itself.
+                    let r = await runTool(["vault", "remove", "notes", "--prf-file", work.appendingPathComponent("prf.bin").path,
+                                           "--home", work.appendingPathComponent("home").path, "--keyring", "file"])
+                    #expect(r.status == 0, "\(r.err)")
+                }
+                let known = ["pass.txt", "prf.bin", "note.txt", "link.txt", "notes.key"]
+                let args = Self.words(example.command).dropFirst().map { word -> String in
+                    if known.contains(word) { return work.appendingPathComponent(word).path }
+                    if word == "~/notes" { return work.appendingPathComponent("notes").path }
+                    return word
+                }
+                let r = await runTool(Array(args) + ["--home", work.appendingPathComponent("home").path, "--keyring", "file"])
+                #expect(r.status != 64, "usage error in example '\(example.command)': \(r.err)")
+                if Self.cannotSucceed[example.command] == nil {
+                    #expect(r.status == 0, "example '\(example.command)' failed: \(r.err)")
+                } else {
+                    #expect(r.status == 1 && r.err.contains("error"), "'\(example.command)' should fail clearly: \(r.err)")
+                }
+                try? FileManager.default.removeItem(at: work)
+                ran += 1
+            }
+        }
+        #expect(ran >= CommandRegistry.all.count)
+    }
+}
+
+/// Where the reference sgit CLI is: `SITEKEEP_TEST_SGIT`, else `.venv/bin/sgit` in the package.
+enum Interop {
+    static var sgitPath: String? {
+        if let p = ProcessInfo.processInfo.environment["SITEKEEP_TEST_SGIT"], FileManager.default.isExecutableFile(atPath: p) { return p }
+        var dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent(".venv/bin/sgit").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return nil
+    }
+}
