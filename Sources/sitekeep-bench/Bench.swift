@@ -15,9 +15,9 @@ struct BenchGroup {
 
 var groups: [BenchGroup] { [
     BenchGroup(name: "crypto", summary: "AEAD, Argon2id, signatures and PBKDF2: wrapper vs raw call vs peer", run: cryptoGroup),
-    BenchGroup(name: "custody", summary: "unlock, wrap/unwrap, sign by handle (not yet written)", run: nil),
+    BenchGroup(name: "custody", summary: "unlock by PRF (both keyrings), passphrase unlock vs Argon2id, signing by handle and custodian", run: custodyGroup),
     BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
-    BenchGroup(name: "vault", summary: "sgit objects, trees and commits (not yet written)", run: nil),
+    BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
     BenchGroup(name: "bridge", summary: "socket round trips per op (not yet written)", run: nil),
 ] }
 
@@ -66,6 +66,7 @@ struct SiteKeepBench {
                     continue
                 }
                 printTable(name, rows, markdown: markdown)
+                extraTables[name]?.print(markdown: markdown)   // latency tables (custody, vault)
                 if name == "crypto" {
                     let parts = try cryptoOverheadComponents(settings)
                     print(markdown ? "Fixed costs a wrapper adds per call (median):\n" : "fixed costs a wrapper adds per call (median):")

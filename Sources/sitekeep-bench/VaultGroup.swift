@@ -1,0 +1,185 @@
+// `tools/bench vault`: `sitekeep vault cat` against `sgit cat` end to end on the same vault,
+// AES-256-GCM decryption through a custody handle against libsodium, and `vault.load` on an open
+// vault (issue 6, "Must show").
+@preconcurrency import Glibc
+import CSodium
+import Foundation
+import SiteKeepCrypto
+import SiteKeepCustody
+import SiteKeepVault
+
+/// Runs `argv` with posix_spawn (Foundation's Process hangs in some contexts here), stdin from
+/// /dev/null, stdout and stderr into files, in `cwd`; returns the exit status.
+func spawnAndWait(_ argv: [String], cwd: String, environment: [String: String], stdout: String, stderr: String) throws -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    let cArgs = argv.map { strdup($0) } + [nil]
+    let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for p in cArgs + cEnv { free(p) } }
+    // posix_spawn_file_actions_addchdir_np is not visible to Swift here: change the parent's
+    // working directory around the spawn instead (nothing else in the bench uses relative paths).
+    let previous = FileManager.default.currentDirectoryPath
+    guard chdir(cwd) == 0 else { throw BenchError.setupFailed("chdir \(cwd): errno \(errno)") }
+    defer { _ = chdir(previous) }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+    guard rc == 0 else { throw BenchError.setupFailed("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 {
+        guard errno == EINTR else { throw BenchError.setupFailed("waitpid: errno \(errno)") }
+    }
+    // WIFEXITED / WEXITSTATUS by hand (macros are not imported).
+    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+}
+
+private func readAll(_ path: String) -> [UInt8] {
+    (FileManager.default.contents(atPath: path)).map { [UInt8]($0) } ?? []
+}
+
+func vaultGroup(_ settings: Settings) throws -> [Row] {
+    let sink = Sink()
+    var rows: [Row] = []
+    var table = ExtraTable(title: "End to end and latency", header: ["measurement", "value", "target", ""])
+    let env = ProcessInfo.processInfo.environment
+    let base = try makeTempDir("vault")
+    defer { try? FileManager.default.removeItem(atPath: base) }
+
+    // The tools: sgit from the project's venv, sitekeep from the same release folder as this binary.
+    let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    let sitekeep = env["SITEKEEP_BENCH_SITEKEEP"] ?? (selfPath as NSString).deletingLastPathComponent + "/sitekeep"
+    let sgit = env["SITEKEEP_BENCH_SGIT"]
+        ?? env["SITEKEEP_BENCH_PYTHON"].map { ($0 as NSString).deletingLastPathComponent + "/sgit" } ?? ""
+    let haveTools = FileManager.default.isExecutableFile(atPath: sitekeep) && FileManager.default.isExecutableFile(atPath: sgit)
+
+    // Children get a private HOME and XDG folders: nothing touches the user's real ones.
+    let childHome = base + "/home"
+    for d in ["home", "run", "store-parent"] { try FileManager.default.createDirectory(atPath: base + "/" + d, withIntermediateDirectories: true) }
+    chmod(base + "/run", 0o700)
+    let childEnv: [String: String] = [
+        "PATH": env["PATH"] ?? "/usr/bin:/bin", "HOME": childHome, "LANG": "C.UTF-8",
+        "XDG_RUNTIME_DIR": base + "/run", "XDG_DATA_HOME": childHome + "/.local/share",
+        "XDG_CONFIG_HOME": childHome + "/.config", "XDG_CACHE_HOME": childHome + "/.cache",
+    ]
+    let vaultDir = base + "/vault", store = base + "/store-parent/store"
+    let passFile = base + "/pass", prfFile = base + "/prf", keyFile = base + "/key"
+    let fileName = "doc.bin"
+    let content = SecureRandom.bytes(count: 4096)
+    let keyText = "pass phrase:vaultid1"
+    func run(_ argv: [String], in cwd: String = base, out: String? = nil) throws -> Int32 {
+        try spawnAndWait(argv, cwd: cwd, environment: childEnv, stdout: out ?? base + "/last.out", stderr: base + "/last.err")
+    }
+    func must(_ argv: [String], in cwd: String = base) throws {
+        let status = try run(argv, in: cwd)
+        guard status == 0 else {
+            let err = String(decoding: readAll(base + "/last.err").suffix(600), as: UTF8.self)
+            throw BenchError.setupFailed("`\(argv.joined(separator: " "))` exited \(status): \(err)")
+        }
+    }
+
+    if haveTools {
+        // The vault, made by the real sgit; the store, made by the real sitekeep.
+        progress(settings, "creating the vault with \(sgit) and the store with \(sitekeep)")
+        try must([sgit, "init", vaultDir, "--vault-key", keyText])
+        try Data(content).write(to: URL(fileURLWithPath: vaultDir + "/" + fileName))
+        try must([sgit, "commit", "-m", "msg"], in: vaultDir)
+        try Data("bench pass phrase\n".utf8).write(to: URL(fileURLWithPath: passFile))
+        try Data(SecureRandom.bytes(count: 32)).write(to: URL(fileURLWithPath: prfFile))
+        try Data(keyText.utf8).write(to: URL(fileURLWithPath: keyFile))
+        for f in [passFile, prfFile, keyFile] { chmod(f, 0o600) }
+        try must([sitekeep, "init", "--home", store, "--keyring", "file", "--passphrase-file", passFile,
+                  "--argon2-iterations", "2", "--argon2-memory", "19"])
+        try must([sitekeep, "slot", "add", "prf", "--home", store, "--passphrase-file", passFile, "--new-prf-file", prfFile,
+                  "--rp-id", "x", "--credential-id", "AAAA"])
+        try must([sitekeep, "vault", "add", "v", "--home", store, "--path", vaultDir, "--key-file", keyFile, "--prf-file", prfFile])
+
+        let catArgs = [sitekeep, "vault", "cat", "v", fileName, "--home", store, "--prf-file", prfFile]
+        let sgitArgs = [sgit, "cat", fileName]
+        let skOut = base + "/sitekeep.out", sgOut = base + "/sgit.out"
+        // Warm up and check the outputs before timing anything.
+        guard try run(catArgs, out: skOut) == 0 else { throw BenchError.setupFailed("sitekeep vault cat failed: \(String(decoding: readAll(base + "/last.err"), as: UTF8.self))") }
+        guard try run(sgitArgs, in: vaultDir, out: sgOut) == 0 else { throw BenchError.setupFailed("sgit cat failed: \(String(decoding: readAll(base + "/last.err"), as: UTF8.self))") }
+        let identical = readAll(skOut) == content && readAll(sgOut) == content
+        let runs = max(15, settings.rounds + 6)
+        progress(settings, "vault cat: \(runs) interleaved runs of each")
+        var skTimes: [Double] = [], sgTimes: [Double] = []
+        var allIdentical = identical
+        for i in 0..<runs {
+            for k in 0..<2 {
+                let which = (k + i) % 2
+                let start = now()
+                let status = which == 0 ? try run(catArgs, out: skOut) : try run(sgitArgs, in: vaultDir, out: sgOut)
+                let t = Double(now() - start) / 1e9
+                guard status == 0 else { throw BenchError.setupFailed("\(which == 0 ? "sitekeep vault cat" : "sgit cat") exited \(status)") }
+                if which == 0 { skTimes.append(t) } else { sgTimes.append(t) }
+                allIdentical = allIdentical && readAll(which == 0 ? skOut : sgOut) == content
+            }
+        }
+        let speedup = median(zip(sgTimes, skTimes).map { $0 / $1 })
+        let ok = speedup >= 30 && allIdentical
+        table.rows.append(["`sitekeep vault cat` (release, PRF unlock from file keyring), 4 KiB file, process start to exit, median of \(runs)",
+                           String(format: "%.1f ms", median(skTimes) * 1e3), "", ""])
+        table.rows.append(["`sgit cat` (sgit-ai 0.26, .venv), same vault and file, median of \(runs)",
+                           String(format: "%.1f ms", median(sgTimes) * 1e3), "", ""])
+        table.rows.append(["sgit cat / sitekeep vault cat (median of per-run ratios)", String(format: "%.1f×", speedup), "≥ 30×", ok ? "ok" : "MISSED"])
+        table.rows.append(["outputs byte-identical to the file committed (every run)", allIdentical ? "yes" : "NO", "yes", allIdentical ? "ok" : "MISSED"])
+        if !ok { table.missed.append("sitekeep vault cat vs sgit cat") }
+    } else {
+        table.rows.append(["`sitekeep vault cat` vs `sgit cat`", "skipped: need \(sitekeep) and \(sgit.isEmpty ? "sgit" : sgit) (run through tools/bench)", "≥ 30×", "–"])
+    }
+
+    // AES-256-GCM open through a custody handle against libsodium's call on the same key.
+    let keyBytes = SecureRandom.bytes(count: 32)
+    let handle = try SymmetricKeyHandle(taking: try SecretBytes(copying: keyBytes))
+    let nonce = SecureRandom.bytes(count: 12)
+    let sealKey = try SecretBytes(copying: keyBytes)
+    if Sodium.hardwareAESGCMAvailable {
+        for size in [4096, 1 << 20] {
+            let sealed = try AES256GCM.seal(SecureRandom.bytes(count: size), using: sealKey, nonce: nonce, backend: .libsodium)
+            var plain = [UInt8](repeating: 0, count: size)
+            var plainLen: UInt64 = 0
+            rows.append(try compare(
+                "AES-256-GCM open \(size == 4096 ? "4 KiB" : "1 MiB") by SymmetricKeyHandle.aesGCMOpen", unit: .megabytesPerSecond(bytes: size),
+                wrapper: .op("SymmetricKeyHandle") { sink.consume(try handle.aesGCMOpen(sealed, nonce: nonce)) },
+                raw: .op("crypto_aead_aes256gcm_decrypt") {
+                    let rc = crypto_aead_aes256gcm_decrypt(&plain, &plainLen, nil, sealed, UInt64(sealed.count), nil, 0, nonce, keyBytes)
+                    guard rc == 0 else { throw BenchError.setupFailed("crypto_aead_aes256gcm_decrypt") }
+                    sink.consume(plain[size - 1])
+                },
+                settings: settings))
+        }
+    } else {
+        table.rows.append(["AES-256-GCM open by handle vs libsodium", "skipped: no AES-NI, libsodium's AES-GCM is unavailable", "", "–"])
+    }
+
+    // vault.load of the 4 KiB file on an open vault, in-process (the daemon adds its socket trip).
+    if haveTools {
+        progress(settings, "vault.load: deriving the keys (PBKDF2 600k) and opening the vault")
+        let keys = try SgitKeys.derive(fromKeyText: try SecretBytes(copying: Array(keyText.utf8)))
+        let vault = try Vault.open(path: vaultDir, keys: keys)
+        for _ in 0..<50 { _ = try VaultBridgeReplies.load(vault, path: fileName) }
+        var samples: [Double] = []
+        let loadRounds = max(10, settings.rounds), perRound = 200
+        for _ in 0..<loadRounds {
+            for _ in 0..<perRound {
+                let start = now()
+                let reply = try VaultBridgeReplies.load(vault, path: fileName)
+                samples.append(Double(now() - start) / 1e9)
+                withExtendedLifetime(reply) {}
+            }
+        }
+        let p50 = percentile(samples, 50), p99 = percentile(samples, 99)
+        let ok = p99 < 0.001
+        table.rows.append([String(format: "`VaultBridgeReplies.load` of the 4 KiB file on an open vault, in-process, %d calls: p50", samples.count),
+                           String(format: "%.1f µs", p50 * 1e6), "", ""])
+        table.rows.append(["… p99", String(format: "%.1f µs", p99 * 1e6), "< 1 ms (whole daemon round trip; bridge group)", ok ? "ok" : "MISSED"])
+        if !ok { table.missed.append("vault.load p99") }
+    }
+
+    extraTables["vault"] = table
+    if sink.value == 0x5a { FileHandle.standardError.write(Data(" \n".utf8)) }
+    return rows
+}
