@@ -195,7 +195,7 @@ public enum CommandLineTool {
 
     static func resolveSettings(values: [String: [String]], flags: Set<String>, environment: [String: String],
                                 io: any ToolIO, spec: CommandSpec) throws -> GlobalSettings {
-        let home: String
+        var home: String
         if let h = values["--home"]?.last {
             home = h
         } else if let h = environment["SITEKEEP_HOME"], !h.isEmpty {
@@ -208,6 +208,8 @@ public enum CommandLineTool {
             throw CommandFailure("cannot tell where the store lives", remedy: "pass --home DIR or set SITEKEEP_HOME")
         }
         guard !home.isEmpty, !home.contains("\0") else { throw UsageError("--home must be a folder path", command: spec.commandLine) }
+        // A relative --home is relative to the working folder; the store records absolute paths.
+        if !home.hasPrefix("/") { home = FileManager.default.currentDirectoryPath + "/" + home }
         let keyring = values["--keyring"]?.last ?? environment["SITEKEEP_KEYRING"] ?? "auto"
         guard ["auto", "secret-service", "file"].contains(keyring) else {
             throw UsageError("--keyring must be auto, secret-service or file, not '\(keyring)'", command: spec.commandLine)

@@ -228,10 +228,13 @@ enum CustodyCommands {
         path: ["slot", "remove"],
         summary: "Remove an unlock slot (never the last one)",
         arguments: [ArgumentSpec("SLOT", "the slot id from 'sitekeep slot list'")],
-        examples: [CommandExample("sitekeep slot remove 3f2a9c1d", "remove that slot")],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep slot remove 3f2a9c1d --prf-file prf.bin", "remove that slot, unlocking with a passkey")],
         printsData: false
     ) { inv in
         let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
         try store.custodian.removeSlot(id: try inv.requiredArgument("SLOT"))
         inv.say("Removed slot \(try inv.requiredArgument("SLOT")).")
     }

@@ -14,7 +14,7 @@ import SiteKeepTestSupport
         "sitekeep doctor --keyring file --json": "as above",
         "sitekeep init": "prompts on a terminal",
         "sitekeep unlock": "prompts on a terminal",
-        "sitekeep slot remove 3f2a9c1d": "slot ids are random per store",
+        "sitekeep slot remove 3f2a9c1d --prf-file prf.bin": "slot ids are random per store",
         "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
         "sitekeep prf salt 3f2a9c1d --json": "slot ids are random per store",
         "sitekeep team verify summit Nov7OopOh1x5qMj36WqrOm6yE+nEJAWFZRKYp/mIjbenOEVVdNSv+jR/uXRfRfIevIgluRkMix4OwVml7PeSBA== --message-file note.txt":
