@@ -4,10 +4,11 @@ internal import SiteKeepJSON
 internal import SiteKeepKeyring
 internal import SiteKeepPartitions
 internal import SiteKeepAudit
+internal import SiteKeepVault
 
 /// `site add|list|remove`, `site storage get|set|remove|keys`, and `audit`.
 enum SiteCommands {
-    static var all: [CommandSpec] { [add, list, remove, storageGet, storageSet, storageRemove, storageKeys, audit] }
+    static var all: [CommandSpec] { [add, list, remove, check, export, rebuild, storageGet, storageSet, storageRemove, storageKeys, audit] }
 
     /// The site registry of a store, its storage keys provided by the custodian.
     static func registry(_ store: StoreContext) throws -> SiteRegistry {
@@ -95,6 +96,66 @@ enum SiteCommands {
         let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
         try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
         inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
+    }
+
+    static let check = CommandSpec(
+        path: ["site", "check"],
+        summary: "Check a site's partition: integrity check, header and every sealed value",
+        discussion: "Reports a lost or damaged partition (missing file, not a database, failed integrity check, a value that does not authenticate). Rebuild it with 'sitekeep site rebuild'.",
+        arguments: [siteArgument],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site check https://promptugal.news", "check the site's partition")]
+    ) { inv in
+        let p = try partition(inv)
+        defer { p.close() }
+        try p.verify()
+        _ = try p.storage.keys(); _ = try p.reading.all(); _ = try p.tabs.session()
+        inv.emit(["site": .string(p.site.string), "ok": true]) { "The partition of \(p.site.string) is intact." }
+    }
+
+    static let export = CommandSpec(
+        path: ["site", "export"],
+        summary: "Print a site's partition as a sitekeep_partition_v1 document (for keeping in a vault)",
+        discussion: "Storage, reading state and tabs, as JSON. Commit it to a vault (e.g. at sitekeep/sites/<host>.json) and 'sitekeep site rebuild' can restore the partition from there.",
+        arguments: [siteArgument],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site export https://promptugal.news", "print the site's state as JSON")],
+        printsData: false
+    ) { inv in
+        let p = try partition(inv)
+        defer { p.close() }
+        var session: SessionState? = nil
+        if let s = try p.tabs.session() { session = s }
+        let contents = PartitionContents(storage: try p.storage.getItems(try p.storage.keys()), session: session, reading: try p.reading.all())
+        inv.io.write(JSONSerializer.string(PartitionDocument.encode(contents), style: .pretty) + "\n")
+    }
+
+    static let rebuild = CommandSpec(
+        path: ["site", "rebuild"],
+        summary: "Rebuild a lost or damaged partition from its document in a vault",
+        discussion: "Reads the site's sitekeep_partition_v1 document from the vault's HEAD (default path sitekeep/sites/<host>.json), verifies it like every vault read, and writes a fresh partition under the site's own key. No other site is touched.",
+        arguments: [siteArgument],
+        options: [.option("--from-vault", value: "NAME", "the registered vault holding the document"),
+                  .option("--vault-path", value: "PATH", "the document's path in the vault"),
+                  UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site rebuild https://promptugal.news --from-vault notes --prf-file prf.bin", "restore the site's partition from the vault")]
+    ) { inv in
+        guard let vaultName = inv.option("--from-vault") else {
+            throw UsageError("site rebuild needs --from-vault NAME", command: inv.spec.commandLine)
+        }
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let reg = try registry(store)
+        let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        let vault = try VaultCommands.library(store).vault(named: vaultName)
+        let path = inv.option("--vault-path") ?? PartitionDocument.defaultPath(for: s)
+        try reg.rebuildPartition(forIdentifier: s.id, from: VaultPartitionSource(vault: vault, path: path))
+        inv.emit(["site": .string(s.id.string), "rebuiltFrom": .string("\(vaultName):\(path)")]) {
+            "Rebuilt the partition of \(s.displayName) from \(vaultName):\(path)."
+        }
     }
 
     /// Opens the partition of the site named on the command line.

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepJSON
+import SiteKeepTestSupport
+import SiteKeepPartitions
+
+@Suite struct SiteCommandTests {
+    @Test func sitesKeepTheirOwnStorageAndUnknownSitesAreRefused() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "A", "--origin", "https://a.example", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "B", "--origin", "https://b.example", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "storage", "set", "https://a.example", "k", "only-a"]).status == 0)
+        let fromB = await store.run(["site", "storage", "get", "https://b.example", "k"])
+        #expect(fromB.status == 1 && !fromB.out.contains("only-a"))
+        let unknown = await store.run(["site", "storage", "get", "https://c.example", "k"])
+        #expect(unknown.status == 1 && unknown.err.contains("no site has the origin"))
+        let bad = await store.run(["site", "add", "C", "--origin", "http://c.example"])
+        #expect(bad.status == 1, "plain http to a non-loopback host must be refused")
+    }
+
+    @Test func aDamagedPartitionIsReportedAndRebuiltFromTheVault() async throws {
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "P", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "storage", "set", "https://promptugal.news", "nr.schedule.v1", "{\"v\":1}"]).status == 0)
+        let exported = await store.run(["site", "export", "https://promptugal.news"])
+        #expect(exported.status == 0)
+        #expect(try JSONParser.parse(exported.out)["storage"]?["nr.schedule.v1"] == .string("{\"v\":1}"))
+
+        // Keep the document in a vault written by the real sgit tool.
+        let vault = store.dir.appendingPathComponent("vault")
+        #expect(ChildProcess.run(sgit, ["init", vault.path, "--vault-key", "site backup phrase:sites123"]) == 0)
+        let docDir = vault.appendingPathComponent("sitekeep/sites")
+        try FileManager.default.createDirectory(at: docDir, withIntermediateDirectories: true)
+        try Data(exported.out.utf8).write(to: docDir.appendingPathComponent("promptugal.news.json"))
+        #expect(ChildProcess.run("/bin/sh", ["-c", "cd '\(vault.path)' && '\(sgit)' commit -m backup >/dev/null 2>&1"]) == 0)
+        let key = try store.file("vault.key", Array("site backup phrase:sites123".utf8))
+        #expect(await store.run(["vault", "add", "backup", "--path", vault.path, "--key-file", key, "--passphrase-file", store.passFile]).status == 0)
+
+        // Damage the partition: the check names it, the rebuild restores it.
+        let sites = URL(fileURLWithPath: store.home).appendingPathComponent("sites")
+        let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: sites.path).first)
+        try Data("not a database".utf8).write(to: sites.appendingPathComponent(folder).appendingPathComponent("partition.sqlite"))
+        let check = await store.run(["site", "check", "https://promptugal.news"])
+        #expect(check.status == 1 && check.err.contains("damaged"))
+        let rebuilt = await store.run(["site", "rebuild", "https://promptugal.news", "--from-vault", "backup", "--passphrase-file", store.passFile])
+        #expect(rebuilt.status == 0, "\(rebuilt.err)")
+        #expect(await store.run(["site", "check", "https://promptugal.news"]).status == 0)
+        let value = await store.run(["site", "storage", "get", "https://promptugal.news", "nr.schedule.v1"])
+        #expect(value.out == "{\"v\":1}\n")
+    }
+
+    @Test func partitionDocumentsAreParsedStrictly() throws {
+        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","extra":1}"#.utf8)) }
+        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","storage":{"k":1}}"#.utf8)) }
+        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","reading":{"a":{"partRead":2}}}"#.utf8)) }
+        let ok = try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","reading":{"a":"read","b":{"partRead":0.5}}}"#.utf8))
+        #expect(ok.reading.count == 2)
+    }
+}
