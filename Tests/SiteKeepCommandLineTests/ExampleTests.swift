@@ -68,6 +68,9 @@ import SiteKeepTestSupport
         guard ChildProcess.run(sgit, ["init", notes.path, "--vault-key", "notes pass phrase:notes123"]) == 0 else { return false }
         try fm.createDirectory(at: notes.appendingPathComponent("docs"), withIntermediateDirectories: true)
         try Data("hello\n".utf8).write(to: notes.appendingPathComponent("docs/a.txt"))
+        try fm.createDirectory(at: notes.appendingPathComponent("sitekeep/sites"), withIntermediateDirectories: true)
+        try Data(#"{"schema": "sitekeep_partition_v1", "storage": {"nr.schedule.v1": "{}"}}"#.utf8)
+            .write(to: notes.appendingPathComponent("sitekeep/sites/promptugal.news.json"))
         let commit = ChildProcess.run("/bin/sh", ["-c", "cd '\(notes.path)' && '\(sgit)' commit -m notes >/dev/null 2>&1"])
         guard commit == 0 else { return false }
         try write("notes.key", Array("notes pass phrase:notes123".utf8))
