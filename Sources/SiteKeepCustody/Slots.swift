@@ -116,11 +116,10 @@ extension Custodian {
     }
 
     func loadSlots() throws(CustodyError) -> [LoadedSlot] {
-        let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
+        // One round trip for every slot (the Secret Service loads them with the search).
+        let items = try kr { () throws(KeyringError) in try keyring.loadAll(store: storeID, kind: ItemKind.slot) }
         var out: [LoadedSlot] = []
-        for id in ids.sorted(by: { $0.id < $1.id }) {
-            let bytes: [UInt8]
-            do { bytes = try keyring.load(id) } catch .itemMissing { continue } catch { throw .keyring(error) }
+        for (id, bytes) in items.sorted(by: { $0.id.id < $1.id.id }) {
             let blob = try? SlotBlob.parse(bytes)
             let header = blob.flatMap { try? SlotHeader.parse($0.headerBytes) }
             out.append(LoadedSlot(header: header, blob: blob, id: id.id))

@@ -39,6 +39,20 @@ public protocol KeyringBackend: Sendable {
     func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool
     /// Lists the items of `store`, optionally only those of one kind.
     func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID]
+    /// Loads every item of `store` (of one kind, if given) in as few round trips as the backend
+    /// allows; items that vanish between listing and loading are left out.
+    func loadAll(store: String, kind: String?) throws(KeyringError) -> [(id: KeyringItemID, blob: [UInt8])]
+}
+
+extension KeyringBackend {
+    /// The default: list, then load each item.
+    public func loadAll(store: String, kind: String?) throws(KeyringError) -> [(id: KeyringItemID, blob: [UInt8])] {
+        var out: [(id: KeyringItemID, blob: [UInt8])] = []
+        for id in try list(store: store, kind: kind) {
+            do { out.append((id, try load(id))) } catch .itemMissing { continue }
+        }
+        return out
+    }
 }
 
 /// The backends SiteKeep knows.
