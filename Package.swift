@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepBridge"]),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge"]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",

@@ -72,3 +72,14 @@ struct AlwaysLeaks: Probe {
         }
     }
 }
+
+@Suite struct VaultProbeTests {
+    @Test func hostileVaultPathsAreRefusedOnEverySite() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-audit-vault-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let report = try IsolationAudit.run(in: dir, sites: 2, probes: [VaultPathProbe()])
+        #expect(report.passed)
+        #expect(report.results.count == 2)
+        #expect(VaultPathProbe.hostile(for: "x").count >= 10)
+    }
+}
