@@ -83,6 +83,12 @@ let package = Package(
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepTestSupport"]),
+        // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
+        // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
+        .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
+            "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
+            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepTestSupport",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -21,7 +21,29 @@ let package = Package(
         .executableTarget(name: "FuzzCrypto", dependencies: [
             .product(name: "SiteKeepCrypto", package: "SiteKeep"),
         ]),
-        // Later: FuzzBridge (request frames), FuzzVault (sgit objects).
+        // Site origins (`Origin(parsing:)`): what a page or a site list hands the registry.
+        .executableTarget(name: "FuzzOrigin", dependencies: [
+            .product(name: "SiteKeepPartitions", package: "SiteKeep"),
+        ]),
+        // Slot headers read back from the keyring, through the custodian's public API.
+        .executableTarget(name: "FuzzSlotHeader", dependencies: [
+            .product(name: "SiteKeepCustody", package: "SiteKeep"),
+            .product(name: "SiteKeepKeyring", package: "SiteKeep"),
+            .product(name: "SiteKeepCrypto", package: "SiteKeep"),
+        ]),
+        // sgit vault objects: the envelope (v1, sgz1), refs, commits, trees, branch indexes.
+        .executableTarget(name: "FuzzVaultObjects", dependencies: [
+            .product(name: "SiteKeepVault", package: "SiteKeep"),
+            .product(name: "SiteKeepCustody", package: "SiteKeep"),
+            .product(name: "SiteKeepCrypto", package: "SiteKeep"),
+        ]),
+        // Team key `#key=` links and key files (`TeamKeyMaterial.webLink` / `.detect`).
+        .executableTarget(name: "FuzzKeyLink", dependencies: [
+            .product(name: "SiteKeepCustody", package: "SiteKeep"),
+            .product(name: "SiteKeepCrypto", package: "SiteKeep"),
+        ]),
+        // BRIDGE HOOK: FuzzBridge (request frames through the dispatcher) goes here when
+        // SiteKeepBridge lands; tools/attack picks up every target listed in this file.
     ],
     swiftLanguageModes: [.v6]
 )
