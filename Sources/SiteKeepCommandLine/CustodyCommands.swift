@@ -400,11 +400,16 @@ enum CustodyCommands {
             throw UsageError("team verify needs --message-file PATH ('-' for stdin)", command: inv.spec.commandLine)
         }
         let message = try readMessage(path, inv: inv)
-        guard let signature = try? Base64.decode(try inv.requiredArgument("SIGNATURE")) else {
+        guard var signature = try? Base64.decode(try inv.requiredArgument("SIGNATURE")) else {
             throw UsageError("SIGNATURE must be base64", command: inv.spec.commandLine)
         }
         let version = inv.option("--version") != nil ? try inv.intOption("--version", default: 1, range: 1...1000) : nil
         let store = try StoreContext.open(inv)
+        // A P-256 signature may come in DER (what `team sign --der` and openssl print).
+        if signature.count != 64, (try? store.custodian.teamKeyInfo(id: id))?.algorithm == .p256,
+           let raw = try? P256.Signing.Signature(derRepresentation: signature).rawRepresentation {
+            signature = raw
+        }
         let ok = try store.custodian.verify(keyID: id, version: version, signature: signature, message: message)
         inv.emit(["valid": .bool(ok)]) { ok ? "valid" : "INVALID" }
         if !ok { throw CommandFailure("the signature does not verify with \(id)", code: "bad_signature") }

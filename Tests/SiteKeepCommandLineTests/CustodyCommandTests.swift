@@ -66,6 +66,19 @@ final class CLIStore: @unchecked Sendable {
         #expect(try JSONParser.parse(log.out)["intact"] == .bool(true))
     }
 
+    @Test func p256SignaturesVerifyInRawAndDERForm() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["team", "add", "desk", "--algorithm", "p256", "--passphrase-file", store.passFile]).status == 0)
+        let message = try store.file("m", Array("hello".utf8))
+        for form in [[String](), ["--der"]] {
+            let s = await store.run(["team", "sign", "desk", "--message-file", message, "--passphrase-file", store.passFile, "--json"] + form)
+            let sig = try #require(try JSONParser.parse(s.out)["signature"]?.stringValue)
+            let v = await store.run(["team", "verify", "desk", sig, "--message-file", message])
+            #expect(v.status == 0, "\(form): \(v.err)")
+        }
+    }
+
     @Test func aWrongPassphraseFailsWithoutSayingWhy() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
