@@ -1,0 +1,3 @@
+internal import CLinux
+
+func sitekeepBoottimeNanos() -> Int64 { Int64(sitekeep_boottime_ns()) }
