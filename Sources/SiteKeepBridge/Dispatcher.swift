@@ -103,9 +103,6 @@ public final class BridgeDispatcher: Sendable {
         guard let op = catalogue[request.op] else {
             throw BridgeFailure(.unknownOp, "\(FieldSchema.printable(request.op)) is not an op; `hello` lists the ops this site may call")
         }
-        guard op.direction == .request else {
-            throw BridgeFailure(.notAllowed, "\(op.name) is an event SiteKeep sends; it cannot be called")
-        }
         if op.name == "hello" {
             return try await hello(request, op: op, frameSize: frameSize, connection: connection)
         }
@@ -113,6 +110,9 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(.helloRequired, "this connection is not bound to a site; send hello with args.origin first")
         }
         try await checkClaimedOrigin(request.origin, site: site)
+        guard op.direction == .request else {
+            throw BridgeFailure(.notAllowed, "\(op.name) is an event SiteKeep sends; it cannot be called")
+        }
         let proof = try await admit(request, op: op, site: site, frameSize: frameSize, connection: connection)
         guard let handler = handlers[op.name] else {
             throw BridgeFailure(.notConfigured, "\(op.name) is not configured in this daemon (its service is not set up)")
