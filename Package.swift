@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -70,6 +70,12 @@ public enum Base64: Sendable {
     public static func decode(_ text: String, variant: Variant = .standard) throws(CryptoError) -> [UInt8] {
         let chars = Array(text.utf8)
         guard !chars.isEmpty else { return [] }
+        // libsodium 1.0.18's constant-time alphabet test misclassifies bytes >= 0x80 as valid
+        // digits (found by FuzzCrypto: four U+FFFD decoded to nine 0xff bytes), so refuse any
+        // non-ASCII byte first. OR-folding keeps the check independent of where such a byte is.
+        guard chars.reduce(0, |) < 0x80 else {
+            throw .invalidEncoding("text is not valid \(variant == .standard ? "base64" : "base64url"): non-ASCII character")
+        }
         var out = [UInt8](repeating: 0, count: chars.count * 3 / 4 + 3)
         var written = 0
         var end: UnsafePointer<CChar>? = nil

@@ -80,7 +80,8 @@ extension P256.Signing {
         /// The SubjectPublicKeyInfo DER encoding.
         public let derRepresentation: [UInt8]
 
-        /// Parses SubjectPublicKeyInfo DER; refuses keys on other curves or of other types.
+        /// Parses SubjectPublicKeyInfo DER; refuses keys on other curves or of other types, BER
+        /// encodings and compressed points (the DER must be the canonical 91 bytes).
         public init(derRepresentation der: [UInt8]) throws(CryptoError) {
             guard let key = OpenSSLKey.publicKey(fromSPKI: der) else {
                 throw .invalidKeyEncoding("not a P-256 SubjectPublicKeyInfo")
@@ -198,12 +199,19 @@ extension P256.Signing.PrivateKey: Sendable {}
 
 /// libcrypto EVP_PKEY helpers. Every returned key is owned by the caller.
 enum OpenSSLKey {
+    /// The length of a P-256 SubjectPublicKeyInfo with an uncompressed point, the only form
+    /// SiteKeep accepts, so that one key has exactly one encoding.
+    static let spkiByteCount = 91
+
+    /// Parses a strict DER, uncompressed-point P-256 SPKI. OpenSSL alone also accepts BER
+    /// (long-form lengths) and compressed points, which would give one key several encodings.
     static func publicKey(fromSPKI der: [UInt8]) -> OpaquePointer? {
-        guard !der.isEmpty, der.count < 1024 else { return nil }
+        guard der.count == spkiByteCount else { return nil }
         return der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             var p: UnsafePointer<UInt8>? = buffer.baseAddress
             guard let key = d2i_PUBKEY(nil, &p, buffer.count) else { ERR_clear_error(); return nil }
-            guard let p, buffer.baseAddress!.distance(to: p) == buffer.count, isP256(key) else {
+            guard let p, buffer.baseAddress!.distance(to: p) == buffer.count, isP256(key),
+                  spki(of: key) == der else {
                 EVP_PKEY_free(key); return nil
             }
             return key

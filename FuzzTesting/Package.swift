@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+//
+// SiteKeep's fuzz targets, kept out of the main package so that nothing here can clash with the
+// `sitekeep` executable's `main` (see docs/STYLE.md §10, the one recipe that works with SwiftPM on
+// Linux). Each target is an executable whose only code is `@_cdecl("LLVMFuzzerTestOneInput")`;
+// built with `swift build -c release --sanitize fuzzer --sanitize address`, SwiftPM links
+// libFuzzer's own `main`. Run them with `tools/fuzz <Target> [seconds]`.
+//
+// Adding a target: add `.executableTarget(name: "Fuzz<Layer>", dependencies: [...])` below, a
+// `Sources/Fuzz<Layer>/Fuzz<Layer>.swift` (not `main.swift`), and seeds under
+// `Fixtures/fuzz-corpus/Fuzz<Layer>/`.
+import PackageDescription
+
+let package = Package(
+    name: "SiteKeepFuzzTesting",
+    dependencies: [
+        .package(name: "SiteKeep", path: ".."),
+    ],
+    targets: [
+        // PEM, DER (SPKI, PKCS#8, ECDSA signatures), base64/base64url/hex and zlib parsing.
+        .executableTarget(name: "FuzzCrypto", dependencies: [
+            .product(name: "SiteKeepCrypto", package: "SiteKeep"),
+        ]),
+        // Later: FuzzBridge (request frames), FuzzVault (sgit objects).
+    ],
+    swiftLanguageModes: [.v6]
+)

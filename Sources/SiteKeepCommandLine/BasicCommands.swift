@@ -1,0 +1,106 @@
+import Foundation
+internal import SiteKeepCrypto
+internal import SiteKeepHardening
+internal import SiteKeepJSON
+
+/// `version` and `doctor`.
+enum BasicCommands {
+    static var all: [CommandSpec] { [version, doctor] }
+
+    static let version = CommandSpec(
+        path: ["version"],
+        summary: "Print SiteKeep's version and the C libraries it links",
+        examples: [CommandExample("sitekeep version", "print the version"),
+                   CommandExample("sitekeep version --json", "the same, for scripts")]
+    ) { inv in
+        let libraries = LibraryVersions.all
+        inv.emit(.object([
+            JSONMember(key: "version", value: .string(SiteKeepVersion.current)),
+            JSONMember(key: "libraries", value: .object(libraries.map { JSONMember(key: $0.name, value: .string($0.version)) })),
+        ])) {
+            "sitekeep \(SiteKeepVersion.current)\n" + libraries.map { "  \($0.name) \($0.version)" }.joined(separator: "\n")
+        }
+    }
+
+    static let doctor = CommandSpec(
+        path: ["doctor"],
+        summary: "Check this machine: libraries, hardening, CPU features, keyring and store",
+        discussion: """
+        Reports which C libraries are linked, whether process hardening took effect (no core \
+        dumps, not ptrace-able), which CPU features the crypto code uses, which keyring backend \
+        --keyring selects and why, and the state of the store folder. Exits 1 if something \
+        SiteKeep needs is missing.
+        """,
+        examples: [CommandExample("sitekeep doctor", "check the machine and the store"),
+                   CommandExample("sitekeep doctor --keyring file --json", "the same for the file keyring, as JSON")]
+    ) { inv in
+        var checks: [DoctorCheck] = []
+        for lib in LibraryVersions.all {
+            checks.append(DoctorCheck(group: "libraries", name: lib.name, ok: true, detail: lib.version))
+        }
+        let hardening = ProcessHardening.current()
+        checks.append(DoctorCheck(group: "hardening", name: "core dumps off", ok: hardening.coreDumpsDisabled,
+                                  detail: hardening.coreDumpsDisabled ? "RLIMIT_CORE 0" : "RLIMIT_CORE is not 0"))
+        checks.append(DoctorCheck(group: "hardening", name: "not dumpable", ok: !hardening.dumpable,
+                                  detail: hardening.dumpable ? "PR_SET_DUMPABLE failed" : "PR_SET_DUMPABLE 0 (no ptrace, no /proc/pid/mem)"))
+        checks.append(DoctorCheck(group: "hardening", name: "OpenSSL secure heap", ok: true,
+                                  detail: hardening.secureHeap ? "on (P-256 keys in locked memory)" : "off", warning: !hardening.secureHeap))
+        for feature in CPUFeatures.all {
+            checks.append(DoctorCheck(group: "cpu", name: feature.name, ok: true, detail: feature.present ? "yes" : "no"))
+        }
+        let gcm = AES256GCM.automaticBackend == .libsodium ? "libsodium (AES-NI)" : "OpenSSL (portable)"
+        checks.append(DoctorCheck(group: "cpu", name: "AES-256-GCM backend", ok: true, detail: gcm))
+        checks += DoctorExtensions.checks(inv)
+
+        let failed = checks.filter { !$0.ok }
+        inv.emit(.object([
+            JSONMember(key: "ok", value: .bool(failed.isEmpty)),
+            JSONMember(key: "home", value: .string(inv.settings.home)),
+            JSONMember(key: "checks", value: .array(checks.map(\.json))),
+        ])) {
+            var lines: [String] = []
+            var group = ""
+            for c in checks {
+                if c.group != group { group = c.group; lines.append(inv.style(group, .bold)) }
+                let mark = !c.ok ? inv.style("✗", .red) : (c.warning ? inv.style("!", .yellow) : inv.style("✓", .green))
+                lines.append("  \(mark) \(c.name): \(c.detail)")
+            }
+            return lines.joined(separator: "\n")
+        }
+        if !failed.isEmpty {
+            throw CommandFailure("\(failed.count) check(s) failed: " + failed.map(\.name).joined(separator: ", "),
+                                 remedy: "run tools/setup to install what is missing", code: "doctor_failed")
+        }
+    }
+}
+
+/// One line of `sitekeep doctor`.
+struct DoctorCheck: Sendable {
+    var group: String
+    var name: String
+    var ok: Bool
+    var detail: String
+    var warning = false
+
+    var json: JSONValue {
+        .object([JSONMember(key: "group", value: .string(group)), JSONMember(key: "name", value: .string(name)),
+                 JSONMember(key: "ok", value: .bool(ok)), JSONMember(key: "warning", value: .bool(warning)),
+                 JSONMember(key: "detail", value: .string(detail))])
+    }
+}
+
+/// Checks that later layers add (keyring, store); kept apart so each layer adds its own.
+enum DoctorExtensions {
+    static func checks(_ inv: Invocation) -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        var info = stat()
+        if stat(inv.settings.home, &info) == 0 {
+            let loose = info.st_mode & 0o077 != 0
+            checks.append(DoctorCheck(group: "store", name: "home", ok: !loose,
+                                      detail: loose ? "\(inv.settings.home) is readable by others; run chmod 700 on it" : "\(inv.settings.home) (0700)"))
+        } else {
+            checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (not created yet; 'sitekeep init' creates it)"))
+        }
+        return checks
+    }
+}

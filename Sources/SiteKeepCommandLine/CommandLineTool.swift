@@ -1,0 +1,246 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+internal import SiteKeepHardening
+public import SiteKeepJSON
+
+/// The `sitekeep` command line: global options, a tree of subcommands, help, exit statuses.
+///
+/// Conventions every command follows: `--help` on every command (with an example), `--json`
+/// on every command that prints data, usage errors on stderr with exit status 64, other
+/// failures exit 1 with a message that names the problem and the fix, and secrets never
+/// taken from argv (a terminal prompt without echo, a file, or stdin via `-`).
+public enum CommandLineTool {
+    /// The global options, accepted before or after the command words.
+    public static let globalOptions: [OptionSpec] = [
+        .option("--home", value: "DIR", "the store's root (default $SITEKEEP_HOME, else $XDG_DATA_HOME/sitekeep)"),
+        .option("--keyring", value: "auto|secret-service|file", "where wrapped keys live (default auto)"),
+        .flag("--json", "machine-readable output"),
+        .flag("--no-color", "no colour even on a terminal (NO_COLOR does the same)"),
+        .flag("--help", short: "-h", "show help for the command"),
+    ]
+
+    /// Options that would put a secret in argv; refused with a pointer to the file form.
+    static let forbiddenSecretOptions: [String: String] = [
+        "--passphrase": "--passphrase-file PATH (or - for stdin)",
+        "--password": "--passphrase-file PATH (or - for stdin)",
+        "--prf": "--prf-file PATH",
+        "--key": "--key-file PATH (or - for stdin)",
+        "--recovery-code": "the prompt or --key-file PATH",
+    ]
+
+    /// The process entry point: hardening first, then the command.
+    public static func main() async {
+        do {
+            try ProcessHardening.apply()
+        } catch {
+            FileHandle.standardError.write(Data("sitekeep: cannot start: \(error)\n".utf8))
+            exit(ExitStatus.failure.rawValue)
+        }
+        let status = await run(arguments: Array(CommandLine.arguments.dropFirst()),
+                               environment: ProcessInfo.processInfo.environment, io: StandardIO())
+        exit(status)
+    }
+
+    /// Runs one command line and returns its exit status. Testable: pass a ``CapturedIO``.
+    public static func run(arguments: [String], environment: [String: String], io: any ToolIO,
+                           commands: [CommandSpec] = CommandRegistry.all) async -> Int32 {
+        let wantsJSON = arguments.contains("--json")
+        do {
+            let (spec, invocation, help) = try parse(arguments, environment: environment, io: io, commands: commands)
+            if let help {
+                io.write(help)
+                return ExitStatus.success.rawValue
+            }
+            guard let spec, let invocation else { return ExitStatus.success.rawValue }
+            _ = spec
+            try await invocation.spec.run(invocation)
+            return ExitStatus.success.rawValue
+        } catch let error as UsageError {
+            if wantsJSON {
+                io.writeError(JSONSerializer.string(["error": ["code": "usage", "message": .string(error.message)]]) + "\n")
+            } else {
+                io.writeError("sitekeep: \(error.message)\n")
+                io.writeError("Run '\(error.command ?? "sitekeep") --help' for usage.\n")
+            }
+            return ExitStatus.usage.rawValue
+        } catch let failure as CommandFailure {
+            report(code: failure.code, problem: failure.problem, remedy: failure.remedy, json: wantsJSON, io: io)
+            return ExitStatus.failure.rawValue
+        } catch {
+            report(code: "failed", problem: String(describing: error), remedy: nil, json: wantsJSON, io: io)
+            return ExitStatus.failure.rawValue
+        }
+    }
+
+    static func report(code: String, problem: String, remedy: String?, json: Bool, io: any ToolIO) {
+        if json {
+            var error: [JSONMember] = [JSONMember(key: "code", value: .string(code)), JSONMember(key: "message", value: .string(problem))]
+            if let remedy { error.append(JSONMember(key: "remedy", value: .string(remedy))) }
+            io.writeError(JSONSerializer.string(.object([JSONMember(key: "error", value: .object(error))])) + "\n")
+        } else {
+            io.writeError("error: \(problem)\n")
+            if let remedy { io.writeError("hint: \(remedy)\n") }
+        }
+    }
+
+    /// Splits argv into the command, its options and positionals. Returns help text instead
+    /// when `--help`/`help` was asked for.
+    static func parse(_ arguments: [String], environment: [String: String], io: any ToolIO,
+                      commands: [CommandSpec]) throws -> (CommandSpec?, Invocation?, String?) {
+        // Words before the first option or non-command word select the command.
+        var words: [String] = []
+        var rest: [String] = []
+        var i = 0
+        var helpAsked = false
+        if arguments.first == "help" { helpAsked = true; i = 1 }
+        while i < arguments.count {
+            let a = arguments[i]
+            if a.hasPrefix("-") { break }
+            let candidate = words + [a]
+            if commands.contains(where: { $0.path.starts(with: candidate) }) {
+                words = candidate
+                i += 1
+            } else {
+                break
+            }
+        }
+        rest = Array(arguments[i...])
+        if rest.contains("--help") || rest.contains("-h") { helpAsked = true }
+
+        let spec = commands.first { $0.path == words }
+        if helpAsked {
+            if let spec { return (nil, nil, Help.command(spec)) }
+            return (nil, nil, Help.group(words, commands: commands))
+        }
+        guard let spec else {
+            if words.isEmpty, rest.isEmpty {
+                throw UsageError("no command given\n\n" + Help.group([], commands: commands), command: "sitekeep")
+            }
+            if words.isEmpty, let first = rest.first {
+                if first == "--version" { return (nil, nil, "sitekeep \(SiteKeepVersion.current)\n") }
+                throw UsageError(first.hasPrefix("-") ? "unknown option \(first) before a command" : "unknown command '\(first)'" + suggestion(first, among: commands.map { $0.path[0] }),
+                                 command: "sitekeep")
+            }
+            let group = (["sitekeep"] + words).joined(separator: " ")
+            if let next = rest.first, !next.hasPrefix("-") {
+                let options = Set(commands.filter { $0.path.starts(with: words) && $0.path.count > words.count }.map { $0.path[words.count] })
+                throw UsageError("unknown command '\(group) \(next)'" + suggestion(next, among: Array(options)), command: group)
+            }
+            throw UsageError("'\(group)' needs a subcommand\n\n" + Help.group(words, commands: commands), command: group)
+        }
+
+        // Options and positionals.
+        let known = spec.options + spec.secretInputs.map { OptionSpec.option($0.rawValue, value: "PATH", $0.help) } + globalOptions
+        var values: [String: [String]] = [:]
+        var flags: Set<String> = []
+        var positionals: [String] = []
+        var j = 0
+        var onlyPositionals = false
+        while j < rest.count {
+            let a = rest[j]
+            if onlyPositionals || !a.hasPrefix("-") || a == "-" {
+                positionals.append(a)
+                j += 1
+                continue
+            }
+            if a == "--" { onlyPositionals = true; j += 1; continue }
+            var name = a
+            var inline: String? = nil
+            if let eq = a.firstIndex(of: "="), a.hasPrefix("--") {
+                name = String(a[..<eq])
+                inline = String(a[a.index(after: eq)...])
+            }
+            if let fix = forbiddenSecretOptions[name] {
+                throw UsageError("secrets are never taken from the command line (they would show in `ps` and shell history); use \(fix)", command: spec.commandLine)
+            }
+            guard let option = known.first(where: { $0.name == name || ($0.short != nil && $0.short == name) }) else {
+                throw UsageError("unknown option \(name)" + suggestion(name, among: known.map(\.name)), command: spec.commandLine)
+            }
+            if option.value != nil {
+                let value: String
+                if let inline {
+                    value = inline
+                } else {
+                    guard j + 1 < rest.count else { throw UsageError("\(option.name) needs a value (\(option.value!))", command: spec.commandLine) }
+                    value = rest[j + 1]
+                    j += 1
+                }
+                values[option.name, default: []].append(value)
+            } else {
+                guard inline == nil else { throw UsageError("\(option.name) takes no value", command: spec.commandLine) }
+                flags.insert(option.name)
+            }
+            j += 1
+        }
+        if flags.contains("--json") && !spec.printsData {
+            throw UsageError("\(spec.commandLine) prints no data, so --json does not apply", command: spec.commandLine)
+        }
+        let required = spec.arguments.filter { !$0.optional && !$0.variadic }.count
+        let variadic = spec.arguments.contains { $0.variadic }
+        if positionals.count < required {
+            let missing = spec.arguments.filter { !$0.optional }[positionals.count]
+            throw UsageError("missing \(missing.name) (\(missing.help))", command: spec.commandLine)
+        }
+        if !variadic && positionals.count > spec.arguments.count {
+            throw UsageError("unexpected argument '\(positionals[spec.arguments.count])'", command: spec.commandLine)
+        }
+
+        let settings = try resolveSettings(values: values, flags: flags, environment: environment, io: io, spec: spec)
+        let invocation = Invocation(spec: spec, settings: settings, environment: environment, io: io,
+                                    values: values, flags: flags, arguments: positionals)
+        return (spec, invocation, nil)
+    }
+
+    static func resolveSettings(values: [String: [String]], flags: Set<String>, environment: [String: String],
+                                io: any ToolIO, spec: CommandSpec) throws -> GlobalSettings {
+        let home: String
+        if let h = values["--home"]?.last {
+            home = h
+        } else if let h = environment["SITEKEEP_HOME"], !h.isEmpty {
+            home = h
+        } else if let x = environment["XDG_DATA_HOME"], x.hasPrefix("/") {
+            home = x + "/sitekeep"
+        } else if let h = environment["HOME"], !h.isEmpty {
+            home = h + "/.local/share/sitekeep"
+        } else {
+            throw CommandFailure("cannot tell where the store lives", remedy: "pass --home DIR or set SITEKEEP_HOME")
+        }
+        guard !home.isEmpty, !home.contains("\0") else { throw UsageError("--home must be a folder path", command: spec.commandLine) }
+        let keyring = values["--keyring"]?.last ?? environment["SITEKEEP_KEYRING"] ?? "auto"
+        guard ["auto", "secret-service", "file"].contains(keyring) else {
+            throw UsageError("--keyring must be auto, secret-service or file, not '\(keyring)'", command: spec.commandLine)
+        }
+        let noColor = flags.contains("--no-color") || (environment["NO_COLOR"].map { !$0.isEmpty } ?? false) || environment["TERM"] == "dumb"
+        return GlobalSettings(home: home, keyring: keyring, json: flags.contains("--json"),
+                              color: io.outputIsTerminal && !noColor)
+    }
+
+    /// " (did you mean 'x'?)" when a near match exists.
+    static func suggestion(_ word: String, among candidates: [String]) -> String {
+        let best = candidates.map { ($0, editDistance($0, word)) }.min { $0.1 < $1.1 }
+        guard let best, best.1 <= max(2, word.count / 3) else { return "" }
+        return " (did you mean '\(best.0)'?)"
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+/// The version of this build.
+public enum SiteKeepVersion {
+    public static let current = "0.1.0"
+}

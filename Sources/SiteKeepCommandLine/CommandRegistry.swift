@@ -1,0 +1,7 @@
+/// Every command `sitekeep` knows, gathered from one list per command group.
+public enum CommandRegistry {
+    /// All leaf commands, in the order help lists them.
+    public static var all: [CommandSpec] {
+        BasicCommands.all
+    }
+}

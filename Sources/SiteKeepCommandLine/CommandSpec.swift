@@ -1,0 +1,119 @@
+/// One option a command accepts.
+public struct OptionSpec: Sendable, Equatable {
+    /// `--name` (long form, with the dashes).
+    public let name: String
+    /// A one-letter alias such as `-f`, if any.
+    public let short: String?
+    /// The value's placeholder (`DIR`, `PATH`), or nil for a flag.
+    public let value: String?
+    /// One line of help.
+    public let help: String
+
+    /// A flag (no value).
+    public static func flag(_ name: String, short: String? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: nil, help: help)
+    }
+    /// An option with a value.
+    public static func option(_ name: String, short: String? = nil, value: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: value, help: help)
+    }
+}
+
+/// A positional argument.
+public struct ArgumentSpec: Sendable, Equatable {
+    public let name: String
+    public let help: String
+    public let optional: Bool
+    /// Takes every remaining positional argument.
+    public let variadic: Bool
+
+    public init(_ name: String, _ help: String, optional: Bool = false, variadic: Bool = false) {
+        self.name = name
+        self.help = help
+        self.optional = optional
+        self.variadic = variadic
+    }
+}
+
+/// A worked example shown in `--help` (and run by the test suite).
+public struct CommandExample: Sendable, Equatable {
+    /// The command line, starting with `sitekeep`.
+    public let command: String
+    /// What it does, in one line.
+    public let explanation: String
+
+    public init(_ command: String, _ explanation: String) {
+        self.command = command
+        self.explanation = explanation
+    }
+}
+
+/// A leaf command: its words, its help and what it runs.
+public struct CommandSpec: Sendable {
+    /// The words after `sitekeep`, e.g. `["vault", "cat"]`.
+    public let path: [String]
+    /// One line for the command list.
+    public let summary: String
+    /// Paragraphs for `--help`.
+    public let discussion: String
+    public let arguments: [ArgumentSpec]
+    public let options: [OptionSpec]
+    /// Which of the shared secret-input options apply (`--passphrase-file`, `--prf-file`, `--key-file`).
+    public let secretInputs: [SecretInputKind]
+    /// At least one example.
+    public let examples: [CommandExample]
+    /// Whether the command prints data and so accepts `--json`.
+    public let printsData: Bool
+    /// The work. Throw ``UsageError`` for bad invocations, ``CommandFailure`` (or any error
+    /// with a description) for failures.
+    public let run: @Sendable (Invocation) async throws -> Void
+
+    public init(
+        path: [String], summary: String, discussion: String = "",
+        arguments: [ArgumentSpec] = [], options: [OptionSpec] = [], secretInputs: [SecretInputKind] = [],
+        examples: [CommandExample], printsData: Bool = true,
+        run: @escaping @Sendable (Invocation) async throws -> Void
+    ) {
+        self.path = path
+        self.summary = summary
+        self.discussion = discussion
+        self.arguments = arguments
+        self.options = options
+        self.secretInputs = secretInputs
+        self.examples = examples
+        self.printsData = printsData
+        self.run = run
+    }
+
+    /// `sitekeep vault cat`.
+    public var commandLine: String { (["sitekeep"] + path).joined(separator: " ") }
+
+    /// The synopsis line.
+    public var usage: String {
+        var parts = [commandLine]
+        for a in arguments {
+            let name = a.variadic ? "\(a.name)..." : a.name
+            parts.append(a.optional ? "[\(name)]" : name)
+        }
+        if !options.isEmpty || !secretInputs.isEmpty { parts.append("[options]") }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// The shared ways a command takes a secret. Secrets are never taken from argv.
+public enum SecretInputKind: String, Sendable, CaseIterable {
+    /// `--passphrase-file PATH` (`-` for stdin), else a prompt on the terminal without echo.
+    case passphrase = "--passphrase-file"
+    /// `--prf-file PATH`: 32 raw bytes or 64 hex characters.
+    case prf = "--prf-file"
+    /// `--key-file PATH`: a vault key or an imported team key.
+    case key = "--key-file"
+
+    var help: String {
+        switch self {
+        case .passphrase: "read the passphrase from PATH ('-' for stdin); default: prompt on the terminal"
+        case .prf: "read the 32 WebAuthn PRF output bytes (raw, or 64 hex characters) from PATH ('-' for stdin)"
+        case .key: "read the key from PATH ('-' for stdin); default: prompt on the terminal"
+        }
+    }
+}

@@ -1,2 +1,0 @@
-internal import SiteKeepCrypto
-public enum CommandLineTool { public static func main() async {} }

@@ -1,2 +1,0 @@
-internal import SiteKeepCrypto
-print("bench")

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepJSON
+import SiteKeepCrypto
+
+/// Runs `sitekeep` in-process with captured streams.
+func runTool(_ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:],
+             commands: [CommandSpec] = CommandRegistry.all) async -> (status: Int32, out: String, err: String) {
+    let io = CapturedIO(standardInput: stdin)
+    var env = ["HOME": "/nonexistent-home", "NO_COLOR": "1"]
+    env.merge(environment) { $1 }
+    let status = await CommandLineTool.run(arguments: arguments, environment: env, io: io, commands: commands)
+    return (status, io.output, io.errorOutput)
+}
+
+@Suite struct ConventionsTests {
+    @Test func noCommandIsAUsageErrorOnStderr() async {
+        let r = await runTool([])
+        #expect(r.status == 64)
+        #expect(r.out.isEmpty)
+        #expect(r.err.contains("no command given"))
+    }
+
+    @Test func unknownCommandSuggestsTheNearest() async {
+        let r = await runTool(["doctr"])
+        #expect(r.status == 64)
+        #expect(r.err.contains("did you mean 'doctor'"))
+    }
+
+    @Test func unknownOptionIsAUsageError() async {
+        let r = await runTool(["version", "--frobnicate"])
+        #expect(r.status == 64)
+        #expect(r.err.contains("unknown option --frobnicate"))
+    }
+
+    @Test(arguments: ["--passphrase", "--password", "--prf", "--key", "--recovery-code"])
+    func secretsAreNeverTakenFromArgv(_ option: String) async {
+        let r = await runTool(["version", option, "hunter2"])
+        #expect(r.status == 64)
+        #expect(r.err.contains("never taken from the command line"))
+        #expect(!r.err.contains("hunter2"))
+    }
+
+    @Test func everyCommandHasHelpWithAnExample() async {
+        for spec in CommandRegistry.all {
+            let r = await runTool(spec.path + ["--help"])
+            #expect(r.status == 0, "\(spec.commandLine) --help")
+            #expect(r.out.contains("Usage: \(spec.commandLine)"))
+            #expect(r.out.contains("Examples:"))
+            #expect(!spec.examples.isEmpty, "\(spec.commandLine) has no example")
+            for e in spec.examples { #expect(e.command.hasPrefix(spec.commandLine), "\(e.command) is not an example of \(spec.commandLine)") }
+        }
+    }
+
+    @Test func versionPrintsJSON() async throws {
+        let r = await runTool(["version", "--json"])
+        #expect(r.status == 0)
+        let v = try JSONParser.parse(r.out)
+        #expect(v["version"]?.stringValue == SiteKeepVersion.current)
+    }
+
+    @Test func failuresExitOneWithProblemAndRemedy() async throws {
+        let failing = CommandSpec(path: ["fail"], summary: "fails", examples: [CommandExample("sitekeep fail", "fails")]) { _ in
+            throw CommandFailure("the vault is locked", remedy: "run 'sitekeep unlock'", code: "locked")
+        }
+        let r = await runTool(["fail"], commands: [failing])
+        #expect(r.status == 1)
+        #expect(r.err == "error: the vault is locked\nhint: run 'sitekeep unlock'\n")
+        let j = await runTool(["fail", "--json"], commands: [failing])
+        #expect(j.status == 1)
+        #expect(try JSONParser.parse(j.err)["error"]?["code"] == .string("locked"))
+    }
+
+    @Test func secretsComeFromStdinOrAFileWithoutTheTrailingNewline() async throws {
+        let echo = CommandSpec(path: ["echo-secret"], summary: "test", secretInputs: [.passphrase, .prf],
+                               examples: [CommandExample("sitekeep echo-secret", "test")]) { inv in
+            if inv.option("--prf-file") != nil {
+                let prf = try inv.readPRF()
+                inv.say("prf \(prf.count)")
+            } else {
+                let secret = try inv.readSecret(.passphrase, prompt: "Passphrase: ")
+                inv.say("len \(secret.count)")
+            }
+        }
+        let r = await runTool(["echo-secret", "--passphrase-file", "-"], stdin: Array("pass word\n".utf8), commands: [echo])
+        #expect(r.status == 0)
+        #expect(r.out == "len 9\n")
+        let none = await runTool(["echo-secret"], commands: [echo])
+        #expect(none.status == 1)
+        #expect(none.err.contains("--passphrase-file"))
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let hex = dir.appendingPathComponent("prf.hex")
+        try Data((String(repeating: "ab", count: 32) + "\n").utf8).write(to: hex)
+        let p = await runTool(["echo-secret", "--prf-file", hex.path], commands: [echo])
+        #expect(p.out == "prf 32\n")
+        let bad = dir.appendingPathComponent("prf.bad")
+        try Data(repeating: 1, count: 31).write(to: bad)
+        let b = await runTool(["echo-secret", "--prf-file", bad.path], commands: [echo])
+        #expect(b.status == 1)
+        #expect(b.err.contains("not 32 raw bytes or 64 hex characters"))
+    }
+
+    @Test func jsonOnACommandThatPrintsNoDataIsRefused() async {
+        let quiet = CommandSpec(path: ["quiet"], summary: "test", examples: [CommandExample("sitekeep quiet", "test")], printsData: false) { _ in }
+        let r = await runTool(["quiet", "--json"], commands: [quiet])
+        #expect(r.status == 64)
+    }
+}
