@@ -21,7 +21,13 @@ let package = Package(
         .executableTarget(name: "FuzzCrypto", dependencies: [
             .product(name: "SiteKeepCrypto", package: "SiteKeep"),
         ]),
-        // Later: FuzzBridge (request frames), FuzzVault (sgit objects).
+        // Bridge request frames through the dispatcher (in-memory services): decoder, envelope,
+        // catalogue shapes, binding and every handler.
+        .executableTarget(name: "FuzzBridge", dependencies: [
+            .product(name: "SiteKeepBridge", package: "SiteKeep"),
+            .product(name: "SiteKeepJSON", package: "SiteKeep"),
+        ]),
+        // Later: FuzzVault (sgit objects).
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Dispatch
+import SiteKeepJSON
 import Synchronization
 
 /// A task executor that runs jobs on the thread that calls ``run(_:)``.
@@ -34,5 +35,15 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
             if jobs.withLock({ $0.finished && $0.queue.isEmpty }) { break }
         }
         return result.withLock { $0 }
+    }
+}
+
+extension BridgeDispatcher {
+    /// ``handle(_:connection:)`` run to completion on the calling thread (no hop to the global
+    /// pool): for threads outside Swift concurrency (the socket server's connection threads, the
+    /// fuzzer, benchmark drivers). Do not call it from async code.
+    public func handleSynchronously(_ frame: [UInt8], connection: BridgeConnection) -> [UInt8] {
+        ConnectionExecutor().run { await self.handle(frame, connection: connection) }
+            ?? BridgeMessage.failure(id: .null, BridgeFailure(.internal, "the request did not complete")).bytes
     }
 }

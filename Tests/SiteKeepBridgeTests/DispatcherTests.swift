@@ -328,3 +328,41 @@ final class InboxBox: Sendable {
     func add(_ who: String, _ bytes: [UInt8]) { items.withLock { $0.append((who, bytes)) } }
     var all: [(String, [UInt8])] { items.withLock { $0 } }
 }
+
+@Suite struct FuzzSeedTests {
+    /// The FuzzBridge seeds: one file per op (hello then the op with sample args) plus malformed
+    /// frames. `SITEKEEP_REGENERATE_SEEDS=1 swift test --filter FuzzSeedTests` rewrites them.
+    static func seeds() throws -> [(String, [UInt8])] {
+        let c = try OpCatalogue.bundled()
+        var out: [(String, [UInt8])] = []
+        for (i, op) in c.ops.enumerated() {
+            let frame = JSONSerializer.bytes(BridgeRequest(id: .int(Int64(i)), op: op.name, args: op.args.sample()).json)
+            out.append(("op-\(op.name)", [UInt8(i % 5)] + frame))
+        }
+        out.append(("claim-other-origin", [1] + Array(#"{"v":1,"id":1,"op":"storage.keys","origin":"https://web-summit.sgit.ai"}"#.utf8)))
+        out.append(("hello-then-ops", [0] + Array("{\"v\":1,\"id\":1,\"op\":\"hello\",\"args\":{\"origin\":\"https://promptugal.news\"}}\n{\"v\":1,\"id\":2,\"op\":\"schedule.set\",\"args\":{\"v\":1,\"picks\":[{\"id\":\"a\",\"at\":\"b\"}]}}".utf8)))
+        out.append(("malformed", [2] + Array("{\"v\":1,\"id\":1,\"op\":\n[1,2\n\"\\ud800\"\n{\"v\":1e400}".utf8)))
+        return out
+    }
+
+    @Test func seedCorpusIsCommittedAndEverySeedGetsReplies() async throws {
+        let dir = URL(fileURLWithPath: packageRoot).appendingPathComponent("Fixtures/fuzz-corpus/FuzzBridge")
+        let seeds = try Self.seeds()
+        if ProcessInfo.processInfo.environment["SITEKEEP_REGENERATE_SEEDS"] == "1" {
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for (name, bytes) in seeds { try Data(bytes).write(to: dir.appendingPathComponent(name)) }
+        }
+        for (name, bytes) in seeds {
+            #expect(FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) == Data(bytes), "\(name)")
+        }
+        // The fuzz body, in-process: every frame gets one parseable reply.
+        let bed = try Bed()
+        for (_, bytes) in seeds {
+            let c = BridgeConnection()
+            for frame in bytes.dropFirst().split(separator: 0x0a) {
+                let m = try BridgeMessage.parse(await bed.dispatcher.handle(Array(frame), connection: c))
+                if case .event = m { Issue.record("event as reply") }
+            }
+        }
+    }
+}
