@@ -11,6 +11,18 @@ import SiteKeepCustody
 struct TestDaemon {
     static func main() {
         let env = ProcessInfo.processInfo.environment
+        let args = CommandLine.arguments
+        if args.count >= 3, args[1] == "bench" {
+            // `sitekeep-bridge-testd bench WORKDIR [REQUESTS]`: BridgeBenchmark until tools/bench wires it.
+            do {
+                let report = try BridgeBenchmark.run(requests: args.count > 3 ? Int(args[3]) ?? 4000 : 4000, workDir: args[2])
+                FileHandle.standardOutput.write(Data(report.markdown.utf8))
+            } catch {
+                FileHandle.standardError.write(Data("bench: \(error)\n".utf8))
+                exit(1)
+            }
+            return
+        }
         do {
             let audit = try GroupSyncAuditLog(path: env["SITEKEEP_TEST_AUDIT"] ?? "/dev/null")
             let seed: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0x40 + $0 * 7) }

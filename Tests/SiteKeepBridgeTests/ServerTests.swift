@@ -276,3 +276,20 @@ struct DaemonProcess {
         #expect(d.process.terminationStatus == 0)
     }
 }
+
+@Suite struct BenchmarkTests {
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-agent")
+                   && FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-add")))
+    func harnessDrivesBothSubjects() throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let report = try BridgeBenchmark.run(algorithms: [.ed25519], requests: 200, connections: 2, workDir: dir)
+        #expect(report.rows.count == 4)
+        #expect(report.rows.allSatisfy { $0.perSecond > 0 && $0.p99Micros >= $0.p50Micros })
+        #expect(report.ratio(.ed25519, connections: 1) != nil)
+        // Every bridge signature left an audit line (warm-up and sanity calls included).
+        let lines = (try String(contentsOfFile: dir + "/audit-ed25519.log", encoding: .utf8)).split(separator: "\n")
+        #expect(lines.count == 200 + 200 + 20 + 40 + 1)
+        #expect(report.markdown.contains("| bridge key.sign | ed25519 | 1 |"))
+    }
+}
