@@ -46,7 +46,7 @@ let package = Package(
         // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
         .target(name: "SiteKeepKeyring", dependencies: ["CSecret", "SiteKeepCrypto"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
         // sgit-format vault client.

@@ -1,0 +1,377 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+public import SiteKeepCrypto
+public import SiteKeepKeyring
+
+/// The secret that opens an unlock slot. Noncopyable: it stays in guarded memory and is wiped
+/// when the unlock call returns.
+public enum UnlockSecret: ~Copyable {
+    /// A passphrase (its UTF-8 bytes).
+    case passphrase(SecretBytes)
+    /// 32 bytes of WebAuthn PRF / CTAP2 hmac-secret output.
+    case prf(SecretBytes)
+    /// A recovery code as typed (case, `-` and spaces do not matter).
+    case recoveryCode(SecretBytes)
+
+    /// A recovery code typed as text.
+    public static func recoveryCode(_ text: String) throws(CustodyError) -> UnlockSecret {
+        do { return .recoveryCode(try SecretBytes(copying: Array(text.utf8))) } catch { throw .crypto(error) }
+    }
+}
+
+/// Settings of a ``Custodian``.
+public struct CustodianConfiguration: Sendable {
+    /// Idle time after which the custodian locks itself (default 15 minutes).
+    public var idleLifetime: Duration
+    /// The presence-proof lifetime the custodian accepts (at most 60 s; clamped).
+    public var presenceLifetime: Duration
+    /// The audit log's fsync grouping interval.
+    public var auditSyncInterval: Duration
+    /// Whether a timer locks after the idle lifetime even when nothing calls (default true;
+    /// the idle check also runs on every use).
+    public var autoLockTimer: Bool
+    /// The monotonic clock for idle time and presence (tests inject one).
+    public var bootClock: BootClock
+    /// Wall-clock seconds since the epoch, for the persisted back-off (tests inject one).
+    public var wallClockSeconds: @Sendable () -> Int64
+
+    public init(idleLifetime: Duration = .seconds(15 * 60),
+                presenceLifetime: Duration = PresenceProof.maximumLifetime,
+                auditSyncInterval: Duration = .milliseconds(50),
+                autoLockTimer: Bool = true,
+                bootClock: BootClock = .system,
+                wallClockSeconds: @escaping @Sendable () -> Int64 = { AuditLog.wallClockMs() / 1000 }) {
+        self.idleLifetime = idleLifetime
+        self.presenceLifetime = min(presenceLifetime, PresenceProof.maximumLifetime)
+        self.auditSyncInterval = auditSyncInterval
+        self.autoLockTimer = autoLockTimer
+        self.bootClock = bootClock
+        self.wallClockSeconds = wallClockSeconds
+    }
+}
+
+/// What `sitekeep status` shows.
+public struct CustodianStatus: Sendable, Equatable {
+    /// Whether the store has at least one slot.
+    public let initialized: Bool
+    /// Whether the master key is in memory.
+    public let unlocked: Bool
+    /// The store id.
+    public let storeID: String
+    /// The home folder.
+    public let home: String
+    /// `secret-service` or `file`.
+    public let keyringKind: KeyringKind
+    /// Where the keyring items are.
+    public let keyringLocation: String
+    /// Number of unlock slots.
+    public let slotCount: Int
+    /// Seconds until auto-lock, when unlocked.
+    public let secondsUntilAutoLock: Int?
+    /// Seconds before the next unlock attempt is allowed.
+    public let unlockBackoffSeconds: Int
+}
+
+/// What ``Custodian/initialize(passphrase:parameters:withRecoveryCode:)`` created.
+public struct InitializationResult: Sendable {
+    /// The passphrase slot.
+    public let passphraseSlot: SlotInfo
+    /// The recovery slot, when one was asked for.
+    public let recoverySlot: SlotInfo?
+    /// The recovery code: show it to the user once; it is not stored anywhere.
+    public let recoveryCode: RecoveryCode?
+    /// The new device key's public facts.
+    public let deviceKey: SigningKeyInfo
+}
+
+/// A new recovery slot and its code (show the code once; it is not stored).
+public struct NewRecoverySlot: Sendable {
+    /// The slot.
+    public let slot: SlotInfo
+    /// The code.
+    public let code: RecoveryCode
+}
+
+/// Who is asking for a key use, for the audit log and presence checks.
+public struct KeyUseContext: Sendable, Equatable {
+    /// The site (nil: the local user through the CLI).
+    public var site: String?
+    /// The operation name logged (`sign`, `key.sign`, `vault.save`, ...).
+    public var op: String
+    /// A presence proof, checked against `site` when given.
+    public var presence: PresenceProof?
+
+    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil) {
+        self.site = site
+        self.op = op
+        self.presence = presence
+    }
+
+    /// The local user (CLI).
+    public static let local = KeyUseContext()
+}
+
+/// The custodian: the one place unwrapped keys live.
+///
+/// Locked, it holds nothing secret and can only list public facts and verify signatures.
+/// Unlocked (by any slot), it holds the 32-byte master key in guarded memory and derives from
+/// it the keys that unwrap team keys (HKDF "team:<id>"), the device key ("device"),
+/// when-unlocked site storage keys ("site:<id>") and vault keys ("vault:<id>"). Callers get
+/// signatures and key handles, never key bytes. ``lock()``, the idle lifetime and `deinit` wipe
+/// every unwrapped key it holds. Every key use is written to the ``auditLog`` before its result
+/// is returned.
+///
+/// Thread-safe: state is behind a `Mutex`; slow work (Argon2id) runs outside it.
+public final class Custodian: Sendable {
+    /// The store's home folder (made 0700 on open).
+    public let home: StoreHome
+    /// The store id (random, persisted in the home as `store-id`): it scopes every keyring item.
+    public var storeID: String { directory.storeID }
+    let directory: StoreDirectory
+    /// Where wrapped items live.
+    public let keyring: any KeyringBackend
+    /// The audit log (`audit.log` in the home).
+    public let auditLog: AuditLog
+    /// The settings.
+    public let configuration: CustodianConfiguration
+
+    /// Keyring item kinds.
+    public enum ItemKind {
+        public static let slot = "slot"
+        public static let teamKey = "team-key"
+        public static let deviceKey = "device-key"
+        public static let storageKey = "storage-key"
+        public static let storageKeyWhenUnlocked = "storage-key-wu"
+        public static let vaultKey = "vault-key"
+    }
+    /// The device key's item id and the key id it is logged under.
+    public static let deviceKeyID = "device"
+
+    struct Unlocked {
+        var master: LockedSecret
+        var signers: [String: SigningKeyHandle] = [:]
+        /// The signing version of each key, by `kind/id`: rotations and deletions through this
+        /// custodian update it; another process's rotation is seen after the next unlock.
+        var current: [String: (SigningKeyHandle, Int)] = [:]
+        var lastUseNs: UInt64
+    }
+    struct State {
+        var unlocked: Unlocked?
+        var epoch: UInt64 = 0
+    }
+    let state = Mutex<State>(State())
+    let backoff: UnlockBackoff
+
+    /// Opens the custodian of the store at `home`, locked: creates the folder (0700) and its
+    /// store id when missing, and opens the audit log.
+    ///
+    /// ```swift
+    /// let home = try StoreHome.resolve(environment: ProcessInfo.processInfo.environment)
+    /// let keyring = try Keyring.open(choice: .auto, home: home).backend
+    /// let custodian = try Custodian(home: home, keyring: keyring)
+    /// ```
+    /// - Throws: ``CustodyError/insecureHome(_:)`` for a home open to others or not ours;
+    ///   ``CustodyError/io(_:)`` when the store id or audit log cannot be read or created.
+    public init(home: StoreHome, keyring: any KeyringBackend, configuration: CustodianConfiguration = CustodianConfiguration()) throws(CustodyError) {
+        let directory = try StoreDirectory(path: home.path)
+        self.home = home
+        self.directory = directory
+        self.keyring = keyring
+        self.configuration = configuration
+        self.auditLog = try AuditLog(path: directory.file("audit.log"), genesis: AuditLog.genesis(storeID: directory.storeID),
+                                     syncInterval: configuration.auditSyncInterval)
+        self.backoff = UnlockBackoff(path: directory.file(UnlockBackoff.fileName))
+    }
+
+    deinit {
+        // Dropping the state drops the master key and every cached signing key: sodium_free wipes them.
+        state.withLock { $0.unlocked = nil }
+    }
+
+    // MARK: - Helpers
+
+    func item(_ kind: String, _ id: String) -> KeyringItemID { KeyringItemID(store: storeID, kind: kind, id: id) }
+
+    func kr<R>(_ body: () throws(KeyringError) -> R) throws(CustodyError) -> R {
+        do { return try body() } catch { throw .keyring(error) }
+    }
+
+    func cr<R: ~Copyable>(_ body: () throws(CryptoError) -> R) throws(CustodyError) -> R {
+        do { return try body() } catch { throw .crypto(error) }
+    }
+
+    func log(_ context: KeyUseContext, key: String?, result: String) throws(CustodyError) {
+        let age = context.presence.map { $0.ageMilliseconds(clock: configuration.bootClock) }
+        try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age)
+    }
+
+    /// Logging that must not hide the error being thrown.
+    func logQuietly(_ context: KeyUseContext, key: String?, result: String) {
+        try? log(context, key: key, result: result)
+    }
+
+    static func validateID(_ id: String, what: String = "key") throws(CustodyError) {
+        let bytes = Array(id.utf8)
+        guard (1...64).contains(bytes.count),
+              bytes.allSatisfy({ (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }),
+              let first = bytes.first, (0x61...0x7a).contains(first) || (0x30...0x39).contains(first) else {
+            throw .invalidKeyID(id)
+        }
+    }
+
+    static func validateItemName(_ id: String, what: String) throws(CustodyError) {
+        let bytes = Array(id.utf8)
+        guard (1...128).contains(bytes.count),
+              bytes.allSatisfy({ (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || [0x2e, 0x5f, 0x2d, 0x3a].contains($0) }) else {
+            throw .invalidArgument("\(what) id must be 1-128 characters from A-Z a-z 0-9 . _ - :")
+        }
+    }
+
+    /// Runs `body` with the master key, after the idle check; updates the last-use time.
+    func withMaster<R>(_ body: (LockedSecret) throws(CustodyError) -> R) throws(CustodyError) -> R {
+        let master = try currentMaster()
+        return try body(master)
+    }
+
+    /// The master key after the idle check; `touch` counts this as a use (resets the idle time).
+    func currentMaster(touch: Bool = true) throws(CustodyError) -> LockedSecret {
+        let now = configuration.bootClock.nanoseconds()
+        let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
+        let (master, expired): (LockedSecret?, Bool) = state.withLock { s in
+            guard let u = s.unlocked else { return (nil, false) }
+            if now > u.lastUseNs, now - u.lastUseNs > idle {
+                s.unlocked = nil
+                s.epoch &+= 1
+                return (nil, true)
+            }
+            if touch { s.unlocked?.lastUseNs = max(u.lastUseNs, now) }
+            return (u.master, false)
+        }
+        if expired { logQuietly(KeyUseContext(op: "auto-lock"), key: nil, result: "ok") }
+        guard let master else { throw .locked }
+        return master
+    }
+
+    func derive(_ master: LockedSecret, info: String) throws(CustodyError) -> SymmetricKeyHandle {
+        try cr { () throws(CryptoError) -> SymmetricKeyHandle in
+            let sub = try master.withLock { (m: borrowing SecretBytes) throws(CryptoError) -> SecretBytes in
+                try HKDF.deriveKey(inputKeyMaterial: m, info: Array(info.utf8))
+            }
+            return try SymmetricKeyHandle(taking: sub)
+        }
+    }
+
+    // MARK: - State
+
+    /// Whether the master key is in memory (this applies the idle check but is not a use).
+    public var isUnlocked: Bool { (try? currentMaster(touch: false)) != nil }
+
+    /// Whether the store has at least one unlock slot.
+    public func isInitialized() throws(CustodyError) -> Bool {
+        try !kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }.isEmpty
+    }
+
+    /// The facts `sitekeep status` prints.
+    public func status() throws(CustodyError) -> CustodianStatus {
+        let slots = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
+        let unlocked = isUnlocked
+        let remaining: Int? = unlocked ? state.withLock { s in
+            guard let u = s.unlocked else { return nil }
+            let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
+            let used = configuration.bootClock.nanoseconds() &- u.lastUseNs
+            return Int((idle > used ? idle - used : 0) / 1_000_000_000)
+        } : nil
+        return CustodianStatus(initialized: !slots.isEmpty, unlocked: unlocked, storeID: storeID, home: directory.path,
+                               keyringKind: keyring.kind, keyringLocation: keyring.location, slotCount: slots.count,
+                               secondsUntilAutoLock: remaining,
+                               unlockBackoffSeconds: try backoff.remaining(now: configuration.wallClockSeconds()))
+    }
+
+    func becomeUnlocked(_ master: consuming SecretBytes) {
+        let locked = LockedSecret(master)
+        let now = configuration.bootClock.nanoseconds()
+        let epoch: UInt64 = state.withLock { s in
+            s.unlocked = Unlocked(master: locked, lastUseNs: now)
+            s.epoch &+= 1
+            return s.epoch
+        }
+        scheduleAutoLock(epoch: epoch, after: configuration.idleLifetime)
+    }
+
+    func scheduleAutoLock(epoch: UInt64, after delay: Duration) {
+        guard configuration.autoLockTimer else { return }
+        let ns = PresenceProof.nanoseconds(delay) + 1_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(min(ns, UInt64(Int.max / 2))))) { [weak self] in
+            self?.autoLockTick(epoch: epoch)
+        }
+    }
+
+    func autoLockTick(epoch: UInt64) {
+        let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
+        let now = configuration.bootClock.nanoseconds()
+        enum Next { case none, locked, again(UInt64) }
+        let next: Next = state.withLock { s in
+            guard s.epoch == epoch, let u = s.unlocked else { return .none }
+            let used = now &- u.lastUseNs
+            if now >= u.lastUseNs, used >= idle {
+                s.unlocked = nil
+                s.epoch &+= 1
+                return .locked
+            }
+            return .again(idle - min(used, idle))
+        }
+        switch next {
+        case .none: break
+        case .locked: logQuietly(KeyUseContext(op: "auto-lock"), key: nil, result: "ok")
+        case .again(let ns): scheduleAutoLock(epoch: epoch, after: .nanoseconds(Int64(min(ns, UInt64(Int64.max)))))
+        }
+    }
+
+    /// Wipes the master key and every unwrapped key the custodian holds. Idempotent.
+    ///
+    /// Key handles already given out (storage keys, vault keys) are the holders' to drop.
+    public func lock() {
+        let was: Bool = state.withLock { s in
+            let was = s.unlocked != nil
+            s.unlocked = nil
+            s.epoch &+= 1
+            return was
+        }
+        if was { logQuietly(KeyUseContext(op: "lock"), key: nil, result: "ok") }
+    }
+
+    // MARK: - Initialisation
+
+    /// Creates the store: a random master key, a passphrase slot, optionally a recovery slot,
+    /// and the P-256 device key. Leaves the custodian unlocked.
+    ///
+    /// - Parameters:
+    ///   - passphrase: The passphrase's bytes.
+    ///   - parameters: Argon2id parameters (default: ``PassphraseKDF/calibrate(target:)``).
+    ///   - withRecoveryCode: Whether to create a recovery slot too.
+    /// - Throws: ``CustodyError/alreadyInitialized`` when slots exist.
+    public func initialize(passphrase: consuming SecretBytes, parameters: Argon2id.Parameters? = nil,
+                           withRecoveryCode: Bool = true) throws(CustodyError) -> InitializationResult {
+        guard try !isInitialized() else { throw .alreadyInitialized }
+        let params = try calibrated(parameters)
+        let master = LockedSecret(try cr { () throws(CryptoError) -> SecretBytes in try SecretBytes(randomCount: 32) })
+        let pSlot = try writeSlot(kind: .passphrase, label: "passphrase", master: master, argon2: params,
+                                  secret: .passphrase(passphrase))
+        var recoverySlot: SlotInfo? = nil, recoveryCode: RecoveryCode? = nil
+        if withRecoveryCode {
+            let generated = try RecoveryCode.generate()
+            recoveryCode = generated.code
+            recoverySlot = try writeSlot(kind: .recovery, label: "recovery", master: master, secret: .recoveryCode(generated.secret))
+        }
+        let dup = try cr { () throws(CryptoError) -> SecretBytes in
+            try master.withLock { (m: borrowing SecretBytes) throws(CryptoError) -> SecretBytes in try m.duplicate() }
+        }
+        becomeUnlocked(dup)
+        let device = try createDeviceKey()
+        try log(KeyUseContext(op: "init"), key: pSlot.id, result: "ok")
+        return InitializationResult(passphraseSlot: pSlot, recoverySlot: recoverySlot, recoveryCode: recoveryCode, deviceKey: device)
+    }
+}

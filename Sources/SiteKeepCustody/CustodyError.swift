@@ -1,0 +1,134 @@
+public import SiteKeepCrypto
+public import SiteKeepKeyring
+
+/// The one error type of the custody layer.
+///
+/// Descriptions name what went wrong and what to do, and never contain key material,
+/// passphrases, recovery codes or PRF bytes. A failed unlock is one opaque case whatever the
+/// reason (wrong secret, damaged or edited slot, slot from another store).
+public enum CustodyError: Error, Sendable, Equatable {
+    /// The store has no unlock slot yet.
+    case notInitialized
+    /// `initialize` was called on a store that already has slots.
+    case alreadyInitialized
+    /// The operation needs the master key and SiteKeep is locked (or auto-locked).
+    case locked
+    /// The unlock secret did not open any slot (wrong secret, or a damaged or edited slot).
+    case unlockFailed
+    /// Too many failed unlocks: the next attempt is allowed after this many seconds.
+    case backingOff(secondsRemaining: Int)
+    /// A recovery code that cannot be right (typo caught by its checksum before any KDF ran).
+    case recoveryCodeMistyped(String)
+    /// No slot of the kind the unlock secret needs.
+    case noSlotOfKind(SlotKind)
+    /// No slot with this id.
+    case slotNotFound(String)
+    /// The only remaining slot cannot be removed.
+    case lastSlot
+    /// A slot header that is not a valid SiteKeep slot header (outside input).
+    case invalidSlotHeader(String)
+    /// No key with this id.
+    case keyNotFound(String)
+    /// A key with this id exists already.
+    case keyExists(String)
+    /// A key id outside `[a-z0-9][a-z0-9._-]{0,63}`.
+    case invalidKeyID(String)
+    /// The key has no such version.
+    case versionNotFound(keyID: String, version: Int)
+    /// The version is retired: it verifies but no longer signs.
+    case versionVerifyOnly(keyID: String, version: Int)
+    /// Imported key material that is not a usable key.
+    case invalidKeyMaterial(String)
+    /// A `...#key=<base64url>` link that is not valid.
+    case invalidKeyLink(String)
+    /// A stored key record or wrapped item that is damaged.
+    case damagedItem(String)
+    /// A caller argument out of range.
+    case invalidArgument(String)
+    /// The user did not approve the presence request.
+    case presenceDenied
+    /// The presence prompt did not answer within the limit.
+    case presenceTimedOut(seconds: Int)
+    /// The presence proof is older than its lifetime.
+    case presenceExpired(ageSeconds: Int)
+    /// The presence proof was given for another site.
+    case presenceWrongSite
+    /// No way to ask for presence (no askpass program, no passphrase slot).
+    case presenceUnavailable(String)
+    /// The store home has looser permissions than SiteKeep requires, or is not usable.
+    case insecureHome(String)
+    /// A file-system failure in the store home.
+    case io(String)
+    /// A keyring failure.
+    case keyring(KeyringError)
+    /// A cryptographic failure that is not an unlock failure.
+    case crypto(CryptoError)
+}
+
+/// Runs a crypto-layer call, turning its error into ``CustodyError/crypto(_:)``.
+func cryptoCall<R: ~Copyable>(_ body: () throws(CryptoError) -> R) throws(CustodyError) -> R {
+    do { return try body() } catch { throw .crypto(error) }
+}
+
+extension CustodyError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .notInitialized:
+            "this SiteKeep store has no unlock slot; run 'sitekeep init' first (or check --home and --keyring)"
+        case .alreadyInitialized:
+            "this SiteKeep store is already initialised; use 'sitekeep slot add' to add another way to unlock it"
+        case .locked:
+            "SiteKeep is locked; run 'sitekeep unlock' and try again"
+        case .unlockFailed:
+            "could not unlock: wrong passphrase, PRF output or recovery code, or a damaged slot; check the secret and try again"
+        case .backingOff(let s):
+            "too many failed unlock attempts; wait \(s) s before trying again"
+        case .recoveryCodeMistyped(let why):
+            "that recovery code is mistyped (\(why)); type it again exactly as it was shown, groups separated by '-'"
+        case .noSlotOfKind(let kind):
+            "this store has no \(kind.rawValue) slot; use another unlock method or 'sitekeep slot list'"
+        case .slotNotFound(let id):
+            "no unlock slot '\(id)'; see 'sitekeep slot list'"
+        case .lastSlot:
+            "refusing to remove the last unlock slot: the store would become unopenable; add another slot first"
+        case .invalidSlotHeader(let why):
+            "invalid slot header: \(why)"
+        case .keyNotFound(let id):
+            "no key '\(id)'; see 'sitekeep team list'"
+        case .keyExists(let id):
+            "a key '\(id)' exists already; choose another id, or rotate or delete it"
+        case .invalidKeyID(let id):
+            "invalid key id '\(id.prefix(80))': use 1-64 characters from a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
+        case let .versionNotFound(id, v):
+            "key '\(id)' has no version \(v); see 'sitekeep team list'"
+        case let .versionVerifyOnly(id, v):
+            "version \(v) of key '\(id)' was rotated out and only verifies; sign with the current version"
+        case .invalidKeyMaterial(let why):
+            "not a usable key: \(why)"
+        case .invalidKeyLink(let why):
+            "invalid key link: \(why); expected a link ending in '#key=<43 base64url characters>'"
+        case .damagedItem(let why):
+            "a stored key item is damaged: \(why); restore the keyring from a backup or re-import the key"
+        case .invalidArgument(let why):
+            "invalid argument: \(why)"
+        case .presenceDenied:
+            "the request was not approved"
+        case .presenceTimedOut(let s):
+            "no answer to the presence prompt within \(s) s; try again"
+        case .presenceExpired(let age):
+            "the presence confirmation is \(age) s old and has expired; confirm again"
+        case .presenceWrongSite:
+            "the presence confirmation was given for another site; confirm again for this one"
+        case .presenceUnavailable(let why):
+            "cannot ask for presence: \(why)"
+        case .insecureHome(let why):
+            "refusing the SiteKeep home: \(why)"
+        case .io(let why):
+            "SiteKeep store file error: \(why)"
+        case .keyring(let e):
+            e.description
+        case .crypto(let e):
+            e.description
+        }
+    }
+}

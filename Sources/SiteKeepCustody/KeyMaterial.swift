@@ -1,0 +1,205 @@
+import Foundation
+public import SiteKeepCrypto
+
+/// Public facts of one version of a signing key.
+public struct SigningKeyVersionInfo: Sendable, Equatable, Codable {
+    /// The version number, from 1.
+    public let version: Int
+    /// Creation time, seconds since the Unix epoch.
+    public let created: Int64
+    /// The public key, standard base64 (32 raw bytes for Ed25519, SPKI DER for P-256).
+    public let publicKey: String
+    /// The public key as PEM (P-256 only).
+    public let publicKeyPEM: String?
+    /// `sha256:` and the first 16 hex characters of SHA-256 of the public key bytes.
+    public let fingerprint: String
+    /// Whether this version signs (only the newest does; older ones verify only).
+    public let canSign: Bool
+}
+
+/// Public facts of a team key or the device key (what `sitekeep team list` prints).
+public struct SigningKeyInfo: Sendable, Equatable, Codable {
+    /// The key's id.
+    public let id: String
+    /// Its display name.
+    public let name: String
+    /// Its algorithm.
+    public let algorithm: SigningAlgorithm
+    /// The current (signing) version.
+    public let version: Int
+    /// Creation time of the first version, seconds since the Unix epoch.
+    public let created: Int64
+    /// Every version, oldest first.
+    public let versions: [SigningKeyVersionInfo]
+
+    /// The current version's public key (base64).
+    public var publicKey: String { versions.last?.publicKey ?? "" }
+    /// The current version's fingerprint.
+    public var fingerprint: String { versions.last?.fingerprint ?? "" }
+
+    /// `sha256:<first 16 hex of SHA-256(publicKey)>`.
+    public static func fingerprint(of publicKey: [UInt8]) -> String {
+        "sha256:" + String(Hex.encode(SHA256.hash(publicKey)).prefix(16))
+    }
+}
+
+/// Private key material to import as a team key. Noncopyable: the bytes stay in guarded memory.
+public enum TeamKeyMaterial: ~Copyable {
+    /// A 32-byte Ed25519 seed.
+    case ed25519Seed(SecretBytes)
+    /// A P-256 private key as PKCS#8, PEM or DER.
+    case p256PKCS8(SecretBytes)
+
+    /// Parses a web link of the form `https://host/path#key=<base64url>` carrying a 32-byte
+    /// Ed25519 seed.
+    ///
+    /// Strict: the key must be in the fragment (never the query, which servers log), exactly one
+    /// `key=` parameter, base64url without padding, exactly 43 characters (32 bytes). Errors
+    /// never quote the key.
+    /// - Throws: ``CustodyError/invalidKeyLink(_:)``.
+    public static func webLink(_ link: String) throws(CustodyError) -> TeamKeyMaterial {
+        let text = link.trimmingSpaces()
+        guard text.utf8.count <= 8192 else { throw .invalidKeyLink("the link is longer than 8192 bytes") }
+        guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f }) else {
+            throw .invalidKeyLink("the link contains spaces or control characters")
+        }
+        let hashes = text.utf8.filter { $0 == 0x23 }.count
+        guard hashes == 1, let hashIndex = text.firstIndex(of: "#") else {
+            throw .invalidKeyLink(hashes == 0 ? "it has no '#' fragment; the key must follow '#key='" : "it has more than one '#'")
+        }
+        let beforeFragment = text[..<hashIndex]
+        if let q = beforeFragment.firstIndex(of: "?"),
+           beforeFragment[beforeFragment.index(after: q)...].split(separator: "&").contains(where: { $0.hasPrefix("key=") }) {
+            throw .invalidKeyLink("the key is in the query string, where servers log it; only a '#key=' fragment is accepted")
+        }
+        let params = text[text.index(after: hashIndex)...].split(separator: "&", omittingEmptySubsequences: false)
+        let keyParams = params.filter { $0.hasPrefix("key=") }
+        guard keyParams.count == 1 else {
+            throw .invalidKeyLink(keyParams.isEmpty ? "the fragment has no 'key=' parameter" : "the fragment has more than one 'key=' parameter")
+        }
+        let value = keyParams[0].dropFirst(4)
+        guard !value.contains("=") else { throw .invalidKeyLink("the key has '=' padding; base64url without padding is expected") }
+        guard value.utf8.allSatisfy({ b in
+            (0x41...0x5a).contains(b) || (0x61...0x7a).contains(b) || (0x30...0x39).contains(b) || b == 0x2d || b == 0x5f
+        }) else {
+            throw .invalidKeyLink("the key contains characters outside base64url (A-Z a-z 0-9 - _)")
+        }
+        guard value.utf8.count == 43 else {
+            throw .invalidKeyLink("the key is \(value.utf8.count) characters; a 32-byte key is exactly 43")
+        }
+        var bytes: [UInt8]
+        do { bytes = try Base64.decode(String(value), variant: .urlSafeNoPadding) } catch {
+            throw .invalidKeyLink("the key is not valid base64url")
+        }
+        guard bytes.count == Ed25519.seedByteCount else {
+            SecureMemory.zero(&bytes)
+            throw .invalidKeyLink("the key decodes to \(bytes.count) bytes, not 32")
+        }
+        do { return .ed25519Seed(try SecretBytes(consumingAndZeroing: &bytes)) } catch { throw .crypto(error) }
+    }
+
+    /// Recognises the contents of a key file: PEM (`-----BEGIN PRIVATE KEY-----`), DER PKCS#8,
+    /// a `#key=` link, or an Ed25519 seed as 32 raw bytes, 64 hex characters or 43 base64url
+    /// characters.
+    /// - Throws: ``CustodyError/invalidKeyMaterial(_:)`` (never quoting the bytes).
+    public static func detect(_ contents: borrowing SecretBytes) throws(CustodyError) -> TeamKeyMaterial {
+        enum Found { case pem, der, link, rawSeed, hexSeed, base64Seed, none }
+        let found: Found = contents.withUnsafeBytes { raw in
+            if raw.count == 32 && !raw.allSatisfy({ (0x21...0x7e).contains($0) }) { return .rawSeed }
+            var start = 0, end = raw.count
+            while start < end, [0x20, 0x0a, 0x0d, 0x09].contains(raw[start]) { start += 1 }
+            while end > start, [0x20, 0x0a, 0x0d, 0x09].contains(raw[end - 1]) { end -= 1 }
+            let body = UnsafeRawBufferPointer(rebasing: raw[start..<end])
+            if body.starts(with: Array("-----BEGIN".utf8)) { return .pem }
+            if body.first == 0x30, body.count > 64 { return .der }
+            if body.contains(0x23) { return .link }
+            let isHex = body.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+            if body.count == 64, isHex { return .hexSeed }
+            let isB64u = body.allSatisfy { (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2d || $0 == 0x5f }
+            if body.count == 43, isB64u { return .base64Seed }
+            if raw.count == 32 { return .rawSeed }
+            return .none
+        }
+        do {
+            switch found {
+            case .pem, .der:
+                return .p256PKCS8(try contents.duplicate())
+            case .rawSeed:
+                return .ed25519Seed(try contents.duplicate())
+            case .link:
+                let text = contents.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                return try webLink(text)
+            case .hexSeed, .base64Seed:
+                var bytes: [UInt8] = try contents.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] in
+                    var text = String(decoding: raw, as: UTF8.self).trimmingSpaces()
+                    defer { text = "" }
+                    return found == .hexSeed ? try Hex.decode(text.lowercased()) : try Base64.decode(text, variant: .urlSafeNoPadding)
+                }
+                guard bytes.count == 32 else { SecureMemory.zero(&bytes); throw CustodyError.invalidKeyMaterial("an Ed25519 seed is 32 bytes") }
+                return .ed25519Seed(try SecretBytes(consumingAndZeroing: &bytes))
+            case .none:
+                throw CustodyError.invalidKeyMaterial("not a PKCS#8 P-256 key (PEM or DER), a '#key=' link, or a 32-byte Ed25519 seed (raw, hex or base64url)")
+            }
+        } catch let e as CustodyError { throw e } catch let e as CryptoError { throw .crypto(e) } catch {
+            throw .invalidKeyMaterial("unreadable key file")
+        }
+    }
+}
+
+/// A stored team or device key: public facts in the clear, each version's private key wrapped
+/// under HKDF(master, "team:<id>") or HKDF(master, "device"), its AD binding store, kind, id,
+/// version, algorithm and public key.
+struct KeyRecord: Codable, Equatable {
+    var format: Int
+    var id: String
+    var name: String
+    var algorithm: SigningAlgorithm
+    var versions: [Version]
+
+    struct Version: Codable, Equatable {
+        var version: Int
+        var created: Int64
+        var publicKey: String
+        var wrapped: String
+    }
+
+    static let maximumBlobCount = 256 * 1024
+    static let maximumVersions = 1000
+
+    func encoded() -> [UInt8] {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return (try? Array(e.encode(self))) ?? []
+    }
+
+    static func parse(_ blob: [UInt8], kind: String, id: String) throws(CustodyError) -> KeyRecord {
+        guard blob.count <= maximumBlobCount else { throw .damagedItem("\(kind)/\(id) is larger than \(maximumBlobCount) bytes") }
+        guard let r = try? JSONDecoder().decode(KeyRecord.self, from: Data(blob)) else {
+            throw .damagedItem("\(kind)/\(id) is not a SiteKeep key record")
+        }
+        guard r.format == 1 else { throw .damagedItem("\(kind)/\(id) has unsupported format \(r.format); upgrade SiteKeep") }
+        guard r.id == id else { throw .damagedItem("\(kind)/\(id) names another key") }
+        guard !r.versions.isEmpty, r.versions.count <= maximumVersions,
+              r.versions.enumerated().allSatisfy({ $0.element.version == $0.offset + 1 }) else {
+            throw .damagedItem("\(kind)/\(id) has a bad version list")
+        }
+        return r
+    }
+
+    func info() -> SigningKeyInfo {
+        let current = versions.count
+        return SigningKeyInfo(
+            id: id, name: name, algorithm: algorithm, version: current, created: versions.first?.created ?? 0,
+            versions: versions.map { v in
+                let pk = (try? Base64.decode(v.publicKey)) ?? []
+                return SigningKeyVersionInfo(
+                    version: v.version, created: v.created, publicKey: v.publicKey,
+                    publicKeyPEM: algorithm == .p256 ? (try? P256.Signing.PublicKey(derRepresentation: pk))?.pemRepresentation : nil,
+                    fingerprint: SigningKeyInfo.fingerprint(of: pk), canSign: v.version == current)
+            })
+    }
+
+    static func associatedData(store: String, kind: String, id: String, version: Int, algorithm: SigningAlgorithm, publicKey: String) -> [UInt8] {
+        Array("sitekeep.key.v1\0\(store)\0\(kind)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
+    }
+}

@@ -1,0 +1,260 @@
+import SiteKeepCrypto
+import SiteKeepKeyring
+import Synchronization
+
+extension Custodian {
+    // MARK: - Records
+
+    func wrapInfo(kind: String, id: String) -> String {
+        kind == ItemKind.deviceKey ? "device" : "team:\(id)"
+    }
+
+    func loadRecord(kind: String, id: String) throws(CustodyError) -> KeyRecord {
+        let bytes: [UInt8]
+        do { bytes = try keyring.load(item(kind, id)) } catch .itemMissing { throw .keyNotFound(id) } catch { throw .keyring(error) }
+        return try KeyRecord.parse(bytes, kind: kind, id: id)
+    }
+
+    func storeRecord(_ record: KeyRecord, kind: String) throws(CustodyError) {
+        let label = kind == ItemKind.deviceKey ? "SiteKeep device key" : "SiteKeep team key \(record.id)"
+        try kr { () throws(KeyringError) in try keyring.store(record.encoded(), for: item(kind, record.id), label: label) }
+    }
+
+    /// Wraps a new signing key as version `version` of a record.
+    func makeVersion(_ handle: SigningKeyHandle, kind: String, id: String, version: Int, master: LockedSecret) throws(CustodyError) -> KeyRecord.Version {
+        let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
+        let pk = Base64.encode(handle.publicKey)
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk)
+        let wrapped = try cr { () throws(CryptoError) -> [UInt8] in
+            let secret = try handle.exportForWrapping()
+            return try wrapKey.wrap(secret, authenticating: ad)
+        }
+        return KeyRecord.Version(version: version, created: configuration.wallClockSeconds(), publicKey: pk, wrapped: Base64.encode(wrapped))
+    }
+
+    /// The unwrapped signing key of a version, cached while unlocked.
+    func signer(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
+        let master = try currentMaster()
+        // Fast path: the current version, unwrapped earlier in this unlock (no keyring read).
+        let currentKey = "\(kind)/\(id)"
+        if version == nil, let hit = state.withLock({ $0.unlocked?.current[currentKey] }) { return hit }
+        let record = try loadRecord(kind: kind, id: id)
+        let current = record.versions.count
+        let v = version ?? current
+        guard (1...current).contains(v) else { throw .versionNotFound(keyID: id, version: v) }
+        if forSigning, v != current { throw .versionVerifyOnly(keyID: id, version: v) }
+        let cacheKey = "\(kind)/\(id)@\(v)"
+        let entry = record.versions[v - 1]
+        if let cached = state.withLock({ $0.unlocked?.signers[cacheKey] }),
+           Base64.encode(cached.publicKey) == entry.publicKey {
+            if v == current { state.withLock { $0.unlocked?.current[currentKey] = (cached, v) } }
+            return (cached, v)
+        }
+        let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey)
+        guard let wrapped = try? Base64.decode(entry.wrapped) else { throw .damagedItem("\(kind)/\(id) version \(v) is not base64") }
+        let handle: SigningKeyHandle
+        do {
+            let secret = try wrapKey.unwrap(wrapped, authenticating: ad)
+            handle = try SigningKeyHandle.importWrapped(secret, algorithm: record.algorithm)
+        } catch {
+            throw .damagedItem("\(kind)/\(id) version \(v) does not unwrap under this store's master key")
+        }
+        guard Base64.encode(handle.publicKey) == entry.publicKey else {
+            throw .damagedItem("\(kind)/\(id) version \(v): the private key does not match its public key")
+        }
+        state.withLock { s in
+            s.unlocked?.signers[cacheKey] = handle
+            if v == current { s.unlocked?.current[currentKey] = (handle, v) }
+        }
+        return (handle, v)
+    }
+
+    func newRecord(kind: String, id: String, name: String, handle: SigningKeyHandle) throws(CustodyError) -> SigningKeyInfo {
+        let master = try currentMaster()
+        let exists: Bool
+        do { _ = try keyring.load(item(kind, id)); exists = true } catch .itemMissing { exists = false } catch { throw .keyring(error) }
+        guard !exists else { throw .keyExists(id) }
+        let version = try makeVersion(handle, kind: kind, id: id, version: 1, master: master)
+        let record = KeyRecord(format: 1, id: id, name: name, algorithm: handle.algorithm, versions: [version])
+        try storeRecord(record, kind: kind)
+        return record.info()
+    }
+
+    static func validateName(_ name: String) throws(CustodyError) {
+        guard name.utf8.count <= 200, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw .invalidArgument("a key name is at most 200 printable bytes")
+        }
+    }
+
+    static func newHandle(_ algorithm: SigningAlgorithm) throws(CustodyError) -> SigningKeyHandle {
+        do {
+            switch algorithm {
+            case .ed25519: return SigningKeyHandle(ed25519: try Ed25519.PrivateKey())
+            case .p256: return SigningKeyHandle(p256: try P256.Signing.PrivateKey())
+            }
+        } catch { throw .crypto(error) }
+    }
+
+    // MARK: - Device key
+
+    func createDeviceKey() throws(CustodyError) -> SigningKeyInfo {
+        let info = try newRecord(kind: ItemKind.deviceKey, id: Self.deviceKeyID, name: "device", handle: Self.newHandle(.p256))
+        try log(KeyUseContext(op: "device.create"), key: Self.deviceKeyID, result: "ok")
+        return info
+    }
+
+    /// The device key's public facts (works while locked).
+    public func deviceKeyInfo() throws(CustodyError) -> SigningKeyInfo {
+        try loadRecord(kind: ItemKind.deviceKey, id: Self.deviceKeyID).info()
+    }
+
+    /// Signs with the device key (P-256, raw `r || s`), e.g. this device's vault commits.
+    public func signAsDevice(_ message: [UInt8], context: KeyUseContext = KeyUseContext(op: "device.sign")) throws(CustodyError) -> [UInt8] {
+        try signWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, message: message, context: context)
+    }
+
+    // MARK: - Team keys
+
+    /// Generates a team key.
+    /// - Throws: ``CustodyError/keyExists(_:)``, ``CustodyError/invalidKeyID(_:)``, ``CustodyError/locked``.
+    public func generateTeamKey(id: String, name: String, algorithm: SigningAlgorithm = .ed25519) throws(CustodyError) -> SigningKeyInfo {
+        try Self.validateID(id)
+        try Self.validateName(name)
+        let info = try newRecord(kind: ItemKind.teamKey, id: id, name: name, handle: Self.newHandle(algorithm))
+        try log(KeyUseContext(op: "team.add"), key: id, result: "ok")
+        return info
+    }
+
+    /// Imports a team key (Ed25519 seed, P-256 PKCS#8, or a `#key=` link through
+    /// ``TeamKeyMaterial/webLink(_:)``).
+    public func importTeamKey(id: String, name: String, material: consuming TeamKeyMaterial) throws(CustodyError) -> SigningKeyInfo {
+        try Self.validateID(id)
+        try Self.validateName(name)
+        let handle: SigningKeyHandle
+        switch consume material {
+        case .ed25519Seed(let seed):
+            guard seed.count == Ed25519.seedByteCount else { throw .invalidKeyMaterial("an Ed25519 seed is 32 bytes, got \(seed.count)") }
+            do { handle = SigningKeyHandle(ed25519: try Ed25519.PrivateKey(seed: seed)) } catch {
+                throw .invalidKeyMaterial("not a usable Ed25519 seed")
+            }
+        case .p256PKCS8(let pkcs8):
+            do { handle = SigningKeyHandle(p256: try P256.Signing.PrivateKey(pkcs8: pkcs8)) } catch {
+                throw .invalidKeyMaterial("not a P-256 PKCS#8 private key (PEM 'PRIVATE KEY' or DER)")
+            }
+        }
+        let info = try newRecord(kind: ItemKind.teamKey, id: id, name: name, handle: handle)
+        try log(KeyUseContext(op: "team.import"), key: id, result: "ok")
+        return info
+    }
+
+    /// The public facts of every team key (works while locked), sorted by id.
+    public func listTeamKeys() throws(CustodyError) -> [SigningKeyInfo] {
+        let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.teamKey) }
+        var out: [SigningKeyInfo] = []
+        for id in ids.sorted(by: { $0.id < $1.id }) {
+            out.append(try loadRecord(kind: ItemKind.teamKey, id: id.id).info())
+        }
+        return out
+    }
+
+    /// One team key's public facts (works while locked).
+    public func teamKeyInfo(id: String) throws(CustodyError) -> SigningKeyInfo {
+        try Self.validateID(id)
+        return try loadRecord(kind: ItemKind.teamKey, id: id).info()
+    }
+
+    /// Rotates a team key: a new version of the same algorithm becomes the signing version;
+    /// older versions only verify.
+    public func rotateTeamKey(id: String) throws(CustodyError) -> SigningKeyInfo {
+        try Self.validateID(id)
+        let master = try currentMaster()
+        var record = try loadRecord(kind: ItemKind.teamKey, id: id)
+        guard record.versions.count < KeyRecord.maximumVersions else { throw .invalidArgument("key \(id) has reached \(KeyRecord.maximumVersions) versions") }
+        let version = try makeVersion(Self.newHandle(record.algorithm), kind: ItemKind.teamKey, id: id,
+                                      version: record.versions.count + 1, master: master)
+        record.versions.append(version)
+        try storeRecord(record, kind: ItemKind.teamKey)
+        _ = state.withLock { $0.unlocked?.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
+        try log(KeyUseContext(op: "team.rotate"), key: "\(id)@v\(version.version)", result: "ok")
+        return record.info()
+    }
+
+    /// Deletes a team key (every version). Needs the custodian unlocked.
+    public func deleteTeamKey(id: String) throws(CustodyError) {
+        try Self.validateID(id)
+        _ = try currentMaster()
+        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(ItemKind.teamKey, id)) }
+        guard existed else { throw .keyNotFound(id) }
+        state.withLock { s in
+            guard var u = s.unlocked else { return }
+            u.signers = u.signers.filter { !$0.key.hasPrefix("\(ItemKind.teamKey)/\(id)@") }
+            u.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)")
+            s.unlocked = u
+        }
+        try log(KeyUseContext(op: "team.delete"), key: id, result: "ok")
+    }
+
+    /// Signs `message` with a team key's current version (Ed25519, or P-256 raw `r || s`).
+    ///
+    /// Returns the signature only. When `context.presence` is given it must be for
+    /// `context.site` and younger than the presence lifetime. The use is in the audit log
+    /// before the signature is returned.
+    /// - Parameters:
+    ///   - version: nil for the current version; an older version is refused
+    ///     (``CustodyError/versionVerifyOnly(keyID:version:)``).
+    public func sign(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> [UInt8] {
+        try Self.validateID(keyID)
+        return try signWith(kind: ItemKind.teamKey, keyID: keyID, version: version, message: message, context: context)
+    }
+
+    func signWith(kind: String, keyID: String, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> [UInt8] {
+        let signature: [UInt8]
+        var logKey = keyID
+        do {
+            if let proof = context.presence {
+                try proof.check(site: context.site ?? "-", clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
+            }
+            let (handle, v) = try signer(kind: kind, id: keyID, version: version, forSigning: true)
+            logKey = "\(keyID)@v\(v)"
+            signature = try cr { () throws(CryptoError) in try handle.sign(message) }
+        } catch {
+            logQuietly(context, key: logKey, result: Self.resultWord(error))
+            throw error
+        }
+        try log(context, key: logKey, result: "ok")
+        return signature
+    }
+
+    static func resultWord(_ e: CustodyError) -> String {
+        switch e {
+        case .locked: "locked"
+        case .presenceExpired, .presenceWrongSite: "presence-refused"
+        case .keyNotFound, .versionNotFound: "no-such-key"
+        case .versionVerifyOnly: "verify-only"
+        default: "failed"
+        }
+    }
+
+    /// Verifies a signature of a team key: against `version`, or against any version when nil.
+    /// Needs no unlock (public keys only).
+    public func verify(keyID: String, version: Int? = nil, signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
+        try Self.validateID(keyID)
+        return try verifyWith(kind: ItemKind.teamKey, keyID: keyID, version: version, signature: signature, message: message)
+    }
+
+    /// Verifies a device-key signature (any version).
+    public func verifyDeviceSignature(_ signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
+        try verifyWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, signature: signature, message: message)
+    }
+
+    func verifyWith(kind: String, keyID: String, version: Int?, signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
+        let record = try loadRecord(kind: kind, id: keyID)
+        if let v = version, !(1...record.versions.count).contains(v) { throw .versionNotFound(keyID: keyID, version: v) }
+        let versions = version.map { [record.versions[$0 - 1]] } ?? record.versions
+        return versions.contains { v in
+            guard let pk = try? Base64.decode(v.publicKey) else { return false }
+            return SignatureVerifier.isValid(signature, for: message, publicKey: pk, algorithm: record.algorithm)
+        }
+    }
+}

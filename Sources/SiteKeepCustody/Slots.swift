@@ -1,0 +1,303 @@
+public import SiteKeepCrypto
+import SiteKeepKeyring
+
+/// Argon2id parameters for new passphrase slots.
+public enum PassphraseKDF: Sendable {
+    /// The most memory calibration picks (256 MiB); beyond that it adds passes.
+    public static let calibrationMemoryCeilingKiB = 256 * 1024
+
+    /// Picks Argon2id parameters so one derivation takes about `target` on this machine, never
+    /// below ``Argon2id/Parameters/minimum``. Memory grows first (t = 3, or t = 2 on machines
+    /// too slow for 19 MiB at t = 3) up to ``calibrationMemoryCeilingKiB``, then passes.
+    ///
+    /// Measures rather than extrapolates: time per KiB grows with memory (page faults, cache),
+    /// so it derives at the candidate parameters and rescales, up to four times, until a
+    /// derivation lands within 20 % of `target`. Takes about two to three targets' time.
+    public static func calibrate(target: Duration = .milliseconds(500)) throws(CustodyError) -> Argon2id.Parameters {
+        let password = try cryptoCall { () throws(CryptoError) in try SecretBytes(randomCount: 16) }
+        let salt = SecureRandom.bytes(count: Argon2id.saltByteCount)
+        let targetNs = Double(PresenceProof.nanoseconds(target))
+        let clock = ContinuousClock()
+        func measure(_ p: Argon2id.Parameters) throws(CustodyError) -> Double {
+            let start = clock.now
+            _ = try cryptoCall { () throws(CryptoError) in try Argon2id.deriveKey(password: password, salt: salt, parameters: p) }
+            return max(Double(PresenceProof.nanoseconds(clock.now - start)), 1)
+        }
+        func parameters(work: Double) -> Argon2id.Parameters {
+            var t = 3
+            var m = Int(work / 3)
+            if m < Argon2id.Parameters.minimumMemoryKiB { t = 2; m = Int(work / 2) }
+            if m > calibrationMemoryCeilingKiB {
+                m = calibrationMemoryCeilingKiB
+                t = min(Argon2id.Parameters.maximumIterations, max(3, Int((work / Double(m)).rounded())))
+            }
+            m = max(Argon2id.Parameters.minimumMemoryKiB, (m / 1024) * 1024)
+            while t * m > Argon2id.Parameters.maximumWorkKiB { t -= 1 }
+            return (try? Argon2id.Parameters(iterations: max(t, Argon2id.Parameters.minimumIterations), memoryKiB: m)) ?? .minimum
+        }
+        var candidate = Argon2id.Parameters.minimum
+        for _ in 0..<5 {
+            let elapsed = try measure(candidate)
+            let ratio = targetNs / elapsed
+            if ratio >= 0.8 && ratio <= 1.25 { return candidate }
+            if ratio < 1, candidate == .minimum { return candidate }
+            let work = Double(candidate.iterations * candidate.memoryKiB) * min(max(ratio, 0.25), 8)
+            let next = parameters(work: work)
+            if next == candidate { return candidate }
+            candidate = next
+        }
+        return candidate
+    }
+}
+
+/// The input to a slot's key-encryption-key derivation.
+enum KEKInput: ~Copyable {
+    case passphrase(SecretBytes)
+    case prf(SecretBytes)
+    /// The 16 decoded bytes of a recovery code.
+    case recoveryCode(SecretBytes)
+}
+
+extension Custodian {
+    func calibrated(_ given: Argon2id.Parameters?) throws(CustodyError) -> Argon2id.Parameters {
+        if let given { return given }
+        return try PassphraseKDF.calibrate()
+    }
+
+    static let prfInfo = Array("sitekeep.slot.prf.v1".utf8)
+    static let recoveryInfo = Array("sitekeep.slot.recovery.v1".utf8)
+
+    /// The key-encryption key of a slot, from its header and the unlock input.
+    static func deriveKEK(header: SlotHeader, input: borrowing KEKInput) throws(CryptoError) -> SecretBytes {
+        switch input {
+        case .passphrase(let p):
+            guard let params = header.argon2 else { throw .parametersOutOfRange("no Argon2id parameters") }
+            return try Argon2id.deriveKey(password: p, salt: header.salt, parameters: params)
+        case .prf(let bytes):
+            return try HKDF.deriveKey(inputKeyMaterial: bytes, salt: header.salt, info: prfInfo)
+        case .recoveryCode(let data):
+            return try HKDF.deriveKey(inputKeyMaterial: data, salt: header.salt, info: recoveryInfo)
+        }
+    }
+
+    static func newSlotID() -> String { Hex.encode(SecureRandom.bytes(count: 8)) }
+
+    /// Writes a new slot wrapping `master` and returns its public facts.
+    func writeSlot(kind: SlotKind, label: String, master: LockedSecret, argon2: Argon2id.Parameters? = nil,
+                   relyingPartyID: String? = nil, credentialID: String? = nil, prfEvalInput: String? = nil,
+                   secret: consuming KEKInput) throws(CustodyError) -> SlotInfo {
+        guard label.utf8.count <= 64, !label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw .invalidArgument("a slot label is at most 64 printable bytes")
+        }
+        let header = SlotHeader(kind: kind, slotID: Self.newSlotID(), storeID: storeID,
+                                created: configuration.wallClockSeconds(), label: label, argon2: kind == .passphrase ? argon2 : nil,
+                                salt: SecureRandom.bytes(count: SlotHeader.saltByteCount),
+                                relyingPartyID: relyingPartyID, credentialID: credentialID, prfEvalInput: prfEvalInput)
+        let headerBytes = header.encoded()
+        // Round-trip through the strict parser, so nothing is written that unlock would refuse.
+        guard (try? SlotHeader.parse(headerBytes)) == header else { throw .invalidArgument("slot header fields out of range") }
+        let wrapped = try cr { () throws(CryptoError) -> [UInt8] in
+            let kek = try Self.deriveKEK(header: header, input: secret)
+            return try master.withLock { (m: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+                try XChaCha20Poly1305.sealSecret(m, using: kek, authenticating: header.associatedData())
+            }
+        }
+        let blob = SlotBlob(headerBytes: headerBytes, wrappedMaster: wrapped).encoded()
+        try kr { () throws(KeyringError) in
+            try keyring.store(blob, for: item(ItemKind.slot, header.slotID), label: "SiteKeep unlock slot (\(kind.rawValue))")
+        }
+        return header.info
+    }
+
+    struct LoadedSlot {
+        var header: SlotHeader?   // nil: damaged
+        var blob: SlotBlob?
+        var id: String
+    }
+
+    func loadSlots() throws(CustodyError) -> [LoadedSlot] {
+        let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
+        var out: [LoadedSlot] = []
+        for id in ids.sorted(by: { $0.id < $1.id }) {
+            let bytes: [UInt8]
+            do { bytes = try keyring.load(id) } catch .itemMissing { continue } catch { throw .keyring(error) }
+            let blob = try? SlotBlob.parse(bytes)
+            let header = blob.flatMap { try? SlotHeader.parse($0.headerBytes) }
+            out.append(LoadedSlot(header: header, blob: blob, id: id.id))
+        }
+        return out
+    }
+
+    /// The public facts of every readable slot (works while locked).
+    public func listSlots() throws(CustodyError) -> [SlotInfo] {
+        try loadSlots().compactMap { $0.header?.info }.sorted { ($0.created, $0.id) < ($1.created, $1.id) }
+    }
+
+    /// Ids of slot items that cannot be parsed (damaged, or written by a newer SiteKeep).
+    public func damagedSlotIDs() throws(CustodyError) -> [String] {
+        try loadSlots().filter { $0.header == nil }.map(\.id)
+    }
+
+    /// Tries the candidate slots; returns the master key and the slot that opened.
+    struct OpenedSlot: ~Copyable {
+        let master: SecretBytes
+        let header: SlotHeader
+    }
+
+    func openSlot(kind: SlotKind, slotID: String?, input: borrowing KEKInput) throws(CustodyError) -> OpenedSlot {
+        let slots = try loadSlots().filter { slotID == nil || $0.id == slotID }
+        guard !slots.isEmpty else { throw slotID.map { .slotNotFound($0) } ?? .notInitialized }
+        // Damaged slots stay candidates: they fail exactly as a wrong secret does.
+        let candidates = slots.filter { $0.header == nil || $0.header?.kind == kind }
+        guard !candidates.isEmpty else { throw .noSlotOfKind(kind) }
+        for slot in candidates {
+            guard let header = slot.header, let blob = slot.blob, header.storeID == storeID, header.slotID == slot.id else { continue }
+            do {
+                let kek = try Self.deriveKEK(header: header, input: input)
+                let master = try XChaCha20Poly1305.openSecret(blob.wrappedMaster, using: kek, authenticating: header.associatedData())
+                guard master.count == 32 else { continue }
+                return OpenedSlot(master: master, header: header)
+            } catch {
+                continue
+            }
+        }
+        throw .unlockFailed
+    }
+
+    /// Unlocks with any slot of the matching kind (or the given slot).
+    ///
+    /// Refused while a back-off from earlier failures runs (the error names the wait). A wrong
+    /// secret, a damaged slot, an edited header and a slot from another store all give the
+    /// same ``CustodyError/unlockFailed`` and extend the back-off (4th failure 1 s, doubling to
+    /// 5 min; persisted in the home). A mistyped recovery code is caught by its checksum first.
+    public func unlock(_ secret: consuming UnlockSecret, slotID: String? = nil) throws(CustodyError) {
+        let wait = try backoff.remaining(now: configuration.wallClockSeconds())
+        guard wait == 0 else {
+            logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "backing-off")
+            throw .backingOff(secondsRemaining: wait)
+        }
+        let kind: SlotKind
+        let input: KEKInput
+        switch consume secret {
+        case .passphrase(let p):
+            kind = .passphrase; input = .passphrase(p)
+        case .prf(let bytes):
+            guard bytes.count == WebAuthnPRF.outputByteCount else {
+                throw .invalidArgument("PRF output must be \(WebAuthnPRF.outputByteCount) bytes, got \(bytes.count)")
+            }
+            kind = .prf; input = .prf(bytes)
+        case .recoveryCode(let typed):
+            kind = .recovery; input = .recoveryCode(try RecoveryCode.parse(typed))
+        }
+        let opened: OpenedSlot
+        do {
+            opened = try openSlot(kind: kind, slotID: slotID, input: input)
+        } catch .unlockFailed {
+            try backoff.recordFailure(now: configuration.wallClockSeconds())
+            logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "failed")
+            throw .unlockFailed
+        }
+        let slotUsed = opened.header.slotID
+        try backoff.reset()
+        becomeUnlocked(opened.master)
+        try log(KeyUseContext(op: "unlock"), key: slotUsed, result: "ok")
+    }
+
+    /// Checks a passphrase against the passphrase slots without changing the lock state
+    /// (presence by passphrase re-entry). Subject to, and counted in, the unlock back-off.
+    public func verifyPassphrase(_ passphrase: consuming SecretBytes) throws(CustodyError) {
+        let wait = try backoff.remaining(now: configuration.wallClockSeconds())
+        guard wait == 0 else { throw .backingOff(secondsRemaining: wait) }
+        do {
+            _ = try openSlot(kind: .passphrase, slotID: nil, input: .passphrase(passphrase))
+        } catch .unlockFailed {
+            try backoff.recordFailure(now: configuration.wallClockSeconds())
+            logQuietly(KeyUseContext(op: "presence.passphrase"), key: nil, result: "failed")
+            throw .unlockFailed
+        }
+        try backoff.reset()
+    }
+
+    // MARK: - Slot management (requires unlocked)
+
+    /// Adds a passphrase slot.
+    public func addPassphraseSlot(_ passphrase: consuming SecretBytes, parameters: Argon2id.Parameters? = nil,
+                                  label: String = "passphrase") throws(CustodyError) -> SlotInfo {
+        let master = try currentMaster()
+        let params = try calibrated(parameters)
+        let info = try writeSlot(kind: .passphrase, label: label, master: master, argon2: params, secret: .passphrase(passphrase))
+        try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
+        return info
+    }
+
+    /// Adds a PRF slot for a passkey.
+    /// - Parameters:
+    ///   - prfOutput: The 32 PRF output bytes the passkey gave for `prfEvalInput`.
+    ///   - relyingPartyID: The WebAuthn RP id (a domain).
+    ///   - credentialID: The credential id, base64url.
+    ///   - prfEvalInput: The PRF eval input, base64url.
+    public func addPRFSlot(prfOutput: consuming SecretBytes, relyingPartyID: String, credentialID: String,
+                           prfEvalInput: String, label: String = "passkey") throws(CustodyError) -> SlotInfo {
+        guard prfOutput.count == WebAuthnPRF.outputByteCount else {
+            throw .invalidArgument("PRF output must be \(WebAuthnPRF.outputByteCount) bytes, got \(prfOutput.count)")
+        }
+        guard (1...253).contains(relyingPartyID.utf8.count),
+              relyingPartyID.utf8.allSatisfy({ (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x2d }) else {
+            throw .invalidArgument("the relying party id must be a lowercase domain name")
+        }
+        for (name, value, max) in [("credential id", credentialID, 1400), ("PRF eval input", prfEvalInput, 1400)] {
+            guard (1...max).contains(value.utf8.count), (try? Base64.decode(value, variant: .urlSafeNoPadding)) != nil else {
+                throw .invalidArgument("the \(name) must be base64url without padding")
+            }
+        }
+        let master = try currentMaster()
+        let info = try writeSlot(kind: .prf, label: label, master: master, relyingPartyID: relyingPartyID,
+                                 credentialID: credentialID, prfEvalInput: prfEvalInput, secret: .prf(prfOutput))
+        try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
+        return info
+    }
+
+    /// Adds a recovery slot; its code is returned once and stored nowhere.
+    public func addRecoverySlot(label: String = "recovery") throws(CustodyError) -> NewRecoverySlot {
+        let master = try currentMaster()
+        let generated = try RecoveryCode.generate()
+        let code = generated.code
+        let info = try writeSlot(kind: .recovery, label: label, master: master, secret: .recoveryCode(generated.secret))
+        try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
+        return NewRecoverySlot(slot: info, code: code)
+    }
+
+    /// Removes a slot. The last slot cannot be removed.
+    public func removeSlot(id: String) throws(CustodyError) {
+        _ = try currentMaster()
+        let all = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
+        guard all.contains(where: { $0.id == id }) else { throw .slotNotFound(id) }
+        guard all.count > 1 else { throw .lastSlot }
+        try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, id)) }
+        try log(KeyUseContext(op: "slot.remove"), key: id, result: "ok")
+    }
+
+    /// Replaces a passphrase slot with one for a new passphrase: the new slot is written before
+    /// the old one is deleted, so a crash in between leaves both usable, never neither.
+    public func changePassphrase(slotID: String, to newPassphrase: consuming SecretBytes,
+                                 parameters: Argon2id.Parameters? = nil) throws(CustodyError) -> SlotInfo {
+        let master = try currentMaster()
+        guard let old = try loadSlots().first(where: { $0.id == slotID }) else { throw .slotNotFound(slotID) }
+        guard old.header?.kind == .passphrase else { throw .invalidArgument("slot \(slotID) is not a passphrase slot") }
+        let params = try calibrated(parameters ?? old.header?.argon2)
+        let info = try writeSlot(kind: .passphrase, label: old.header?.label ?? "passphrase", master: master,
+                                 argon2: params, secret: .passphrase(newPassphrase))
+        try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, slotID)) }
+        try log(KeyUseContext(op: "slot.passphrase-change"), key: info.id, result: "ok")
+        return info
+    }
+
+    /// The CTAP2 hmac-secret salt (32 bytes) of a PRF slot, for `sitekeep prf salt`.
+    public func hmacSecretSalt(slotID: String) throws(CustodyError) -> [UInt8] {
+        guard let slot = try listSlots().first(where: { $0.id == slotID }) else { throw .slotNotFound(slotID) }
+        guard let eval = slot.prfEvalInput, let input = try? Base64.decode(eval, variant: .urlSafeNoPadding) else {
+            throw .invalidArgument("slot \(slotID) is not a PRF slot")
+        }
+        return WebAuthnPRF.hmacSecretSalt(forEvalInput: input)
+    }
+}

@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SiteKeepCrypto
+
+/// A store's home folder, made private (0700), and its random, persisted store id.
+///
+/// The store id scopes every keyring item of the store, so two stores sharing one keyring
+/// (two `SITEKEEP_HOME`s on one login keyring) never see each other's items, and a slot moved
+/// from one store to another does not open.
+struct StoreDirectory: Sendable, Equatable {
+    /// The folder's absolute path.
+    let path: String
+    /// The store id: 32 lowercase hex characters, created on first use.
+    let storeID: String
+
+    /// Opens (creating if needed) the home folder at `path` with mode 0700 and reads or creates
+    /// its store id (file `store-id`, 0600).
+    /// - Throws: ``CustodyError/insecureHome(_:)`` when the folder is not a directory owned by
+    ///   this user with no group or other permissions; ``CustodyError/io(_:)`` on other failures.
+    init(path: String) throws(CustodyError) {
+        guard path.hasPrefix("/") else { throw .insecureHome("'\(path)' is not an absolute path") }
+        var trimmed = path
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        try Files.ensurePrivateDirectory(trimmed)
+        self.path = trimmed
+        let idPath = trimmed + "/store-id"
+        if let existing = try Files.readIfExists(idPath, limit: 128) {
+            let text = String(decoding: existing, as: UTF8.self).trimmingSpaces()
+            guard text.count == 32, text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+                throw .insecureHome("\(idPath) does not hold a SiteKeep store id; restore it or use another home")
+            }
+            storeID = text
+        } else {
+            let id = Hex.encode(SecureRandom.bytes(count: 16))
+            try Files.writeAtomically(Array((id + "\n").utf8), to: idPath)
+            storeID = id
+        }
+    }
+
+    /// The path of a file in the home.
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\n" || f == "\r" || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\n" || l == "\r" || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+/// Small, careful file helpers: private modes, atomic replacement, bounded reads.
+enum Files {
+    static func errno_() -> String { String(cString: strerror(errno)) }
+
+    /// Creates `path` as a 0700 directory if missing; refuses one that is not a directory, not
+    /// ours or open to group/others.
+    static func ensurePrivateDirectory(_ path: String) throws(CustodyError) {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            guard errno == ENOENT else { throw .io("cannot inspect \(path): \(errno_())") }
+            // Create missing parents (0700 for the last component only matters).
+            let parent = parentOf(path)
+            if parent != path, parent != "/", !exists(parent) {
+                try ensurePrivateDirectory(parent)
+            }
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw .io("cannot create \(path): \(errno_())") }
+            guard lstat(path, &st) == 0 else { throw .io("cannot inspect \(path): \(errno_())") }
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .insecureHome("\(path) is not a directory") }
+        guard st.st_uid == getuid() else { throw .insecureHome("\(path) belongs to another user") }
+        guard st.st_mode & 0o077 == 0 else {
+            throw .insecureHome("\(path) is open to group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 700 \(path)'")
+        }
+    }
+
+    static func parentOf(_ path: String) -> String {
+        guard let i = path.lastIndex(of: "/") else { return path }
+        return i == path.startIndex ? "/" : String(path[..<i])
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// Reads at most `limit` bytes of a regular file; nil when it does not exist.
+    static func readIfExists(_ path: String, limit: Int) throws(CustodyError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .io("cannot open \(path): \(errno_())")
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw .io("\(path) is not a regular file") }
+        guard Int(st.st_size) <= limit else { throw .io("\(path) is larger than \(limit) bytes") }
+        var out = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        while done < out.count {
+            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 { if errno == EINTR { continue }; throw .io("cannot read \(path): \(errno_())") }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(out.prefix(done))
+    }
+
+    /// Writes `bytes` to `path` (mode 0600) atomically: temp file, fsync, rename, fsync of the folder.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CustodyError) {
+        let tmp = path + ".tmp-" + Hex.encode(SecureRandom.bytes(count: 6))
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io("cannot create \(tmp): \(errno_())") }
+        var ok = writeAll(fd, bytes) && fsync(fd) == 0
+        let err = errno_()
+        close(fd)
+        if ok { ok = rename(tmp, path) == 0 }
+        guard ok else {
+            unlink(tmp)
+            throw .io("cannot write \(path): \(err)")
+        }
+        fsyncDirectory(parentOf(path))
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 { if errno == EINTR { continue }; return false }
+            done += n
+        }
+        return true
+    }
+
+    static func fsyncDirectory(_ path: String) {
+        let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
+    }
+}

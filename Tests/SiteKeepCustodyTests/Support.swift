@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+import Testing
+import SiteKeepCrypto
+import SiteKeepKeyring
+@testable import SiteKeepCustody
+
+/// A keyring in memory, for tests: the same contract as the real backends.
+final class InMemoryKeyring: KeyringBackend {
+    let items = Mutex<[KeyringItemID: [UInt8]]>([:])
+    var kind: KeyringKind { .file }
+    var location: String { "memory" }
+
+    func store(_ blob: [UInt8], for item: KeyringItemID, label: String) throws(KeyringError) {
+        items.withLock { $0[item] = blob }
+    }
+    func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] {
+        guard let b = items.withLock({ $0[item] }) else { throw .itemMissing(item) }
+        return b
+    }
+    func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
+        items.withLock { $0.removeValue(forKey: item) != nil }
+    }
+    func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID] {
+        items.withLock { $0.keys.filter { $0.store == store && (kind == nil || $0.kind == kind) } }
+    }
+}
+
+/// The backends the custody suite runs on: in memory, the file keyring, and (when tools/test
+/// started a private Secret Service and set SITEKEEP_TEST_SECRET_SERVICE=1) the real one.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, file, secretService = "secret-service"
+    var testDescription: String { rawValue }
+
+    static var allCases: [Backend] {
+        ProcessInfo.processInfo.environment["SITEKEEP_TEST_SECRET_SERVICE"] == "1" ? [.memory, .file, .secretService] : [.memory, .file]
+    }
+}
+
+/// A backend wrapper for tests: can fail deletes (a crash between two writes) and list every
+/// blob of every store it has seen (for the leak scan).
+final class TestKeyring: KeyringBackend {
+    let inner: any KeyringBackend
+    let failDeletes = Mutex(false)
+    let stores = Mutex<Set<String>>([])
+    init(_ inner: any KeyringBackend) { self.inner = inner }
+
+    /// A fresh keyring of `backend` kind (the file keyring in its own private folder).
+    convenience init(_ backend: Backend) throws {
+        switch backend {
+        case .memory: self.init(InMemoryKeyring())
+        case .file: self.init(try FileKeyring(folder: temporaryFolder("keyring")))
+        case .secretService: self.init(SecretServiceKeyring(timeout: 5))
+        }
+    }
+
+    var kind: KeyringKind { inner.kind }
+    var location: String { inner.location }
+    func store(_ blob: [UInt8], for item: KeyringItemID, label: String) throws(KeyringError) {
+        _ = stores.withLock { $0.insert(item.store) }
+        try inner.store(blob, for: item, label: label)
+    }
+    func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] { try inner.load(item) }
+    func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
+        if failDeletes.withLock({ $0 }) { throw .io("simulated crash") }
+        return try inner.delete(item)
+    }
+    func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID] { try inner.list(store: store, kind: kind) }
+    var allBlobs: [[UInt8]] {
+        get throws {
+            var out: [[UInt8]] = []
+            for store in stores.withLock({ $0 }) {
+                for item in try inner.list(store: store, kind: nil) { out.append(try inner.load(item)) }
+            }
+            return out
+        }
+    }
+}
+
+/// A settable clock for boot time and wall time.
+final class TestClock: Sendable {
+    let ns = Mutex<UInt64>(1_000_000_000_000)
+    let wall = Mutex<Int64>(1_800_000_000)
+    var boot: BootClock { BootClock { [self] in ns.withLock { $0 } } }
+    var wallSeconds: @Sendable () -> Int64 { { [self] in wall.withLock { $0 } } }
+    func advance(seconds: Double) {
+        ns.withLock { $0 += UInt64(seconds * 1e9) }
+        wall.withLock { $0 += Int64(seconds.rounded(.up)) }
+    }
+}
+
+/// A fresh temporary folder per test.
+func temporaryFolder(_ name: String = #function) throws -> String {
+    let base = FileManager.default.temporaryDirectory.path + "/sitekeep-custody-tests"
+    try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+    let path = base + "/" + String(name.prefix(30)).filter { $0.isLetter || $0.isNumber } + "-" + UUID().uuidString
+    return path
+}
+
+func secret(_ s: String) throws -> SecretBytes { try SecretBytes(copying: Array(s.utf8)) }
+
+func prfBytes(_ fill: UInt8) throws -> SecretBytes { try SecretBytes(copying: [UInt8](repeating: fill, count: 32)) }
+
+struct Fixture {
+    let home: StoreHome
+    let keyring: TestKeyring
+    let clock: TestClock
+    let custodian: Custodian
+
+    static let passphrase = "correct horse battery staple"
+
+    init(_ backend: Backend = .memory, idle: Duration = .seconds(900), keyring: TestKeyring? = nil) throws {
+        self.home = StoreHome(path: try temporaryFolder())
+        self.keyring = try keyring ?? TestKeyring(backend)
+        clock = TestClock()
+        let config = CustodianConfiguration(idleLifetime: idle, autoLockTimer: false, bootClock: clock.boot,
+                                            wallClockSeconds: clock.wallSeconds)
+        custodian = try Custodian(home: self.home, keyring: self.keyring, configuration: config)
+    }
+
+    /// Another custodian on the same home and keyring (a restart).
+    func reopened() throws -> Custodian {
+        try Custodian(home: StoreHome(path: home.path), keyring: keyring,
+                      configuration: CustodianConfiguration(autoLockTimer: false, bootClock: clock.boot,
+                                                            wallClockSeconds: clock.wallSeconds))
+    }
+
+    @discardableResult
+    func initialize(recovery: Bool = true) throws -> InitializationResult {
+        try custodian.initialize(passphrase: secret(Self.passphrase), parameters: .minimum, withRecoveryCode: recovery)
+    }
+}
