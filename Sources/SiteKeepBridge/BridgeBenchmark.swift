@@ -151,14 +151,11 @@ public enum BridgeBenchmark {
     static func agentRows(_ algorithm: SigningAlgorithm, requests: Int, connections: Int, workDir: String) throws -> [Row] {
         let sock = "\(workDir)/agent-\(algorithm.rawValue).sock"
         let keyPath = "\(workDir)/id_\(algorithm.rawValue)"
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: "/usr/bin/ssh-agent")
-        agent.arguments = ["-D", "-a", sock]
-        agent.standardOutput = FileHandle.nullDevice
-        try agent.run()
+        let agent = try spawn("/usr/bin/ssh-agent", ["-D", "-a", sock])
         defer {
-            agent.terminate()
-            agent.waitUntilExit()
+            kill(agent, SIGKILL)   // SIGTERM may be blocked in the mask it inherited
+            var status: Int32 = 0
+            _ = waitpid(agent, &status, 0)
         }
         var tries = 0
         while !FileManager.default.fileExists(atPath: sock) && tries < 200 { usleep(10_000); tries += 1 }
@@ -178,15 +175,34 @@ public enum BridgeBenchmark {
     }
 
     static func runTool(_ path: String, _ args: [String], environment: [String: String]? = nil) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        if let environment { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw BridgeError.protocolViolation("\(path) \(args.joined(separator: " ")) exited with \(p.terminationStatus)")
+        let pid = try spawn(path, args, environment: environment)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else {
+            throw BridgeError.protocolViolation("\(path) \(args.joined(separator: " ")) failed (wait status \(status))")
         }
+    }
+
+    /// posix_spawn with stdin and stdout on /dev/null (Foundation's `Process` is avoided: its
+    /// SIGCHLD-based wait hung inside the test runner).
+    static func spawn(_ path: String, _ args: [String], environment: [String: String]? = nil) throws -> pid_t {
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment ?? [:] { env[k] = v }
+        let argv = ([path] + args).map { strdup($0) } + [nil]
+        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for a in argv { free(a) }
+            for e in envp { free(e) }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard rc == 0 else { throw BridgeError.socket(call: "posix_spawn(\(path))", errno: rc) }
+        return pid
     }
 }
 

@@ -1,4 +1,5 @@
 public import SiteKeepJSON
+public import SiteKeepCustody
 import SiteKeepCrypto
 
 /// The site a connection is bound to, as the site registry describes it.
@@ -28,28 +29,10 @@ public protocol SiteResolver: Sendable {
     func site(forOrigin origin: String) async -> BridgeSite?
 }
 
-/// A presence proof: the user was there, for this site, at `provedAtBootNanos` (CLOCK_BOOTTIME).
-public struct PresenceProof: Sendable, Equatable {
-    /// The site the proof is bound to.
-    public let siteID: String
-    /// When the user proved presence, in CLOCK_BOOTTIME nanoseconds.
-    public let provedAtBootNanos: Int64
-
-    public init(siteID: String, provedAtBootNanos: Int64) {
-        self.siteID = siteID
-        self.provedAtBootNanos = provedAtBootNanos
-    }
-
-    /// The longest a proof serves: 60 s, not configurable.
-    public static let maximumAgeNanos: Int64 = 60_000_000_000
-
-    /// The proof's age now, in nanoseconds.
-    public func ageNanos(now: Int64 = BootClock.nowNanos()) -> Int64 { now - provedAtBootNanos }
-}
-
-/// Asks custody for a fresh presence proof.
+/// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, valid
+/// at most 60 s on CLOCK_BOOTTIME). The proof's `site` is the bridge site's ``BridgeSite/id``.
 public protocol PresenceService: Sendable {
-    /// A proof no older than 60 s bound to `site`, asking the user if the window has closed.
+    /// A proof no older than 60 s bound to `site.id`, asking the user if the window has closed.
     /// - Throws: `presence_denied` when the user refuses, `presence_required` when no one answers.
     func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof
 }
@@ -155,7 +138,5 @@ public struct BridgeServices: Sendable {
         .union(VaultOps.names).union(SealedOps.names)
 }
 
-/// CLOCK_BOOTTIME: monotonic, counts suspend.
-public enum BootClock: Sendable {
-    public static func nowNanos() -> Int64 { Int64(sitekeepBoottimeNanos()) }
-}
+/// CLOCK_BOOTTIME now, in nanoseconds (custody's clock).
+func bootNanos() -> Int64 { Int64(truncatingIfNeeded: BootClock.system.nanoseconds()) }

@@ -1,4 +1,5 @@
 public import SiteKeepJSON
+import SiteKeepCustody
 
 /// Routes one request frame to its handler after every policy check the catalogue states.
 ///
@@ -139,7 +140,7 @@ public final class BridgeDispatcher: Sendable {
         guard frameSize <= op.maxRequestBytes else {
             throw BridgeFailure(.tooLarge, "\(op.name) requests are limited to \(op.maxRequestBytes) bytes")
         }
-        guard connection.take(op.name, limit: op.rateLimit, now: BootClock.nowNanos()) else {
+        guard connection.take(op.name, limit: op.rateLimit, now: bootNanos()) else {
             throw BridgeFailure(.rateLimited, "\(op.name) is limited to \(op.rateLimit.burst) at once and \(op.rateLimit.perSecond) per second on one connection; retry later")
         }
         if let message = op.unsupportedMessage { throw BridgeFailure(.unsupported, message) }
@@ -149,8 +150,9 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(.notConfigured, "\(op.name) needs presence and no presence service is configured")
         }
         let proof = try await presence.proof(for: site, op: op.name)
-        let age = proof.ageNanos()
-        guard proof.siteID == site.id, age >= 0, age <= PresenceProof.maximumAgeNanos else {
+        do {
+            try proof.check(site: site.id)
+        } catch {
             throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site no older than 60 s")
         }
         return proof
@@ -164,7 +166,7 @@ public final class BridgeDispatcher: Sendable {
     }
 
     private func hello(_ request: BridgeRequest, op: OpPolicy, frameSize: Int, connection: BridgeConnection) async throws(BridgeFailure) -> JSONValue {
-        guard connection.take(op.name, limit: op.rateLimit, now: BootClock.nowNanos()) else {
+        guard connection.take(op.name, limit: op.rateLimit, now: bootNanos()) else {
             throw BridgeFailure(.rateLimited, "hello is limited to \(op.rateLimit.burst) at once on one connection")
         }
         guard frameSize <= op.maxRequestBytes else {

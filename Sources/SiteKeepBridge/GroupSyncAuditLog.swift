@@ -37,7 +37,7 @@ public final class GroupSyncAuditLog: SigningAuditSink {
     public func append(_ entry: SigningAuditEntry) throws(BridgeFailure) {
         let line = JSONSerializer.bytes([
             "t": .integer(Int64(Date().timeIntervalSince1970 * 1000)), "site": .string(entry.site), "op": "key.sign",
-            "key": .string(entry.keyID), "ok": .bool(entry.ok), "presenceAgeMs": .integer(entry.presenceAgeNanos / 1_000_000),
+            "key": .string(entry.keyID), "ok": .bool(entry.ok), "presenceAgeMs": .integer(entry.presenceAgeMilliseconds),
         ]) + [0x0a]
         let ok = state.withLock { s -> Bool in
             guard !s.closed else { return false }

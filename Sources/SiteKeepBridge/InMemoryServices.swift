@@ -65,23 +65,27 @@ public final class InMemoryPresence: PresenceService {
     public var prompts: Int { state.withLock { $0.asked } }
     /// Makes `site`'s grant `ageNanos` old (to test expiry).
     public func backdate(site: String, ageNanos: Int64) {
-        state.withLock { $0.granted[site] = BootClock.nowNanos() - ageNanos }
+        state.withLock { $0.granted[site] = bootNanos() - ageNanos }
     }
 
     public func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
         let result: Result<PresenceProof, BridgeFailure> = state.withLock { s in
-            if let at = s.granted[site.id] { return .success(PresenceProof(siteID: site.id, provedAtBootNanos: at)) }
+            if let at = s.granted[site.id] { return .success(Self.proof(site.id, op, at)) }
             s.asked += 1
             switch s.mode {
             case .approve:
-                let now = BootClock.nowNanos()
+                let now = bootNanos()
                 s.granted[site.id] = now
-                return .success(PresenceProof(siteID: site.id, provedAtBootNanos: now))
+                return .success(Self.proof(site.id, op, now))
             case .deny: return .failure(BridgeFailure(.presenceDenied, "the user refused \(op) for \(site.name)"))
             case .unanswered: return .failure(BridgeFailure(.presenceRequired, "no one answered the presence check for \(op)"))
             }
         }
         return try result.get()
+    }
+
+    static func proof(_ site: String, _ op: String, _ at: Int64) -> PresenceProof {
+        PresenceProof(site: site, op: op, keyID: nil, method: .askpass, issuedAtNanoseconds: UInt64(max(0, at)))
     }
 }
 
@@ -175,7 +179,7 @@ public struct SigningAuditEntry: Sendable, Equatable {
     public var site: String
     public var keyID: String
     public var ok: Bool
-    public var presenceAgeNanos: Int64
+    public var presenceAgeMilliseconds: Int
 }
 
 /// A destination for audit lines. ``append(_:)`` returns once the line is written.
@@ -207,16 +211,16 @@ public final class HandleSigningService: SigningService {
 
     /// The synchronous body of ``sign(_:keyID:site:presence:)``.
     public func signNow(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) throws(BridgeFailure) -> BridgeSignature {
-        let age = presence.ageNanos()
+        let age = presence.ageMilliseconds()
         guard let key = keys[keyID] else {
-            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeNanos: age))
+            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
             throw BridgeFailure(.notFound, "no team key has the id \(FieldSchema.printable(keyID))")
         }
         guard let signature = try? key.sign(data) else {
-            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeNanos: age))
+            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
             throw BridgeFailure(.internal, "signing failed")
         }
-        try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: true, presenceAgeNanos: age))
+        try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: true, presenceAgeMilliseconds: age))
         return BridgeSignature(keyID: keyID, algorithm: key.algorithm, signature: signature)
     }
 }

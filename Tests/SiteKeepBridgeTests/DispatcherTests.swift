@@ -217,7 +217,7 @@ import SiteKeepCustody
 
     struct WrongSitePresence: PresenceService {
         func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
-            PresenceProof(siteID: InMemoryBridge.promptugal.id, provedAtBootNanos: BootClock.nowNanos())
+            PresenceProof(site: InMemoryBridge.promptugal.id, op: op, keyID: nil, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
         }
     }
 
