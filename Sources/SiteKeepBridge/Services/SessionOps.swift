@@ -62,17 +62,17 @@ enum TabsOps {
 }
 
 /// How far an article has been read.
-public enum ReadingState: String, Sendable, Equatable, CaseIterable {
+public enum ArticleState: String, Sendable, Equatable, CaseIterable {
     case unread, partial, read
 }
 
 /// The reading state of one article.
 public struct ArticleReading: Sendable, Equatable {
     public var id: String
-    public var state: ReadingState
+    public var state: ArticleState
     /// Part read, 0…1.
     public var progress: Double?
-    public init(id: String, state: ReadingState, progress: Double? = nil) {
+    public init(id: String, state: ArticleState, progress: Double? = nil) {
         self.id = id
         self.state = state
         self.progress = progress
@@ -103,7 +103,7 @@ enum ReadingOps {
             "reading.set": { c throws(BridgeFailure) in
                 var articles: [ArticleReading] = []
                 for a in try c.array("articles") {
-                    guard let id = a["id"]?.stringValue, let state = a["state"]?.stringValue.flatMap(ReadingState.init) else {
+                    guard let id = a["id"]?.stringValue, let state = a["state"]?.stringValue.flatMap(ArticleState.init) else {
                         throw BridgeFailure(.badRequest, "each article needs an id and a state")
                     }
                     articles.append(ArticleReading(id: id, state: state, progress: a["progress"]?.doubleValue))
