@@ -73,6 +73,9 @@ let package = Package(
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "CSodium", "COpenSSL", "CSQLite",
         ]),
 
+        // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
+        .executableTarget(name: "sitekeep-bridge-testd", dependencies: ["SiteKeepBridge", "SiteKeepCustody", "SiteKeepCrypto"],
+                          path: "Tests/SiteKeepBridgeTestDaemon"),
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),

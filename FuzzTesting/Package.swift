@@ -42,8 +42,12 @@ let package = Package(
             .product(name: "SiteKeepCustody", package: "SiteKeep"),
             .product(name: "SiteKeepCrypto", package: "SiteKeep"),
         ]),
-        // BRIDGE HOOK: FuzzBridge (request frames through the dispatcher) goes here when
-        // SiteKeepBridge lands; tools/attack picks up every target listed in this file.
+        // Bridge request frames through the dispatcher (in-memory services): decoder, envelope,
+        // catalogue shapes, binding and every handler.
+        .executableTarget(name: "FuzzBridge", dependencies: [
+            .product(name: "SiteKeepBridge", package: "SiteKeep"),
+            .product(name: "SiteKeepJSON", package: "SiteKeep"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

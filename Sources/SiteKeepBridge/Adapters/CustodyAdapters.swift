@@ -1,0 +1,67 @@
+public import SiteKeepCustody
+
+// Adapters from the bridge's service protocols to custody. Each maps custody's typed errors to
+// the bridge's stable codes; no custody error text with key material exists to leak.
+
+extension BridgeFailure {
+    /// The bridge code for a custody error.
+    init(custody error: CustodyError) {
+        switch error {
+        case .locked: self.init(.locked, "SiteKeep is locked; run `sitekeep unlock`")
+        case .notInitialized: self.init(.notConfigured, "SiteKeep is not set up; run `sitekeep init`")
+        case .keyNotFound, .versionNotFound, .invalidKeyID: self.init(.notFound, error.description)
+        case .presenceDenied: self.init(.presenceDenied, "the user refused")
+        case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceUnavailable:
+            self.init(.presenceRequired, error.description)
+        default: self.init(.internal, "custody failed; see `sitekeep status` and the daemon log")
+        }
+    }
+}
+
+/// Presence through custody's ``PresenceWindow`` (askpass or passphrase re-entry, 60 s at most,
+/// bound to the site id).
+public struct CustodyPresenceService: PresenceService {
+    public let window: PresenceWindow
+    public init(window: PresenceWindow) { self.window = window }
+
+    public func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
+        do { return try window.proof(site: site.id, op: op, keyID: nil) } catch { throw BridgeFailure(custody: error) }
+    }
+}
+
+/// `key.sign` through ``Custodian/sign(keyID:version:message:context:)``: custody checks the
+/// proof against the site again and writes its hash-chained audit line before returning.
+public struct CustodySigningService: SigningService {
+    public let custodian: Custodian
+    public init(custodian: Custodian) { self.custodian = custodian }
+
+    public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {
+        do {
+            let info = try custodian.teamKeyInfo(id: keyID)
+            let signature = try custodian.sign(keyID: keyID, message: data,
+                                               context: KeyUseContext(site: site.id, op: "key.sign", presence: presence))
+            return BridgeSignature(keyID: keyID, algorithm: info.algorithm, signature: signature)
+        } catch {
+            throw BridgeFailure(custody: error)
+        }
+    }
+}
+
+/// `identity.get` from custody's team keys: the team is the key `teamKeyID` (its id and name).
+public struct CustodyIdentityService: IdentityService {
+    public let custodian: Custodian
+    public let teamKeyID: String
+    public init(custodian: Custodian, teamKeyID: String) {
+        self.custodian = custodian
+        self.teamKeyID = teamKeyID
+    }
+
+    public func identity(site: BridgeSite) async throws(BridgeFailure) -> BridgeIdentity {
+        do {
+            let info = try custodian.teamKeyInfo(id: teamKeyID)
+            return BridgeIdentity(teamID: info.id, displayName: info.name)
+        } catch {
+            throw BridgeFailure(custody: error)
+        }
+    }
+}

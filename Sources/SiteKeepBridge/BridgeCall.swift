@@ -1,0 +1,142 @@
+public import SiteKeepJSON
+public import SiteKeepCustody
+import SiteKeepCrypto
+
+/// The site a connection is bound to, as the site registry describes it.
+public struct BridgeSite: Sendable, Hashable {
+    /// The site's stable identifier (a UUID in the registry).
+    public let id: String
+    /// The site's display name.
+    public let name: String
+    /// The site's canonical origins.
+    public let origins: [String]
+    /// Only app-bound sites get bridge access.
+    public let isAppBound: Bool
+
+    public init(id: String, name: String, origins: [String], isAppBound: Bool) {
+        self.id = id
+        self.name = name
+        self.origins = origins
+        self.isAppBound = isAppBound
+    }
+}
+
+/// Origin → site: the registry seen from the bridge.
+public protocol SiteResolver: Sendable {
+    /// The canonical form of `origin`, or nil when it is malformed or refused (opaque, `file:`, …).
+    func canonicalOrigin(_ origin: String) -> String?
+    /// The site owning `origin` (any spelling; the resolver canonicalises), or nil when none does.
+    func site(forOrigin origin: String) async -> BridgeSite?
+}
+
+/// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, valid
+/// at most 60 s on CLOCK_BOOTTIME). The proof's `site` is the bridge site's ``BridgeSite/id``.
+public protocol PresenceService: Sendable {
+    /// A proof no older than 60 s bound to `site.id`, asking the user if the window has closed.
+    /// - Throws: `presence_denied` when the user refuses, `presence_required` when no one answers.
+    func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof
+}
+
+/// What a handler gets: the bound site, the validated args, the presence proof when the op needed
+/// one, and a way to send events to the site's other connections.
+public struct BridgeCall: Sendable {
+    public let op: String
+    public let site: BridgeSite
+    /// The validated `args` object.
+    public let args: JSONValue
+    public let presence: PresenceProof?
+    let emitter: @Sendable (String, JSONValue) -> Void
+
+    public init(op: String, site: BridgeSite, args: JSONValue, presence: PresenceProof? = nil,
+                emitter: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in }) {
+        self.op = op
+        self.site = site
+        self.args = args
+        self.presence = presence
+        self.emitter = emitter
+    }
+
+    /// Sends `event` to every other connection bound to this call's site.
+    public func emit(_ event: String, data: JSONValue) { emitter(event, data) }
+
+    /// A string member (the catalogue has checked its type and length).
+    public func string(_ key: String) throws(BridgeFailure) -> String {
+        guard let s = args[key]?.stringValue else { throw BridgeFailure(.badRequest, "args.\(key) must be a string") }
+        return s
+    }
+
+    public func optionalString(_ key: String) -> String? { args[key]?.stringValue }
+
+    /// A Base64 member, decoded.
+    public func bytes(_ key: String) throws(BridgeFailure) -> [UInt8] {
+        guard let s = args[key]?.stringValue, let b = try? Base64.decode(s, variant: .standard) else {
+            throw BridgeFailure(.badRequest, "args.\(key) must be standard Base64")
+        }
+        return b
+    }
+
+    public func array(_ key: String) throws(BridgeFailure) -> [JSONValue] {
+        guard let a = args[key]?.arrayValue else { throw BridgeFailure(.badRequest, "args.\(key) must be an array") }
+        return a
+    }
+}
+
+/// One op's implementation. Handlers return plain ``JSONValue``: key handles and secret bytes
+/// have no conversion to it, so a reply cannot carry key material.
+public typealias BridgeHandler = @Sendable (BridgeCall) async throws(BridgeFailure) -> JSONValue
+
+/// The services behind the ops. A nil service makes its ops answer `not_configured`.
+public struct BridgeServices: Sendable {
+    public var sites: any SiteResolver
+    public var presence: (any PresenceService)?
+    public var storage: (any StorageService)?
+    public var tabs: (any TabsService)?
+    public var reading: (any ReadingService)?
+    public var schedule: (any ScheduleService)?
+    public var notify: (any NotifyService)?
+    public var identity: (any IdentityService)?
+    public var signing: (any SigningService)?
+    public var vault: (any VaultService)?
+    public var sealed: (any SealedContentService)?
+
+    public init(sites: any SiteResolver, presence: (any PresenceService)? = nil, storage: (any StorageService)? = nil,
+                tabs: (any TabsService)? = nil, reading: (any ReadingService)? = nil,
+                schedule: (any ScheduleService)? = nil, notify: (any NotifyService)? = nil,
+                identity: (any IdentityService)? = nil, signing: (any SigningService)? = nil,
+                vault: (any VaultService)? = nil, sealed: (any SealedContentService)? = nil) {
+        self.sites = sites
+        self.presence = presence
+        self.storage = storage
+        self.tabs = tabs
+        self.reading = reading
+        self.schedule = schedule
+        self.notify = notify
+        self.identity = identity
+        self.signing = signing
+        self.vault = vault
+        self.sealed = sealed
+    }
+
+    /// The handler table: each service's ops, from the file beside that service.
+    var handlers: [String: BridgeHandler] {
+        var h: [String: BridgeHandler] = [:]
+        if let storage { h.merge(StorageOps.handlers(storage)) { a, _ in a } }
+        if let tabs { h.merge(TabsOps.handlers(tabs)) { a, _ in a } }
+        if let reading { h.merge(ReadingOps.handlers(reading)) { a, _ in a } }
+        if let schedule { h.merge(ScheduleOps.handlers(schedule)) { a, _ in a } }
+        if let notify { h.merge(NotifyOps.handlers(notify)) { a, _ in a } }
+        if let identity { h.merge(IdentityOps.handlers(identity)) { a, _ in a } }
+        if let signing { h.merge(SigningOps.handlers(signing)) { a, _ in a } }
+        if let vault { h.merge(VaultOps.handlers(vault)) { a, _ in a } }
+        if let sealed { h.merge(SealedOps.handlers(sealed)) { a, _ in a } }
+        return h
+    }
+
+    /// Every op some service can implement (for the catalogue consistency check).
+    static let implementableOps: Set<String> = StorageOps.names.union(TabsOps.names).union(ReadingOps.names)
+        .union(ScheduleOps.names).union(NotifyOps.names).union(IdentityOps.names).union(SigningOps.names)
+        .union(VaultOps.names).union(SealedOps.names)
+}
+
+/// CLOCK_BOOTTIME now, in nanoseconds (custody's clock).
+func bootNanos() -> Int64 { Int64(truncatingIfNeeded: BootClock.system.nanoseconds()) }

@@ -1,0 +1,120 @@
+import Glibc
+import Foundation
+import Synchronization
+public import SiteKeepJSON
+
+/// A blocking client for the daemon's socket: connect, `hello`, call ops, receive events.
+///
+/// Used by the tests, the benchmark and `sitekeep call`. One request at a time per client; events
+/// that arrive while waiting for a reply are kept for ``nextEvent(timeout:)``.
+///
+/// ```swift
+/// let client = try BridgeClient.connect()
+/// let hello = try client.hello(origin: "https://promptugal.news")
+/// let picks = try client.call("schedule.get")
+/// ```
+public final class BridgeClient: Sendable {
+    private struct State {
+        var reader = FrameReader(maxFrame: 16 << 20)
+        var pending: [[UInt8]] = []
+        var events: [(name: String, data: JSONValue)] = []
+        var nextID: Int64 = 1
+    }
+    private let fd: Int32
+    private let state = Mutex(State())
+    private let writer: SocketWriter
+    /// How long to wait for a reply.
+    public let timeout: Duration
+
+    private init(fd: Int32, timeout: Duration) {
+        self.fd = fd
+        self.timeout = timeout
+        writer = SocketWriter(fd: fd)
+    }
+
+    deinit { writer.close() }
+
+    /// Connects to `path`, or to ``BridgeDaemon/socketPath(environment:)`` when nil.
+    public static func connect(path: String? = nil, timeout: Duration = .seconds(30)) throws(BridgeError) -> BridgeClient {
+        let p: String
+        if let path { p = path } else { p = try BridgeDaemon.socketPath() }
+        return BridgeClient(fd: try UnixSocket.connect(path: p), timeout: timeout)
+    }
+
+    /// Closes the connection.
+    public func close() { writer.close() }
+
+    /// Binds the connection to `origin`'s site; returns the protocol version and the allowed ops.
+    public func hello(origin: String) throws(BridgeError) -> (version: Int, ops: [String]) {
+        let r = try call("hello", args: ["origin": .string(origin)])
+        guard let v = r["version"]?.intValue, let ops = r["ops"]?.arrayValue?.compactMap(\.stringValue) else {
+            throw .protocolViolation("hello reply lacks version or ops")
+        }
+        return (Int(v), ops)
+    }
+
+    /// Calls `op` and returns its `result`.
+    /// - Throws: ``BridgeError/reply(_:)`` with the daemon's error reply.
+    public func call(_ op: String, args: JSONValue = .object([]), origin: String? = nil) throws(BridgeError) -> JSONValue {
+        let id = state.withLock { s -> Int64 in defer { s.nextID += 1 }; return s.nextID }
+        let reply = try send(BridgeRequest(id: .int(id), op: op, args: args, origin: origin))
+        switch reply {
+        case .success(_, let result): return result
+        case .failure(_, let f): throw .reply(f)
+        case .event: throw .protocolViolation("an event where a reply was due")
+        }
+    }
+
+    /// Sends `request` and returns its reply (success or failure).
+    public func send(_ request: BridgeRequest) throws(BridgeError) -> BridgeMessage {
+        try sendRaw(JSONSerializer.bytes(request.json, style: .compact))
+        return try nextReply()
+    }
+
+    /// Writes `frame` and a newline as they are (for tests of malformed frames).
+    public func sendRaw(_ frame: [UInt8]) throws(BridgeError) {
+        guard writer.send(frame) else { throw .connectionClosed }
+    }
+
+    /// The next reply frame, keeping events that arrive first.
+    public func nextReply() throws(BridgeError) -> BridgeMessage {
+        while true {
+            let message = try BridgeMessage.parse(try nextFrame(timeout: timeout))
+            if case let .event(name, data) = message {
+                state.withLock { $0.events.append((name, data)) }
+                continue
+            }
+            return message
+        }
+    }
+
+    /// The next event, waiting up to `timeout`.
+    public func nextEvent(timeout: Duration = .seconds(5)) throws(BridgeError) -> (name: String, data: JSONValue) {
+        if let e = state.withLock({ s in s.events.isEmpty ? nil : s.events.removeFirst() }) { return e }
+        let message = try BridgeMessage.parse(try nextFrame(timeout: timeout))
+        guard case let .event(name, data) = message else { throw .protocolViolation("a reply where an event was due") }
+        return (name, data)
+    }
+
+    private func nextFrame(timeout: Duration) throws(BridgeError) -> [UInt8] {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            if let f = state.withLock({ s in s.pending.isEmpty ? nil : s.pending.removeFirst() }) { return f }
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw .timeout }
+            let ms = Int32(min(Int64(left.components.seconds) * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 3_600_000))
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let rc = poll(&p, 1, ms)
+            if rc < 0 { if errno == EINTR { continue } else { throw .socket(call: "poll", errno: errno) } }
+            if rc == 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 { if errno == EINTR { continue } else { throw .socket(call: "recv", errno: errno) } }
+            if n == 0 { throw .connectionClosed }
+            state.withLock { s in
+                let frames = chunk.withUnsafeBytes { s.reader.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                for f in frames { if case .frame(let b) = f { s.pending.append(b) } }
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+public import SiteKeepJSON
+import SiteKeepCustody
+
+/// Routes one request frame to its handler after every policy check the catalogue states.
+///
+/// Order of checks: size → JSON (``JSONLimits/message``) → envelope (unknown members refused) →
+/// version → op known → op is a request → connection bound (`hello` first) → claimed origin is
+/// the connection's site → site on the op's allow-list → op size limit → rate limit →
+/// `unsupported` → args shape (from the catalogue) → presence → handler → result shape.
+///
+/// The dispatcher routes; handlers live beside the service they call (`Services/`). Replies are
+/// built from ``JSONValue`` only, so no key type has a path into a reply.
+///
+/// ```swift
+/// let d = try BridgeDispatcher(catalogue: .bundled(), services: services)
+/// let c = BridgeConnection()
+/// let reply = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://promptugal.news"}}"#.utf8), connection: c)
+/// ```
+public final class BridgeDispatcher: Sendable {
+    public let catalogue: OpCatalogue
+    let services: BridgeServices
+    let handlers: [String: BridgeHandler]
+    /// Per op: every app-bound site, or these canonical origins.
+    private let allow: [String: (appBound: Bool, origins: Set<String>)]
+    let hub = EventHub()
+
+    /// - Throws: ``BridgeError/invalidCatalogue(_:)`` when an allow-list origin is not a valid
+    ///   origin; ``BridgeError/catalogueMismatch(_:)`` when an op has no possible handler.
+    public init(catalogue: OpCatalogue, services: BridgeServices) throws(BridgeError) {
+        self.catalogue = catalogue
+        self.services = services
+        handlers = services.handlers
+        var allow: [String: (appBound: Bool, origins: Set<String>)] = [:]
+        for op in catalogue.ops {
+            var entry = (appBound: false, origins: Set<String>())
+            for rule in op.sites {
+                switch rule {
+                case .appBound: entry.appBound = true
+                case .origin(let o):
+                    guard let canonical = services.sites.canonicalOrigin(o) else {
+                        throw .invalidCatalogue("op \(op.name): \(o) is not a valid origin")
+                    }
+                    entry.origins.insert(canonical)
+                }
+            }
+            allow[op.name] = entry
+            if op.direction == .request, op.name != "hello", op.unsupportedMessage == nil,
+               !BridgeServices.implementableOps.contains(op.name) {
+                throw .catalogueMismatch("op \(op.name) has no handler in SiteKeepBridge")
+            }
+        }
+        for name in BridgeServices.implementableOps where catalogue[name] == nil {
+            throw .catalogueMismatch("handler \(name) has no op in the catalogue")
+        }
+        self.allow = allow
+    }
+
+    /// Whether `site` is on `op`'s allow-list.
+    public func isAllowed(_ op: String, site: BridgeSite) -> Bool {
+        guard let a = allow[op] else { return false }
+        if a.appBound && site.isAppBound { return true }
+        return site.origins.contains { a.origins.contains($0) }
+    }
+
+    /// The request ops `site` may call, in catalogue order (what `hello` returns).
+    public func allowedOps(for site: BridgeSite) -> [String] {
+        catalogue.ops.filter { $0.direction == .request && isAllowed($0.name, site: site) }.map(\.name)
+    }
+
+    /// Handles one frame (one JSON request, without its newline) and returns the reply frame.
+    public func handle(_ frame: [UInt8], connection: BridgeConnection) async -> [UInt8] {
+        await reply(to: frame, connection: connection).bytes
+    }
+
+    /// Forgets `connection` (no more events). The server calls it when a socket closes.
+    public func disconnect(_ connection: BridgeConnection) { hub.remove(connection) }
+
+    /// Handles one frame and returns the reply as a message.
+    public func reply(to frame: [UInt8], connection: BridgeConnection) async -> BridgeMessage {
+        guard frame.count <= JSONLimits.message.maxBytes else {
+            return .failure(id: .null, BridgeFailure(.tooLarge, "the frame is larger than \(JSONLimits.message.maxBytes) bytes"))
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(frame, limits: .message)
+        } catch {
+            let code: BridgeErrorCode = switch error.reason {
+            case .tooLarge, .stringTooLong, .tooManyElements: .tooLarge
+            default: .badRequest
+            }
+            return .failure(id: .null, BridgeFailure(code, error.description))
+        }
+        let id = BridgeRequest.salvageID(value)
+        do {
+            let request = try BridgeRequest.decode(value, supportedVersion: catalogue.protocolVersion)
+            let result = try await route(request, frameSize: frame.count, connection: connection)
+            return .success(id: request.id, result: result)
+        } catch {
+            return .failure(id: id, error)
+        }
+    }
+
+    private func route(_ request: BridgeRequest, frameSize: Int, connection: BridgeConnection) async throws(BridgeFailure) -> JSONValue {
+        guard let op = catalogue[request.op] else {
+            throw BridgeFailure(.unknownOp, "\(FieldSchema.printable(request.op)) is not an op; `hello` lists the ops this site may call")
+        }
+        if op.name == "hello" {
+            return try await hello(request, op: op, frameSize: frameSize, connection: connection)
+        }
+        guard let site = connection.site else {
+            throw BridgeFailure(.helloRequired, "this connection is not bound to a site; send hello with args.origin first")
+        }
+        try await checkClaimedOrigin(request.origin, site: site)
+        guard op.direction == .request else {
+            throw BridgeFailure(.notAllowed, "\(op.name) is an event SiteKeep sends; it cannot be called")
+        }
+        let proof = try await admit(request, op: op, site: site, frameSize: frameSize, connection: connection)
+        guard let handler = handlers[op.name] else {
+            throw BridgeFailure(.notConfigured, "\(op.name) is not configured in this daemon (its service is not set up)")
+        }
+        let hub = self.hub
+        let call = BridgeCall(op: op.name, site: site, args: request.args, presence: proof) { event, data in
+            hub.send(BridgeMessage.event(name: event, data: data).bytes, site: site.id, except: connection.id)
+        }
+        let result = try await handler(call)
+        do {
+            try op.result.validate(result, path: "result")
+        } catch {
+            throw BridgeFailure(.internal, "\(op.name) produced a reply outside its catalogue shape")
+        }
+        return result
+    }
+
+    /// Allow-list, size, rate, unsupported, args shape, presence: the checks every op passes.
+    private func admit(_ request: BridgeRequest, op: OpPolicy, site: BridgeSite, frameSize: Int,
+                       connection: BridgeConnection) async throws(BridgeFailure) -> PresenceProof? {
+        guard isAllowed(op.name, site: site) else {
+            throw BridgeFailure(.notAllowed, "\(op.name) is not allowed for \(site.name); hello lists the ops this site may call")
+        }
+        guard frameSize <= op.maxRequestBytes else {
+            throw BridgeFailure(.tooLarge, "\(op.name) requests are limited to \(op.maxRequestBytes) bytes")
+        }
+        guard connection.take(op.name, limit: op.rateLimit, now: bootNanos()) else {
+            throw BridgeFailure(.rateLimited, "\(op.name) is limited to \(op.rateLimit.burst) at once and \(op.rateLimit.perSecond) per second on one connection; retry later")
+        }
+        if let message = op.unsupportedMessage { throw BridgeFailure(.unsupported, message) }
+        try op.args.validate(request.args, path: "args")
+        guard op.presence else { return nil }
+        guard let presence = services.presence else {
+            throw BridgeFailure(.notConfigured, "\(op.name) needs presence and no presence service is configured")
+        }
+        let proof = try await presence.proof(for: site, op: op.name)
+        do {
+            try proof.check(site: site.id)
+        } catch {
+            throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site no older than 60 s")
+        }
+        return proof
+    }
+
+    private func checkClaimedOrigin(_ origin: String?, site: BridgeSite) async throws(BridgeFailure) {
+        guard let origin else { return }
+        guard let canonical = services.sites.canonicalOrigin(origin), site.origins.contains(canonical) else {
+            throw BridgeFailure(.forbiddenOrigin, "this connection is bound to \(site.name); a message may not claim another origin")
+        }
+    }
+
+    private func hello(_ request: BridgeRequest, op: OpPolicy, frameSize: Int, connection: BridgeConnection) async throws(BridgeFailure) -> JSONValue {
+        guard connection.take(op.name, limit: op.rateLimit, now: bootNanos()) else {
+            throw BridgeFailure(.rateLimited, "hello is limited to \(op.rateLimit.burst) at once on one connection")
+        }
+        guard frameSize <= op.maxRequestBytes else {
+            throw BridgeFailure(.tooLarge, "hello requests are limited to \(op.maxRequestBytes) bytes")
+        }
+        try op.args.validate(request.args, path: "args")
+        guard let origin = request.args["origin"]?.stringValue else {
+            throw BridgeFailure(.badRequest, "args.origin is missing")
+        }
+        let sites = services.sites
+        guard let canonical = sites.canonicalOrigin(origin) else {
+            throw BridgeFailure(.forbiddenOrigin, "args.origin is not a valid web origin (scheme://host[:port])")
+        }
+        guard let site = await sites.site(forOrigin: canonical) else {
+            throw BridgeFailure(.forbiddenOrigin, "no site has the origin \(FieldSchema.printable(canonical))")
+        }
+        guard site.isAppBound else {
+            throw BridgeFailure(.forbiddenOrigin, "\(site.name) is not app-bound; only app-bound sites may use the bridge")
+        }
+        if let claimed = request.origin {
+            guard let c = sites.canonicalOrigin(claimed), site.origins.contains(c) else {
+                throw BridgeFailure(.forbiddenOrigin, "the message's origin and args.origin name different sites")
+            }
+        }
+        let bound = connection.bind(site)
+        guard bound.id == site.id else {
+            throw BridgeFailure(.forbiddenOrigin, "this connection is bound to \(bound.name); open another connection for another site")
+        }
+        guard isAllowed(op.name, site: site) else {
+            throw BridgeFailure(.notAllowed, "hello is not allowed for \(site.name)")
+        }
+        hub.register(connection, site: site.id)
+        return ["version": .integer(catalogue.protocolVersion), "ops": .array(allowedOps(for: site).map { .string($0) })]
+    }
+}

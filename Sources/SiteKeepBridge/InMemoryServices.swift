@@ -1,0 +1,285 @@
+public import SiteKeepJSON
+public import SiteKeepCustody
+import Synchronization
+import Foundation
+
+// In-memory services: the bridge's tests, its fuzz target, its benchmark and the test daemon run
+// on these. The daemon proper wires adapters to the partitions, custody and vault layers.
+
+/// A fixed site table with a small origin canonicaliser (lower-case scheme and host, trailing dot
+/// removed, default port dropped; http only for loopback; no userinfo, path, query or fragment).
+public struct InMemorySites: SiteResolver {
+    public let sites: [BridgeSite]
+
+    public init(_ sites: [BridgeSite]) {
+        self.sites = sites.map { s in
+            BridgeSite(id: s.id, name: s.name, origins: s.origins.compactMap(Self.canonical), isAppBound: s.isAppBound)
+        }
+    }
+
+    public func canonicalOrigin(_ origin: String) -> String? { Self.canonical(origin) }
+
+    public func site(forOrigin origin: String) async -> BridgeSite? {
+        guard let c = Self.canonical(origin) else { return nil }
+        return sites.first { $0.origins.contains(c) }
+    }
+
+    static func canonical(_ origin: String) -> String? {
+        guard origin.utf8.count <= 512, let schemeEnd = origin.range(of: "://") else { return nil }
+        let scheme = origin[..<schemeEnd.lowerBound].lowercased()
+        var rest = Substring(origin[schemeEnd.upperBound...])
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        var port: Int?
+        if let colon = rest.lastIndex(of: ":") {
+            guard let p = Int(rest[rest.index(after: colon)...]), p > 0, p < 65536,
+                  rest[rest.index(after: colon)...].allSatisfy(\.isASCII) else { return nil }
+            port = p
+            rest = rest[..<colon]
+        }
+        var host = rest.lowercased()
+        if host.hasSuffix(".") { host.removeLast() }
+        guard !host.isEmpty, host.utf8.count <= 253,
+              host.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x2e }),
+              !host.hasPrefix("."), !host.contains("..") else { return nil }
+        let loopback = host == "localhost" || host == "127.0.0.1"
+        let defaultPort: Int
+        switch scheme {
+        case "https": defaultPort = 443
+        case "http" where loopback: defaultPort = 80
+        default: return nil
+        }
+        if let port, port != defaultPort { return "\(scheme)://\(host):\(port)" }
+        return "\(scheme)://\(host)"
+    }
+}
+
+/// Grants presence per site; a grant serves for 60 s (a presence window). `deny` refuses.
+public final class InMemoryPresence: PresenceService {
+    public enum Mode: Sendable { case approve, deny, unanswered }
+    private let state: Mutex<(mode: Mode, granted: [String: Int64], asked: Int)>
+
+    public init(mode: Mode = .approve) { state = Mutex((mode, [:], 0)) }
+
+    public func setMode(_ mode: Mode) { state.withLock { $0.mode = mode; $0.granted = [:] } }
+    /// How many times the user would have been asked.
+    public var prompts: Int { state.withLock { $0.asked } }
+    /// Makes `site`'s grant `ageNanos` old (to test expiry).
+    public func backdate(site: String, ageNanos: Int64) {
+        state.withLock { $0.granted[site] = bootNanos() - ageNanos }
+    }
+
+    public func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
+        let result: Result<PresenceProof, BridgeFailure> = state.withLock { s in
+            if let at = s.granted[site.id] { return .success(Self.proof(site.id, op, at)) }
+            s.asked += 1
+            switch s.mode {
+            case .approve:
+                let now = bootNanos()
+                s.granted[site.id] = now
+                return .success(Self.proof(site.id, op, now))
+            case .deny: return .failure(BridgeFailure(.presenceDenied, "the user refused \(op) for \(site.name)"))
+            case .unanswered: return .failure(BridgeFailure(.presenceRequired, "no one answered the presence check for \(op)"))
+            }
+        }
+        return try result.get()
+    }
+
+    static func proof(_ site: String, _ op: String, _ at: Int64) -> PresenceProof {
+        PresenceProof(site: site, op: op, keyID: nil, method: .askpass, issuedAtNanoseconds: UInt64(max(0, at)))
+    }
+}
+
+/// `localStorage`-like values per site, with a byte quota per site.
+public final class InMemoryStorage: StorageService {
+    private let data = Mutex<[String: [String: String]]>([:])
+    public let quotaBytes: Int
+    public init(quotaBytes: Int = 5 << 20) { self.quotaBytes = quotaBytes }
+
+    public func value(forKey key: String, site: BridgeSite) async throws(BridgeFailure) -> String? {
+        data.withLock { $0[site.id]?[key] }
+    }
+    public func setValue(_ value: String, forKey key: String, site: BridgeSite) async throws(BridgeFailure) {
+        let quota = quotaBytes
+        let ok: Bool = data.withLock { d in
+            var m = d[site.id] ?? [:]
+            m[key] = value
+            let used = m.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            guard used <= quota else { return false }
+            d[site.id] = m
+            return true
+        }
+        guard ok else { throw BridgeFailure(.quotaExceeded, "the site's storage quota of \(quota) bytes would be exceeded") }
+    }
+    public func removeValue(forKey key: String, site: BridgeSite) async throws(BridgeFailure) {
+        _ = data.withLock { $0[site.id]?.removeValue(forKey: key) }
+    }
+    public func keys(site: BridgeSite) async throws(BridgeFailure) -> [String] {
+        data.withLock { ($0[site.id] ?? [:]).keys.sorted() }
+    }
+    public func clear(site: BridgeSite) async throws(BridgeFailure) {
+        data.withLock { $0[site.id] = nil }
+    }
+}
+
+/// Session and reading state per site.
+public final class InMemorySession: TabsService, ReadingService {
+    private let sessions = Mutex<[String: TabSession]>([:])
+    private let reading = Mutex<[String: [ArticleReading]]>([:])
+    public init() {}
+
+    public func session(site: BridgeSite) async throws(BridgeFailure) -> TabSession {
+        sessions.withLock { $0[site.id] ?? TabSession() }
+    }
+    public func setSession(_ session: TabSession, site: BridgeSite) async throws(BridgeFailure) {
+        sessions.withLock { $0[site.id] = session }
+    }
+    public func readingStates(site: BridgeSite) async throws(BridgeFailure) -> [ArticleReading] {
+        reading.withLock { $0[site.id] ?? [] }
+    }
+    public func record(_ articles: [ArticleReading], site: BridgeSite) async throws(BridgeFailure) -> Int {
+        reading.withLock { r in
+            var list = r[site.id] ?? []
+            for a in articles {
+                if let i = list.firstIndex(where: { $0.id == a.id }) { list[i] = a } else { list.append(a) }
+            }
+            r[site.id] = list
+            return articles.count
+        }
+    }
+}
+
+/// Schedules and planned notifications per site.
+public final class InMemorySchedule: ScheduleService, NotifyService {
+    private let schedules = Mutex<[String: Schedule]>([:])
+    private let plans = Mutex<[String: [PlannedNotification]]>([:])
+    public init() {}
+
+    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> Schedule {
+        schedules.withLock { $0[site.id] ?? Schedule() }
+    }
+    public func setSchedule(_ schedule: Schedule, site: BridgeSite) async throws(BridgeFailure) -> Schedule {
+        schedules.withLock { $0[site.id] = schedule }
+        return schedule
+    }
+    public func plan(_ notifications: [PlannedNotification], site: BridgeSite) async throws(BridgeFailure) -> Int {
+        plans.withLock { $0[site.id] = notifications }
+        return notifications.count
+    }
+}
+
+/// A fixed identity.
+public struct InMemoryIdentity: IdentityService {
+    public let identity: BridgeIdentity
+    public init(_ identity: BridgeIdentity) { self.identity = identity }
+    public func identity(site: BridgeSite) async throws(BridgeFailure) -> BridgeIdentity { identity }
+}
+
+/// One line of a signing audit log: time, site, op, key id, result, presence age. No secrets.
+public struct SigningAuditEntry: Sendable, Equatable {
+    public var site: String
+    public var keyID: String
+    public var ok: Bool
+    public var presenceAgeMilliseconds: Int
+}
+
+/// A destination for audit lines. ``append(_:)`` returns once the line is written.
+public protocol SigningAuditSink: Sendable {
+    func append(_ entry: SigningAuditEntry) throws(BridgeFailure)
+}
+
+/// Keeps audit lines in memory.
+public final class InMemoryAuditSink: SigningAuditSink {
+    private let lines = Mutex<[SigningAuditEntry]>([])
+    public init() {}
+    public func append(_ entry: SigningAuditEntry) throws(BridgeFailure) { lines.withLock { $0.append(entry) } }
+    public var entries: [SigningAuditEntry] { lines.withLock { $0 } }
+}
+
+/// Signs with custody key handles by id; writes the audit line before returning the signature.
+public final class HandleSigningService: SigningService {
+    private let keys: [String: SigningKeyHandle]
+    private let audit: any SigningAuditSink
+
+    public init(keys: [String: SigningKeyHandle], audit: any SigningAuditSink) {
+        self.keys = keys
+        self.audit = audit
+    }
+
+    public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {
+        try signNow(data, keyID: keyID, site: site, presence: presence)
+    }
+
+    /// The synchronous body of ``sign(_:keyID:site:presence:)``.
+    public func signNow(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) throws(BridgeFailure) -> BridgeSignature {
+        let age = presence.ageMilliseconds()
+        guard let key = keys[keyID] else {
+            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
+            throw BridgeFailure(.notFound, "no team key has the id \(FieldSchema.printable(keyID))")
+        }
+        guard let signature = try? key.sign(data) else {
+            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
+            throw BridgeFailure(.internal, "signing failed")
+        }
+        try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: true, presenceAgeMilliseconds: age))
+        return BridgeSignature(keyID: keyID, algorithm: key.algorithm, signature: signature)
+    }
+}
+
+/// Files per site and vault name, with a fake commit counter.
+public final class InMemoryVault: VaultService {
+    private let files = Mutex<[String: [String: [UInt8]]]>([:])
+    private let commits = Atomic<Int>(0)
+    public init() {}
+
+    private func key(_ vault: String?, _ site: BridgeSite) -> String { "\(site.id)/\(vault ?? "default")" }
+
+    public func status(vault: String?, site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultStatus {
+        let count = files.withLock { $0[key(vault, site)]?.count ?? 0 }
+        let c = commits.load(ordering: .relaxed)
+        return BridgeVaultStatus(vault: vault ?? "default", state: .clean, head: c == 0 ? nil : "commit-\(c)", files: count)
+    }
+    public func list(vault: String?, path: String?, site: BridgeSite) async throws(BridgeFailure) -> [BridgeVaultEntry] {
+        let prefix = (path ?? "").isEmpty ? "" : path! + "/"
+        let all = files.withLock { $0[key(vault, site)] ?? [:] }
+        return all.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }
+            .map { BridgeVaultEntry(path: $0.key, kind: .file, size: $0.value.count) }
+    }
+    public func load(vault: String?, path: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8] {
+        guard let content = files.withLock({ $0[key(vault, site)]?[path] }) else {
+            throw BridgeFailure(.notFound, "the vault has no file \(FieldSchema.printable(path))")
+        }
+        return content
+    }
+    public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String {
+        files.withLock { $0[key(vault, site), default: [:]][path] = content }
+        return "commit-\(commits.add(1, ordering: .relaxed).newValue)"
+    }
+}
+
+/// The standard in-memory set-up: the design's three team sites (app-bound), one more app-bound
+/// site on no explicit list, and one site that is not app-bound.
+public enum InMemoryBridge {
+    public static let promptugal = BridgeSite(id: "00000000-0000-4000-8000-000000000001", name: "Promptugal",
+                                              origins: ["https://promptugal.news"], isAppBound: true)
+    public static let webSummit = BridgeSite(id: "00000000-0000-4000-8000-000000000002", name: "Web Summit",
+                                             origins: ["https://web-summit.sgit.ai"], isAppBound: true)
+    public static let newsroom = BridgeSite(id: "00000000-0000-4000-8000-000000000003", name: "Newsroom",
+                                            origins: ["https://newsroom.sgit.ai"], isAppBound: true)
+    public static let reader = BridgeSite(id: "00000000-0000-4000-8000-000000000004", name: "Reader",
+                                          origins: ["https://reader.example"], isAppBound: true)
+    public static let stranger = BridgeSite(id: "00000000-0000-4000-8000-000000000005", name: "Stranger",
+                                            origins: ["https://stranger.example"], isAppBound: false)
+    public static let sites = [promptugal, webSummit, newsroom, reader, stranger]
+
+    /// Services backed by memory; pass `signing` / `sealed` / `vault` to include those ops.
+    public static func services(presence: InMemoryPresence = InMemoryPresence(), signing: (any SigningService)? = nil,
+                                sealed: (any SealedContentService)? = nil, vault: (any VaultService)? = InMemoryVault())
+        -> BridgeServices {
+        let session = InMemorySession()
+        let schedule = InMemorySchedule()
+        return BridgeServices(sites: InMemorySites(sites), presence: presence, storage: InMemoryStorage(),
+                              tabs: session, reading: session, schedule: schedule, notify: schedule,
+                              identity: InMemoryIdentity(BridgeIdentity(teamID: "team-nr", displayName: "Reader Team")),
+                              signing: signing, vault: vault, sealed: sealed)
+    }
+}

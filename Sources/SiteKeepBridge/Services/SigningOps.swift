@@ -1,0 +1,40 @@
+public import SiteKeepJSON
+public import SiteKeepCustody
+import SiteKeepCrypto
+
+/// A signature and the facts needed to check it; never the key.
+public struct BridgeSignature: Sendable, Equatable {
+    public var keyID: String
+    public var algorithm: SigningAlgorithm
+    /// Ed25519: 64 bytes; P-256: DER.
+    public var signature: [UInt8]
+    public init(keyID: String, algorithm: SigningAlgorithm, signature: [UInt8]) {
+        self.keyID = keyID
+        self.algorithm = algorithm
+        self.signature = signature
+    }
+}
+
+/// Signs with a team key held by custody. The implementation writes the audit-log line before it
+/// returns (custody's rule: no signature leaves before its log line is written).
+public protocol SigningService: Sendable {
+    /// - Throws: `not_found` for an unknown key id, `locked` while custody is locked.
+    func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature
+}
+
+enum SigningOps {
+    static let names: Set<String> = ["key.sign"]
+
+    static func handlers(_ s: any SigningService) -> [String: BridgeHandler] {
+        [
+            "key.sign": { c throws(BridgeFailure) in
+                guard let presence = c.presence else {
+                    throw BridgeFailure(.presenceRequired, "key.sign needs a presence proof")
+                }
+                let sig = try await s.sign(try c.bytes("data"), keyID: try c.string("key"), site: c.site, presence: presence)
+                return ["key": .string(sig.keyID), "algorithm": .string(sig.algorithm.rawValue),
+                        "signature": .string(Base64.encode(sig.signature, variant: .standard))]
+            },
+        ]
+    }
+}

@@ -1,0 +1,109 @@
+public import SiteKeepJSON
+import SiteKeepCrypto
+import Foundation
+
+/// The state of a site's vault.
+public struct BridgeVaultStatus: Sendable, Equatable {
+    public enum State: String, Sendable, Equatable { case clean, pending, locked }
+    public var vault: String
+    public var state: State
+    public var head: String?
+    public var files: Int
+    public init(vault: String, state: State, head: String?, files: Int) {
+        self.vault = vault
+        self.state = state
+        self.head = head
+        self.files = files
+    }
+}
+
+/// One entry of a vault folder.
+public struct BridgeVaultEntry: Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable { case file, folder }
+    public var path: String
+    public var kind: Kind
+    public var size: Int?
+    public init(path: String, kind: Kind, size: Int? = nil) {
+        self.path = path
+        self.kind = kind
+        self.size = size
+    }
+}
+
+/// The site's vault (the vault layer): results and plaintext of files, never keys.
+/// `vault` nil means the site's default vault. Paths reach the service already checked
+/// (relative, no `..`, no empty component, no NUL).
+public protocol VaultService: Sendable {
+    func status(vault: String?, site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultStatus
+    func list(vault: String?, path: String?, site: BridgeSite) async throws(BridgeFailure) -> [BridgeVaultEntry]
+    func load(vault: String?, path: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8]
+    /// Writes one file as a new commit; returns the commit id.
+    func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String
+}
+
+enum VaultOps {
+    static let names: Set<String> = ["vault.status", "vault.list", "vault.load", "vault.save", "capture.save"]
+
+    static func handlers(_ s: any VaultService) -> [String: BridgeHandler] {
+        [
+            "vault.status": { c throws(BridgeFailure) in
+                let st = try await s.status(vault: c.optionalString("vault"), site: c.site)
+                return ["vault": .string(st.vault), "state": .string(st.state.rawValue), "head": .string(st.head),
+                        "files": .integer(st.files)]
+            },
+            "vault.list": { c throws(BridgeFailure) in
+                let path = try c.optionalString("path").map { p throws(BridgeFailure) in try checkedPath(p, allowRoot: true) }
+                let entries = try await s.list(vault: c.optionalString("vault"), path: path, site: c.site)
+                return ["entries": .array(entries.map { e in
+                    var m = [JSONMember(key: "path", value: .string(e.path)), JSONMember(key: "kind", value: .string(e.kind.rawValue))]
+                    if let size = e.size { m.append(JSONMember(key: "size", value: .integer(size))) }
+                    return .object(m)
+                })]
+            },
+            "vault.load": { c throws(BridgeFailure) in
+                let path = try checkedPath(try c.string("path"), allowRoot: false)
+                let content = try await s.load(vault: c.optionalString("vault"), path: path, site: c.site)
+                return ["path": .string(path), "content": .string(Base64.encode(content, variant: .standard))]
+            },
+            "vault.save": { c throws(BridgeFailure) in
+                let path = try checkedPath(try c.string("path"), allowRoot: false)
+                let commit = try await s.save(vault: c.optionalString("vault"), path: path, content: try c.bytes("content"), site: c.site)
+                return ["path": .string(path), "commit": .string(commit)]
+            },
+            "capture.save": { c throws(BridgeFailure) in
+                let title = try c.string("title")
+                var note = "# \(title)\n\n"
+                if let url = c.optionalString("url") { note += "<\(url)>\n\n" }
+                note += try c.string("text") + "\n"
+                let path = capturePath(title: title)
+                let commit = try await s.save(vault: nil, path: path, content: Array(note.utf8), site: c.site)
+                return ["path": .string(path), "commit": .string(commit)]
+            },
+        ]
+    }
+
+    /// A vault path as the vault layer accepts it, or `bad_request` naming the rule it breaks.
+    static func checkedPath(_ path: String, allowRoot: Bool) throws(BridgeFailure) -> String {
+        if path.isEmpty && allowRoot { return path }
+        guard !path.isEmpty else { throw BridgeFailure(.badRequest, "args.path is empty") }
+        guard !path.utf8.contains(0) else { throw BridgeFailure(.badRequest, "args.path contains NUL") }
+        guard !path.hasPrefix("/") else { throw BridgeFailure(.badRequest, "args.path must be relative (no leading /)") }
+        for part in path.split(separator: "/", omittingEmptySubsequences: false) {
+            guard !part.isEmpty, part != ".", part != ".." else {
+                throw BridgeFailure(.badRequest, "args.path must not contain empty, '.' or '..' components")
+            }
+        }
+        return path
+    }
+
+    /// `captures/<UTC time>-<slug>-<4 random hex>.md`.
+    static func capturePath(title: String) -> String {
+        let stamp = Date().ISO8601Format(.iso8601.year().month().day().dateSeparator(.omitted).time(includingFractionalSeconds: false).timeSeparator(.omitted))
+            .replacingOccurrences(of: "T", with: "-").replacingOccurrences(of: "Z", with: "")
+        let slug = String(title.lowercased().unicodeScalars.map { s -> Character in
+            (s.value >= 0x61 && s.value <= 0x7a) || (s.value >= 0x30 && s.value <= 0x39) ? Character(s) : "-"
+        }.prefix(40))
+        let rand = Hex.encode((try? SecureRandom.bytes(count: 2)) ?? [0, 0])
+        return "captures/\(stamp)-\(slug.isEmpty ? "note" : slug)-\(rand).md"
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import SiteKeepBridge
+import SiteKeepCrypto
+import SiteKeepCustody
+
+/// The bridge daemon on in-memory services, for the bridge's process-level tests (SIGTERM,
+/// socket activation, peers of another uid). Not installed; `sitekeep serve` is the real daemon.
+///
+/// Environment: `SITEKEEP_SOCK` (or systemd's `LISTEN_FDS`), `SITEKEEP_TEST_AUDIT` (audit file).
+@main
+struct TestDaemon {
+    static func main() {
+        let env = ProcessInfo.processInfo.environment
+        let args = CommandLine.arguments
+        if args.count >= 3, args[1] == "bench" {
+            // `sitekeep-bridge-testd bench WORKDIR [REQUESTS]`: BridgeBenchmark until tools/bench wires it.
+            do {
+                let report = try BridgeBenchmark.run(requests: args.count > 3 ? Int(args[3]) ?? 4000 : 4000, workDir: args[2])
+                FileHandle.standardOutput.write(Data(report.markdown.utf8))
+            } catch {
+                FileHandle.standardError.write(Data("bench: \(error)\n".utf8))
+                exit(1)
+            }
+            return
+        }
+        do {
+            let audit = try GroupSyncAuditLog(path: env["SITEKEEP_TEST_AUDIT"] ?? "/dev/null")
+            let seed: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0x40 + $0 * 7) }
+            let key = SigningKeyHandle(ed25519: try Ed25519.PrivateKey(seed: SecretBytes(copying: seed)))
+            let services = InMemoryBridge.services(signing: HandleSigningService(keys: ["team-ed": key], audit: audit))
+            let dispatcher = try BridgeDispatcher(catalogue: .bundled(), services: services)
+            try BridgeDaemon.run(dispatcher: dispatcher, ready: { path in
+                FileHandle.standardOutput.write(Data("ready \(path ?? "activated")\n".utf8))
+            }, onStopped: { audit.close() })
+            FileHandle.standardOutput.write(Data("stopped\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("sitekeep-bridge-testd: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}
