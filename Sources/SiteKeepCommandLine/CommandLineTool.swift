@@ -31,16 +31,36 @@ public enum CommandLineTool {
     ]
 
     /// The process entry point: hardening first, then the command.
+    /// Work that must happen on the main thread before any task or thread starts. The
+    /// executable's `main` calls it first, synchronously.
+    ///
+    /// The daemon waits for SIGTERM/SIGINT with `sigwait`: they must be blocked in every thread,
+    /// so they are blocked here, on the main thread, before any other thread exists to inherit
+    /// an unblocked mask (otherwise the signal kills the daemon mid-request).
+    public static func prepareProcess(arguments: [String]) {
+        if arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) == "serve" {
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGTERM)
+            sigaddset(&set, SIGINT)
+            pthread_sigmask(SIG_BLOCK, &set, nil)
+        }
+    }
+
     public static func main() async {
+        exit(await processMain())
+    }
+
+    /// Hardening, then the command line of this process; returns the exit status.
+    public static func processMain() async -> Int32 {
         do {
             try ProcessHardening.apply()
         } catch {
             FileHandle.standardError.write(Data("sitekeep: cannot start: \(error)\n".utf8))
-            exit(ExitStatus.failure.rawValue)
+            return ExitStatus.failure.rawValue
         }
-        let status = await run(arguments: Array(CommandLine.arguments.dropFirst()),
-                               environment: ProcessInfo.processInfo.environment, io: StandardIO())
-        exit(status)
+        return await run(arguments: Array(CommandLine.arguments.dropFirst()),
+                         environment: ProcessInfo.processInfo.environment, io: StandardIO())
     }
 
     /// Runs one command line and returns its exit status. Testable: pass a ``CapturedIO``.

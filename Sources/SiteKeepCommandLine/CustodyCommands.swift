@@ -80,11 +80,13 @@ enum CustodyCommands {
                    CommandExample("sitekeep unlock --prf-file prf.bin", "unlock with 32 bytes from a passkey's PRF")]
     ) { inv in
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
+        guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if let daemon = try DaemonLink.find(inv) {
+            // The daemon checks the secret itself (and keeps the back-off); the secret is read once.
             try daemon.unlock(inv)
             inv.emit(["unlocked": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lifetime." }
         } else {
+            try store.unlockOneShot(inv)
             inv.emit(["unlocked": true, "daemon": false]) {
                 "The secret unlocks this store. No daemon runs, so nothing stays unlocked: start 'sitekeep serve' to keep keys unlocked, or pass the secret to each command."
             }

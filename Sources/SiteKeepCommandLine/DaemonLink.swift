@@ -1,8 +1,51 @@
-/// The CLI's link to a running daemon (`sitekeep serve`), for unlock, lock and status.
-/// Filled in with the bridge's control connection.
+import Foundation
+internal import SiteKeepBridge
+internal import SiteKeepCrypto
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+
+/// The CLI's link to a running daemon (`sitekeep serve`) through its control socket, for
+/// `unlock`, `lock` and `status`.
 struct DaemonLink: Sendable {
-    static func find(_ inv: Invocation) throws -> DaemonLink? { nil }
-    func unlock(_ inv: Invocation) throws {}
-    func lock() throws {}
-    func isUnlocked() throws -> Bool { false }
+    let controlPath: String
+
+    /// The daemon's control socket for this environment, when a daemon answers there.
+    static func find(_ inv: Invocation) throws -> DaemonLink? {
+        guard let bridge = try? BridgeDaemon.socketPath(environment: inv.environment) else { return nil }
+        let link = DaemonLink(controlPath: ControlServer.path(besideBridgeSocket: bridge))
+        guard (try? ControlClient.send(path: link.controlPath, op: "status")) ?? nil != nil else { return nil }
+        return link
+    }
+
+    private func request(_ op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil) throws -> JSONValue {
+        guard let reply = try ControlClient.send(path: controlPath, op: op, method: method, secret: secret) else {
+            throw CommandFailure("the daemon stopped answering at \(controlPath)", remedy: "start it again with 'sitekeep serve'", code: "no_daemon")
+        }
+        if reply["ok"] != .bool(true) {
+            throw CommandFailure(reply["error"]?.stringValue ?? "the daemon refused the request", code: "daemon")
+        }
+        return reply
+    }
+
+    /// Hands the daemon the invocation's unlock secret.
+    func unlock(_ inv: Invocation) throws {
+        let method: String
+        let secret: SecretBytes
+        if inv.option(SecretInputKind.prf.rawValue) != nil {
+            method = "prf"; secret = try inv.readPRF()
+        } else if let path = inv.option("--recovery-file") {
+            var raw = path == "-" ? try inv.io.readStandardInput(limit: 4096) : try SecretFile.read(path, what: "recovery code")
+            defer { SecureMemory.zero(&raw) }
+            method = "recovery"; secret = try SecretBytes(copying: raw)
+        } else {
+            method = "passphrase"; secret = try inv.readSecret(.passphrase, prompt: "SiteKeep passphrase: ")
+        }
+        _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
+            try request("unlock", method: method, secret: raw)
+        }
+    }
+
+    func lock() throws { _ = try request("lock") }
+
+    func isUnlocked() throws -> Bool { try request("status")["unlocked"] == .bool(true) }
 }

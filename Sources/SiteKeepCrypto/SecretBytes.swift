@@ -53,9 +53,14 @@ internal import CSodium
     ///
     /// The source is not wiped: zero it yourself (``SecureMemory/zero(_:)``) if it held a secret.
     public init(copying bytes: some Collection<UInt8>) throws(CryptoError) {
-        let array = Array(bytes)
-        try self.init(count: array.count, initializingWith: { (buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-            buffer.copyBytes(from: array)
+        // Copy straight into guarded memory: no intermediate array holding the secret.
+        let count = bytes.count
+        try self.init(count: count, initializingWith: { (buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+            var i = 0
+            for b in bytes where i < count {
+                buffer[i] = b
+                i += 1
+            }
         })
     }
 

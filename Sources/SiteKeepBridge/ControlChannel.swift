@@ -1,0 +1,140 @@
+import Glibc
+import Foundation
+import Synchronization
+public import SiteKeepJSON
+
+/// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
+/// folder; peers of another uid refused). It is how `sitekeep unlock`, `lock` and `status`
+/// reach the one process that holds unlocked keys. Sites never use it.
+///
+/// Framing: one request per connection. A JSON header line `{"op": "status" | "lock" |
+/// "unlock", "method": "passphrase" | "prf" | "recovery", "length": N}`, then, for `unlock`,
+/// exactly N raw secret bytes (at most 4096); the reply is one JSON line. The secret is read
+/// into a buffer that is wiped as soon as the handler returns; it is never logged or echoed.
+public final class ControlServer: Sendable {
+    /// What the daemon does for each request. `secret` is only valid during the call.
+    public typealias Handler = @Sendable (_ op: String, _ method: String?, _ secret: UnsafeRawBufferPointer?) -> JSONValue
+
+    public let path: String
+    private let listener: Int32
+    private let handler: Handler
+    private let stopping = Mutex(false)
+
+    /// Listens at `path` (a stale socket is replaced).
+    public init(path: String, handler: @escaping Handler) throws(BridgeError) {
+        self.path = path
+        self.listener = try UnixSocket.listen(path: path)
+        self.handler = handler
+    }
+
+    /// The control socket's path for a bridge socket path: `control.sock` in the same folder.
+    public static func path(besideBridgeSocket bridge: String) -> String {
+        (bridge as NSString).deletingLastPathComponent + "/control.sock"
+    }
+
+    /// Starts the accept thread.
+    public func start() {
+        Thread.detachNewThread { [self] in
+            while !stopping.withLock({ $0 }) {
+                let fd = accept(listener, nil, nil)
+                if fd < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                serve(fd)
+                close(fd)
+            }
+        }
+    }
+
+    /// Stops accepting and removes the socket.
+    public func shutdown() {
+        stopping.withLock { $0 = true }
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        unlink(path)
+    }
+
+    private func reply(_ fd: Int32, _ value: JSONValue) {
+        _ = UnixSocket.writeAll(fd, JSONSerializer.bytes(value) + [0x0a])
+    }
+
+    private func serve(_ fd: Int32) {
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        guard let peer = UnixSocket.peerCredentials(fd), peer.uid == getuid() else {
+            reply(fd, ["ok": false, "error": "forbidden_peer"])
+            return
+        }
+        // The header line, at most 1 KiB.
+        var header: [UInt8] = []
+        var byte: UInt8 = 0
+        while header.count < 1024 {
+            let n = recv(fd, &byte, 1, 0)
+            if n <= 0 { return }
+            if byte == 0x0a { break }
+            header.append(byte)
+        }
+        guard let value = try? JSONParser.parse(header, limits: .message),
+              var reader = try? JSONObjectReader(value, path: "control"),
+              let op = try? reader.string("op") else {
+            reply(fd, ["ok": false, "error": "bad_request"])
+            return
+        }
+        let method = try? reader.optionalString("method")
+        let length = (try? reader.optional("length")?.intValue).flatMap { $0 } ?? 0
+        guard (try? reader.finish()) != nil, length >= 0, length <= 4096 else {
+            reply(fd, ["ok": false, "error": "bad_request"])
+            return
+        }
+        guard length > 0 else {
+            reply(fd, handler(op, method ?? nil, nil))
+            return
+        }
+        var secret = [UInt8](repeating: 0, count: Int(length))
+        defer { secret.withUnsafeMutableBytes { memset($0.baseAddress!, 0, $0.count) } }
+        var got = 0
+        while got < secret.count {
+            let n = secret.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, $0.count - got, 0) }
+            if n <= 0 { return }
+            got += n
+        }
+        let answer = secret.withUnsafeBytes { handler(op, method ?? nil, $0) }
+        reply(fd, answer)
+    }
+}
+
+/// The CLI's side of the control socket.
+public enum ControlClient {
+    /// Sends one request; returns the reply, or nil when no daemon listens at `path`.
+    public static func send(path: String, op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil) throws(BridgeError) -> JSONValue? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let fd: Int32
+        do { fd = try UnixSocket.connect(path: path) } catch { return nil }
+        defer { close(fd) }
+        var header: [JSONMember] = [JSONMember(key: "op", value: .string(op))]
+        if let method { header.append(JSONMember(key: "method", value: .string(method))) }
+        header.append(JSONMember(key: "length", value: .integer(secret?.count ?? 0)))
+        guard UnixSocket.writeAll(fd, JSONSerializer.bytes(.object(header)) + [0x0a]) else { throw .connectionClosed }
+        if let secret, secret.count > 0 {
+            var off = 0
+            while off < secret.count {
+                let n = Glibc.send(fd, secret.baseAddress! + off, secret.count - off, Int32(MSG_NOSIGNAL))
+                if n <= 0 { throw .connectionClosed }
+                off += n
+            }
+        }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.count < 65536 {
+            let n = recv(fd, &byte, 1, 0)
+            if n <= 0 { break }
+            if byte == 0x0a { break }
+            line.append(byte)
+        }
+        guard let value = try? JSONParser.parse(line, limits: .message) else { throw .protocolViolation("the daemon's control reply is not JSON") }
+        return value
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+internal import SiteKeepBridge
+internal import SiteKeepJSON
+
+/// `ops` and `call`: the bridge's op catalogue, and a client for scripts and debugging.
+enum BridgeCommands {
+    static var all: [CommandSpec] { [ops, call] }
+
+    static let ops = CommandSpec(
+        path: ["ops"],
+        summary: "Print the bridge's op catalogue: every op with its policy (sites, presence, limits, shapes)",
+        discussion: "The catalogue is one file (ops.json) loaded and validated at start; --markdown prints the document kept in docs/OPS.md.",
+        options: [.flag("--markdown", "print the Markdown document instead of a table")],
+        examples: [CommandExample("sitekeep ops", "list the ops and who may call them"),
+                   CommandExample("sitekeep ops --markdown", "the catalogue as docs/OPS.md has it")]
+    ) { inv in
+        let catalogue = try OpCatalogue.bundled()
+        if inv.flag("--markdown") {
+            inv.io.write(catalogue.markdown())
+            return
+        }
+        inv.emit(.object([
+            JSONMember(key: "protocolVersion", value: .integer(catalogue.protocolVersion)),
+            JSONMember(key: "ops", value: .array(catalogue.ops.map { op in
+                ["name": .string(op.name), "version": .integer(op.version), "direction": .string(op.direction.rawValue),
+                 "sites": .array(op.sites.map { .string($0.description) }), "presence": .bool(op.presence),
+                 "maxRequestBytes": .integer(op.maxRequestBytes)]
+            })),
+        ])) {
+            "bridge protocol version \(catalogue.protocolVersion)\n" + Table(headers: ["OP", "DIRECTION", "PRESENCE", "SITES"], rows: catalogue.ops.map {
+                [$0.name, $0.direction.rawValue, $0.presence ? "yes" : "", $0.sites.map(\.description).joined(separator: " ")]
+            }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let call = CommandSpec(
+        path: ["call"],
+        summary: "Call one bridge op on the running daemon, as a site would (for scripts and debugging)",
+        discussion: """
+        Connects to the daemon's socket ($SITEKEEP_SOCK, else $XDG_RUNTIME_DIR/sitekeep/bridge.sock), \
+        binds the connection to --site with a hello, then sends OP with --args. The site is the \
+        connection's, never a parameter: the daemon checks the op against that site's allow-list.
+        """,
+        arguments: [ArgumentSpec("OP", "the op, e.g. storage.get")],
+        options: [.option("--site", value: "ORIGIN", "the origin to bind the connection to (e.g. https://promptugal.news)"),
+                  .option("--args", value: "JSON", "the op's arguments as a JSON object (default {})")],
+        examples: [CommandExample("sitekeep call storage.get --site https://promptugal.news --args '{\"key\":\"nr.schedule.v1\"}'", "read a site's storage through the daemon"),
+                   CommandExample("sitekeep call hello --site https://promptugal.news", "the ops this site may call")]
+    ) { inv in
+        let op = try inv.requiredArgument("OP")
+        guard let site = inv.option("--site") else { throw UsageError("call needs --site ORIGIN (the connection is bound to one site)", command: inv.spec.commandLine) }
+        var args: JSONValue = .object([])
+        if let text = inv.option("--args") {
+            do { args = try JSONParser.parse(text, limits: .message) } catch {
+                throw UsageError("--args is not valid JSON: \(error)", command: inv.spec.commandLine)
+            }
+        }
+        let path = try BridgeDaemon.socketPath(environment: inv.environment)
+        let client: BridgeClient
+        do { client = try BridgeClient.connect(path: path, timeout: .seconds(90)) } catch {
+            throw CommandFailure("no daemon answers at \(path)", remedy: "start it with 'sitekeep serve' (or set SITEKEEP_SOCK)", code: "no_daemon")
+        }
+        defer { client.close() }
+        do {
+            let hello = try client.hello(origin: site)
+            let result: JSONValue = op == "hello"
+                ? ["version": .integer(hello.version), "ops": .array(hello.ops.map { .string($0) })]
+                : try client.call(op, args: args)
+            inv.io.write(JSONSerializer.string(result, style: .pretty) + "\n")
+        } catch BridgeError.reply(let failure) {
+            throw CommandFailure("\(op) was refused: \(failure.message)", code: failure.code.rawValue)
+        }
+    }
+}

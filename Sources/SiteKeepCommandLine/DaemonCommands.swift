@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+internal import SiteKeepBridge
+internal import SiteKeepCrypto
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+
+/// `serve`: the daemon that holds unlocked keys and serves the bridge.
+enum DaemonCommands {
+    static var all: [CommandSpec] { [serve] }
+
+    static let serve = CommandSpec(
+        path: ["serve"],
+        summary: "Run the daemon: it alone holds unlocked keys, serves the bridge socket and the control socket",
+        discussion: """
+        Listens on $SITEKEEP_SOCK (else $XDG_RUNTIME_DIR/sitekeep/bridge.sock; folder 0700, socket \
+        0600; peers of another uid refused), or on the socket systemd passes (LISTEN_FDS). Each \
+        connection is bound to one app-bound site by its hello. 'sitekeep unlock' and 'lock' reach \
+        it through control.sock beside the bridge socket. Key ops that need presence ask the \
+        program in $SITEKEEP_ASKPASS. Stops cleanly on SIGTERM or SIGINT, finishing in-flight \
+        requests and flushing the audit log.
+        """,
+        options: [UnlockOptions.recoveryFile,
+                  .flag("--unlock", "unlock at start with the secret options (else wait for 'sitekeep unlock')"),
+                  .option("--team-key", value: "ID", "the team key identity.get reports and key.sign defaults to"),
+                  .option("--idle", value: "MINUTES", "lock after this long unused (default 15)")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep serve --unlock --prf-file prf.bin", "serve, unlocked with a passkey's PRF bytes"),
+                   CommandExample("SITEKEEP_ASKPASS=ssh-askpass sitekeep serve", "serve locked; approve key uses in a dialog")],
+        printsData: false
+    ) { inv in
+        let idle = try inv.intOption("--idle", default: 15, range: 1...24 * 60)
+        let store = try StoreContext.open(inv, configuration: CustodianConfiguration(idleLifetime: .seconds(idle * 60)))
+        guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
+        if inv.flag("--unlock") { try store.unlockOneShot(inv) }
+        let services = try DaemonServices.make(store, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
+        let custodian = store.custodian
+        let controlBox = ControlBox()
+        try BridgeDaemon.run(dispatcher: dispatcher, environment: inv.environment, ready: { path in
+            let bridgePath = path ?? ((try? BridgeDaemon.socketPath(environment: inv.environment)) ?? "")
+            let controlPath = ControlServer.path(besideBridgeSocket: bridgePath)
+            do {
+                let control = try ControlServer(path: controlPath) { op, method, secret in
+                    DaemonControl.handle(op: op, method: method, secret: secret, custodian: custodian)
+                }
+                control.start()
+                controlBox.set(control)
+            } catch {
+                inv.note("sitekeep serve: no control socket (\(error)); unlock with --unlock at start")
+            }
+            inv.note("sitekeep serve: listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked")")
+        }, onStopped: {
+            controlBox.shutdown()
+            custodian.lock()
+            custodian.auditLog.flush()
+        })
+        inv.note("sitekeep serve: stopped")
+    }
+}
+
+/// The control server, once started (set from the ready callback, stopped at shutdown).
+final class ControlBox: @unchecked Sendable {
+    // @unchecked: `server` is only touched under `lock`.
+    private let lock = NSLock()
+    private var server: ControlServer?
+    func set(_ s: ControlServer) { lock.lock(); server = s; lock.unlock() }
+    func shutdown() { lock.lock(); let s = server; server = nil; lock.unlock(); s?.shutdown() }
+}
+
+/// What the control socket does.
+enum DaemonControl {
+    static func handle(op: String, method: String?, secret: UnsafeRawBufferPointer?, custodian: Custodian) -> JSONValue {
+        switch op {
+        case "status":
+            return ["ok": true, "unlocked": .bool(custodian.isUnlocked)]
+        case "lock":
+            custodian.lock()
+            return ["ok": true]
+        case "unlock":
+            guard let secret, secret.count > 0 else { return ["ok": false, "error": "no unlock secret was sent"] }
+            do {
+                let bytes = try SecretBytes(copying: secret)
+                let unlockSecret: UnlockSecret
+                switch method {
+                case "passphrase": unlockSecret = .passphrase(bytes)
+                case "prf": unlockSecret = .prf(bytes)
+                case "recovery": unlockSecret = .recoveryCode(bytes)
+                default: return ["ok": false, "error": "unknown unlock method"]
+                }
+                try custodian.unlock(unlockSecret)
+                return ["ok": true, "unlocked": true]
+            } catch let e as CustodyError {
+                return ["ok": false, "error": .string(e.description)]
+            } catch {
+                return ["ok": false, "error": "unlock failed"]
+            }
+        default:
+            return ["ok": false, "error": "unknown control op"]
+        }
+    }
+}
