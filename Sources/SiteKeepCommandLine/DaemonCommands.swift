@@ -28,7 +28,7 @@ enum DaemonCommands {
                   .option("--idle", value: "MINUTES", "lock after this long unused (default 15)")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep serve --unlock --prf-file prf.bin", "serve, unlocked with a passkey's PRF bytes"),
-                   CommandExample("SITEKEEP_ASKPASS=ssh-askpass sitekeep serve", "serve locked; approve key uses in a dialog")],
+                   CommandExample("sitekeep serve --team-key summit --idle 5", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS")],
         printsData: false
     ) { inv in
         let idle = try inv.intOption("--idle", default: 15, range: 1...24 * 60)

@@ -10,6 +10,8 @@ import SiteKeepTestSupport
 @Suite(.serialized) struct ExampleTests {
     /// Examples that cannot succeed in a fixture, and why. They must still not be usage errors.
     static let cannotSucceed: [String: String] = [
+        "sitekeep call storage.get --site https://promptugal.news --args '{\"key\":\"nr.schedule.v1\"}'": "needs a running daemon (DaemonTests runs one)",
+        "sitekeep call hello --site https://promptugal.news": "needs a running daemon (DaemonTests runs one)",
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
         "sitekeep doctor --keyring file --json": "as above",
         "sitekeep init": "prompts on a terminal",
@@ -104,6 +106,15 @@ import SiteKeepTestSupport
                     if known.contains(word) { return work.appendingPathComponent(word).path }
                     if word == "~/notes" { return work.appendingPathComponent("notes").path }
                     return word
+                }
+                if spec.path == ["serve"] {
+                    // The daemon runs until a signal (DaemonTests runs it as a process): parse only.
+                    let parsed = try CommandLineTool.parse(Array(args) + ["--home", work.appendingPathComponent("home").path],
+                                                           environment: [:], io: CapturedIO(), commands: CommandRegistry.all)
+                    #expect(parsed.0?.path == ["serve"], "example '\(example.command)' does not parse")
+                    try? FileManager.default.removeItem(at: work)
+                    ran += 1
+                    continue
                 }
                 let r = await runTool(Array(args) + ["--home", work.appendingPathComponent("home").path, "--keyring", "file"])
                 #expect(r.status != 64, "usage error in example '\(example.command)': \(r.err)")
