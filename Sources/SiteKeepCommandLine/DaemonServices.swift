@@ -29,16 +29,6 @@ extension BridgeFailure {
     }
 }
 
-/// Origins to sites through the registry; only app-bound sites may use the bridge.
-struct RegistrySiteResolver: SiteResolver {
-    let registry: SiteRegistry
-    func canonicalOrigin(_ origin: String) -> String? { (try? Origin(parsing: origin))?.serialized }
-    func site(forOrigin origin: String) async -> BridgeSite? {
-        guard let s = try? registry.site(forOrigin: origin), s.isAppBound else { return nil }
-        return BridgeSite(id: s.id.string, name: s.displayName, origins: s.origins.map(\.serialized), isAppBound: s.isAppBound)
-    }
-}
-
 /// Runs `body` on the bridge site's own partition (opened per call; closed after).
 struct PartitionAccess: Sendable {
     let registry: SiteRegistry

@@ -277,5 +277,5 @@ enum SiteCommands {
 
 /// Every probe the audit runs: the partitions layer's, plus the layers' above it.
 enum AuditCatalogue {
-    static var all: [any Probe] { IsolationAudit.standardProbes + [VaultPathProbe()] }
+    static var all: [any Probe] { IsolationAudit.standardProbes + [VaultPathProbe(), BridgePolicyProbe(.foreignOps), BridgePolicyProbe(.originClaims)] }
 }

@@ -83,3 +83,13 @@ struct AlwaysLeaks: Probe {
         #expect(VaultPathProbe.hostile(for: "x").count >= 10)
     }
 }
+
+@Suite struct BridgeAuditProbeTests {
+    @Test func bridgeRefusalsHoldOnEveryAuditSite() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-audit-bridge-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let report = try IsolationAudit.run(in: dir, sites: 3, probes: [BridgePolicyProbe(.foreignOps), BridgePolicyProbe(.originClaims)])
+        #expect(report.passed, "\(report.renderText())")
+        #expect(report.results.count == 6)
+    }
+}
