@@ -18,7 +18,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "custody", summary: "unlock by PRF (both keyrings), passphrase unlock vs Argon2id, signing by handle and custodian", run: custodyGroup),
     BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
     BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
-    BenchGroup(name: "bridge", summary: "socket round trips per op (not yet written)", run: nil),
+    BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
 ] }
 
 @main
@@ -59,6 +59,10 @@ struct SiteKeepBench {
             }
             do {
                 let rows = try run(settings)
+                if name == "bridge" {
+                    print(markdown ? "### bridge\n\n" + bridgeMarkdown : "== bridge ==\n" + bridgeMarkdown)
+                    continue
+                }
                 if name == "partitions" {
                     print(markdown ? "### partitions\n\n| measurement (median of 3 runs) | value |\n|---|---|" : "== partitions ==")
                     for (what, value) in partitionsTable { print(markdown ? "| \(what) | \(value) |" : "  \(what): \(value)") }
