@@ -110,21 +110,10 @@ public struct Invocation: Sendable {
 
     /// Reads the 32 PRF output bytes from `--prf-file` (raw bytes or 64 hex characters).
     public func readPRF() throws -> SecretBytes {
-        guard option(SecretInputKind.prf.rawValue) != nil else {
+        guard let path = option(SecretInputKind.prf.rawValue) else {
             throw UsageError("this needs --prf-file PATH (32 raw bytes or 64 hex characters, '-' for stdin)", command: spec.commandLine)
         }
-        var bytes = try readSecretBytes(.prf, prompt: "", confirm: false)
-        defer { SecureMemory.zero(&bytes) }
-        if bytes.count == 32 { return try SecretBytes(copying: bytes) }
-        var text = bytes
-        while let last = text.last, last == 0x0a || last == 0x0d || last == 0x20 { text.removeLast() }
-        defer { SecureMemory.zero(&text) }
-        if text.count == 64, var decoded = try? Hex.decode(String(decoding: text, as: UTF8.self)) {
-            defer { SecureMemory.zero(&decoded) }
-            return try SecretBytes(copying: decoded)
-        }
-        throw CommandFailure("the PRF file holds \(bytes.count) bytes, not 32 raw bytes or 64 hex characters",
-                             remedy: "write the 32 bytes of the WebAuthn PRF output (or their hex) to the file", code: "bad_secret")
+        return try PRFInput.read(path, io: io)
     }
 
     private func readSecretBytes(_ kind: SecretInputKind, prompt: String, confirm: Bool) throws -> [UInt8] {
