@@ -40,7 +40,12 @@ enum DaemonCommands {
         let custodian = store.custodian
         let controlBox = ControlBox()
         try BridgeDaemon.run(dispatcher: dispatcher, environment: inv.environment, ready: { path in
-            let bridgePath = path ?? ((try? BridgeDaemon.socketPath(environment: inv.environment)) ?? "")
+            // Under socket activation there is no path of our own: the control socket goes where the
+            // bridge socket would (SITEKEEP_SOCK or XDG_RUNTIME_DIR), and nowhere if neither is set.
+            guard let bridgePath = path ?? (try? BridgeDaemon.socketPath(environment: inv.environment)) else {
+                inv.note("sitekeep serve: serving the socket systemd passed; no control socket (set SITEKEEP_SOCK or XDG_RUNTIME_DIR), so unlock with --unlock at start")
+                return
+            }
             let controlPath = ControlServer.path(besideBridgeSocket: bridgePath)
             do {
                 let control = try ControlServer(path: controlPath) { op, method, secret in
