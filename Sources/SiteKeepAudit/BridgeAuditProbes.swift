@@ -1,5 +1,3 @@
-import Dispatch
-import Synchronization
 import SiteKeepBridge
 import SiteKeepJSON
 import SiteKeepPartitions
@@ -33,25 +31,12 @@ public struct BridgePolicyProbe: Probe {
         // The subject, and (for origin claims) its neighbour as the claimed site.
         let neighbour = bridgeSites.first { $0.id == context.neighbour(of: subject).id.string }
         let sites = kind == .foreignOps ? [me] : [me] + (neighbour.map { [$0] } ?? [])
-        let results = Self.blocking { await BridgeProbes.run(dispatcher: dispatcher, sites: sites) }
+        let results = BridgeProbes.runSynchronously(dispatcher: dispatcher, sites: sites)
             .filter { $0.probe == name && $0.site == me.name }
         guard !results.isEmpty || kind == .foreignOps else { return .error("no bridge probe ran") }
         if let bad = results.first(where: { !$0.passed }) {
             return .leak("\(bad.op) from \(me.origins.first ?? me.id) was not refused (got \(bad.detail))")
         }
         return .pass
-    }
-
-    /// Runs async work from the synchronous probe interface (the audit never runs on the main actor).
-    static func blocking<R: Sendable>(_ work: @escaping @Sendable () async -> R) -> R {
-        let done = DispatchSemaphore(value: 0)
-        let box = Mutex<R?>(nil)
-        Task.detached {
-            let r = await work()
-            box.withLock { $0 = r }
-            done.signal()
-        }
-        done.wait()
-        return box.withLock { $0! }
     }
 }
