@@ -80,7 +80,9 @@ enum UnixSocket {
         return fd
     }
 
-    /// `folder` as a directory owned by this user with mode 0700 (created if absent).
+    /// `folder` as a directory owned by this user with mode 0700: created if absent; an existing
+    /// folder open to others is refused, never chmod-ed (a socket path of `/x.sock` must not
+    /// make `/` private).
     static func makePrivateFolder(_ folder: String) throws(BridgeError) {
         if mkdir(folder, 0o700) != 0 && errno != EEXIST {
             throw .socket(call: "mkdir(\(folder))", errno: errno)
@@ -90,8 +92,8 @@ enum UnixSocket {
         guard (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else {
             throw .socketPath("\(folder) is not a folder owned by you")
         }
-        if st.st_mode & 0o077 != 0 {
-            guard chmod(folder, 0o700) == 0 else { throw .socket(call: "chmod(\(folder))", errno: errno) }
+        guard st.st_mode & 0o077 == 0 else {
+            throw .socketPath("\(folder) is open to other users; put the socket in a private folder (mode 0700), e.g. $XDG_RUNTIME_DIR/sitekeep/bridge.sock")
         }
     }
 

@@ -71,7 +71,7 @@ public final class SiteRegistry: Sendable {
         self.faults = faults
         // Parents are created as needed (with the default mode); the home itself is 0700.
         try? FileManager.default.createDirectory(at: home.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Self.makePrivateDirectory(home.path)
+        try Self.makePrivateDirectory(home.path, tighten: false)
         try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
         var sites: [SiteID: Site] = [:]
         let file = home.appendingPathComponent("sites.json")
@@ -88,7 +88,11 @@ public final class SiteRegistry: Sendable {
         state = Mutex(RegistryState(sites: sites))
     }
 
-    static func makePrivateDirectory(_ path: String) throws(PartitionError) {
+    /// Creates `path` (0700) if absent. An existing folder open to others is tightened only when
+    /// it is one of the registry's own folders inside the store (`tighten`); a folder the caller
+    /// named (the store home) is refused instead: SiteKeep never changes the mode of a folder it
+    /// did not create.
+    static func makePrivateDirectory(_ path: String, tighten: Bool = true) throws(PartitionError) {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw .storageFailure("cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -96,7 +100,13 @@ public final class SiteRegistry: Sendable {
         guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
             throw .storageFailure("\(path) is not a directory")
         }
-        if st.st_mode & 0o777 != 0o700 { chmod(path, 0o700) }
+        guard st.st_uid == getuid() else { throw .storageFailure("\(path) is not owned by you") }
+        if st.st_mode & 0o077 != 0 {
+            guard tighten else {
+                throw .storageFailure("\(path) is open to other users; use a private folder (chmod 700 \(path)) for the store")
+            }
+            chmod(path, 0o700)
+        }
     }
 
     func folder(_ id: SiteID) -> String { home.appendingPathComponent("sites").appendingPathComponent(id.string).path }

@@ -312,3 +312,18 @@ extension BlockingTests {
     }
 }
 }
+
+@Suite struct SocketFolderTests {
+    /// A socket path in a folder open to others is refused; the folder's mode is never changed
+    /// (a path like `/x.sock` once made `/` private).
+    @Test func aSocketFolderOpenToOthersIsRefusedAndLeftAsItIs() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sockdir-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(throws: BridgeError.self) { try UnixSocket.listen(path: dir + "/bridge.sock") }
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: dir)[.posixPermissions] as? Int)
+        #expect(mode == 0o755)
+        var st = stat()
+        #expect(stat("/", &st) == 0 && st.st_mode & 0o005 == 0o005, "the root folder must stay open")
+    }
+}

@@ -202,3 +202,13 @@ struct LockedKeyProvider: SiteStorageKeyProvider {
         #expect(locked.identifiers() == [a.id])
     }
 }
+
+@Suite struct RegistryHomeTests {
+    @Test func aHomeOpenToOthersIsRefusedNotChanged() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-openhome-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(throws: PartitionError.self) { try SiteRegistry(home: dir, keys: EphemeralKeyProvider()) }
+        #expect(try FileManager.default.attributesOfItem(atPath: dir.path)[.posixPermissions] as? Int == 0o755)
+    }
+}
