@@ -90,7 +90,7 @@ let package = Package(
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
             "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
-            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepTestSupport",
+            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepTestSupport",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -64,10 +64,8 @@ import SiteKeepKeyring
         #expect(status.contains("Name:"), "status readable: \(status.prefix(40))")
     }
 
-    // BRIDGE HOOK: "the daemon refuses a peer of another uid" goes here when SiteKeepBridge
-    // lands: start `sitekeep serve` as a child (posix_spawn, as above), connect from a process
-    // whose credentials differ (a setuid helper or an SO_PEERCRED stub in the dispatcher's
-    // test seam), and expect the connection closed before any reply.
+    // "The daemon refuses a peer of another uid" is SiteKeepBridgeTests' ServerTests
+    // refusesAPeerOfAnotherUser (setpriv as nobody); tools/attack runs it with the socket tests.
 
     /// A slot header rewritten to ask for Argon2id memory or passes above the ceiling (1 GiB,
     /// t = 10, t·m = 4 GiB) is refused before any derivation: unlock fails as fast as a wrong

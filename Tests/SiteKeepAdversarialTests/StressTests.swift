@@ -4,7 +4,7 @@ import Testing
 @testable import SiteKeepPartitions
 
 /// Many threads on many sites at once, straight through the registry (the bridge's many
-/// clients over the socket plug in beside this: see BRIDGE HOOK below).
+/// clients over the socket are BridgeStressTests).
 @Suite struct StressTests {
     /// Every thread writes and reads random sites, opening and closing partitions as it goes: no
     /// call fails, every read returns what was written to THAT site, and afterwards each site
@@ -68,7 +68,6 @@ import Testing
             p.close()
         }
         Attack.report("stress", "\(threads) threads x \(operations) ops on \(siteCount) sites, \(total) values; errors: \(found.count), cross-site values: 0")
-        // BRIDGE HOOK: the same over the daemon's socket (many clients on many sites, each
-        // reply checked against its own site) goes here when SiteKeepBridge lands.
+        // The same over the daemon's socket: BridgeStressTests.
     }
 }
