@@ -7,6 +7,8 @@ enum DaemonServices {
     static func make(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
         let registry = try SiteCommands.registry(store)
         let access = PartitionAccess(registry: registry)
+        // Locking drops the open partitions: when-unlocked data must not outlive the unlock.
+        _ = store.custodian.addLockObserver { access.closeAll() }
         var presence: (any PresenceService)? = nil
         if let verifier = try? AskpassPresenceVerifier.fromEnvironment(environment) {
             presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier))

@@ -34,6 +34,8 @@ import Glibc
         #expect(await store.run(["slot", "add", "prf", "--passphrase-file", store.passFile, "--new-prf-file", prf, "--rp-id", "x", "--credential-id", "AAAA"]).status == 0)
         #expect(await store.run(["team", "add", "summit", "--prf-file", prf]).status == 0)
         #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Drafts", "--origin", "http://localhost:8080", "--app-bound",
+                                 "--protection", "when-unlocked", "--prf-file", prf]).status == 0)
         let approve = try store.file("approve.sh", Array("#!/bin/sh\nexit 0\n".utf8))
         chmod(approve, 0o700)
         let run = store.dir.appendingPathComponent("run")
@@ -55,8 +57,17 @@ import Glibc
         #expect(signed["signature"]?.stringValue?.isEmpty == false)
         #expect(throws: BridgeError.self) { try client.call("key.sign", args: ["key": "summit", "data": "aGk="], origin: "https://promptugal.news") }
 
+        // A when-unlocked site's data is served while unlocked (its partition then stays open)…
+        let drafts = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        defer { drafts.close() }
+        _ = try drafts.hello(origin: "http://localhost:8080")
+        _ = try drafts.call("storage.set", args: ["key": "draft", "value": "secret plan"])
+        #expect(try drafts.call("storage.get", args: ["key": "draft"])["value"] == "secret plan")
+
         #expect(await runTool(["lock", "--home", store.home], environment: cliEnv).status == 0)
         #expect(throws: BridgeError.self) { try client.call("key.sign", args: ["key": "summit", "data": "aGk="]) }
+        // …and not after the lock, though its partition had been open.
+        #expect(throws: BridgeError.self) { try drafts.call("storage.get", args: ["key": "draft"]) }
 
         kill(pid, SIGTERM)
         var status: Int32 = 0

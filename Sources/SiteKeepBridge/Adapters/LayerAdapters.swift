@@ -1,6 +1,7 @@
 public import SiteKeepPartitions
 public import SiteKeepVault
 import SiteKeepJSON
+import Synchronization
 
 // The bridge's services on the partitions and vault layers: each site's own partition, and
 // the store's vault library. Each adapter is small; the dispatcher routes to it.
@@ -27,16 +28,43 @@ extension BridgeFailure {
 }
 
 /// Runs `body` on the bridge site's own partition (opened per call; closed after).
-public struct PartitionAccess: Sendable {
+/// Each bridge site's own partition, kept open between calls: a request pays neither the
+/// keyring lookup of the storage key nor SQLite's open and integrity check. ``closeAll()``
+/// drops them (the daemon calls it whenever custody locks, so `when-unlocked` data needs a
+/// fresh key, and so an unlock again, before it is read).
+public final class PartitionAccess: Sendable {
     public let registry: SiteRegistry
+    private let open = Mutex<[SiteID: Partition]>([:])
+
     public init(registry: SiteRegistry) { self.registry = registry }
+
     public func with<R>(_ site: BridgeSite, _ body: (Partition) throws(PartitionError) -> R) throws(BridgeFailure) -> R {
-        do {
+        do throws(PartitionError) {
             let id = try SiteID(parsing: site.id)
-            let p = try registry.openPartition(forIdentifier: id)
-            defer { p.close() }
-            return try body(p)
+            let p = try open.withLock { (cache: inout [SiteID: Partition]) throws(PartitionError) -> Partition in
+                if let p = cache[id] { return p }
+                let p = try registry.openPartition(forIdentifier: id)
+                cache[id] = p
+                return p
+            }
+            do throws(PartitionError) {
+                return try body(p)
+            } catch {
+                // A damaged or closed partition is opened afresh next time.
+                if case .damaged = error { drop(id) } else if case .partitionClosed = error { drop(id) }
+                throw error
+            }
         } catch { throw BridgeFailure(partition: error) }
+    }
+
+    /// Closes every partition kept open.
+    public func closeAll() {
+        let all = open.withLock { c -> [Partition] in defer { c.removeAll() }; return Array(c.values) }
+        for p in all { p.close() }
+    }
+
+    private func drop(_ id: SiteID) {
+        if let p = open.withLock({ $0.removeValue(forKey: id) }) { p.close() }
     }
 }
 
