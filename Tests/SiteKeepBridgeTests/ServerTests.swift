@@ -327,3 +327,35 @@ extension BlockingTests {
         #expect(stat("/", &st) == 0 && st.st_mode & 0o005 == 0o005, "the root folder must stay open")
     }
 }
+
+@Suite struct ControlChannelTests {
+    /// The control socket refuses malformed headers, unknown fields and oversized secrets before
+    /// the handler runs, and hands a well-formed secret over exactly.
+    @Test func badRequestsAreRefusedAndSecretsArriveExactly() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-control-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let seen = Mutex<[String]>([])
+        let server = try ControlServer(path: dir + "/control.sock") { op, method, secret in
+            seen.withLock { $0.append("\(op) \(method ?? "-") \(secret.map { Array($0) } ?? [])") }
+            return ["ok": true]
+        }
+        server.start()
+        defer { server.shutdown() }
+        let path = dir + "/control.sock"
+        #expect(try ControlClient.send(path: path, op: "status")?["ok"] == .bool(true))
+        let secret: [UInt8] = [1, 2, 3, 0, 255]
+        _ = try secret.withUnsafeBytes { try ControlClient.send(path: path, op: "unlock", method: "prf", secret: $0) }
+        #expect(seen.withLock { $0 } == ["status - []", "unlock prf [1, 2, 3, 0, 255]"])
+
+        // Raw frames: not JSON, an unknown field, a secret above 4096 bytes.
+        for header in ["not json", #"{"op":"status","extra":1}"#, #"{"op":"unlock","method":"prf","length":5000}"#] {
+            let fd = try UnixSocket.connect(path: path)
+            defer { close(fd) }
+            _ = UnixSocket.writeAll(fd, Array((header + "\n").utf8))
+            var reply = [UInt8](repeating: 0, count: 256)
+            let n = recv(fd, &reply, reply.count, 0)
+            #expect(n > 0 && String(decoding: reply.prefix(max(n, 0)), as: UTF8.self).contains("bad_request"), "\(header)")
+        }
+        #expect(seen.withLock { $0.count } == 2, "a refused request reached the handler")
+    }
+}
