@@ -44,7 +44,7 @@ let package = Package(
         // Process hardening every executable calls first.
         .target(name: "SiteKeepHardening", dependencies: ["SiteKeepCrypto", "CLinux"]),
         // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
-        .target(name: "SiteKeepKeyring", dependencies: ["CSecret", "SiteKeepCrypto"]),
+        .target(name: "SiteKeepKeyring", dependencies: ["CSecret", "SiteKeepCrypto", "SiteKeepJSON"]),
         // Custody: the only layer that holds unwrapped keys.
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.

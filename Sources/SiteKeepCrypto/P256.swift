@@ -81,12 +81,13 @@ extension P256.Signing {
         public let derRepresentation: [UInt8]
 
         /// Parses SubjectPublicKeyInfo DER; refuses keys on other curves or of other types, BER
-        /// encodings and compressed points (the DER must be the canonical 91 bytes).
+        /// encodings, compressed points and points not on the curve (the DER must be the canonical
+        /// 91 bytes, so one key has exactly one encoding).
         public init(derRepresentation der: [UInt8]) throws(CryptoError) {
-            guard let key = OpenSSLKey.publicKey(fromSPKI: der) else {
+            guard let key = OpenSSLKey.ecPublicKey(fromSPKI: der) else {
                 throw .invalidKeyEncoding("not a P-256 SubjectPublicKeyInfo")
             }
-            EVP_PKEY_free(key)
+            EC_KEY_free(key)
             derRepresentation = der
         }
 
@@ -102,10 +103,9 @@ extension P256.Signing {
 
         /// Whether `signature` is a valid ECDSA-SHA256 signature of `message`.
         public func isValidSignature(_ signature: Signature, for message: [UInt8]) -> Bool {
-            guard let der = Signature.der(fromRaw: signature.rawRepresentation),
-                  let key = OpenSSLKey.publicKey(fromSPKI: derRepresentation) else { return false }
-            defer { EVP_PKEY_free(key) }
-            return OpenSSLKey.verify(key: key, der: der, message: message)
+            guard let key = OpenSSLKey.ecPublicKey(fromSPKI: derRepresentation) else { return false }
+            defer { EC_KEY_free(key) }
+            return OpenSSLKey.verify(key: key, raw: signature.rawRepresentation, digest: SHA256.hash(message))
         }
     }
 
@@ -114,6 +114,9 @@ extension P256.Signing {
     /// the private scalar. Export is `package`-only, for wrapping by custody.
     public struct PrivateKey: ~Copyable {
         private let key: OpaquePointer
+        /// `key` as an `EC_KEY` (our own reference, freed in `deinit`), which signs with no
+        /// provider fetch per call.
+        private let ecKey: OpaquePointer
         /// The matching public key.
         public let publicKey: PublicKey
 
@@ -147,25 +150,30 @@ extension P256.Signing {
         }
 
         private init(taking pkey: OpaquePointer) throws(CryptoError) {
-            guard OpenSSLKey.isP256(pkey), let spki = OpenSSLKey.spki(of: pkey) else {
+            // get1, not get0: OpenSSL 3 keeps get0's EC_KEY in a cache it may drop when the key is
+            // exported (pkcs8DER), which would leave a dangling pointer here.
+            guard OpenSSLKey.isP256(pkey), let ec = EVP_PKEY_get1_EC_KEY(pkey) else {
                 EVP_PKEY_free(pkey)
                 throw .invalidKeyEncoding("key is not on the P-256 curve")
             }
             let publicKey: PublicKey
-            do {
+            do throws(CryptoError) {
+                guard let spki = OpenSSLKey.spki(of: ec) else { throw .invalidKeyEncoding("key is not on the P-256 curve") }
                 publicKey = try PublicKey(derRepresentation: spki)
             } catch {
+                EC_KEY_free(ec)
                 EVP_PKEY_free(pkey)
                 throw error
             }
             self.key = pkey
+            self.ecKey = ec
             self.publicKey = publicKey
         }
 
         /// Signs SHA-256(`message`) and returns the raw `r || s` signature (randomised k).
         public borrowing func signature(for message: [UInt8]) throws(CryptoError) -> Signature {
-            guard let der = OpenSSLKey.sign(key: key, message: message) else { throw .operationFailed("ECDSA signing") }
-            return try Signature(derRepresentation: der)
+            guard let raw = OpenSSLKey.sign(key: ecKey, digest: SHA256.hash(message)) else { throw .operationFailed("ECDSA signing") }
+            return try Signature(rawRepresentation: raw)
         }
 
         /// The PKCS#8 DER encoding, in guarded memory, for wrapping by custody.
@@ -190,32 +198,47 @@ extension P256.Signing {
             }
         }
 
-        deinit { EVP_PKEY_free(key) }
+        deinit {
+            EC_KEY_free(ecKey)
+            EVP_PKEY_free(key)
+        }
     }
 }
 
 @available(*, unavailable)
 extension P256.Signing.PrivateKey: Sendable {}
 
-/// libcrypto EVP_PKEY helpers. Every returned key is owned by the caller.
+/// libcrypto key helpers. Every returned key is owned by the caller.
+///
+/// Public keys and signatures go through the `EC_KEY`/`ECDSA_do_*` calls rather than
+/// `d2i_PUBKEY`/`EVP_DigestVerify`: in OpenSSL 3 the latter run the provider decoder and encoder
+/// framework, ~14 million instructions on first use, most of what a one-shot `vault cat` cost.
+/// The SubjectPublicKeyInfo is checked byte for byte against the one canonical P-256 form instead.
 enum OpenSSLKey {
     /// The length of a P-256 SubjectPublicKeyInfo with an uncompressed point, the only form
     /// SiteKeep accepts, so that one key has exactly one encoding.
     static let spkiByteCount = 91
 
-    /// Parses a strict DER, uncompressed-point P-256 SPKI. OpenSSL alone also accepts BER
-    /// (long-form lengths) and compressed points, which would give one key several encodings.
-    static func publicKey(fromSPKI der: [UInt8]) -> OpaquePointer? {
-        guard der.count == spkiByteCount else { return nil }
-        return der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var p: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let key = d2i_PUBKEY(nil, &p, buffer.count) else { ERR_clear_error(); return nil }
-            guard let p, buffer.baseAddress!.distance(to: p) == buffer.count, isP256(key),
-                  spki(of: key) == der else {
-                EVP_PKEY_free(key); return nil
-            }
-            return key
+    /// `SEQUENCE { SEQUENCE { OID id-ecPublicKey, OID prime256v1 }, BIT STRING (0 unused bits) }`
+    /// up to the point: the DER every canonical P-256 SPKI starts with.
+    static let spkiPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+        0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
+    /// Parses a strict DER, uncompressed-point P-256 SPKI whose point lies on the curve. (OpenSSL's
+    /// own parser also accepts BER lengths and compressed points, which would give one key several
+    /// encodings.) Returns an `EC_KEY` the caller frees.
+    static func ecPublicKey(fromSPKI der: [UInt8]) -> OpaquePointer? {
+        guard der.count == spkiByteCount, der.starts(with: spkiPrefix), der[spkiPrefix.count] == 0x04,
+              let key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1) else { return nil }
+        let ok = der.withUnsafeBufferPointer { b -> Bool in
+            guard EC_KEY_oct2key(key, b.baseAddress! + spkiPrefix.count, 65, nil) == 1,
+                  let point = EC_KEY_get0_public_key(key), let group = EC_KEY_get0_group(key) else { return false }
+            return EC_POINT_is_at_infinity(group, point) == 0 && EC_POINT_is_on_curve(group, point, nil) == 1
         }
+        guard ok else { EC_KEY_free(key); ERR_clear_error(); return nil }
+        return key
     }
 
     static func privateKey(fromPKCS8 der: UnsafeRawBufferPointer) -> OpaquePointer? {
@@ -230,41 +253,43 @@ enum OpenSSLKey {
     }
 
     static func isP256(_ key: OpaquePointer) -> Bool {
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return false }
-        var name = [CChar](repeating: 0, count: 64)
-        var len = 0
-        guard EVP_PKEY_get_utf8_string_param(key, "group", &name, name.count, &len) == 1 else { return false }
-        return String(decoding: name.prefix(len).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC, let ec = EVP_PKEY_get0_EC_KEY(key),
+              let group = EC_KEY_get0_group(ec) else { return false }
+        return EC_GROUP_get_curve_name(group) == NID_X9_62_prime256v1
     }
 
+    /// The canonical SPKI of an EC_KEY's public point.
     static func spki(of key: OpaquePointer) -> [UInt8]? {
-        var out: UnsafeMutablePointer<UInt8>? = nil
-        let n = i2d_PUBKEY(key, &out)
-        guard n > 0, let out else { return nil }
-        defer { CRYPTO_free(out, #fileID, #line) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(n)))
+        guard let point = EC_KEY_get0_public_key(key), let group = EC_KEY_get0_group(key) else { return nil }
+        var out = spkiPrefix + [UInt8](repeating: 0, count: 65)
+        let n = out.withUnsafeMutableBufferPointer { b in
+            EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, b.baseAddress! + spkiPrefix.count, 65, nil)
+        }
+        guard n == 65 else { ERR_clear_error(); return nil }
+        return out
     }
 
-    static func sign(key: OpaquePointer, message: [UInt8]) -> [UInt8]? {
-        guard let ctx = EVP_MD_CTX_new() else { return nil }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { ERR_clear_error(); return nil }
-        var sig = [UInt8](repeating: 0, count: 80)
-        var len = sig.count
-        let rc = message.withUnsafeBufferPointer { m in
-            EVP_DigestSign(ctx, &sig, &len, m.baseAddress ?? UnsafePointer(bitPattern: 1)!, m.count)
+    /// ECDSA over a SHA-256 digest; the raw `r || s` (64 bytes).
+    static func sign(key: OpaquePointer, digest: [UInt8]) -> [UInt8]? {
+        guard let sig = ECDSA_do_sign(digest, Int32(digest.count), key) else { ERR_clear_error(); return nil }
+        defer { ECDSA_SIG_free(sig) }
+        var r: OpaquePointer? = nil, s: OpaquePointer? = nil
+        ECDSA_SIG_get0(sig, &r, &s)
+        var raw = [UInt8](repeating: 0, count: 64)
+        let ok = raw.withUnsafeMutableBufferPointer { b in
+            BN_bn2binpad(r, b.baseAddress!, 32) == 32 && BN_bn2binpad(s, b.baseAddress! + 32, 32) == 32
         }
-        guard rc == 1 else { ERR_clear_error(); return nil }
-        return Array(sig.prefix(len))
+        return ok ? raw : nil
     }
 
-    static func verify(key: OpaquePointer, der: [UInt8], message: [UInt8]) -> Bool {
-        guard let ctx = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { ERR_clear_error(); return false }
-        let rc = message.withUnsafeBufferPointer { m in
-            EVP_DigestVerify(ctx, der, der.count, m.baseAddress ?? UnsafePointer(bitPattern: 1)!, m.count)
-        }
+    /// Whether the raw `r || s` signature is valid for the SHA-256 `digest` under `key`.
+    static func verify(key: OpaquePointer, raw: [UInt8], digest: [UInt8]) -> Bool {
+        guard raw.count == 64, let sig = ECDSA_SIG_new() else { return false }
+        defer { ECDSA_SIG_free(sig) }
+        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        guard let r, let s, ECDSA_SIG_set0(sig, r, s) == 1 else { BN_free(r); BN_free(s); return false }
+        let rc = ECDSA_do_verify(digest, Int32(digest.count), sig, key)
         if rc != 1 { ERR_clear_error() }
         return rc == 1
     }

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-import Foundation
 import SiteKeepCrypto
+import SiteKeepJSON
 import Synchronization
 
 /// The embedded keyring: one file in the store's home, used when no Secret Service is reachable
@@ -40,6 +40,8 @@ public final class FileKeyring: KeyringBackend {
     public let path: String
     private let lockPath: String
     private let writers = Mutex(())
+    /// The last file content decoded, and its items (see ``readItems()``).
+    private let lastRead = Mutex<(bytes: [UInt8], items: [KeyringItemID: Record])?>(nil)
 
     public var kind: KeyringKind { .file }
     public var location: String { "file \(path)" }
@@ -95,34 +97,19 @@ public final class FileKeyring: KeyringBackend {
         var blob: [UInt8]
     }
 
-    private struct Body: Codable {
-        var items: [Entry]
-    }
-
-    private struct Entry: Codable {
-        var store: String
-        var kind: String
-        var id: String
-        var label: String
-        var blob: String
-    }
+    /// Limits for the body: the whole file size, and a shallow, regular shape.
+    static let bodyLimits = JSONLimits(maxBytes: maximumFileSize, maxDepth: 4, maxStringBytes: maximumFileSize, maxElements: 1_000_000)
 
     static let magic = "sitekeep-keyring"
     static let version = 1
 
     static func encode(_ items: [KeyringItemID: Record]) throws(KeyringError) -> [UInt8] {
-        let entries = items
+        // Members in sorted key order, items sorted by (store, kind, id): one content, one file.
+        let entries: [JSONValue] = items
             .sorted { ($0.key.store, $0.key.kind, $0.key.id) < ($1.key.store, $1.key.kind, $1.key.id) }
-            .map { Entry(store: $0.key.store, kind: $0.key.kind, id: $0.key.id, label: $0.value.label,
-                         blob: Base64.encode($0.value.blob)) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let body: [UInt8]
-        do {
-            body = Array(try encoder.encode(Body(items: entries)))
-        } catch {
-            throw .io("cannot encode the keyring: \(error)")
-        }
+            .map { .object(["blob": .string(Base64.encode($0.value.blob)), "id": .string($0.key.id), "kind": .string($0.key.kind),
+                            "label": .string($0.value.label), "store": .string($0.key.store)]) }
+        let body = JSONSerializer.bytes(.object(["items": .array(entries)]))
         let header = "\(magic) \(version)\nlength \(body.count)\nsha256 \(Hex.encode(SHA256.hash(body)))\n\n"
         return Array(header.utf8) + body
     }
@@ -161,22 +148,32 @@ public final class FileKeyring: KeyringBackend {
         guard Hex.encode(SHA256.hash(body)) == recorded else {
             throw .corrupt("the SHA-256 of the content does not match its header (the file was changed)")
         }
-        let decoded: Body
+        let entries: [JSONValue]
         do {
-            decoded = try JSONDecoder().decode(Body.self, from: Data(body))
+            // Unknown members are ignored, as they always were; the digest above already proved
+            // the body is what a SiteKeep wrote.
+            guard let list = try JSONParser.parse(body, limits: bodyLimits)["items"]?.arrayValue else {
+                throw KeyringError.corrupt("")
+            }
+            entries = list
         } catch {
             throw .corrupt("the keyring content is not valid JSON of version \(version)")
         }
         var items: [KeyringItemID: Record] = [:]
-        for entry in decoded.items {
-            let id = KeyringItemID(store: entry.store, kind: entry.kind, id: entry.id)
+        for entry in entries {
+            guard let store = entry["store"]?.stringValue, let kind = entry["kind"]?.stringValue,
+                  let itemID = entry["id"]?.stringValue, let label = entry["label"]?.stringValue,
+                  let encoded = entry["blob"]?.stringValue else {
+                throw .corrupt("the keyring content is not valid JSON of version \(version) (an item lacks a field)")
+            }
+            let id = KeyringItemID(store: store, kind: kind, id: itemID)
             let blob: [UInt8]
             do {
-                blob = try Base64.decode(entry.blob)
+                blob = try Base64.decode(encoded)
             } catch {
                 throw .corrupt("item \(id) has a blob that is not base64")
             }
-            guard items.updateValue(Record(label: entry.label, blob: blob), forKey: id) == nil else {
+            guard items.updateValue(Record(label: label, blob: blob), forKey: id) == nil else {
                 throw .corrupt("item \(id) appears twice")
             }
         }
@@ -185,6 +182,9 @@ public final class FileKeyring: KeyringBackend {
 
     // MARK: Reading and writing
 
+    /// The file's items, after the folder and file checks. The file is read every time; when its
+    /// bytes equal the last bytes decoded, their items are returned without decoding them again
+    /// (one unlock looks up several items, and decoding is most of a lookup's cost).
     func readItems() throws(KeyringError) -> [KeyringItemID: Record] {
         try Self.checkFolder(folder)
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -224,7 +224,10 @@ public final class FileKeyring: KeyringBackend {
                 throw .corrupt("\(path) is larger than a keyring can be")
             }
         }
-        return try Self.decode(bytes)
+        if let cached = lastRead.withLock({ $0 }), cached.bytes == bytes { return cached.items }
+        let items = try Self.decode(bytes)
+        lastRead.withLock { $0 = (bytes, items) }
+        return items
     }
 
     /// Read-modify-write under the thread mutex and the cross-process lock.

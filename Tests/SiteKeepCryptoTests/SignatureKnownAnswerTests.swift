@@ -213,6 +213,50 @@ import SiteKeepTestSupport
         #expect(try P256.Signing.PublicKey(pemRepresentation: fresh.publicKey.pemRepresentation) == fresh.publicKey)
     }
 
+    /// Signing and verifying run on `ECDSA_do_sign`/`ECDSA_do_verify` and a byte-level SPKI check
+    /// (not OpenSSL's decoder framework): an independent verifier, the `openssl` command, must
+    /// accept what SiteKeep signs, and SiteKeep must accept what `openssl` signs.
+    @Test func signaturesInteroperateWithTheOpenSSLCommand() throws {
+        let openssl = "/usr/bin/openssl"
+        guard FileManager.default.isExecutableFile(atPath: openssl) else { return }
+        let dir = try Fixtures.temporaryDirectory("p256-interop")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let key = try P256.Signing.PrivateKey()
+        let message = Array("SiteKeep signs; openssl checks".utf8)
+        let sig = try key.signature(for: message)
+        try Data(key.publicKey.pemRepresentation.utf8).write(to: dir.appendingPathComponent("pub.pem"))
+        try Data(message).write(to: dir.appendingPathComponent("msg"))
+        try Data(sig.derRepresentation).write(to: dir.appendingPathComponent("sig.der"))
+        #expect(ChildProcess.run(openssl, ["dgst", "-sha256", "-verify", dir.path + "/pub.pem", "-signature", dir.path + "/sig.der", dir.path + "/msg"]) == 0)
+        // A changed message fails the same check (so the exit status above means something).
+        try Data(message + [0]).write(to: dir.appendingPathComponent("msg2"))
+        #expect(ChildProcess.run(openssl, ["dgst", "-sha256", "-verify", dir.path + "/pub.pem", "-signature", dir.path + "/sig.der", dir.path + "/msg2"]) != 0)
+        // The other way: openssl signs with the fixture key, SiteKeep verifies.
+        let fixtureKey = try Fixtures.directory().appendingPathComponent("keys/p256-pkcs8.pem").path
+        #expect(ChildProcess.run(openssl, ["dgst", "-sha256", "-sign", fixtureKey, "-out", dir.path + "/osig.der", dir.path + "/msg"]) == 0)
+        let theirs = try P256.Signing.Signature(derRepresentation: Array(Data(contentsOf: dir.appendingPathComponent("osig.der"))))
+        let fixturePublic = try P256.Signing.PublicKey(pemRepresentation: Fixtures.text("keys/p256-spki.pem"))
+        #expect(fixturePublic.isValidSignature(theirs, for: message))
+        #expect(!fixturePublic.isValidSignature(theirs, for: message + [0]))
+        #expect(!key.publicKey.isValidSignature(theirs, for: message))
+    }
+
+    /// Points the byte-level SPKI check must still refuse: off the curve, the point at infinity's
+    /// coordinates, coordinates not below the field prime.
+    @Test func publicPointsOffTheCurveAreRefused() throws {
+        let der = try PEM.decode(Fixtures.text("keys/p256-spki.pem"), label: "PUBLIC KEY")
+        let prefix = Array(der.prefix(der.count - 65))
+        let x = Array(der.suffix(64).prefix(32)), y = Array(der.suffix(32))
+        var badY = y
+        badY[0] ^= 0x80
+        #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: prefix + [0x04] + x + badY) }
+        #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: prefix + [0x04] + [UInt8](repeating: 0, count: 64)) }
+        #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: prefix + [0x04] + [UInt8](repeating: 0xff, count: 64)) }
+        // The same point with a hybrid-form tag (0x06/0x07) is another encoding of it: refused.
+        #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(derRepresentation: prefix + [y[31] & 1 == 0 ? 0x06 : 0x07] + x + y) }
+        #expect(try P256.Signing.PublicKey(derRepresentation: prefix + [0x04] + x + y).derRepresentation == der)
+    }
+
     @Test(arguments: ["keys/p384-pkcs8.pem", "keys/ed25519-pkcs8.pem"])
     func wrongCurvePrivateKeysAreRefused(name: String) throws {
         let pem = try Fixtures.text(name)

@@ -97,6 +97,27 @@ import Glibc
         #expect(try keyring.load(item("x")) == [1, 2, 3, 4])
     }
 
+    /// One keyring reads its file on every lookup and only skips decoding bytes it has already
+    /// decoded: a change in place after a lookup, and a write by another instance, are both seen.
+    @Test func everyLookupSeesTheFileAsItIsNow() throws {
+        let temp = try TemporaryFolder()
+        let keyring = try FileKeyring(folder: temp.path)
+        try keyring.store([1, 2, 3, 4], for: item("x"), label: "label")
+        #expect(try keyring.load(item("x")) == [1, 2, 3, 4])
+        let original = try Array(Data(contentsOf: URL(fileURLWithPath: keyring.path)))
+        var damaged = original
+        damaged[damaged.count - 5] ^= 0x01   // same size, same inode, written within the same tick
+        try Data(damaged).write(to: URL(fileURLWithPath: keyring.path))
+        expectCorrupt(keyring, "changed in place right after a lookup")
+        try Data(original).write(to: URL(fileURLWithPath: keyring.path))
+        #expect(try keyring.load(item("x")) == [1, 2, 3, 4])
+        let other = try FileKeyring(folder: temp.path)
+        try other.store([9], for: item("x"), label: "label")
+        try other.store([5], for: item("y"), label: "label")
+        #expect(try keyring.load(item("x")) == [9])
+        #expect(try keyring.list(store: "s", kind: nil).map(\.id) == ["x", "y"])
+    }
+
     @Test func detectsTruncationAndExtension() throws {
         let temp = try TemporaryFolder()
         let keyring = try FileKeyring(folder: temp.path)
