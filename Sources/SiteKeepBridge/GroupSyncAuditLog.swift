@@ -16,6 +16,9 @@ public final class GroupSyncAuditLog: SigningAuditSink {
         var closed = false
     }
     private let state: Mutex<State>
+    /// Held across each fdatasync and by close, so the fd is never closed under a sync while
+    /// appends (which take only `state`) go on.
+    private let syncing = Mutex(())
     private let stop = Atomic<Bool>(false)
     private let syncerDone = DispatchSemaphore(value: 0)
 
@@ -49,10 +52,13 @@ public final class GroupSyncAuditLog: SigningAuditSink {
 
     /// Makes every written line durable now.
     public func flush() {
-        state.withLock { s in
-            guard s.dirty, !s.closed else { return }
-            _ = fdatasync(s.fd)
-            s.dirty = false
+        syncing.withLock { _ in
+            let fd = state.withLock { s -> Int32? in
+                guard s.dirty, !s.closed else { return nil }
+                s.dirty = false
+                return s.fd
+            }
+            if let fd { _ = fdatasync(fd) }
         }
     }
 
@@ -60,10 +66,12 @@ public final class GroupSyncAuditLog: SigningAuditSink {
     public func close() {
         if !stop.exchange(true, ordering: .acquiringAndReleasing) { syncerDone.wait() }
         flush()
-        state.withLock { s in
-            guard !s.closed else { return }
-            s.closed = true
-            Glibc.close(s.fd)
+        syncing.withLock { _ in
+            state.withLock { s in
+                guard !s.closed else { return }
+                s.closed = true
+                Glibc.close(s.fd)
+            }
         }
     }
 }

@@ -158,7 +158,10 @@ public final class AuditLog: Sendable {
     ///   then not return the result it was logging.
     public func append(site: String?, op: String, key: String?, result: String,
                        presenceAgeMs: Int? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
-        let needsSchedule: Bool = try state.withLock { (s: inout State) throws(CustodyError) -> Bool in
+        // What to do after the line is written, outside the lock: fsync now (the last fsync is
+        // older than the interval), schedule one, or nothing. Other threads append meanwhile.
+        enum After { case syncNow(Int32), schedule, nothing }
+        let after: After = try state.withLock { (s: inout State) throws(CustodyError) -> After in
             // Several processes (the daemon, a one-shot CLI command) may append to one log:
             // take the file lock and re-read the head if someone else wrote since we did.
             _ = flock(s.fd, LOCK_EX)
@@ -187,15 +190,20 @@ public final class AuditLog: Sendable {
             let nowNs = Int64(BootClock.system.nanoseconds())
             let interval = syncInterval.components.seconds * 1_000_000_000 + syncInterval.components.attoseconds / 1_000_000_000
             if nowNs - s.lastSyncNs >= interval {
-                _ = fsync(s.fd)
                 s.lastSyncNs = nowNs
-                return false
+                return .syncNow(s.fd)
             }
-            if s.syncScheduled { return false }
+            if s.syncScheduled { return .nothing }
             s.syncScheduled = true
-            return true
+            return .schedule
         }
-        if needsSchedule {
+        switch after {
+        case .nothing:
+            break
+        case .syncNow(let fd):
+            // The fd stays open while `self` lives (only deinit closes it).
+            _ = fsync(fd)
+        case .schedule:
             let ms = Int(syncInterval.components.seconds * 1000 + syncInterval.components.attoseconds / 1_000_000_000_000_000)
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(max(ms, 1))) { [weak self] in
                 self?.flush()
@@ -203,13 +211,15 @@ public final class AuditLog: Sendable {
         }
     }
 
-    /// fsyncs everything written so far.
+    /// fsyncs everything written so far. Appends go on while it syncs (the lock is not held
+    /// across the fsync); a line written during it is covered by the next one.
     public func flush() {
-        state.withLock { s in
-            _ = fsync(s.fd)
+        let fd = state.withLock { s -> Int32 in
             s.lastSyncNs = Int64(BootClock.system.nanoseconds())
             s.syncScheduled = false
+            return s.fd
         }
+        _ = fsync(fd)
     }
 
     /// Reads and checks the whole log.

@@ -17,6 +17,18 @@ public struct SigningKeyVersionInfo: Sendable, Equatable, Codable {
     public let canSign: Bool
 }
 
+/// A signature by a team key, with what made it. No key material.
+public struct TeamSignature: Sendable, Equatable {
+    /// The key's id.
+    public let keyID: String
+    /// The version that signed (the current one).
+    public let version: Int
+    /// The algorithm of that version.
+    public let algorithm: SigningAlgorithm
+    /// The signature: 64 bytes, Ed25519 or raw `r || s` for P-256.
+    public let signature: [UInt8]
+}
+
 /// Public facts of a team key or the device key (what `sitekeep team list` prints).
 public struct SigningKeyInfo: Sendable, Equatable, Codable {
     /// The key's id.

@@ -111,7 +111,7 @@ extension Custodian {
 
     /// Signs with the device key (P-256, raw `r || s`), e.g. this device's vault commits.
     public func signAsDevice(_ message: [UInt8], context: KeyUseContext = KeyUseContext(op: "device.sign")) throws(CustodyError) -> [UInt8] {
-        try signWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, message: message, context: context)
+        try signWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, message: message, context: context).signature
     }
 
     // MARK: - Team keys
@@ -204,12 +204,21 @@ extension Custodian {
     ///   - version: nil for the current version; an older version is refused
     ///     (``CustodyError/versionVerifyOnly(keyID:version:)``).
     public func sign(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> [UInt8] {
+        try signature(keyID: keyID, version: version, message: message, context: context).signature
+    }
+
+    /// ``sign(keyID:version:message:context:)``, also saying which algorithm and version signed.
+    /// The bridge answers `key.sign` with this: the key's record is not read again per
+    /// signature (a Secret Service round trip) once the key is unwrapped in this unlock.
+    public func signature(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> TeamSignature {
         try Self.validateID(keyID)
         return try signWith(kind: ItemKind.teamKey, keyID: keyID, version: version, message: message, context: context)
     }
 
-    func signWith(kind: String, keyID: String, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> [UInt8] {
+    func signWith(kind: String, keyID: String, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> TeamSignature {
         let signature: [UInt8]
+        let algorithm: SigningAlgorithm
+        let signedVersion: Int
         var logKey = keyID
         do {
             if let proof = context.presence {
@@ -218,12 +227,14 @@ extension Custodian {
             let (handle, v) = try signer(kind: kind, id: keyID, version: version, forSigning: true)
             logKey = "\(keyID)@v\(v)"
             signature = try cr { () throws(CryptoError) in try handle.sign(message) }
+            algorithm = handle.algorithm
+            signedVersion = v
         } catch {
             logQuietly(context, key: logKey, result: Self.resultWord(error))
             throw error
         }
         try log(context, key: logKey, result: "ok")
-        return signature
+        return TeamSignature(keyID: keyID, version: signedVersion, algorithm: algorithm, signature: signature)
     }
 
     static func resultWord(_ e: CustodyError) -> String {

@@ -29,18 +29,18 @@ public struct CustodyPresenceService: PresenceService {
     }
 }
 
-/// `key.sign` through ``Custodian/sign(keyID:version:message:context:)``: custody checks the
-/// proof against the site again and writes its hash-chained audit line before returning.
+/// `key.sign` through ``Custodian/signature(keyID:version:message:context:)``: custody checks the
+/// proof against the site again and writes its hash-chained audit line before returning. Once a
+/// key is unwrapped in this unlock, a signature reads nothing from the keyring.
 public struct CustodySigningService: SigningService {
     public let custodian: Custodian
     public init(custodian: Custodian) { self.custodian = custodian }
 
     public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {
         do {
-            let info = try custodian.teamKeyInfo(id: keyID)
-            let signature = try custodian.sign(keyID: keyID, message: data,
-                                               context: KeyUseContext(site: site.id, op: "key.sign", presence: presence))
-            return BridgeSignature(keyID: keyID, algorithm: info.algorithm, signature: signature)
+            let signed = try custodian.signature(keyID: keyID, message: data,
+                                                 context: KeyUseContext(site: site.id, op: "key.sign", presence: presence))
+            return BridgeSignature(keyID: keyID, algorithm: signed.algorithm, signature: signed.signature)
         } catch {
             throw BridgeFailure(custody: error)
         }
