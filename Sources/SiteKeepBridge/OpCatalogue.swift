@@ -71,7 +71,7 @@ public struct OpCatalogue: Sendable, Equatable {
     public var ops: [OpPolicy]
 
     /// The op named `name`.
-    public subscript(name: String) -> OpPolicy? { ops.first { $0.name.utf8.elementsEqual(name.utf8) } }
+    public subscript(name: String) -> OpPolicy? { ops.first { $0.name.hasSameUTF8(as: name) } }
 
     public init(protocolVersion: Int, ops: [OpPolicy]) {
         self.protocolVersion = protocolVersion

@@ -70,55 +70,61 @@ extension FieldSchema {
     ///   `too_large` for a string, byte string or array over its limit, and `bad_request` for a
     ///   missing member, a wrong type or a value outside its range or set.
     public func validate(_ value: JSONValue, path: String) throws(BridgeFailure) {
+        try check(value, path: { path })
+    }
+
+    /// ``validate(_:path:)`` with the path built only when a message needs it (every request
+    /// passes through here; a valid one builds no strings).
+    func check(_ value: JSONValue, path: () -> String) throws(BridgeFailure) {
         if value.isNull {
             if nullable || kind == .any { return }
-            throw BridgeFailure(.badRequest, "\(path) must be \(kind.article), found null")
+            throw BridgeFailure(.badRequest, "\(path()) must be \(kind.article), found null")
         }
         switch kind {
         case .any:
             return
         case .string:
-            guard case .string(let s) = value else { throw wrongType(path, value) }
+            guard case .string(let s) = value else { throw wrongType(path(), value) }
             if let maxLength, s.utf8.count > maxLength {
-                throw BridgeFailure(.tooLarge, "\(path) is longer than \(maxLength) bytes")
+                throw BridgeFailure(.tooLarge, "\(path()) is longer than \(maxLength) bytes")
             }
-            if let allowed, !allowed.contains(where: { $0.utf8.elementsEqual(s.utf8) }) {
-                throw BridgeFailure(.badRequest, "\(path) must be one of \(allowed.joined(separator: ", "))")
+            if let allowed, !allowed.contains(where: { $0.hasSameUTF8(as: s) }) {
+                throw BridgeFailure(.badRequest, "\(path()) must be one of \(allowed.joined(separator: ", "))")
             }
         case .base64:
-            guard case .string(let s) = value else { throw wrongType(path, value) }
+            guard case .string(let s) = value else { throw wrongType(path(), value) }
             if let maxLength, s.utf8.count > (maxLength + 2) / 3 * 4 {
-                throw BridgeFailure(.tooLarge, "\(path) decodes to more than \(maxLength) bytes")
+                throw BridgeFailure(.tooLarge, "\(path()) decodes to more than \(maxLength) bytes")
             }
-            guard (try? Base64.decode(s, variant: .standard)) != nil else {
-                throw BridgeFailure(.badRequest, "\(path) must be standard Base64 with padding")
+            guard Base64.isValid(s, variant: .standard) else {
+                throw BridgeFailure(.badRequest, "\(path()) must be standard Base64 with padding")
             }
         case .integer:
-            guard case .int(let i) = value else { throw wrongType(path, value) }
-            if let minimum, i < minimum { throw BridgeFailure(.badRequest, "\(path) must be at least \(minimum)") }
-            if let maximum, i > maximum { throw BridgeFailure(.badRequest, "\(path) must be at most \(maximum)") }
+            guard case .int(let i) = value else { throw wrongType(path(), value) }
+            if let minimum, i < minimum { throw BridgeFailure(.badRequest, "\(path()) must be at least \(minimum)") }
+            if let maximum, i > maximum { throw BridgeFailure(.badRequest, "\(path()) must be at most \(maximum)") }
         case .number:
-            guard value.doubleValue != nil else { throw wrongType(path, value) }
+            guard value.doubleValue != nil else { throw wrongType(path(), value) }
         case .boolean:
-            guard case .bool = value else { throw wrongType(path, value) }
+            guard case .bool = value else { throw wrongType(path(), value) }
         case .array:
-            guard case .array(let elements) = value else { throw wrongType(path, value) }
+            guard case .array(let elements) = value else { throw wrongType(path(), value) }
             if let maxItems, elements.count > maxItems {
-                throw BridgeFailure(.tooLarge, "\(path) has more than \(maxItems) elements")
+                throw BridgeFailure(.tooLarge, "\(path()) has more than \(maxItems) elements")
             }
             if let item = items.first {
-                for (i, e) in elements.enumerated() { try item.validate(e, path: "\(path)[\(i)]") }
+                for (i, e) in elements.enumerated() { try item.check(e, path: { "\(path())[\(i)]" }) }
             }
         case .object:
-            guard case .object(let members) = value else { throw wrongType(path, value) }
-            for m in members where !fields.contains(where: { $0.name.utf8.elementsEqual(m.key.utf8) }) {
-                throw BridgeFailure(.unknownField, "\(path).\(Self.printable(m.key)) is not a field of this op")
+            guard case .object(let members) = value else { throw wrongType(path(), value) }
+            for m in members where !fields.contains(where: { $0.name.hasSameUTF8(as: m.key) }) {
+                throw BridgeFailure(.unknownField, "\(path()).\(Self.printable(m.key)) is not a field of this op")
             }
             for f in fields {
-                if let v = members.first(where: { $0.key.utf8.elementsEqual(f.name.utf8) })?.value {
-                    try f.schema.validate(v, path: "\(path).\(f.name)")
+                if let v = members.first(where: { $0.key.hasSameUTF8(as: f.name) })?.value {
+                    try f.schema.check(v, path: { "\(path()).\(f.name)" })
                 } else if f.schema.required {
-                    throw BridgeFailure(.badRequest, "\(path).\(f.name) is missing")
+                    throw BridgeFailure(.badRequest, "\(path()).\(f.name) is missing")
                 }
             }
         }

@@ -65,6 +65,41 @@ public enum Base64: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Whether ``decode(_:variant:)`` would accept `text`, without decoding it: the alphabet, the
+    /// padding the variant asks for, and zero bits after the last whole byte (one text per bytes).
+    /// A plain table check, not constant-time: for validating public data, such as a message's
+    /// field, before it is decoded where it is used.
+    public static func isValid(_ text: String, variant: Variant = .standard) -> Bool {
+        let urlSafe = variant != .standard
+        let bytes = text.utf8
+        var digits = 0
+        var last: UInt8 = 0
+        var index = bytes.startIndex
+        scan: while index != bytes.endIndex {
+            let c = bytes[index]
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): last = c - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): last = c - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): last = c - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "+") where !urlSafe, UInt8(ascii: "-") where urlSafe: last = 62
+            case UInt8(ascii: "/") where !urlSafe, UInt8(ascii: "_") where urlSafe: last = 63
+            default: break scan
+            }
+            digits += 1
+            index = bytes.index(after: index)
+        }
+        let padding: Int
+        switch digits % 4 {
+        case 0: padding = 0
+        case 1: return false
+        case 2: guard last & 0x0f == 0 else { return false }; padding = 2
+        default: guard last & 0x03 == 0 else { return false }; padding = 1
+        }
+        let rest = bytes[index...]
+        if variant == .urlSafeNoPadding { return rest.isEmpty }
+        return rest.count == padding && rest.allSatisfy { $0 == UInt8(ascii: "=") }
+    }
+
     /// Decodes text in the given variant. Refuses characters outside the alphabet, wrong padding
     /// and trailing garbage.
     public static func decode(_ text: String, variant: Variant = .standard) throws(CryptoError) -> [UInt8] {

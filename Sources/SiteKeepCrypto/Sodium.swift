@@ -6,18 +6,17 @@ import Synchronization
 /// `sodium_init()` is thread-safe and idempotent; ``ensureInitialized()`` calls it once per
 /// process and remembers the outcome, so every primitive can call it cheaply.
 public enum Sodium: Sendable {
-    private static let state = Mutex<Int32?>(nil)
+    /// Set once `sodium_init()` has succeeded: every later call is one atomic load (this runs
+    /// before every primitive, on every thread; a lock here was contended under load).
+    private static let initialized = Atomic<Bool>(false)
 
     /// Initialises libsodium if that has not happened yet.
     /// - Throws: ``CryptoError/libraryUnavailable(_:)`` if `sodium_init()` fails.
     public static func ensureInitialized() throws(CryptoError) {
-        let rc: Int32 = state.withLock { value in
-            if let value { return value }
-            let rc = sodium_init()
-            value = rc
-            return rc
-        }
-        guard rc >= 0 else { throw .libraryUnavailable("sodium_init failed") }
+        if initialized.load(ordering: .acquiring) { return }
+        // Thread-safe and idempotent (1 when already done), so racing first callers are fine.
+        guard sodium_init() >= 0 else { throw .libraryUnavailable("sodium_init failed") }
+        initialized.store(true, ordering: .releasing)
     }
 
     /// The linked libsodium's version string, e.g. `1.0.18`.

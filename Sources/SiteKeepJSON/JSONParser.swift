@@ -155,7 +155,15 @@ public enum JSONParser: Sendable {
                 guard bytes[position] == UInt8(ascii: "\"") else { throw fail(.unexpectedCharacter(describe(bytes[position]))) }
                 let keyStart = position
                 let key = try parseString()
-                guard seen.insert(Array(key.utf8)).inserted else {
+                // Small objects (every message) compare against the keys so far; large ones hash.
+                let duplicate: Bool
+                if members.count < 16 {
+                    duplicate = members.contains { $0.key.hasSameUTF8(as: key) }
+                } else {
+                    if seen.isEmpty { for m in members { seen.insert(Array(m.key.utf8)) } }
+                    duplicate = !seen.insert(Array(key.utf8)).inserted
+                }
+                guard !duplicate else {
                     throw JSONError(reason: .duplicateKey(key), offset: keyStart)
                 }
                 skipWhitespace()
@@ -253,7 +261,22 @@ public enum JSONParser: Sendable {
 
         mutating func parseString() throws(JSONError) -> String {
             position += 1   // opening quote
-            var out: [UInt8] = []
+            // Fast path: no escape before the closing quote, so the String is made straight from
+            // the input (UTF-8 validated on the way, control characters refused).
+            let start = position
+            while position < bytes.count {
+                let c = bytes[position]
+                if c == UInt8(ascii: "\"") {
+                    guard position - start <= limits.maxStringBytes else { throw fail(.stringTooLong(limit: limits.maxStringBytes)) }
+                    defer { position += 1 }
+                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+                }
+                if c == UInt8(ascii: "\\") { break }
+                if c < 0x20 { throw fail(.controlCharacterInString) }
+                position += c < 0x80 ? 1 : try utf8SequenceLength(at: position)
+                guard position - start <= limits.maxStringBytes else { throw fail(.stringTooLong(limit: limits.maxStringBytes)) }
+            }
+            var out = Array(UnsafeBufferPointer(rebasing: bytes[start..<position]))
             while true {
                 guard position < bytes.count else { throw fail(.unexpectedEnd) }
                 let c = bytes[position]

@@ -85,6 +85,14 @@ public enum JSONSerializer: Sendable {
 
     private static func writeString(_ s: String, asciiOnly: Bool, into out: inout [UInt8]) {
         out.append(0x22)
+        // Fast path: nothing to escape, so the UTF-8 bytes are the output (what the loop below
+        // would write, byte for byte).
+        let limit: UInt8 = asciiOnly ? 0x7f : 0xff
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5c && ($0 < limit || limit == 0xff) }) {
+            out.append(contentsOf: s.utf8)
+            out.append(0x22)
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar.value {
             case 0x22: out.append(contentsOf: [0x5c, 0x22])

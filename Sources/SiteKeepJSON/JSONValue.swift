@@ -39,7 +39,7 @@ public enum JSONValue: Sendable, Equatable {
     /// The member named `key` (compared by UTF-8 bytes), if this is an object holding it.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        return members.first { $0.key.utf8.elementsEqual(key.utf8) }?.value
+        return members.first { $0.key.hasSameUTF8(as: key) }?.value
     }
 
     /// A short name of this value's type, for error messages.
@@ -70,7 +70,7 @@ public struct JSONMember: Sendable, Equatable {
         self.value = value
     }
     public static func == (a: JSONMember, b: JSONMember) -> Bool {
-        a.key.utf8.elementsEqual(b.key.utf8) && a.value == b.value
+        a.key.hasSameUTF8(as: b.key) && a.value == b.value
     }
 }
 
@@ -92,4 +92,23 @@ extension JSONValue {
     public static func string(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
     /// An integer from any `BinaryInteger` that fits.
     public static func integer(_ value: some BinaryInteger) -> JSONValue { .int(Int64(value)) }
+}
+
+extension String {
+    /// Whether two strings hold the same UTF-8 bytes. Unlike `==`, which compares by Unicode
+    /// canonical equivalence, a composed and a decomposed accent (or U+212A KELVIN SIGN and `K`)
+    /// are different here, as they are in every format SiteKeep reads. The lengths are compared
+    /// first, then the bytes in place when both strings are contiguous (native strings are).
+    public func hasSameUTF8(as other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        if let same = a.withContiguousStorageIfAvailable({ x in
+            b.withContiguousStorageIfAvailable { y in
+                x.elementsEqual(y)
+            }
+        }), let same {
+            return same
+        }
+        return a.elementsEqual(b)
+    }
 }

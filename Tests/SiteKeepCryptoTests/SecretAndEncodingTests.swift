@@ -109,6 +109,43 @@ import SiteKeepTestSupport
 }
 
 @Suite struct EncodingStrictnessTests {
+    /// `Base64.isValid` (the bridge's schema check) must agree with `Base64.decode` (libsodium)
+    /// on every text: valid encodings of every length, and mutations of them (each alphabet of
+    /// the other variant, padding added, removed or moved, trailing bits set, non-ASCII, space).
+    @Test func base64ValidityAgreesWithDecoding() throws {
+        var texts: [String] = ["", "=", "==", "A", "AA", "AA=", "AA==", "AA===", "AAA", "AAA=", "AAAA", "AAAA=",
+                               "AB==", "AAB=", "+/==", "-_==", "+/8=", "-_8", "A===", "=AAA", "AA==AA==", "\u{FFFD}",
+                               "AAAA\u{0}", " AAAA", "AAAA ", "AA\nAA", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmE"]
+        var generator = SystemRandomNumberGenerator()
+        let mutations: [(inout [UInt8], inout SystemRandomNumberGenerator) -> Void] = [
+            { b, g in if !b.isEmpty { b[Int.random(in: 0..<b.count, using: &g)] = [0x2b, 0x2f, 0x2d, 0x5f, 0x3d, 0x20, 0xc3][Int.random(in: 0..<7, using: &g)] } },
+            { b, _ in b.append(0x3d) },
+            { b, _ in if !b.isEmpty { b.removeLast() } },
+            { b, g in if !b.isEmpty { b.insert(0x3d, at: Int.random(in: 0..<b.count, using: &g)) } },
+            { b, g in if let i = b.lastIndex(where: { $0 != 0x3d }) { b[i] = [0x42, 0x43, 0x51, 0x67, 0x2f][Int.random(in: 0..<5, using: &g)] } },
+        ]
+        for length in 0..<40 {
+            for variant in [Base64.Variant.standard, .urlSafe, .urlSafeNoPadding] {
+                let valid = Base64.encode((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }, variant: variant)
+                texts.append(valid)
+                for mutate in mutations {
+                    var bytes = Array(valid.utf8)
+                    mutate(&bytes, &generator)
+                    texts.append(String(decoding: bytes, as: UTF8.self))
+                }
+            }
+        }
+        var accepted = 0
+        for text in texts {
+            for variant in [Base64.Variant.standard, .urlSafe, .urlSafeNoPadding] {
+                let decodes = (try? Base64.decode(text, variant: variant)) != nil
+                #expect(Base64.isValid(text, variant: variant) == decodes, "\(variant) \(Array(text.utf8))")
+                if decodes { accepted += 1 }
+            }
+        }
+        #expect(accepted > 100 && accepted < texts.count * 3)   // both answers were exercised
+    }
+
     @Test func hexRoundTripAndRefusals() throws {
         #expect(Hex.encode([0x00, 0xab, 0xff]) == "00abff")
         #expect(try Hex.decode("00ABff") == [0x00, 0xab, 0xff])
