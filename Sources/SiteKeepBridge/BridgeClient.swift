@@ -98,7 +98,13 @@ public final class BridgeClient: Sendable {
 
     private func nextFrame(timeout: Duration) throws(BridgeError) -> [UInt8] {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        // A receive buffer on the stack: no allocation or zeroing per reply.
+        return try withUnsafeTemporaryAllocation(byteCount: 16 << 10, alignment: 16) { chunk throws(BridgeError) -> [UInt8] in
+            try nextFrame(deadline: deadline, chunk: chunk)
+        }
+    }
+
+    private func nextFrame(deadline: ContinuousClock.Instant, chunk: UnsafeMutableRawBufferPointer) throws(BridgeError) -> [UInt8] {
         while true {
             if let f = state.withLock({ s in s.pending.isEmpty ? nil : s.pending.removeFirst() }) { return f }
             let left = ContinuousClock.now.duration(to: deadline)
@@ -108,11 +114,11 @@ public final class BridgeClient: Sendable {
             let rc = poll(&p, 1, ms)
             if rc < 0 { if errno == EINTR { continue } else { throw .socket(call: "poll", errno: errno) } }
             if rc == 0 { continue }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let n = recv(fd, chunk.baseAddress, chunk.count, 0)
             if n < 0 { if errno == EINTR { continue } else { throw .socket(call: "recv", errno: errno) } }
             if n == 0 { throw .connectionClosed }
             state.withLock { s in
-                let frames = chunk.withUnsafeBytes { s.reader.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                let frames = s.reader.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
                 for f in frames { if case .frame(let b) = f { s.pending.append(b) } }
             }
         }
