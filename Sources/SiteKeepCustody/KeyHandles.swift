@@ -158,6 +158,27 @@ public struct KeyScope: ~Copyable {
     public func authenticationCode(for message: [UInt8]) -> [UInt8] {
         PrecomputedHMAC.mac(message, state: hmacState)
     }
+
+    /// As ``seal(_:authenticating:)``, from and into caller-owned memory: `out` must be exactly
+    /// `plaintext.count + 40` bytes and receives `nonce || ciphertext || tag` (fresh random
+    /// nonce). For SiteKeep's batch writers, which would otherwise allocate several arrays per row.
+    package func seal(_ plaintext: UnsafeRawBufferPointer, authenticating associatedData: UnsafeRawBufferPointer,
+                      into out: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        try RawKeyOps.seal(plaintext, key: raw, ad: associatedData, into: out)
+    }
+
+    /// As ``open(_:authenticating:)``, from and into caller-owned memory: `out` must be exactly
+    /// `sealed.count - 40` bytes. On failure it is zeroed and the call throws
+    /// ``CryptoError/authenticationFailed``.
+    package func open(_ sealed: UnsafeRawBufferPointer, authenticating associatedData: UnsafeRawBufferPointer,
+                      into out: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        try RawKeyOps.open(sealed, key: raw, ad: associatedData, into: out)
+    }
+
+    /// As ``authenticationCode(for:)``, written to `out` (32 bytes).
+    package func authenticationCode(for message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        PrecomputedHMAC.mac(message, state: hmacState, into: out)
+    }
 }
 
 @available(*, unavailable)
