@@ -85,23 +85,24 @@ struct StoredKey {
     /// The bytes as an array (the form of ``RawRow`` and of the offline cache's references).
     var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
-    /// Whether `a` sorts before `b` compared byte by byte, as SQLite orders the `k` blobs.
-    static func precedes(_ a: StoredKey, _ b: StoredKey) -> Bool {
-        let x = (UInt64(bigEndian: a.words.0), UInt64(bigEndian: a.words.1), UInt64(bigEndian: a.words.2), UInt64(bigEndian: a.words.3))
-        let y = (UInt64(bigEndian: b.words.0), UInt64(bigEndian: b.words.1), UInt64(bigEndian: b.words.2), UInt64(bigEndian: b.words.3))
-        return x < y
+    /// The first 8 bytes as a big-endian number: comparing these compares the keys' starts.
+    var lead: UInt64 { UInt64(bigEndian: words.0) }
+
+    /// -1, 0 or 1 as `a` sorts before, equal to or after `b` compared byte by byte, which is
+    /// how SQLite orders the `k` blobs. (Keys are uniformly random: the first word decides.)
+    static func compare(_ a: StoredKey, _ b: StoredKey) -> Int {
+        var x = UInt64(bigEndian: a.words.0), y = UInt64(bigEndian: b.words.0)
+        if x == y {
+            x = UInt64(bigEndian: a.words.1); y = UInt64(bigEndian: b.words.1)
+            if x == y {
+                x = UInt64(bigEndian: a.words.2); y = UInt64(bigEndian: b.words.2)
+                if x == y { x = UInt64(bigEndian: a.words.3); y = UInt64(bigEndian: b.words.3) }
+            }
+        }
+        return x == y ? 0 : x < y ? -1 : 1
     }
 }
 
-/// One row of a bulk write: its key, its place in the batch and its sealed bytes' place in
-/// the batch's buffer, and the size it counts against the quota.
-struct BulkRow {
-    var key: StoredKey
-    var index: Int
-    var offset: Int
-    var count: Int
-    var size: Int
-}
 
 /// `bytes` as a `String` when they are valid UTF-8, else nil. Decoding repairs invalid input
 /// (U+FFFD), so the decoded bytes equal the input exactly when it was valid; this costs one
@@ -649,42 +650,39 @@ final class PartitionCore: Sendable {
         }
     }
 
-    /// A large batch: every row sealed into one buffer, then inserted in stored-key order.
-    /// Stored keys are keyed hashes, so a batch arrives in random key order; inserting it
-    /// sorted walks the B-tree once instead of jumping around it.
+    /// A large batch, inserted in stored-key order: stored keys are keyed hashes, so a batch
+    /// arrives in random key order, and inserting it sorted walks the B-tree once instead of
+    /// jumping around it. The keys are computed and sorted first; each row is then sealed into
+    /// scratch memory just before it is inserted.
     private func putBulk<V: RowBytes>(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, _ pairs: [(String, V)],
                                       ks: borrowing KeyScope, rs: borrowing KeyScope) throws(PartitionError) {
-        var rows: [BulkRow] = []
-        rows.reserveCapacity(pairs.count)
-        var total = 0
-        for (name, value) in pairs {
-            let size = name.rowByteCount + value.rowByteCount
-            let count = Self.sealedCount(name: name.rowByteCount, value: value.rowByteCount)
-            rows.append(BulkRow(key: StoredKey(), index: rows.count, offset: total, count: count, size: size))
-            total += count
+        var keys: [StoredKey] = []
+        keys.reserveCapacity(pairs.count)
+        // What is sorted: each key's first 8 bytes as a number (keys are uniformly random, so
+        // these almost always decide) and the row's place in the batch; small entries move fast.
+        var order: [(lead: UInt64, index: Int)] = []
+        order.reserveCapacity(pairs.count)
+        for (i, (name, _)) in pairs.enumerated() {
+            let key = name.withRowBytes { n in storedKey(ns, name: n, scope: rs) }
+            keys.append(key)
+            order.append((key.lead, i))
         }
-        // One buffer for every sealed row of the batch instead of an array per row.
-        var arena = [UInt8](repeating: 0, count: total)
-        try arena.withMutableBytes { (arena) throws(PartitionError) in
-            for i in rows.indices {
-                let (name, value) = pairs[i]
-                try name.withRowBytes { (n) throws(PartitionError) in
-                    try value.withRowBytes { (v) throws(PartitionError) in
-                        let key = storedKey(ns, name: n, scope: rs)
-                        rows[i].key = key
-                        let out = UnsafeMutableRawBufferPointer(rebasing: arena[rows[i].offset..<(rows[i].offset + rows[i].count)])
-                        try key.withUnsafeBytes { (k) throws(PartitionError) in
-                            try sealRow(ns, key: k, name: n, value: v, scope: ks, into: out)
+        // Equal keys (a name given twice) keep their batch order, so the last one wins.
+        order.sort { a, b in
+            if a.lead != b.lead { return a.lead < b.lead }
+            let c = StoredKey.compare(keys[a.index], keys[b.index])
+            return c < 0 || (c == 0 && a.index < b.index)
+        }
+        for (_, i) in order {
+            let (name, value) = pairs[i]
+            try name.withRowBytes { (n) throws(PartitionError) in
+                try value.withRowBytes { (v) throws(PartitionError) in
+                    try keys[i].withUnsafeBytes { (k) throws(PartitionError) in
+                        try withUnsafeTemporaryAllocation(byteCount: Self.sealedCount(name: n.count, value: v.count), alignment: 1) { (sealed) throws(PartitionError) in
+                            try sealRow(ns, key: k, name: n, value: v, scope: ks, into: sealed)
+                            try upsert(box, db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: n.count + v.count, oldSize: nil)
                         }
                     }
-                }
-            }
-            // Equal keys (a name given twice) keep their batch order, so the last one wins.
-            rows.sort { StoredKey.precedes($0.key, $1.key) || (!StoredKey.precedes($1.key, $0.key) && $0.index < $1.index) }
-            for row in rows {
-                try row.key.withUnsafeBytes { (k) throws(PartitionError) in
-                    try upsert(box, db, ns, key: k, value: UnsafeRawBufferPointer(rebasing: arena[row.offset..<(row.offset + row.count)]),
-                               size: row.size, oldSize: nil)
                 }
             }
         }
