@@ -512,15 +512,20 @@ final class PartitionCore: Sendable {
     func upsert(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer,
                 size: Int, oldSize: Int?, ref: [UInt8]? = nil) throws(PartitionError) {
         box.clock += 1
-        let clock = box.clock
+        try writeRow(db, ns, key: k, value: v, size: size, used: box.clock, ref: ref)
+        box.totals[ns.code, default: 0] += size - (oldSize ?? 0)
+    }
+
+    /// `INSERT OR REPLACE` of one row; the caller keeps the clock and the running totals.
+    func writeRow(_ db: SQLiteConnection, _ ns: PartitionNamespace, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer,
+                  size: Int, used: Int64, ref: [UInt8]? = nil) throws(PartitionError) {
         try sqlite { () throws(SQLiteFailure) in
             let st = try statement(db, .upsert)
             defer { st.reset() }
-            try st.bind(1, ns.code); try st.bindNoCopy(2, k); try st.bindNoCopy(3, v); try st.bind(4, Int64(size)); try st.bind(5, clock)
+            try st.bind(1, ns.code); try st.bindNoCopy(2, k); try st.bindNoCopy(3, v); try st.bind(4, Int64(size)); try st.bind(5, used)
             if let ref { try st.bind(6, ref) } else { st.bindNull(6) }
             try st.run()
         }
-        box.totals[ns.code, default: 0] += size - (oldSize ?? 0)
     }
 
     func deleteRow(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, _ k: [UInt8]) throws(PartitionError) {
@@ -673,6 +678,10 @@ final class PartitionCore: Sendable {
             let c = StoredKey.compare(keys[a.index], keys[b.index])
             return c < 0 || (c == 0 && a.index < b.index)
         }
+        // The clock in a local for the loop (the box's properties are checked for exclusive
+        // access on every use); the caller sums the namespace afterwards instead of a running total.
+        var clock = box.clock
+        defer { box.clock = clock }
         for (_, i) in order {
             let (name, value) = pairs[i]
             try name.withRowBytes { (n) throws(PartitionError) in
@@ -680,7 +689,8 @@ final class PartitionCore: Sendable {
                     try keys[i].withUnsafeBytes { (k) throws(PartitionError) in
                         try withUnsafeTemporaryAllocation(byteCount: Self.sealedCount(name: n.count, value: v.count), alignment: 1) { (sealed) throws(PartitionError) in
                             try sealRow(ns, key: k, name: n, value: v, scope: ks, into: sealed)
-                            try upsert(box, db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: n.count + v.count, oldSize: nil)
+                            clock += 1
+                            try writeRow(db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: n.count + v.count, used: clock)
                         }
                     }
                 }
