@@ -321,12 +321,12 @@ final class PartitionCore: Sendable {
         }
     }
 
-    /// Runs `body` with both key scopes open once.
+    /// Runs `body` with the key scopes open once: `ks` seals and opens under the storage key,
+    /// `rs` hashes names under the row key. (One custody scope serves as both, taking just the
+    /// storage key's lock and the row key's HMAC state's.)
     func withKeys<R>(_ body: (borrowing KeyScope, borrowing KeyScope) throws(PartitionError) -> R) throws(PartitionError) -> R {
-        try key.withScope { (ks: borrowing KeyScope) throws(PartitionError) -> R in
-            try rowKey.withScope { (rs: borrowing KeyScope) throws(PartitionError) -> R in
-                try body(ks, rs)
-            }
+        try key.withScope(macKey: rowKey) { (scope: borrowing KeyScope) throws(PartitionError) -> R in
+            try body(scope, scope)
         }
     }
 
