@@ -40,6 +40,48 @@ package enum RawKeyOps {
     }
 }
 
+extension RawKeyOps {
+    /// XChaCha20-Poly1305 seal of `plaintext` into `out` (exactly `plaintext.count + 40` bytes)
+    /// as `nonce || ciphertext || tag`, with a fresh random nonce. For callers that build the
+    /// plaintext and associated data in scratch memory and store the result straight away,
+    /// without an array per row.
+    package static func seal(_ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer,
+                             into out: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        guard key.count == 32 else { throw .invalidKeyLength(expected: 32, actual: key.count) }
+        let n = XChaCha20Poly1305.nonceByteCount
+        guard out.count == n + plaintext.count + XChaCha20Poly1305.tagByteCount, let o = out.baseAddress else {
+            throw .invalidLength(what: "sealed output", detail: "must be the plaintext plus 40 bytes")
+        }
+        let p = o.assumingMemoryBound(to: UInt8.self)
+        NonceSource.fill(p, count: n)
+        crypto_aead_xchacha20poly1305_ietf_encrypt(
+            p + n, nil, plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count), nil,
+            p, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// XChaCha20-Poly1305 open of `nonce || ciphertext || tag` into `out` (exactly
+    /// `sealed.count - 40` bytes). On failure `out` is zeroed and nothing else happens.
+    package static func open(_ sealed: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer,
+                             into out: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        guard key.count == 32 else { throw .invalidKeyLength(expected: 32, actual: key.count) }
+        let n = XChaCha20Poly1305.nonceByteCount, t = XChaCha20Poly1305.tagByteCount
+        guard sealed.count >= n + t, let s = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self) else { throw .authenticationFailed }
+        guard out.count == sealed.count - n - t else {
+            throw .invalidLength(what: "opened output", detail: "must be the sealed size less 40 bytes")
+        }
+        // libsodium accepts a null output for an empty message; it never writes past `out`.
+        let rc = crypto_aead_xchacha20poly1305_ietf_decrypt(
+            out.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil, s + n, UInt64(sealed.count - n),
+            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+            s, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        guard rc == 0 else {
+            SecureMemory.zero(out)
+            throw .authenticationFailed
+        }
+    }
+}
+
 extension HMACSHA256 {
     /// HMAC-SHA256 under a key that is already readable. `package`: for custody's scopes.
     package static func authenticationCode(for message: [UInt8], rawKey: UnsafeRawBufferPointer) -> [UInt8] {
@@ -92,15 +134,23 @@ package enum PrecomputedHMAC {
 
     /// The MAC of `message`, starting from a precomputed state (copied to the stack and wiped).
     package static func mac(_ message: [UInt8], state: UnsafeRawBufferPointer) -> [UInt8] {
+        message.withUnsafeBytes { m in
+            [UInt8](unsafeUninitializedCapacity: 32) { out, n in
+                mac(m, state: state, into: UnsafeMutableRawBufferPointer(out))
+                n = 32
+            }
+        }
+    }
+
+    /// The MAC of `message` written to `out` (32 bytes), starting from a precomputed state
+    /// (copied to the stack and wiped).
+    package static func mac(_ message: UnsafeRawBufferPointer, state: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count == 32 && state.count >= stateByteCount, "HMAC output is 32 bytes")   // programming error
         var st = crypto_auth_hmacsha256_state()
         withUnsafeMutableBytes(of: &st) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: state[0..<stateByteCount])) }
         defer { sodium_memzero(&st, MemoryLayout<crypto_auth_hmacsha256_state>.size) }
-        message.withUnsafeBufferPointer { m in
-            _ = crypto_auth_hmacsha256_update(&st, m.baseAddress ?? UnsafePointer(bitPattern: 1)!, UInt64(m.count))
-        }
-        return [UInt8](unsafeUninitializedCapacity: 32) { out, n in
-            crypto_auth_hmacsha256_final(&st, out.baseAddress!)
-            n = 32
-        }
+        _ = crypto_auth_hmacsha256_update(&st, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1)!,
+                                          UInt64(message.count))
+        crypto_auth_hmacsha256_final(&st, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
 }

@@ -122,9 +122,18 @@ public final class SymmetricKeyHandle: Sendable {
     /// rows pays the page-protection toggle once, not per row). The ``KeyScope`` must not
     /// escape the closure.
     public func withScope<R, E: Error>(_ body: (borrowing KeyScope) throws(E) -> R) throws(E) -> R {
+        try withScope(macKey: self, body)
+    }
+
+    /// As ``withScope(_:)``, but the scope's keyed hashes (``KeyScope/authenticationCode(for:)``)
+    /// are under `macKey`: one scope over two handles, for a caller that seals with one key and
+    /// hashes names with another on every call (a partition's storage key and row key). It
+    /// takes only the two locks it needs, this key's and `macKey`'s HMAC state's (an HMAC state
+    /// lock is always taken last, so no two scopes can wait on each other).
+    package func withScope<R, E: Error>(macKey: SymmetricKeyHandle, _ body: (borrowing KeyScope) throws(E) -> R) throws(E) -> R {
         try key.withLock { (k: borrowing SecretBytes) throws(E) -> R in
             try k.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(E) -> R in
-                try hmacState.withLock { (h: borrowing SecretBytes) throws(E) -> R in
+                try macKey.hmacState.withLock { (h: borrowing SecretBytes) throws(E) -> R in
                     try h.withUnsafeBytes { (hraw: UnsafeRawBufferPointer) throws(E) -> R in
                         try body(KeyScope(raw: raw, hmacState: hraw))
                     }
@@ -157,6 +166,27 @@ public struct KeyScope: ~Copyable {
     /// As ``SymmetricKeyHandle/authenticationCode(for:)``.
     public func authenticationCode(for message: [UInt8]) -> [UInt8] {
         PrecomputedHMAC.mac(message, state: hmacState)
+    }
+
+    /// As ``seal(_:authenticating:)``, from and into caller-owned memory: `out` must be exactly
+    /// `plaintext.count + 40` bytes and receives `nonce || ciphertext || tag` (fresh random
+    /// nonce). For SiteKeep's batch writers, which would otherwise allocate several arrays per row.
+    package func seal(_ plaintext: UnsafeRawBufferPointer, authenticating associatedData: UnsafeRawBufferPointer,
+                      into out: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        try RawKeyOps.seal(plaintext, key: raw, ad: associatedData, into: out)
+    }
+
+    /// As ``open(_:authenticating:)``, from and into caller-owned memory: `out` must be exactly
+    /// `sealed.count - 40` bytes. On failure it is zeroed and the call throws
+    /// ``CryptoError/authenticationFailed``.
+    package func open(_ sealed: UnsafeRawBufferPointer, authenticating associatedData: UnsafeRawBufferPointer,
+                      into out: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        try RawKeyOps.open(sealed, key: raw, ad: associatedData, into: out)
+    }
+
+    /// As ``authenticationCode(for:)``, written to `out` (32 bytes).
+    package func authenticationCode(for message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        PrecomputedHMAC.mac(message, state: hmacState, into: out)
     }
 }
 

@@ -75,24 +75,21 @@ public struct StorageArea: Sendable {
 
     /// The value for `key`, or nil.
     public func getItem(_ key: String) throws(PartitionError) -> String? {
-        guard let bytes = try partition.openCore().get(.storage, key) else { return nil }
-        guard let s = String(validating: bytes, as: UTF8.self) else {
-            throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "storage"))
-        }
-        return s
+        let core = try partition.openCore()
+        return try core.get(.storage, key) { (bytes) throws(PartitionError) -> String in try Self.string(bytes, core) }
     }
 
     /// The values of several keys at once (the keys are unlocked once for the batch); absent
     /// keys are left out of the result.
     public func getItems(_ keys: [String]) throws(PartitionError) -> [String: String] {
-        var out: [String: String] = [:]
-        for (k, bytes) in try partition.openCore().getMany(.storage, keys) {
-            guard let s = String(validating: bytes, as: UTF8.self) else {
-                throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "storage"))
-            }
-            out[k] = s
-        }
-        return out
+        let core = try partition.openCore()
+        return try core.getMany(.storage, keys) { (bytes) throws(PartitionError) -> String in try Self.string(bytes, core) }
+    }
+
+    /// An opened value as a string; bytes that are not UTF-8 are damage.
+    private static func string(_ bytes: UnsafeRawBufferPointer, _ core: PartitionCore) throws(PartitionError) -> String {
+        guard let s = validUTF8String(bytes) else { throw core.damage(.storage) }
+        return s
     }
 
     /// Sets `key` to `value`.
@@ -103,7 +100,7 @@ public struct StorageArea: Sendable {
     /// Sets several items in one transaction (all or nothing).
     public func setItems(_ items: [(String, String)]) throws(PartitionError) {
         let core = try partition.openCore()
-        try core.put(.storage, items.map { ($0.0, Array($0.1.utf8)) }, quota: core.limits.storageQuota, maxValue: core.limits.storageQuota)
+        try core.put(.storage, items, quota: core.limits.storageQuota, maxValue: core.limits.storageQuota)
     }
 
     /// Removes `key` (no error when absent).

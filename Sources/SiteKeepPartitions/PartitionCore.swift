@@ -13,24 +13,107 @@ final class PartitionBox {
     init(connection: SQLiteConnection) { self.connection = connection }
 }
 
-/// Length-prefixed concatenation: each part as a 4-byte big-endian length and its bytes, so
-/// the boundaries are unambiguous.
-func lengthPrefixed(_ parts: [[UInt8]]) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(parts.reduce(0) { $0 + 4 + $1.count })
-    for p in parts {
-        let n = UInt32(p.count)
-        out += [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
-        out += p
-    }
-    return out
-}
-
 /// Appends `bytes` with its 4-byte big-endian length in front.
 func appendLengthPrefixed(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
     let n = UInt32(bytes.count)
     out.append(UInt8(n >> 24)); out.append(UInt8(n >> 16 & 0xFF)); out.append(UInt8(n >> 8 & 0xFF)); out.append(UInt8(n & 0xFF))
     out.append(contentsOf: bytes)
+}
+
+/// Writes `bytes` at `offset` of `buffer` with its 4-byte big-endian length in front (the same
+/// form as ``appendLengthPrefixed(_:to:)``) and returns the offset after it.
+@discardableResult
+func putLengthPrefixed(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    buffer.storeBytes(of: UInt32(bytes.count).bigEndian, toByteOffset: offset, as: UInt32.self)
+    UnsafeMutableRawBufferPointer(rebasing: buffer[(offset + 4)..<(offset + 4 + bytes.count)]).copyMemory(from: bytes)
+    return offset + 4 + bytes.count
+}
+
+/// Bytes a row's name or value is made of, reached without a copy where they are contiguous
+/// (a native `String`'s UTF-8, an array).
+protocol RowBytes {
+    /// The number of bytes.
+    var rowByteCount: Int { get }
+    /// Runs `body` over the bytes.
+    func withRowBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R
+}
+
+extension String: RowBytes {
+    var rowByteCount: Int { utf8.count }
+    func withRowBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        var s = self   // `withUTF8` is mutating only to make a bridged string contiguous first
+        return try s.withUTF8 { b in Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(b)) } }.get()
+    }
+}
+
+extension Array: RowBytes where Element == UInt8 {
+    var rowByteCount: Int { count }
+    func withRowBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withBytes(body)
+    }
+
+    /// `withUnsafeBytes` with a typed error (the standard one rethrows `any Error`).
+    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withUnsafeBytes { b in Result { () throws(E) -> R in try body(b) } }.get()
+    }
+
+    /// `withUnsafeMutableBytes` with a typed error.
+    mutating func withMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withUnsafeMutableBytes { b in Result { () throws(E) -> R in try body(b) } }.get()
+    }
+}
+
+/// A row's stored key: the 32-byte HMAC-SHA256 of its namespace and name, held inline so that
+/// computing one allocates nothing.
+struct StoredKey {
+    private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+    /// All zero bytes, until a key is computed.
+    init() {}
+
+    /// The key `fill` writes (32 bytes).
+    init(_ fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        withUnsafeMutableBytes(of: &words) { fill($0) }
+    }
+
+    /// Runs `body` over the 32 bytes.
+    func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        var w = words
+        return try Swift.withUnsafeBytes(of: &w, body)
+    }
+
+    /// The bytes as an array (the form of ``RawRow`` and of the offline cache's references).
+    var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// The first 8 bytes as a big-endian number: comparing these compares the keys' starts.
+    var lead: UInt64 { UInt64(bigEndian: words.0) }
+
+    /// -1, 0 or 1 as `a` sorts before, equal to or after `b` compared byte by byte, which is
+    /// how SQLite orders the `k` blobs. (Keys are uniformly random: the first word decides.)
+    static func compare(_ a: StoredKey, _ b: StoredKey) -> Int {
+        var x = UInt64(bigEndian: a.words.0), y = UInt64(bigEndian: b.words.0)
+        if x == y {
+            x = UInt64(bigEndian: a.words.1); y = UInt64(bigEndian: b.words.1)
+            if x == y {
+                x = UInt64(bigEndian: a.words.2); y = UInt64(bigEndian: b.words.2)
+                if x == y { x = UInt64(bigEndian: a.words.3); y = UInt64(bigEndian: b.words.3) }
+            }
+        }
+        return x == y ? 0 : x < y ? -1 : 1
+    }
+}
+
+
+/// `bytes` as a `String` when they are valid UTF-8, else nil. Decoding repairs invalid input
+/// (U+FFFD), so the decoded bytes equal the input exactly when it was valid; this costs one
+/// compare instead of the generic validating initialiser's metadata lookups.
+func validUTF8String(_ bytes: UnsafeRawBufferPointer) -> String? {
+    let s = String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+    guard s.utf8.count == bytes.count else { return nil }
+    guard bytes.count > 0 else { return s }
+    var t = s
+    let same = t.withUTF8 { u in memcmp(u.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+    return same ? s : nil
 }
 
 /// One site's database connection and keys: the single owner of the connection.
@@ -43,6 +126,14 @@ final class PartitionCore: Sendable {
     let path: String
     /// The site id's bytes, bound into every value's associated data.
     let siteBytes: [UInt8]
+    /// Whether values are bound to their namespace and row key (always, except under the
+    /// audit's `skipValueBinding` fault).
+    let bindsRows: Bool
+    /// Per namespace (indexed by its code): `len(ns) ‖ ns`, the start of a row key's MAC input.
+    private let messagePrefixes: [[UInt8]]
+    /// Per namespace (indexed by its code): the associated data before the row key,
+    /// `"SKP1" ‖ len(site) ‖ site ‖ len(ns) ‖ ns` (`"SKP1" ‖ len(site) ‖ site` under the fault).
+    private let adPrefixes: [[UInt8]]
     private let key: SymmetricKeyHandle
     private let rowKey: SymmetricKeyHandle
     private let state: Mutex<PartitionBox>
@@ -60,6 +151,19 @@ final class PartitionCore: Sendable {
         self.site = site; self.path = path; self.key = key; self.rowKey = rowKey
         self.siteBytes = Array(site.string.utf8)
         self.limits = limits; self.faults = faults
+        let binds = !faults.contains(.skipValueBinding)
+        self.bindsRows = binds
+        var messages = [[UInt8]](repeating: [], count: 1 + PartitionNamespace.allCases.count)
+        var ads = messages
+        for ns in PartitionNamespace.allCases {
+            appendLengthPrefixed(ns.rawValue.utf8, to: &messages[Int(ns.code)])
+            var ad = Array("SKP1".utf8)
+            appendLengthPrefixed(siteBytes, to: &ad)
+            if binds { appendLengthPrefixed(ns.rawValue.utf8, to: &ad) }
+            ads[Int(ns.code)] = ad
+        }
+        self.messagePrefixes = messages
+        self.adPrefixes = ads
         self.state = Mutex(PartitionBox(connection: connection))
     }
 
@@ -184,42 +288,129 @@ final class PartitionCore: Sendable {
         return ad
     }
 
-    /// The keyed hash a row's name is stored as.
+    /// The keyed hash a row's name is stored as (as an array; the row paths use
+    /// ``storedKey(_:name:scope:)``).
     func storedKey(_ ns: PartitionNamespace, _ name: String, scope: borrowing KeyScope) -> [UInt8] {
-        var message: [UInt8] = []
-        message.reserveCapacity(8 + ns.rawValue.utf8.count + name.utf8.count)
-        appendLengthPrefixed(ns.rawValue.utf8, to: &message)
-        appendLengthPrefixed(name.utf8, to: &message)
-        return scope.authenticationCode(for: message)
+        name.withRowBytes { n in storedKey(ns, name: n, scope: scope).bytes }
     }
 
-    /// Runs `body` with both key scopes open once.
-    func withKeys<R>(_ body: (borrowing KeyScope, borrowing KeyScope) throws(PartitionError) -> R) throws(PartitionError) -> R {
-        try key.withScope { (ks: borrowing KeyScope) throws(PartitionError) -> R in
-            try rowKey.withScope { (rs: borrowing KeyScope) throws(PartitionError) -> R in
-                try body(ks, rs)
+    /// The keyed hash a row's name is stored as: HMAC-SHA256 under the row key of
+    /// `len(ns) ‖ ns ‖ len(name) ‖ name`, the message built in scratch memory.
+    func storedKey(_ ns: PartitionNamespace, name: UnsafeRawBufferPointer, scope: borrowing KeyScope) -> StoredKey {
+        messagePrefixes[Int(ns.code)].withUnsafeBytes { prefix in
+            withUnsafeTemporaryAllocation(byteCount: prefix.count + 4 + name.count, alignment: 1) { message in
+                UnsafeMutableRawBufferPointer(rebasing: message[..<prefix.count]).copyMemory(from: prefix)
+                putLengthPrefixed(name, into: message, at: prefix.count)
+                return StoredKey { out in scope.authenticationCode(for: UnsafeRawBufferPointer(message), into: out) }
             }
         }
     }
 
-    func seal(_ ns: PartitionNamespace, name: String, storedKey: [UInt8], value: [UInt8], scope: borrowing KeyScope) throws(PartitionError) -> [UInt8] {
-        var plain: [UInt8] = []
-        plain.reserveCapacity(4 + name.utf8.count + value.count)
-        appendLengthPrefixed(name.utf8, to: &plain)
-        plain.append(contentsOf: value)
-        do { return try scope.seal(plain, authenticating: associatedData(namespace: ns.rawValue, storedKey: storedKey)) }
-        catch { throw .keyUnavailable(error.description) }
+    /// Runs `body` with a value's associated data for row `key` of `ns`:
+    /// `"SKP1" ‖ len(site) ‖ site ‖ len(ns) ‖ ns ‖ len(key) ‖ key`, built in scratch memory (the
+    /// same bytes as ``associatedData(namespace:storedKey:)``).
+    func withAssociatedData<R, E: Error>(_ ns: PartitionNamespace, key: UnsafeRawBufferPointer,
+                                         _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try adPrefixes[Int(ns.code)].withBytes { (prefix) throws(E) -> R in
+            guard bindsRows else { return try body(prefix) }
+            return try withUnsafeTemporaryAllocation(byteCount: prefix.count + 4 + key.count, alignment: 1) { (ad) throws(E) -> R in
+                UnsafeMutableRawBufferPointer(rebasing: ad[..<prefix.count]).copyMemory(from: prefix)
+                putLengthPrefixed(key, into: ad, at: prefix.count)
+                return try body(UnsafeRawBufferPointer(ad))
+            }
+        }
     }
 
-    /// Opens a sealed row; any failure is damage, never a value.
+    /// Runs `body` with the key scopes open once: `ks` seals and opens under the storage key,
+    /// `rs` hashes names under the row key. (One custody scope serves as both, taking just the
+    /// storage key's lock and the row key's HMAC state's.)
+    func withKeys<R>(_ body: (borrowing KeyScope, borrowing KeyScope) throws(PartitionError) -> R) throws(PartitionError) -> R {
+        try key.withScope(macKey: rowKey) { (scope: borrowing KeyScope) throws(PartitionError) -> R in
+            try body(scope, scope)
+        }
+    }
+
+    /// The size of a sealed row: `nonce ‖ ciphertext ‖ tag` of `len(name) ‖ name ‖ value`.
+    static func sealedCount(name: Int, value: Int) -> Int { XChaCha20Poly1305.overheadByteCount + 4 + name + value }
+
+    /// Seals `len(name) ‖ name ‖ value` for row `key` of `ns` into `out`, which must be exactly
+    /// ``sealedCount(name:value:)`` bytes. The plaintext is assembled in scratch memory and
+    /// wiped once sealed.
+    func sealRow(_ ns: PartitionNamespace, key: UnsafeRawBufferPointer, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+                 scope: borrowing KeyScope, into out: UnsafeMutableRawBufferPointer) throws(PartitionError) {
+        try withUnsafeTemporaryAllocation(byteCount: 4 + name.count + value.count, alignment: 1) { (plain) throws(PartitionError) in
+            defer { SecureMemory.zero(plain) }
+            let end = putLengthPrefixed(name, into: plain, at: 0)
+            UnsafeMutableRawBufferPointer(rebasing: plain[end...]).copyMemory(from: value)
+            do throws(CryptoError) {
+                try withAssociatedData(ns, key: key) { (ad) throws(CryptoError) in
+                    try scope.seal(UnsafeRawBufferPointer(plain), authenticating: ad, into: out)
+                }
+            } catch { throw .keyUnavailable(error.description) }
+        }
+    }
+
+    /// Seals a row as an array (the offline cache's and the benchmark breakdown's form).
+    func seal(_ ns: PartitionNamespace, name: String, storedKey: [UInt8], value: [UInt8], scope: borrowing KeyScope) throws(PartitionError) -> [UInt8] {
+        try name.withRowBytes { (n) throws(PartitionError) -> [UInt8] in
+            try storedKey.withBytes { (k) throws(PartitionError) -> [UInt8] in
+                try value.withBytes { (v) throws(PartitionError) -> [UInt8] in
+                    var out = [UInt8](repeating: 0, count: Self.sealedCount(name: n.count, value: v.count))
+                    try out.withMutableBytes { (o) throws(PartitionError) in
+                        try sealRow(ns, key: k, name: n, value: v, scope: scope, into: o)
+                    }
+                    return out
+                }
+            }
+        }
+    }
+
+    func damage(_ ns: PartitionNamespace) -> PartitionError {
+        .damaged(site: site.string, reason: .authenticationFailed(namespace: ns.rawValue))
+    }
+
+    /// Opens a sealed row into scratch memory (wiped afterwards) and runs `body` on the name
+    /// and value inside. With `expectedName`, the name inside must be exactly those bytes (the
+    /// bytes whose keyed hash found the row). Any failure is damage, never a value.
+    func openRow<R>(_ ns: PartitionNamespace, key: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, expectedName: UnsafeRawBufferPointer?,
+                    scope: borrowing KeyScope,
+                    _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(PartitionError) -> R) throws(PartitionError) -> R {
+        guard sealed.count >= XChaCha20Poly1305.overheadByteCount + 4 else { throw damage(ns) }
+        return try withUnsafeTemporaryAllocation(byteCount: sealed.count - XChaCha20Poly1305.overheadByteCount, alignment: 1) { (plain) throws(PartitionError) -> R in
+            defer { SecureMemory.zero(plain) }
+            do {
+                try withAssociatedData(ns, key: key) { (ad) throws(CryptoError) in
+                    try scope.open(sealed, authenticating: ad, into: plain)
+                }
+            } catch { throw damage(ns) }
+            let n = Int(UInt32(bigEndian: plain.loadUnaligned(as: UInt32.self)))
+            guard plain.count - 4 >= n else { throw damage(ns) }
+            let name = UnsafeRawBufferPointer(rebasing: plain[4..<(4 + n)])
+            if bindsRows, let expectedName {
+                guard n == expectedName.count, n == 0 || memcmp(name.baseAddress!, expectedName.baseAddress!, n) == 0 else { throw damage(ns) }
+            } else if validUTF8String(name) == nil {
+                throw damage(ns)
+            }
+            return try body(name, UnsafeRawBufferPointer(rebasing: plain[(4 + n)...]))
+        }
+    }
+
+    /// Opens a sealed row as (name, value); any failure is damage, never a value.
     func open(_ ns: PartitionNamespace, storedKey: [UInt8], sealed: [UInt8], expectedName: String?, scope: borrowing KeyScope) throws(PartitionError) -> (name: String, value: [UInt8]) {
-        let damage = PartitionError.damaged(site: site.string, reason: .authenticationFailed(namespace: ns.rawValue))
-        guard let plain = try? scope.open(sealed, authenticating: associatedData(namespace: ns.rawValue, storedKey: storedKey)),
-              plain.count >= 4 else { throw damage }
-        let n = Int(plain[0]) << 24 | Int(plain[1]) << 16 | Int(plain[2]) << 8 | Int(plain[3])
-        guard plain.count >= 4 + n, let name = String(validating: plain[4..<(4 + n)], as: UTF8.self) else { throw damage }
-        if !faults.contains(.skipValueBinding), let expectedName, name != expectedName { throw damage }
-        return (name, Array(plain[(4 + n)...]))
+        try storedKey.withBytes { (k) throws(PartitionError) -> (name: String, value: [UInt8]) in
+            try sealed.withBytes { (s) throws(PartitionError) -> (name: String, value: [UInt8]) in
+                let body = { (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(PartitionError) -> (name: String, value: [UInt8]) in
+                    guard let text = validUTF8String(name) else { throw self.damage(ns) }
+                    return (text, Array(value))
+                }
+                if let expectedName {
+                    return try expectedName.withRowBytes { (e) throws(PartitionError) -> (name: String, value: [UInt8]) in
+                        try openRow(ns, key: k, sealed: s, expectedName: e, scope: scope, body)
+                    }
+                }
+                return try openRow(ns, key: k, sealed: s, expectedName: nil, scope: scope, body)
+            }
+        }
     }
 
     func sqlite<R>(_ body: () throws(SQLiteFailure) -> R) throws(PartitionError) -> R {
@@ -246,18 +437,45 @@ final class PartitionCore: Sendable {
         if n > limits.maximumKeyBytes { throw .keyTooLong(limit: limits.maximumKeyBytes, actual: n) }
     }
 
+    /// The statements of the row primitives, each prepared once per connection and found by
+    /// its slot.
+    enum RowSQL: Int {
+        case size, value, valueAndRef, upsert, delete, deleteAll, allRows, namespaceSize
+
+        var text: StaticString {
+            switch self {
+            case .size: "SELECT size FROM kv WHERE ns=? AND k=?"
+            case .value: "SELECT v FROM kv WHERE ns=? AND k=?"
+            case .valueAndRef: "SELECT v, ref FROM kv WHERE ns=? AND k=?"
+            case .upsert: "INSERT OR REPLACE INTO kv(ns, k, v, size, used, ref) VALUES(?, ?, ?, ?, ?, ?)"
+            case .delete: "DELETE FROM kv WHERE ns=? AND k=?"
+            case .deleteAll: "DELETE FROM kv WHERE ns=?"
+            case .allRows: "SELECT k, v FROM kv WHERE ns=? ORDER BY k"
+            case .namespaceSize: "SELECT COALESCE(SUM(size), 0) FROM kv WHERE ns=?"
+            }
+        }
+    }
+
+    func statement(_ db: SQLiteConnection, _ sql: RowSQL) throws(SQLiteFailure) -> SQLiteStatement {
+        try db.statement(slot: sql.rawValue, sql.text)
+    }
+
     func rowSize(_ db: SQLiteConnection, _ ns: PartitionNamespace, _ k: [UInt8]) throws(PartitionError) -> Int? {
+        try k.withBytes { (k) throws(PartitionError) -> Int? in try rowSize(db, ns, key: k) }
+    }
+
+    func rowSize(_ db: SQLiteConnection, _ ns: PartitionNamespace, key k: UnsafeRawBufferPointer) throws(PartitionError) -> Int? {
         try sqlite { () throws(SQLiteFailure) -> Int? in
-            let st = try db.statement("SELECT size FROM kv WHERE ns=? AND k=?")
-            try st.bind(1, ns.code); try st.bind(2, k)
+            let st = try statement(db, .size)
             defer { st.reset() }
+            try st.bind(1, ns.code); try st.bindNoCopy(2, k)
             return try st.step() ? Int(st.int64(0)) : nil
         }
     }
 
     func fetch(_ db: SQLiteConnection, _ ns: PartitionNamespace, _ k: [UInt8]) throws(PartitionError) -> (v: [UInt8], ref: [UInt8]?)? {
         try sqlite { () throws(SQLiteFailure) -> (v: [UInt8], ref: [UInt8]?)? in
-            let st = try db.statement("SELECT v, ref FROM kv WHERE ns=? AND k=?")
+            let st = try statement(db, .valueAndRef)
             try st.bind(1, ns.code); try st.bind(2, k)
             defer { st.reset() }
             guard try st.step() else { return nil }
@@ -265,22 +483,55 @@ final class PartitionCore: Sendable {
         }
     }
 
+    /// Runs `body` on the sealed value of row `k` where SQLite holds it (no copy); nil when
+    /// there is no such row.
+    func withSealedValue<R>(_ db: SQLiteConnection, _ ns: PartitionNamespace, key k: UnsafeRawBufferPointer,
+                            _ body: (UnsafeRawBufferPointer) throws(PartitionError) -> R) throws(PartitionError) -> R? {
+        let st: SQLiteStatement
+        do { st = try statement(db, .value) } catch { throw Self.mapSQLite(error, site: site) }
+        defer { st.reset() }
+        let found: Bool
+        do {
+            try st.bind(1, ns.code); try st.bindNoCopy(2, k)
+            found = try st.step()
+        } catch { throw Self.mapSQLite(error, site: site) }
+        guard found else { return nil }
+        return try st.withBlob(0) { (v) throws(PartitionError) -> R in
+            try body(v ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+
     func upsert(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, _ k: [UInt8], _ v: [UInt8], size: Int, oldSize: Int?, ref: [UInt8]? = nil) throws(PartitionError) {
+        try k.withBytes { (k) throws(PartitionError) in
+            try v.withBytes { (v) throws(PartitionError) in
+                try upsert(box, db, ns, key: k, value: v, size: size, oldSize: oldSize, ref: ref)
+            }
+        }
+    }
+
+    func upsert(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer,
+                size: Int, oldSize: Int?, ref: [UInt8]? = nil) throws(PartitionError) {
         box.clock += 1
-        let clock = box.clock
+        try writeRow(db, ns, key: k, value: v, size: size, used: box.clock, ref: ref)
+        box.totals[ns.code, default: 0] += size - (oldSize ?? 0)
+    }
+
+    /// `INSERT OR REPLACE` of one row; the caller keeps the clock and the running totals.
+    func writeRow(_ db: SQLiteConnection, _ ns: PartitionNamespace, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer,
+                  size: Int, used: Int64, ref: [UInt8]? = nil) throws(PartitionError) {
         try sqlite { () throws(SQLiteFailure) in
-            let st = try db.statement("INSERT OR REPLACE INTO kv(ns, k, v, size, used, ref) VALUES(?, ?, ?, ?, ?, ?)")
-            try st.bind(1, ns.code); try st.bind(2, k); try st.bind(3, v); try st.bind(4, Int64(size)); try st.bind(5, clock)
+            let st = try statement(db, .upsert)
+            defer { st.reset() }
+            try st.bind(1, ns.code); try st.bindNoCopy(2, k); try st.bindNoCopy(3, v); try st.bind(4, Int64(size)); try st.bind(5, used)
             if let ref { try st.bind(6, ref) } else { st.bindNull(6) }
             try st.run()
         }
-        box.totals[ns.code, default: 0] += size - (oldSize ?? 0)
     }
 
     func deleteRow(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, _ k: [UInt8]) throws(PartitionError) {
         guard let old = try rowSize(db, ns, k) else { return }
         try sqlite { () throws(SQLiteFailure) in
-            let st = try db.statement("DELETE FROM kv WHERE ns=? AND k=?")
+            let st = try statement(db, .delete)
             try st.bind(1, ns.code); try st.bind(2, k)
             try st.run()
         }
@@ -289,7 +540,7 @@ final class PartitionCore: Sendable {
 
     func deleteAll(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace) throws(PartitionError) {
         try sqlite { () throws(SQLiteFailure) in
-            let st = try db.statement("DELETE FROM kv WHERE ns=?")
+            let st = try statement(db, .deleteAll)
             try st.bind(1, ns.code)
             try st.run()
         }
@@ -298,7 +549,7 @@ final class PartitionCore: Sendable {
 
     func allRows(_ db: SQLiteConnection, _ ns: PartitionNamespace) throws(PartitionError) -> [(k: [UInt8], v: [UInt8])] {
         try sqlite { () throws(SQLiteFailure) -> [(k: [UInt8], v: [UInt8])] in
-            let st = try db.statement("SELECT k, v FROM kv WHERE ns=? ORDER BY k")
+            let st = try statement(db, .allRows)
             try st.bind(1, ns.code)
             defer { st.reset() }
             var out: [(k: [UInt8], v: [UInt8])] = []
@@ -311,27 +562,52 @@ final class PartitionCore: Sendable {
 
     // MARK: - Generic sealed get/put used by the namespaces
 
+    /// The value of `name`, or nil.
     func get(_ ns: PartitionNamespace, _ name: String) throws(PartitionError) -> [UInt8]? {
+        try get(ns, name) { (value) throws(PartitionError) -> [UInt8] in Array(value) }
+    }
+
+    /// The value of `name` as `decode` makes it from the opened bytes (which live in scratch
+    /// memory wiped afterwards), or nil. The sealed value is opened where SQLite holds it.
+    func get<R: Sendable>(_ ns: PartitionNamespace, _ name: String, _ decode: (UnsafeRawBufferPointer) throws(PartitionError) -> R) throws(PartitionError) -> R? {
         try checkKey(name)
-        return try withBox { (_, db) throws(PartitionError) -> [UInt8]? in
-            try withKeys { (ks, rs) throws(PartitionError) -> [UInt8]? in
-                let k = storedKey(ns, name, scope: rs)
-                guard let row = try fetch(db, ns, k) else { return nil }
-                return try open(ns, storedKey: k, sealed: row.v, expectedName: name, scope: ks).value
+        return try withBox { (_, db) throws(PartitionError) -> R? in
+            try withKeys { (ks, rs) throws(PartitionError) -> R? in
+                try name.withRowBytes { (n) throws(PartitionError) -> R? in
+                    try getRow(db, ns, name: n, ks: ks, rs: rs, decode)
+                }
+            }
+        }
+    }
+
+    /// One read inside the lock and key scopes: row key, lookup, open in place, decode.
+    private func getRow<R>(_ db: SQLiteConnection, _ ns: PartitionNamespace, name: UnsafeRawBufferPointer, ks: borrowing KeyScope, rs: borrowing KeyScope,
+                           _ decode: (UnsafeRawBufferPointer) throws(PartitionError) -> R) throws(PartitionError) -> R? {
+        try storedKey(ns, name: name, scope: rs).withUnsafeBytes { (k) throws(PartitionError) -> R? in
+            try withSealedValue(db, ns, key: k) { (sealed) throws(PartitionError) -> R in
+                try openRow(ns, key: k, sealed: sealed, expectedName: name, scope: ks) { (_, value) throws(PartitionError) -> R in
+                    try decode(value)
+                }
             }
         }
     }
 
     /// Reads several names with the key scopes opened once; absent names are left out.
     func getMany(_ ns: PartitionNamespace, _ names: [String]) throws(PartitionError) -> [String: [UInt8]] {
+        try getMany(ns, names) { (value) throws(PartitionError) -> [UInt8] in Array(value) }
+    }
+
+    /// As ``getMany(_:_:)``, each value made by `decode`.
+    func getMany<R: Sendable>(_ ns: PartitionNamespace, _ names: [String], _ decode: (UnsafeRawBufferPointer) throws(PartitionError) -> R) throws(PartitionError) -> [String: R] {
         for name in names { try checkKey(name) }
-        return try withBox { (_, db) throws(PartitionError) -> [String: [UInt8]] in
-            try withKeys { (ks, rs) throws(PartitionError) -> [String: [UInt8]] in
-                var out: [String: [UInt8]] = [:]
+        return try withBox { (_, db) throws(PartitionError) -> [String: R] in
+            try withKeys { (ks, rs) throws(PartitionError) -> [String: R] in
+                var out: [String: R] = [:]
                 for name in names {
-                    let k = storedKey(ns, name, scope: rs)
-                    guard let row = try fetch(db, ns, k) else { continue }
-                    out[name] = try open(ns, storedKey: k, sealed: row.v, expectedName: name, scope: ks).value
+                    let value = try name.withRowBytes { (n) throws(PartitionError) -> R? in
+                        try getRow(db, ns, name: n, ks: ks, rs: rs, decode)
+                    }
+                    if let value { out[name] = value }
                 }
                 return out
             }
@@ -339,44 +615,83 @@ final class PartitionCore: Sendable {
     }
 
     /// Writes `pairs` in one transaction. `quota` (if any) applies to the namespace total.
-    func put(_ ns: PartitionNamespace, _ pairs: [(String, [UInt8])], quota: Int?, maxValue: Int) throws(PartitionError) {
+    func put<V: RowBytes>(_ ns: PartitionNamespace, _ pairs: [(String, V)], quota: Int?, maxValue: Int) throws(PartitionError) {
         for (name, value) in pairs {
             try checkKey(name)
-            if value.count > maxValue { throw .valueTooLarge(limit: maxValue, actual: value.count) }
+            if value.rowByteCount > maxValue { throw .valueTooLarge(limit: maxValue, actual: value.rowByteCount) }
         }
         try withBox { (box, db) throws(PartitionError) in
             try withKeys { (ks, rs) throws(PartitionError) in
                 try transaction(box, db) { () throws(PartitionError) in
                     // Small batches look up each old size (the quota check stays O(1) per row);
                     // large ones write blind and sum the namespace once before committing.
-                    let bulk = pairs.count > Self.bulkThreshold
-                    if bulk {
-                        // Stored keys are keyed hashes, so a batch arrives in random key order;
-                        // inserting it sorted walks the B-tree once instead of jumping around it.
-                        var rows: [(key: [UInt8], sealed: [UInt8], size: Int)] = []
-                        rows.reserveCapacity(pairs.count)
-                        for (name, value) in pairs {
-                            let k = storedKey(ns, name, scope: rs)
-                            rows.append((k, try seal(ns, name: name, storedKey: k, value: value, scope: ks), name.utf8.count + value.count))
-                        }
-                        rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
-                        for row in rows { try upsert(box, db, ns, row.key, row.sealed, size: row.size, oldSize: nil) }
-                    }
-                    for (name, value) in pairs where !bulk {
-                        let k = storedKey(ns, name, scope: rs)
-                        let size = name.utf8.count + value.count
-                        let old = bulk ? nil : try rowSize(db, ns, k)
-                        if let quota, !bulk {
-                            let would = total(box, ns) - (old ?? 0) + size
-                            if would > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: would) }
-                        }
-                        let sealed = try seal(ns, name: name, storedKey: k, value: value, scope: ks)
-                        try upsert(box, db, ns, k, sealed, size: size, oldSize: old)
-                    }
-                    if bulk {
+                    if pairs.count > Self.bulkThreshold {
+                        try putBulk(box, db, ns, pairs, ks: ks, rs: rs)
                         let sum = try namespaceSize(db, ns)
                         box.totals[ns.code] = sum
                         if let quota, sum > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: sum) }
+                        return
+                    }
+                    for (name, value) in pairs {
+                        try name.withRowBytes { (n) throws(PartitionError) in
+                            try value.withRowBytes { (v) throws(PartitionError) in
+                                try storedKey(ns, name: n, scope: rs).withUnsafeBytes { (k) throws(PartitionError) in
+                                    let size = n.count + v.count
+                                    let old = try rowSize(db, ns, key: k)
+                                    if let quota {
+                                        let would = total(box, ns) - (old ?? 0) + size
+                                        if would > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: would) }
+                                    }
+                                    try withUnsafeTemporaryAllocation(byteCount: Self.sealedCount(name: n.count, value: v.count), alignment: 1) { (sealed) throws(PartitionError) in
+                                        try sealRow(ns, key: k, name: n, value: v, scope: ks, into: sealed)
+                                        try upsert(box, db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: size, oldSize: old)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A large batch, inserted in stored-key order: stored keys are keyed hashes, so a batch
+    /// arrives in random key order, and inserting it sorted walks the B-tree once instead of
+    /// jumping around it. The keys are computed and sorted first; each row is then sealed into
+    /// scratch memory just before it is inserted.
+    private func putBulk<V: RowBytes>(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, _ pairs: [(String, V)],
+                                      ks: borrowing KeyScope, rs: borrowing KeyScope) throws(PartitionError) {
+        var keys: [StoredKey] = []
+        keys.reserveCapacity(pairs.count)
+        // What is sorted: each key's first 8 bytes as a number (keys are uniformly random, so
+        // these almost always decide) and the row's place in the batch; small entries move fast.
+        var order: [(lead: UInt64, index: Int)] = []
+        order.reserveCapacity(pairs.count)
+        for (i, (name, _)) in pairs.enumerated() {
+            let key = name.withRowBytes { n in storedKey(ns, name: n, scope: rs) }
+            keys.append(key)
+            order.append((key.lead, i))
+        }
+        // Equal keys (a name given twice) keep their batch order, so the last one wins.
+        order.sort { a, b in
+            if a.lead != b.lead { return a.lead < b.lead }
+            let c = StoredKey.compare(keys[a.index], keys[b.index])
+            return c < 0 || (c == 0 && a.index < b.index)
+        }
+        // The clock in a local for the loop (the box's properties are checked for exclusive
+        // access on every use); the caller sums the namespace afterwards instead of a running total.
+        var clock = box.clock
+        defer { box.clock = clock }
+        for (_, i) in order {
+            let (name, value) = pairs[i]
+            try name.withRowBytes { (n) throws(PartitionError) in
+                try value.withRowBytes { (v) throws(PartitionError) in
+                    try keys[i].withUnsafeBytes { (k) throws(PartitionError) in
+                        try withUnsafeTemporaryAllocation(byteCount: Self.sealedCount(name: n.count, value: v.count), alignment: 1) { (sealed) throws(PartitionError) in
+                            try sealRow(ns, key: k, name: n, value: v, scope: ks, into: sealed)
+                            clock += 1
+                            try writeRow(db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: n.count + v.count, used: clock)
+                        }
                     }
                 }
             }
@@ -388,7 +703,7 @@ final class PartitionCore: Sendable {
 
     func namespaceSize(_ db: SQLiteConnection, _ ns: PartitionNamespace) throws(PartitionError) -> Int {
         try sqlite { () throws(SQLiteFailure) -> Int in
-            let st = try db.statement("SELECT COALESCE(SUM(size), 0) FROM kv WHERE ns=?")
+            let st = try statement(db, .namespaceSize)
             try st.bind(1, ns.code)
             defer { st.reset() }
             return try st.step() ? Int(st.int64(0)) : 0

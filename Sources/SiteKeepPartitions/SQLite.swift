@@ -15,6 +15,9 @@ struct SQLiteFailure: Error, Sendable {
 final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
+    /// Statements found by a small slot number rather than by hashing their SQL text (the row
+    /// primitives run one per row; hashing a 50-byte string each time was measurable).
+    private var slots: [SQLiteStatement?] = []
 
     /// Opens `path` (read-write, created when `create`), applies SiteKeep's pragmas.
     ///
@@ -51,6 +54,7 @@ final class SQLiteConnection {
 
     deinit {
         statements.removeAll()
+        slots.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -74,6 +78,19 @@ final class SQLiteConnection {
         }
         let st = try SQLiteStatement(connection: handle, sql: sql, persistent: true)
         statements[sql] = st
+        return st
+    }
+
+    /// A cached prepared statement, reset and unbound, found by `slot`: each slot must always
+    /// be asked for with the same `sql` (the callers name their slots with an enum).
+    func statement(slot: Int, _ sql: StaticString) throws(SQLiteFailure) -> SQLiteStatement {
+        if slot < slots.count, let st = slots[slot] {
+            st.reset()
+            return st
+        }
+        let st = try SQLiteStatement(connection: handle, sql: sql.description, persistent: true)
+        if slot >= slots.count { slots += Array(repeating: nil, count: slot + 1 - slots.count) }
+        slots[slot] = st
         return st
     }
 
@@ -138,6 +155,14 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db))) }
     }
 
+    /// Binds `bytes` without copying them (`SQLITE_STATIC`): SQLite reads them during `step`.
+    /// The caller must `reset()` the statement (which clears its bindings) before `bytes` goes
+    /// out of scope; the row primitives do so in a `defer` inside the buffer's scope.
+    func bindNoCopy(_ index: Int32, _ bytes: UnsafeRawBufferPointer) throws(SQLiteFailure) {
+        let rc = sqlite3_bind_blob(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), nil)
+        guard rc == SQLITE_OK else { throw SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db))) }
+    }
+
     func bind(_ index: Int32, _ value: Int64) throws(SQLiteFailure) {
         let rc = sqlite3_bind_int64(handle, index, value)
         guard rc == SQLITE_OK else { throw SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db))) }
@@ -168,6 +193,17 @@ final class SQLiteStatement {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let p = sqlite3_column_blob(handle, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: count))
+    }
+
+    /// Runs `body` on a blob column in place, without copying it: nil for NULL. The bytes are
+    /// SQLite's and are valid only inside `body` (until the next step or reset).
+    func withBlob<R, E: Error>(_ column: Int32, _ body: (UnsafeRawBufferPointer?) throws(E) -> R) throws(E) -> R {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return try body(nil) }
+        // The pointer first, then the size (SQLite's recommended order).
+        let p = sqlite3_column_blob(handle, column)
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let p else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: p, count: count))
     }
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }

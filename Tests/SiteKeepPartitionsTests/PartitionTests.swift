@@ -85,6 +85,23 @@ struct FixedSource: PartitionRebuildSource {
         #expect(try p.storage.usage() == 5 + fitting.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
     }
 
+    @Test func aNameGivenTwiceInABatchKeepsItsLastValue() throws {
+        let dir = TempDir()
+        let (_, _, p) = try open(dir)
+        // Small batches (a size lookup per row) and bulk ones (sorted by stored key, written blind).
+        for count in [3, 100] {
+            var items = (0..<count).map { ("k\($0)", "v\($0)") }
+            items.insert(("dup", "first"), at: 1)
+            items.append(("dup", "second"))
+            items.insert(("dup", "third"), at: count / 2)
+            items.append(("dup", "last"))
+            try p.storage.setItems(items)
+            #expect(try p.storage.getItem("dup") == "last")
+            #expect(try p.storage.usage() == (0..<count).reduce(3 + 4) { $0 + "k\($1)".utf8.count + "v\($1)".utf8.count })
+            try p.storage.clear()
+        }
+    }
+
     @Test func badWritesLeaveFilesUnchanged() throws {
         let dir = TempDir()
         let (reg, site, p) = try open(dir, limits: PartitionLimits(storageQuota: 50))
