@@ -11,6 +11,12 @@ final class Box<T: ~Copyable> {
 }
 
 /// An OpenSSL EVP_PKEY owned for the run.
+/// A C pointer the benchmark closures capture (used from one thread at a time).
+struct UncheckedPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
+
 final class EVPKey {
     let pkey: OpaquePointer
     init(_ pkey: OpaquePointer) { self.pkey = pkey }
@@ -40,6 +46,20 @@ func evpSign(_ key: OpaquePointer, digest: OpaquePointer?, message: [UInt8], sig
     guard EVP_DigestSignInit(ctx, nil, digest, nil, key) == 1,
           EVP_DigestSign(ctx, &sig, &len, message, message.count) == 1
     else { throw BenchError.setupFailed("EVP_DigestSign") }
+}
+
+/// The calls `P256.Signing.PrivateKey.signature(for:)` makes: SHA-256 (libsodium), then
+/// `ECDSA_do_sign` on the key's `EC_KEY`, and the raw `r || s` out of the signature.
+func ecdsaSign(_ key: OpaquePointer, message: [UInt8], raw: inout [UInt8]) throws {
+    var digest = [UInt8](repeating: 0, count: 32)
+    _ = crypto_hash_sha256(&digest, message, UInt64(message.count))
+    guard let sig = ECDSA_do_sign(digest, 32, key) else { throw BenchError.setupFailed("ECDSA_do_sign") }
+    defer { ECDSA_SIG_free(sig) }
+    var r: OpaquePointer? = nil, s: OpaquePointer? = nil
+    ECDSA_SIG_get0(sig, &r, &s)
+    guard BN_bn2binpad(r, &raw, 32) == 32,
+          raw.withUnsafeMutableBufferPointer({ BN_bn2binpad(s, $0.baseAddress! + 32, 32) }) == 32
+    else { throw BenchError.setupFailed("BN_bn2binpad") }
 }
 
 func cryptoGroup(_ settings: Settings) throws -> [Row] {
@@ -177,10 +197,15 @@ func cryptoGroup(_ settings: Settings) throws -> [Row] {
           EVP_PKEY_keygen(gen, &rawPKey) == 1, let rawPKey else { throw BenchError.setupFailed("P-256 keygen") }
     EVP_PKEY_CTX_free(gen)
     let rawP256 = EVPKey(rawPKey)
+    guard let rawEC = EVP_PKEY_get1_EC_KEY(rawPKey) else { throw BenchError.setupFailed("EVP_PKEY_get1_EC_KEY") }
+    defer { EC_KEY_free(rawEC) }
+    let rawECKey = UncheckedPointer(rawEC)
+    var rawSig = [UInt8](repeating: 0, count: 64)
     rows.append(try compare(
         "ECDSA P-256 SHA-256 sign (64-byte message)", unit: .perSecond,
         wrapper: .op("SiteKeep") { sink.consume(try p256.value.signature(for: message).rawRepresentation) },
-        raw: .op("EVP_DigestSign") { try evpSign(rawP256.pkey, digest: EVP_sha256(), message: message, sig: &sig); sink.consume(sig[0]) },
+        raw: .op("SHA-256 + ECDSA_do_sign") { try ecdsaSign(rawECKey.pointer, message: message, raw: &rawSig); sink.consume(rawSig[0]) },
+        peer: .op("OpenSSL EVP_DigestSign") { try evpSign(rawP256.pkey, digest: EVP_sha256(), message: message, sig: &sig); sink.consume(sig[0]) },
         settings: settings))
 
     // PBKDF2-HMAC-SHA256 at the sgit format's 600,000 iterations.
