@@ -33,8 +33,11 @@ public enum BridgeBenchmark {
     public struct Report: Sendable {
         /// One row per subject, algorithm and connection count: medians over the rounds.
         public var rows: [Row]
-        /// Per algorithm and connection count: bridge ÷ ssh-agent throughput in each round.
+        /// Per algorithm and connection count: bridge ÷ ssh-agent throughput in each round (the
+        /// bridge's client looks for its reply for 100 µs before sleeping).
         public var roundRatios: [String: [Double]] = [:]
+        /// The same with a bridge client that sleeps at once (ssh-agent's client always does).
+        public var blockingRoundRatios: [String: [Double]] = [:]
         /// How many interleaved rounds each figure is the median of.
         public var rounds: Int = 1
 
@@ -49,7 +52,9 @@ public enum BridgeBenchmark {
 
         /// A Markdown table for BENCHMARKS.md.
         public var markdown: String {
-            var md = "Medians of \(rounds) interleaved rounds (each round: the bridge, then ssh-agent, or the reverse, on the same keys).\n\n"
+            var md = "Medians of \(rounds) interleaved rounds (each round runs the three subjects on the same keys, the order rotating). "
+            md += "`bridge key.sign`: a `BridgeClient` that looks for its reply for 100 µs before it sleeps; "
+            md += "`client blocks at once`: the same client sleeping in `poll` at once, as the ssh-agent client does.\n\n"
             md += "| subject | algorithm | connections | requests per round | req/s | p50 µs | p99 µs |\n|---|---|---|---|---|---|---|\n"
             for r in rows {
                 md += "| \(r.subject) | \(r.algorithm.rawValue) | \(r.connections) | \(r.requests) | \(Int(r.perSecond)) | "
@@ -60,6 +65,10 @@ public enum BridgeBenchmark {
                     guard let x = ratio(a, connections: c), let all = roundRatios[Self.key(a, c)] else { continue }
                     let spread = all.sorted().map { String(format: "%.1f", $0) }.joined(separator: ", ")
                     md += "\nbridge ÷ ssh-agent, \(a.rawValue), \(c) connection(s): \(String(format: "%.1f", x))× (rounds: \(spread))"
+                    if let blocked = blockingRoundRatios[Self.key(a, c)], !blocked.isEmpty {
+                        let spreadB = blocked.sorted().map { String(format: "%.1f", $0) }.joined(separator: ", ")
+                        md += "; client blocking at once: \(String(format: "%.1f", BridgeBenchmark.median(blocked)))× (rounds: \(spreadB))"
+                    }
                 }
             }
             return md + "\n"
@@ -79,26 +88,35 @@ public enum BridgeBenchmark {
             try withBridge(algorithm, workDir: workDir) { bridge in
                 try withAgent(algorithm, workDir: workDir) { agent in
                     for c in [1, connections] {
-                        var b: [Row] = [], s: [Row] = []
+                        var b: [Row] = [], blocking: [Row] = [], s: [Row] = []
+                        let subjects: [(String, SignerFactory)] = [
+                            (spinningSubject, bridge(clientSpinNanoseconds)), (blockingSubject, bridge(0)), (agentSubject, agent),
+                        ]
                         for round in 0..<report.rounds {
-                            // Alternate which subject goes first.
-                            if round % 2 == 0 {
-                                b.append(try measure(subject: "bridge key.sign", algorithm: algorithm, connections: c, requests: requests, makeSigner: bridge))
-                                s.append(try measure(subject: "ssh-agent", algorithm: algorithm, connections: c, requests: requests, makeSigner: agent))
-                            } else {
-                                s.append(try measure(subject: "ssh-agent", algorithm: algorithm, connections: c, requests: requests, makeSigner: agent))
-                                b.append(try measure(subject: "bridge key.sign", algorithm: algorithm, connections: c, requests: requests, makeSigner: bridge))
+                            // Rotate which subject goes first.
+                            for k in 0..<subjects.count {
+                                let (name, factory) = subjects[(k + round) % subjects.count]
+                                let row = try measure(subject: name, algorithm: algorithm, connections: c, requests: requests, makeSigner: factory)
+                                switch name {
+                                case spinningSubject: b.append(row)
+                                case blockingSubject: blocking.append(row)
+                                default: s.append(row)
+                                }
                             }
                         }
-                        report.rows.append(medianRow(b))
-                        report.rows.append(medianRow(s))
+                        report.rows += [medianRow(b), medianRow(blocking), medianRow(s)]
                         report.roundRatios[Report.key(algorithm, c)] = zip(b, s).map { $0.perSecond / max($1.perSecond, 1e-9) }
+                        report.blockingRoundRatios[Report.key(algorithm, c)] = zip(blocking, s).map { $0.perSecond / max($1.perSecond, 1e-9) }
                     }
                 }
             }
         }
         return report
     }
+
+    static let spinningSubject = "bridge key.sign"
+    static let blockingSubject = "bridge key.sign, client blocks at once"
+    static let agentSubject = "ssh-agent"
 
     static func median(_ values: [Double]) -> Double {
         let v = values.sorted()
@@ -114,6 +132,11 @@ public enum BridgeBenchmark {
     }
 
     typealias SignerFactory = @Sendable () throws -> (@Sendable () throws -> Void)
+
+    /// How long the bridge's client looks for its reply before sleeping. ssh-agent's client sleeps
+    /// at once (spinning beside a single-threaded agent on two cores would only slow the agent);
+    /// the bridge is also measured with a client that sleeps at once.
+    static let clientSpinNanoseconds: UInt64 = 100_000
 
     // MARK: The shared harness
 
@@ -154,7 +177,8 @@ public enum BridgeBenchmark {
     // MARK: The bridge
 
     /// Sets up what `sitekeep serve` runs for `algorithm` and hands `body` a signer factory.
-    static func withBridge(_ algorithm: SigningAlgorithm, workDir: String, _ body: (@escaping SignerFactory) throws -> Void) throws {
+    static func withBridge(_ algorithm: SigningAlgorithm, workDir: String,
+                           _ body: (@escaping @Sendable (_ clientSpinNanoseconds: UInt64) -> SignerFactory) throws -> Void) throws {
         // A store as `sitekeep init` makes it (cheapest Argon2id: unlocking is not measured),
         // unlocked, with one team key of `algorithm`.
         let home = StoreHome(path: "\(workDir)/store-\(algorithm.rawValue)")
@@ -191,10 +215,12 @@ public enum BridgeBenchmark {
             throw BridgeError.protocolViolation("bridge signature does not verify")
         }
         probe.close()
-        try body {
-            let c = try BridgeClient.connect(path: path)
-            _ = try c.hello(origin: InMemoryBridge.webSummit.origins[0])
-            return { _ = try c.call("key.sign", args: args) }
+        try body { spin in
+            {
+                let c = try BridgeClient.connect(path: path, spin: .nanoseconds(Int64(spin)))
+                _ = try c.hello(origin: InMemoryBridge.webSummit.origins[0])
+                return { _ = try c.call("key.sign", args: args) }
+            }
         }
     }
 

@@ -25,20 +25,25 @@ public final class BridgeClient: Sendable {
     private let writer: SocketWriter
     /// How long to wait for a reply.
     public let timeout: Duration
+    /// How long to look for a reply without sleeping before blocking (zero: block at once).
+    public let spin: Duration
 
-    private init(fd: Int32, timeout: Duration) {
+    private init(fd: Int32, timeout: Duration, spin: Duration) {
         self.fd = fd
         self.timeout = timeout
+        self.spin = spin
         writer = SocketWriter(fd: fd)
     }
 
     deinit { writer.close() }
 
     /// Connects to `path`, or to ``BridgeDaemon/socketPath(environment:)`` when nil.
-    public static func connect(path: String? = nil, timeout: Duration = .seconds(30)) throws(BridgeError) -> BridgeClient {
+    /// - Parameter spin: how long each wait for a reply polls without sleeping first (a
+    ///   benchmark or latency-bound caller may set ~100 µs; the default blocks at once).
+    public static func connect(path: String? = nil, timeout: Duration = .seconds(30), spin: Duration = .zero) throws(BridgeError) -> BridgeClient {
         let p: String
         if let path { p = path } else { p = try BridgeDaemon.socketPath() }
-        return BridgeClient(fd: try UnixSocket.connect(path: p), timeout: timeout)
+        return BridgeClient(fd: try UnixSocket.connect(path: p), timeout: timeout, spin: spin)
     }
 
     /// Closes the connection.
@@ -111,7 +116,8 @@ public final class BridgeClient: Sendable {
             guard left > .zero else { throw .timeout }
             let ms = Int32(min(Int64(left.components.seconds) * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 3_600_000))
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let rc = poll(&p, 1, ms)
+            let spinNs = UInt64(spin.components.seconds) * 1_000_000_000 + UInt64(spin.components.attoseconds / 1_000_000_000)
+            let rc = UnixSocket.spinUntilReadable(fd, spinNanoseconds: spinNs) ? 1 : poll(&p, 1, ms)
             if rc < 0 { if errno == EINTR { continue } else { throw .socket(call: "poll", errno: errno) } }
             if rc == 0 { continue }
             let n = recv(fd, chunk.baseAddress, chunk.count, 0)

@@ -303,15 +303,17 @@ extension BlockingTests {
         let out = String(decoding: d.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         d.process.waitUntilExit()
         #expect(d.process.terminationStatus == 0)
-        for subject in ["| bridge key.sign | ed25519 | 1 |", "| ssh-agent | ed25519 | 4 |", "| bridge key.sign | p256 | 4 |", "| ssh-agent | p256 | 1 |"] {
+        for subject in ["| bridge key.sign | ed25519 | 1 |", "| ssh-agent | ed25519 | 4 |", "| bridge key.sign | p256 | 4 |", "| ssh-agent | p256 | 1 |",
+                        "| bridge key.sign, client blocks at once | p256 | 1 |", "client blocking at once:"] {
             #expect(out.contains(subject), "\(out)")
         }
         // Every bridge signature left a line in custody's audit log (the daemon's real path):
-        // per round 100 + 100 measured and 20 + 80 warm-up, 5 rounds, 1 check; the chain is intact.
+        // per round and bridge client (spinning, blocking) 100 + 100 measured and 20 + 80 warm-up,
+        // 5 rounds, 1 check; the chain is intact.
         for algorithm in ["ed25519", "p256"] {
             let path = dir + "/store-\(algorithm)/audit.log"
             let lines = (try String(contentsOfFile: path, encoding: .utf8)).split(separator: "\n")
-            #expect(lines.filter { $0.contains(#""op":"key.sign""#) && $0.contains(#""result":"ok""#) }.count == (100 + 100 + 20 + 80) * 5 + 1)
+            #expect(lines.filter { $0.contains(#""op":"key.sign""#) && $0.contains(#""result":"ok""#) }.count == (100 + 100 + 20 + 80) * 2 * 5 + 1)
             let chain = try AuditLog.verify(path: path, genesis: AuditLog.genesis(storeID: String(contentsOfFile: dir + "/store-\(algorithm)/store-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(chain.isIntact)
         }
