@@ -70,12 +70,16 @@ public enum Base64: Sendable {
     /// A plain table check, not constant-time: for validating public data, such as a message's
     /// field, before it is decoded where it is used.
     public static func isValid(_ text: String, variant: Variant = .standard) -> Bool {
+        var text = text
+        return text.withUTF8 { isValid(bytes: $0, variant: variant) }
+    }
+
+    static func isValid(bytes: UnsafeBufferPointer<UInt8>, variant: Variant) -> Bool {
         let urlSafe = variant != .standard
-        let bytes = text.utf8
         var digits = 0
         var last: UInt8 = 0
-        var index = bytes.startIndex
-        scan: while index != bytes.endIndex {
+        var index = 0
+        scan: while index < bytes.count {
             let c = bytes[index]
             switch c {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): last = c - UInt8(ascii: "A")
@@ -86,7 +90,7 @@ public enum Base64: Sendable {
             default: break scan
             }
             digits += 1
-            index = bytes.index(after: index)
+            index += 1
         }
         let padding: Int
         switch digits % 4 {
@@ -95,9 +99,11 @@ public enum Base64: Sendable {
         case 2: guard last & 0x0f == 0 else { return false }; padding = 2
         default: guard last & 0x03 == 0 else { return false }; padding = 1
         }
-        let rest = bytes[index...]
-        if variant == .urlSafeNoPadding { return rest.isEmpty }
-        return rest.count == padding && rest.allSatisfy { $0 == UInt8(ascii: "=") }
+        let rest = bytes.count - index
+        if variant == .urlSafeNoPadding { return rest == 0 }
+        guard rest == padding else { return false }
+        for i in index..<bytes.count where bytes[i] != UInt8(ascii: "=") { return false }
+        return true
     }
 
     /// Decodes text in the given variant. Refuses characters outside the alphabet, wrong padding

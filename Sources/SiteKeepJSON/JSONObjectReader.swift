@@ -47,9 +47,8 @@ public struct JSONObjectReader: Sendable {
 
     /// The member `key`, or nil when absent; marks it read.
     public mutating func optional(_ key: String) -> JSONValue? {
-        let k = Array(key.utf8)
-        guard let m = members.first(where: { $0.key.utf8.elementsEqual(k) }) else { return nil }
-        consumed.insert(k)
+        guard let m = members.first(where: { $0.key.hasSameUTF8(as: key) }) else { return nil }
+        consumed.insert(Array(key.utf8))
         return m.value
     }
 

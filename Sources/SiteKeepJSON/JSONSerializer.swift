@@ -87,9 +87,15 @@ public enum JSONSerializer: Sendable {
         out.append(0x22)
         // Fast path: nothing to escape, so the UTF-8 bytes are the output (what the loop below
         // would write, byte for byte).
-        let limit: UInt8 = asciiOnly ? 0x7f : 0xff
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5c && ($0 < limit || limit == 0xff) }) {
-            out.append(contentsOf: s.utf8)
+        let plain: (UnsafeBufferPointer<UInt8>) -> Bool = { bytes in
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c || (asciiOnly && b >= 0x7f) { return false }
+            return true
+        }
+        if let done = s.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            guard plain(bytes) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }), done {
             out.append(0x22)
             return
         }
