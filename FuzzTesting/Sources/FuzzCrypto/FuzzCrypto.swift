@@ -34,13 +34,18 @@ public func fuzzCrypto(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             _ = try? P256.Signing.PrivateKey(pkcs8: secret)
         }
     case 5:
-        if let bytes = try? Base64.decode(text, variant: .standard) {
+        let decoded = try? Base64.decode(text, variant: .standard)
+        if let bytes = decoded {
             guard Base64.encode(bytes, variant: .standard) == text else { trap("base64 not canonical") }
         }
+        // The bridge's schema check must accept exactly what the decoder accepts.
+        guard Base64.isValid(text, variant: .standard) == (decoded != nil) else { trap("Base64.isValid disagrees with decode") }
     case 6:
-        if let bytes = try? Base64.decode(text, variant: .urlSafeNoPadding) {
+        let decoded = try? Base64.decode(text, variant: .urlSafeNoPadding)
+        if let bytes = decoded {
             guard Base64.encode(bytes, variant: .urlSafeNoPadding) == text else { trap("base64url not canonical") }
         }
+        guard Base64.isValid(text, variant: .urlSafeNoPadding) == (decoded != nil) else { trap("Base64.isValid (url) disagrees with decode") }
     case 7:
         if let bytes = try? Hex.decode(text) {
             guard Hex.encode(bytes) == text.lowercased() else { trap("hex round trip") }
