@@ -23,19 +23,20 @@ enum PartitionDocument {
     }
 
     static func encode(_ c: PartitionContents) -> JSONValue {
+        // Sorted by UTF-8 bytes; keys that differ only in normal form stay two members.
         let storage = c.storage.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        let reading = c.reading.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        let reading = c.reading.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
         var members: [JSONMember] = [
             JSONMember(key: "schema", value: .string(schema)),
             JSONMember(key: "storage", value: .object(storage.map { JSONMember(key: $0.key, value: .string($0.value)) })),
             JSONMember(key: "reading", value: .object(reading.map { entry in
                 let v: JSONValue
-                switch entry.value {
+                switch entry.state {
                 case .read: v = "read"
                 case .unread: v = "unread"
                 case .partRead(let p): v = ["partRead": .double(p)]
                 }
-                return JSONMember(key: entry.key, value: v)
+                return JSONMember(key: entry.id, value: v)
             })),
         ]
         if let s = c.session {
@@ -61,22 +62,22 @@ enum PartitionDocument {
             guard case .object(let members) = storage else { throw JSONShapeError.wrongType(path: "partition.storage", expected: "an object", found: storage.typeName) }
             for m in members {
                 guard case .string(let s) = m.value else { throw JSONShapeError.wrongType(path: "partition.storage.\(m.key)", expected: "a string", found: m.value.typeName) }
-                contents.storage[m.key] = s
+                contents.storage.append(StorageItem(key: m.key, value: s))   // keys are unique by bytes (the parser refuses duplicates)
             }
         }
         if let reading = root.optional("reading") {
             guard case .object(let members) = reading else { throw JSONShapeError.wrongType(path: "partition.reading", expected: "an object", found: reading.typeName) }
             for m in members {
                 switch m.value {
-                case .string("read"): contents.reading[m.key] = .read
-                case .string("unread"): contents.reading[m.key] = .unread
+                case .string("read"): contents.reading.append(ReadingEntry(id: m.key, state: .read))
+                case .string("unread"): contents.reading.append(ReadingEntry(id: m.key, state: .unread))
                 case .object:
                     var r = try JSONObjectReader(m.value, path: "partition.reading.\(m.key)")
                     guard let p = try r.required("partRead").doubleValue, p >= 0, p <= 1 else {
                         throw JSONShapeError.invalidValue(path: "partition.reading.\(m.key).partRead", reason: "a number from 0 to 1")
                     }
                     try r.finish()
-                    contents.reading[m.key] = .partRead(progress: p)
+                    contents.reading.append(ReadingEntry(id: m.key, state: .partRead(progress: p)))
                 default:
                     throw JSONShapeError.invalidValue(path: "partition.reading.\(m.key)", reason: "\"read\", \"unread\" or {\"partRead\": 0…1}")
                 }

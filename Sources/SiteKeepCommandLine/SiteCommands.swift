@@ -128,7 +128,7 @@ enum SiteCommands {
         defer { p.close() }
         var session: SessionState? = nil
         if let s = try p.tabs.session() { session = s }
-        let contents = PartitionContents(storage: try p.storage.getItems(try p.storage.keys()), session: session, reading: try p.reading.all())
+        let contents = PartitionContents(storage: try p.storage.items(), session: session, reading: try p.reading.entries())
         inv.io.write(JSONSerializer.string(PartitionDocument.encode(contents), style: .pretty) + "\n")
     }
 

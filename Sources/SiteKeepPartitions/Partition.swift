@@ -80,7 +80,8 @@ public struct StorageArea: Sendable {
     }
 
     /// The values of several keys at once (the keys are unlocked once for the batch); absent
-    /// keys are left out of the result.
+    /// keys are left out of the result. Keys that differ only in Unicode normal form are one key
+    /// of the returned dictionary; ``items()`` lists every stored key exactly.
     public func getItems(_ keys: [String]) throws(PartitionError) -> [String: String] {
         let core = try partition.openCore()
         return try core.getMany(.storage, keys) { (bytes) throws(PartitionError) -> String in try Self.string(bytes, core) }
@@ -111,6 +112,17 @@ public struct StorageArea: Sendable {
     /// All keys, sorted.
     public func keys() throws(PartitionError) -> [String] {
         try partition.openCore().all(.storage).map(\.name)
+    }
+
+    /// Every item, sorted by key, each key once by its UTF-8 bytes (what an export writes).
+    public func items() throws(PartitionError) -> [StorageItem] {
+        let core = try partition.openCore()
+        var out: [StorageItem] = []
+        for row in try core.all(.storage) {
+            guard let value = row.value.withUnsafeBytes({ validUTF8String($0) }) else { throw core.damage(.storage) }
+            out.append(StorageItem(key: row.name, value: value))
+        }
+        return out
     }
 
     /// Removes every item.
@@ -190,10 +202,18 @@ public struct ReadingStore: Sendable {
         for (id, state) in states where state == .unread { try core.remove(.reading, id) }
     }
 
-    /// Every article with a state other than unread.
+    /// Every article with a state other than unread. Ids that differ only in Unicode normal form
+    /// are one key of this dictionary; ``entries()`` lists every stored id exactly.
     public func all() throws(PartitionError) -> [String: ReadingState] {
         var out: [String: ReadingState] = [:]
         for row in try partition.openCore().all(.reading) { out[row.name] = try decode(row.value) }
+        return out
+    }
+
+    /// Every article with a state other than unread, sorted by id, each id once by its bytes.
+    public func entries() throws(PartitionError) -> [ReadingEntry] {
+        var out: [ReadingEntry] = []
+        for row in try partition.openCore().all(.reading) { out.append(ReadingEntry(id: row.name, state: try decode(row.value))) }
         return out
     }
 

@@ -328,13 +328,13 @@ public final class SiteRegistry: Sendable {
 extension PartitionCore {
     /// Writes a rebuild's contents (each namespace in its own transaction).
     func fill(_ c: PartitionContents) throws(PartitionError) {
-        try put(.storage, c.storage.sorted { $0.key < $1.key }.map { ($0.key, Array($0.value.utf8)) }, quota: limits.storageQuota, maxValue: limits.storageQuota)
+        try put(.storage, c.storage.map { ($0.key, Array($0.value.utf8)) }, quota: limits.storageQuota, maxValue: limits.storageQuota)
         if let s = c.session, let data = try? JSONEncoder().encode(s) {
             try put(.tabs, [(SessionStore.row, Array(data))], quota: nil, maxValue: limits.maximumRecordBytes)
         }
         var reading: [(String, [UInt8])] = []
-        for (id, state) in c.reading.sorted(by: { $0.key < $1.key }) where state != .unread {
-            if let data = try? JSONEncoder().encode(state) { reading.append((id, Array(data))) }
+        for entry in c.reading where entry.state != .unread {
+            if let data = try? JSONEncoder().encode(entry.state) { reading.append((entry.id, Array(data))) }
         }
         try put(.reading, reading, quota: nil, maxValue: limits.maximumRecordBytes)
         for r in c.cache { try cacheStore(r) }

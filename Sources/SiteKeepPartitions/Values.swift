@@ -104,13 +104,40 @@ public struct PartitionLimits: Sendable, Equatable {
 
 /// What a partition holds, as a rebuild source supplies it.
 public struct PartitionContents: Sendable, Equatable {
-    public var storage: [String: String]
+    /// The key/value items, each key once by its UTF-8 bytes (see ``StorageItem``).
+    public var storage: [StorageItem]
     public var session: SessionState?
-    public var reading: [String: ReadingState]
+    /// Reading state per article id, each id once by its UTF-8 bytes.
+    public var reading: [ReadingEntry]
     public var cache: [CachedResource]
 
-    public init(storage: [String: String] = [:], session: SessionState? = nil, reading: [String: ReadingState] = [:], cache: [CachedResource] = []) {
+    public init(storage: [StorageItem] = [], session: SessionState? = nil, reading: [ReadingEntry] = [], cache: [CachedResource] = []) {
         self.storage = storage; self.session = session; self.reading = reading; self.cache = cache
+    }
+}
+
+/// One key/value item of a site's storage. Keys are told apart by their UTF-8 bytes, as a
+/// browser's `localStorage` tells them apart by code units: a composed `é` and `e` + U+0301 are
+/// two keys. (A Swift `Dictionary<String, _>` would merge them: `String` equality is canonical
+/// equivalence.) Equality here is by bytes too.
+public struct StorageItem: Sendable, Equatable {
+    public var key: String
+    public var value: String
+    public init(key: String, value: String) { self.key = key; self.value = value }
+
+    public static func == (a: StorageItem, b: StorageItem) -> Bool {
+        a.key.utf8.elementsEqual(b.key.utf8) && a.value.utf8.elementsEqual(b.value.utf8)
+    }
+}
+
+/// One article's reading state; ids are told apart by their UTF-8 bytes (see ``StorageItem``).
+public struct ReadingEntry: Sendable, Equatable {
+    public var id: String
+    public var state: ReadingState
+    public init(id: String, state: ReadingState) { self.id = id; self.state = state }
+
+    public static func == (a: ReadingEntry, b: ReadingEntry) -> Bool {
+        a.id.utf8.elementsEqual(b.id.utf8) && a.state == b.state
     }
 }
 

@@ -218,12 +218,24 @@ struct FixedSource: PartitionRebuildSource {
         try FileManager.default.removeItem(atPath: reg.databasePath(a.id))
         #expect(throws: PartitionError.damaged(site: a.id.string, reason: .missing)) { try reg.openPartition(forIdentifier: a.id) }
 
+        // Keys and article ids that differ only in Unicode normal form are two entries: both
+        // survive a rebuild (a Dictionary<String, _> would have merged them).
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        #expect(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
         let contents = PartitionContents(
-            storage: ["k": "v"], session: SessionState(tabs: [TabState(id: "t", url: "https://a.example/", title: "T")], lastTabID: "t"),
-            reading: ["r": .read], cache: [CachedResource(url: "https://a.example/c", body: [1, 2, 3])])
+            storage: [StorageItem(key: "k", value: "v"), StorageItem(key: composed, value: "NFC"), StorageItem(key: decomposed, value: "NFD")],
+            session: SessionState(tabs: [TabState(id: "t", url: "https://a.example/", title: "T")], lastTabID: "t"),
+            reading: [ReadingEntry(id: "r", state: .read), ReadingEntry(id: composed, state: .read), ReadingEntry(id: decomposed, state: .partRead(progress: 0.5))],
+            cache: [CachedResource(url: "https://a.example/c", body: [1, 2, 3])])
         try reg.rebuildPartition(forIdentifier: a.id, from: FixedSource(contents: contents))
         let pa = try reg.openPartition(forIdentifier: a.id)
         #expect(try pa.storage.getItem("k") == "v")
+        #expect(try pa.storage.getItem(composed) == "NFC")
+        #expect(try pa.storage.getItem(decomposed) == "NFD")
+        let items = try pa.storage.items()
+        #expect(items.count == 3)
+        #expect(Set(items.map { Array($0.key.utf8) }) == Set([Array("k".utf8), Array(composed.utf8), Array(decomposed.utf8)]))
+        #expect(try pa.reading.entries().count == 3)
         #expect(try pa.tabs.session()?.lastTabID == "t")
         #expect(try pa.reading.state(for: "r") == .read)
         #expect(try pa.cache.resource(for: "https://a.example/c")?.body == [1, 2, 3])
