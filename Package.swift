@@ -10,7 +10,8 @@
 //   SiteKeepPartitions │ SiteKeepVault
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
-//   CSodium · COpenSSL · CZlib · CSQLite · CSecret  (system libraries)
+//   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
+//   the CSecret headers are used only by a test that checks the loader against them)
 import PackageDescription
 
 let package = Package(
@@ -44,7 +45,9 @@ let package = Package(
         // Process hardening every executable calls first.
         .target(name: "SiteKeepHardening", dependencies: ["SiteKeepCrypto", "CLinux"]),
         // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
-        .target(name: "SiteKeepKeyring", dependencies: ["CSecret", "SiteKeepCrypto", "SiteKeepJSON"]),
+        // The Secret Service client, loaded with dlopen only when that keyring is used.
+        .target(name: "CSecretLoader"),
+        .target(name: "SiteKeepKeyring", dependencies: ["CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
         // Custody: the only layer that holds unwrapped keys.
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
@@ -79,7 +82,8 @@ let package = Package(
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport"]),
+        // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
+        .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),

@@ -1,4 +1,4 @@
-internal import CSecret
+internal import CSecretLoader
 import Dispatch
 import Synchronization
 
@@ -16,6 +16,10 @@ import Synchronization
 /// A locked collection makes libsecret's lookups return nothing without an error; SiteKeep
 /// checks the default collection's lock state whenever a lookup, delete or listing comes back
 /// empty, so ``KeyringError/collectionLocked`` is never mistaken for ``KeyringError/itemMissing(_:)``.
+///
+/// libsecret (and with it GLib, GIO and libgcrypt) is loaded with `dlopen` on first use, so the
+/// file keyring never maps them and SiteKeep runs where libsecret is not installed; there, every
+/// operation and ``probe(timeout:)`` answer ``KeyringError/noSecretService(_:)`` saying so.
 public struct SecretServiceKeyring: KeyringBackend {
     /// The time limit of every operation, in seconds.
     public let timeout: Double
@@ -35,16 +39,17 @@ public struct SecretServiceKeyring: KeyringBackend {
         /// A Secret Service answered but has no default collection (no login keyring), so items
         /// cannot be stored.
         case noDefaultCollection
-        /// No usable answer: no bus, no service, or no answer in time.
+        /// No usable answer: no bus, no service, no answer in time, or no libsecret.
         case unavailable(KeyringError)
     }
 
     /// Asks the session bus whether a Secret Service answers, and whether its default collection
     /// is locked. Never takes longer than `timeout` (default: 1 s).
     public static func probe(timeout: Double = 1) -> ProbeResult {
-        let deadline = Deadline(seconds: timeout)
-        defer { deadline.finish() }
         do {
+            try loadLibrary()
+            let deadline = Deadline(seconds: timeout)
+            defer { deadline.finish() }
             switch try defaultCollectionLocked(deadline) {
             case .some(let locked): return .available(locked: locked)
             case .none: return .noDefaultCollection
@@ -54,61 +59,62 @@ public struct SecretServiceKeyring: KeyringBackend {
         }
     }
 
+    /// Loads libsecret on first use.
+    private static func loadLibrary() throws(KeyringError) {
+        var why: UnsafePointer<CChar>? = nil
+        guard sk_secret_load(&why) == 0 else {
+            throw .noSecretService(why.map { String(cString: $0) } ?? "libsecret could not be loaded")
+        }
+    }
+
     // MARK: KeyringBackend
 
     public func store(_ blob: [UInt8], for item: KeyringItemID, label: String) throws(KeyringError) {
+        try Self.loadLibrary()
         let deadline = Deadline(seconds: timeout)
         defer { deadline.finish() }
         let attributes = Self.attributes(store: item.store, kind: item.kind, id: item.id)
-        defer { g_hash_table_unref(attributes) }
-        // secret_value_new copies the bytes; a one-byte dummy gives it a valid pointer for an
-        // empty blob.
-        let value: OpaquePointer? = blob.isEmpty
-            ? secret_value_new("", 0, "application/octet-stream")
-            : blob.withUnsafeBytes { raw in
-                secret_value_new(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
-                                 "application/octet-stream")
-            }
-        guard let value else { throw .backend("libsecret could not allocate a secret value") }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var error: UnsafeMutablePointer<GError>?
-        let stored = secret_password_storev_binary_sync(
-            sitekeep_secret_schema(), attributes, nil, label, value, deadline.cancellable, &error)
+        defer { sk_table_unref(attributes) }
+        // sk_value_new copies the bytes.
+        guard let value = blob.withUnsafeBytes({ sk_value_new($0.baseAddress, $0.count) }) else {
+            throw .backend("libsecret could not allocate a secret value")
+        }
+        defer { sk_value_unref(value) }
+        var error: UnsafeMutablePointer<sk_error>?
+        let stored = sk_password_store(attributes, label, value, deadline.cancellable, &error)
         if let failure = Self.take(&error) { throw Self.map(failure, deadline) }
         guard stored != 0 else { throw .backend("the Secret Service did not store \(item)") }
     }
 
     public func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] {
+        try Self.loadLibrary()
         let deadline = Deadline(seconds: timeout)
         defer { deadline.finish() }
         let attributes = Self.attributes(store: item.store, kind: item.kind, id: item.id)
-        defer { g_hash_table_unref(attributes) }
-        var error: UnsafeMutablePointer<GError>?
-        let value = secret_password_lookupv_binary_sync(
-            sitekeep_secret_schema(), attributes, deadline.cancellable, &error)
+        defer { sk_table_unref(attributes) }
+        var error: UnsafeMutablePointer<sk_error>?
+        let value = sk_password_lookup(attributes, deadline.cancellable, &error)
         if let failure = Self.take(&error) {
-            if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            if let value { sk_value_unref(value) }
             throw Self.map(failure, deadline)
         }
         guard let value else {
             try Self.throwIfLocked(deadline)
             throw .itemMissing(item)
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var length = 0
-        guard let bytes = secret_value_get(value, &length) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: bytes, count: length))
+        defer { sk_value_unref(value) }
+        return Self.bytes(of: value)
     }
 
     @discardableResult
     public func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
+        try Self.loadLibrary()
         let deadline = Deadline(seconds: timeout)
         defer { deadline.finish() }
         let attributes = Self.attributes(store: item.store, kind: item.kind, id: item.id)
-        defer { g_hash_table_unref(attributes) }
-        var error: UnsafeMutablePointer<GError>?
-        let cleared = secret_password_clearv_sync(
-            sitekeep_secret_schema(), attributes, deadline.cancellable, &error)
+        defer { sk_table_unref(attributes) }
+        var error: UnsafeMutablePointer<sk_error>?
+        let cleared = sk_password_clear(attributes, deadline.cancellable, &error)
         if let failure = Self.take(&error) { throw Self.map(failure, deadline) }
         if cleared != 0 { return true }
         try Self.throwIfLocked(deadline)
@@ -116,27 +122,21 @@ public struct SecretServiceKeyring: KeyringBackend {
     }
 
     public func list(store: String, kind: String?) throws(KeyringError) -> [KeyringItemID] {
+        try Self.loadLibrary()
         let deadline = Deadline(seconds: timeout)
         defer { deadline.finish() }
         let attributes = Self.attributes(store: store, kind: kind, id: nil)
-        defer { g_hash_table_unref(attributes) }
-        var error: UnsafeMutablePointer<GError>?
-        let found = secret_password_searchv_sync(
-            sitekeep_secret_schema(), attributes, SECRET_SEARCH_ALL, deadline.cancellable, &error)
-        defer { if let found { g_list_free_full(found, g_object_unref) } }
+        defer { sk_table_unref(attributes) }
+        var error: UnsafeMutablePointer<sk_error>?
+        let found = sk_password_search(attributes, 0, deadline.cancellable, &error)
+        defer { sk_list_free_objects(found) }
         if let failure = Self.take(&error) { throw Self.map(failure, deadline) }
         var items: [KeyringItemID] = []
         var node = found
         while let current = node {
-            if let data = current.pointee.data,
-               let table = secret_retrievable_get_attributes(OpaquePointer(data)) {
-                defer { g_hash_table_unref(table) }
-                if let itemStore = Self.string(table, "store"), let itemKind = Self.string(table, "kind"),
-                   let itemID = Self.string(table, "id"), itemStore == store, kind == nil || itemKind == kind {
-                    items.append(KeyringItemID(store: itemStore, kind: itemKind, id: itemID))
-                }
-            }
-            node = current.pointee.next
+            defer { node = sk_list_next(current) }
+            guard let id = Self.itemID(sk_list_data(current), store: store, kind: kind) else { continue }
+            items.append(id)
         }
         if items.isEmpty { try Self.throwIfLocked(deadline) }
         return Array(Set(items)).sorted { ($0.kind, $0.id) < ($1.kind, $1.id) }
@@ -146,34 +146,27 @@ public struct SecretServiceKeyring: KeyringBackend {
     /// all its slots in one D-Bus round trip instead of one per slot. Items whose secret did not
     /// come with the search are loaded one by one.
     public func loadAll(store: String, kind: String?) throws(KeyringError) -> [(id: KeyringItemID, blob: [UInt8])] {
+        try Self.loadLibrary()
         let deadline = Deadline(seconds: timeout)
         defer { deadline.finish() }
         let attributes = Self.attributes(store: store, kind: kind, id: nil)
-        defer { g_hash_table_unref(attributes) }
-        var error: UnsafeMutablePointer<GError>?
-        let flags = SecretSearchFlags(SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
-        let found = secret_password_searchv_sync(sitekeep_secret_schema(), attributes, flags, deadline.cancellable, &error)
-        defer { if let found { g_list_free_full(found, g_object_unref) } }
+        defer { sk_table_unref(attributes) }
+        var error: UnsafeMutablePointer<sk_error>?
+        let found = sk_password_search(attributes, 1, deadline.cancellable, &error)
+        defer { sk_list_free_objects(found) }
         if let failure = Self.take(&error) { throw Self.map(failure, deadline) }
         var out: [(id: KeyringItemID, blob: [UInt8])] = []
         var missing: [KeyringItemID] = []
         var node = found
         while let current = node {
-            defer { node = current.pointee.next }
-            guard let data = current.pointee.data, let table = secret_retrievable_get_attributes(OpaquePointer(data)) else { continue }
-            defer { g_hash_table_unref(table) }
-            guard let itemStore = Self.string(table, "store"), let itemKind = Self.string(table, "kind"),
-                  let itemID = Self.string(table, "id"), itemStore == store, kind == nil || itemKind == kind else { continue }
-            let id = KeyringItemID(store: itemStore, kind: itemKind, id: itemID)
+            defer { node = sk_list_next(current) }
+            let data = sk_list_data(current)
+            guard let id = Self.itemID(data, store: store, kind: kind) else { continue }
             // The search returns SecretItems; a loaded one carries its secret without a round trip.
-            if g_type_check_instance_is_a(data.assumingMemoryBound(to: GTypeInstance.self), secret_item_get_type()) != 0,
-               let value = secret_item_get_secret(data.assumingMemoryBound(to: SecretItem.self)) {
-                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                var length = 0
-                if let bytes = secret_value_get(value, &length) {
-                    out.append((id, Array(UnsafeRawBufferPointer(start: bytes, count: length))))
-                    continue
-                }
+            if let value = sk_item_secret(data) {
+                defer { sk_value_unref(value) }
+                out.append((id, Self.bytes(of: value)))
+                continue
             }
             missing.append(id)
         }
@@ -188,23 +181,15 @@ public struct SecretServiceKeyring: KeyringBackend {
 
     /// Whether the default collection is locked; `nil` when there is none.
     private static func defaultCollectionLocked(_ deadline: Deadline) throws(KeyringError) -> Bool? {
-        var error: UnsafeMutablePointer<GError>?
-        let service = secret_service_get_sync(SECRET_SERVICE_NONE, deadline.cancellable, &error)
-        if let failure = take(&error) {
-            if let service { g_object_unref(service) }
-            throw map(failure, deadline, connecting: true)
+        var error: UnsafeMutablePointer<sk_error>?
+        let state = sk_default_collection_locked(deadline.cancellable, &error)
+        if let failure = take(&error) { throw map(failure, deadline, connecting: true) }
+        switch state {
+        case 1: return true
+        case 0: return false
+        case -1: return nil
+        default: throw .noSecretService("libsecret returned no service")
         }
-        guard let service else { throw .noSecretService("libsecret returned no service") }
-        defer { g_object_unref(service) }
-        let collection = secret_collection_for_alias_sync(
-            service, "default", SECRET_COLLECTION_NONE, deadline.cancellable, &error)
-        if let failure = take(&error) {
-            if let collection { g_object_unref(collection) }
-            throw map(failure, deadline, connecting: true)
-        }
-        guard let collection else { return nil }
-        defer { g_object_unref(collection) }
-        return secret_collection_get_locked(collection) != 0
     }
 
     private static func throwIfLocked(_ deadline: Deadline) throws(KeyringError) {
@@ -215,32 +200,48 @@ public struct SecretServiceKeyring: KeyringBackend {
 
     /// A new attribute table (keys and values owned by the table).
     private static func attributes(store: String, kind: String?, id: String?) -> OpaquePointer {
-        // g_hash_table_new_full aborts on allocation failure rather than returning NULL.
-        let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
-        for (key, value) in [("store", store), ("kind", kind), ("id", id)] {
-            guard let value else { continue }
-            g_hash_table_insert(table, UnsafeMutableRawPointer(g_strdup(key)), UnsafeMutableRawPointer(g_strdup(value)))
+        store.withCString { s in
+            withOptionalCString(kind) { k in
+                withOptionalCString(id) { i in sk_attributes_new(s, k, i)! }
+            }
         }
-        return table
+    }
+
+    private static func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+        guard let text else { return body(nil) }
+        return text.withCString { body($0) }
+    }
+
+    /// The id of a search result of SiteKeep's schema in `store` (and `kind`), or nil.
+    private static func itemID(_ object: UnsafeMutableRawPointer?, store: String, kind: String?) -> KeyringItemID? {
+        guard let table = sk_item_attributes(object) else { return nil }
+        defer { sk_table_unref(table) }
+        guard let itemStore = string(table, "store"), let itemKind = string(table, "kind"), let itemID = string(table, "id"),
+              itemStore == store, kind == nil || itemKind == kind else { return nil }
+        return KeyringItemID(store: itemStore, kind: itemKind, id: itemID)
     }
 
     private static func string(_ table: OpaquePointer, _ key: String) -> String? {
-        key.withCString { name in
-            g_hash_table_lookup(table, name).map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
-        }
+        key.withCString { name in sk_table_lookup(table, name).map { String(cString: $0) } }
+    }
+
+    private static func bytes(of value: OpaquePointer) -> [UInt8] {
+        var length = 0
+        guard let bytes = sk_value_get(value, &length) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: length))
     }
 
     /// A GError copied out and freed.
     struct Failure {
-        let domain: GQuark
+        let domain: UInt32
         let code: Int32
         let message: String
     }
 
-    private static func take(_ error: inout UnsafeMutablePointer<GError>?) -> Failure? {
+    private static func take(_ error: inout UnsafeMutablePointer<sk_error>?) -> Failure? {
         guard let pointer = error else { return nil }
         defer {
-            g_error_free(pointer)
+            sk_error_free(pointer)
             error = nil
         }
         let message = pointer.pointee.message.map { String(cString: $0) } ?? "unknown error"
@@ -250,35 +251,32 @@ public struct SecretServiceKeyring: KeyringBackend {
     /// Turns a GError into SiteKeep's error. `connecting` marks the calls that only reach the
     /// service, whose failures all mean "no usable Secret Service".
     private static func map(_ failure: Failure, _ deadline: Deadline, connecting: Bool = false) -> KeyringError {
-        let io = g_io_error_quark()
-        let dbus = g_dbus_error_quark()
-        let secret = secret_error_get_quark()
-        if failure.domain == io, failure.code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
-            return .timeout(seconds: deadline.seconds)
-        }
-        if failure.domain == io, failure.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+        let io = sk_quark_io()
+        let dbus = sk_quark_dbus()
+        let secret = sk_quark_secret()
+        if failure.domain == io, failure.code == Int32(SK_IO_ERROR_CANCELLED) || failure.code == Int32(SK_IO_ERROR_TIMED_OUT) {
             return .timeout(seconds: deadline.seconds)
         }
         if failure.domain == dbus {
-            switch UInt32(bitPattern: failure.code) {
-            case G_DBUS_ERROR_NO_REPLY.rawValue, G_DBUS_ERROR_TIMEOUT.rawValue, G_DBUS_ERROR_TIMED_OUT.rawValue:
+            switch failure.code {
+            case Int32(SK_DBUS_ERROR_NO_REPLY), Int32(SK_DBUS_ERROR_TIMEOUT), Int32(SK_DBUS_ERROR_TIMED_OUT):
                 return .timeout(seconds: deadline.seconds)
-            case G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue, G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue,
-                 G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue, G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue,
-                 G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue, G_DBUS_ERROR_SPAWN_FAILED.rawValue,
-                 G_DBUS_ERROR_NO_SERVER.rawValue, G_DBUS_ERROR_DISCONNECTED.rawValue:
+            case Int32(SK_DBUS_ERROR_SERVICE_UNKNOWN), Int32(SK_DBUS_ERROR_NAME_HAS_NO_OWNER),
+                 Int32(SK_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND), Int32(SK_DBUS_ERROR_SPAWN_EXEC_FAILED),
+                 Int32(SK_DBUS_ERROR_SPAWN_CHILD_EXITED), Int32(SK_DBUS_ERROR_SPAWN_FAILED),
+                 Int32(SK_DBUS_ERROR_NO_SERVER), Int32(SK_DBUS_ERROR_DISCONNECTED):
                 return .noSecretService(failure.message)
-            case G_DBUS_ERROR_UNKNOWN_OBJECT.rawValue:
+            case Int32(SK_DBUS_ERROR_UNKNOWN_OBJECT):
                 return .backend("the Secret Service has no default collection (\(failure.message)); create a login keyring (for example with seahorse) or use --keyring file")
             default:
                 break
             }
         }
-        if failure.domain == io || failure.domain == g_spawn_error_quark() || failure.domain == g_spawn_exit_error_quark() {
+        if failure.domain == io || failure.domain == sk_quark_spawn() || failure.domain == sk_quark_spawn_exit() {
             // Connecting to the bus failed: no address, no socket, autolaunch impossible.
             return .noSecretService(failure.message)
         }
-        if failure.domain == secret, failure.code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+        if failure.domain == secret, failure.code == Int32(SK_SECRET_ERROR_IS_LOCKED) {
             return .collectionLocked
         }
         if connecting { return .noSecretService(failure.message) }
@@ -290,17 +288,17 @@ public struct SecretServiceKeyring: KeyringBackend {
 private final class Deadline: @unchecked Sendable {
     // @unchecked: the pointer is immutable and GCancellable is thread-safe (g_cancellable_cancel
     // may be called from any thread); the reference is released once, in deinit.
-    let cancellable: UnsafeMutablePointer<GCancellable>
+    let cancellable: OpaquePointer
     let seconds: Double
     private let timer: DispatchWorkItem
 
     init(seconds: Double) {
         self.seconds = seconds
         // g_cancellable_new aborts on allocation failure rather than returning NULL.
-        let cancellable = g_cancellable_new()!
+        let cancellable = sk_cancellable_new()!
         self.cancellable = cancellable
         let box = CancellableBox(cancellable)
-        timer = DispatchWorkItem { g_cancellable_cancel(box.pointer) }
+        timer = DispatchWorkItem { sk_cancellable_cancel(box.pointer) }
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
     }
 
@@ -311,7 +309,7 @@ private final class Deadline: @unchecked Sendable {
 
     deinit {
         timer.cancel()
-        g_object_unref(cancellable)
+        sk_object_unref(UnsafeMutableRawPointer(cancellable))
     }
 }
 
@@ -319,10 +317,10 @@ private final class Deadline: @unchecked Sendable {
 /// even after the operation is over.
 private final class CancellableBox: @unchecked Sendable {
     // @unchecked: immutable pointer to a thread-safe GObject, with its own reference.
-    let pointer: UnsafeMutablePointer<GCancellable>
-    init(_ pointer: UnsafeMutablePointer<GCancellable>) {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) {
         self.pointer = pointer
-        g_object_ref(pointer)
+        sk_object_ref(UnsafeMutableRawPointer(pointer))
     }
-    deinit { g_object_unref(pointer) }
+    deinit { sk_object_unref(UnsafeMutableRawPointer(pointer)) }
 }
