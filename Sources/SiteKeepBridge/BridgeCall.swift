@@ -34,7 +34,9 @@ public protocol SiteResolver: Sendable {
 public protocol PresenceService: Sendable {
     /// A proof no older than 60 s bound to `site.id`, asking the user if the window has closed.
     /// - Throws: `presence_denied` when the user refuses, `presence_required` when no one answers.
-    func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof
+    /// - Parameter keyID: the key the request names (`args.key`) when it is a well-formed key
+    ///   id, for the prompt; nil otherwise.
+    func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof
 }
 
 /// What a handler gets: the bound site, the validated args, the presence proof when the op needed

@@ -149,13 +149,22 @@ public final class BridgeDispatcher: Sendable {
         guard let presence = services.presence else {
             throw BridgeFailure(.notConfigured, "\(op.name) needs presence and no presence service is configured")
         }
-        let proof = try await presence.proof(for: site, op: op.name)
+        let proof = try await presence.proof(for: site, op: op.name, keyID: Self.promptableKeyID(request.args["key"]))
         do {
             try proof.check(site: site.id)
         } catch {
             throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site no older than 60 s")
         }
         return proof
+    }
+
+    /// `args.key` when it has the form of a key id (lower-case letters, digits, `.`, `_`, `-`, at
+    /// most 64), so a page cannot put its own words into the presence prompt; nil otherwise.
+    static func promptableKeyID(_ value: JSONValue?) -> String? {
+        guard let key = value?.stringValue, (1...64).contains(key.utf8.count),
+              key.utf8.allSatisfy({ (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d })
+        else { return nil }
+        return key
     }
 
     private func checkClaimedOrigin(_ origin: String?, site: BridgeSite) async throws(BridgeFailure) {

@@ -68,7 +68,7 @@ public final class InMemoryPresence: PresenceService {
         state.withLock { $0.granted[site] = bootNanos() - ageNanos }
     }
 
-    public func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
+    public func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof {
         let result: Result<PresenceProof, BridgeFailure> = state.withLock { s in
             if let at = s.granted[site.id] { return .success(Self.proof(site.id, op, at)) }
             s.asked += 1

@@ -92,14 +92,25 @@ public protocol PresenceVerifier: Sendable {
     /// - Throws: ``CustodyError/presenceDenied``, ``CustodyError/presenceTimedOut(seconds:)``
     ///   or ``CustodyError/presenceUnavailable(_:)``.
     func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof
+
+    /// The same, showing the user `siteLabel` (the site's name and origin) where it names the
+    /// site; the proof is still bound to the site id `site`. The default shows `site`.
+    func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof
+}
+
+extension PresenceVerifier {
+    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(site: site, op: op, keyID: keyID)
+    }
 }
 
 /// Presence through an askpass program, as `SSH_ASKPASS` works for `ssh-add -c`.
 ///
 /// The program (an absolute path, normally from `SITEKEEP_ASKPASS`) is run directly, never
-/// through a shell, with one argument: a prompt naming the site, the operation and the key.
-/// The same facts are in `SITEKEEP_PRESENCE_SITE`, `SITEKEEP_PRESENCE_OP` and
-/// `SITEKEEP_PRESENCE_KEY`. Exit status 0 approves; anything else denies; no answer within
+/// through a shell, with one argument: a prompt naming the site (its name and origin when the
+/// bridge asks), the operation and the key. The same facts are in `SITEKEEP_PRESENCE_SITE`,
+/// `SITEKEEP_PRESENCE_OP` and `SITEKEEP_PRESENCE_KEY`, and the site's id in
+/// `SITEKEEP_PRESENCE_SITE_ID`. Exit status 0 approves; anything else denies; no answer within
 /// ``timeout`` is a time-out and the program is killed.
 public struct AskpassPresenceVerifier: PresenceVerifier {
     /// The program's absolute path.
@@ -138,9 +149,15 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
 
     /// Runs the askpass program and waits for its answer (at most ``timeout``).
     public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        let s = Self.printable(site), o = Self.printable(op), k = keyID.map(Self.printable) ?? "-"
+        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    }
+
+    /// Runs the askpass program, naming the site by `siteLabel`, and waits for its answer.
+    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        let s = Self.printable(siteLabel), o = Self.printable(op), k = keyID.map(Self.printable) ?? "-"
         var env = ProcessInfo.processInfo.environment
         env["SITEKEEP_PRESENCE_SITE"] = s
+        env["SITEKEEP_PRESENCE_SITE_ID"] = Self.printable(site)
         env["SITEKEEP_PRESENCE_OP"] = o
         env["SITEKEEP_PRESENCE_KEY"] = k
         let argv = [program, "SiteKeep: \(s) asks to \(o) with key \(k). Allow?"]
@@ -173,7 +190,12 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
 
     /// Asks for the passphrase and checks it (one Argon2id derivation per passphrase slot).
     public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        let prompt = "SiteKeep: \(AskpassPresenceVerifier.printable(site)) asks to \(AskpassPresenceVerifier.printable(op))"
+        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    }
+
+    /// The same, naming the site by `siteLabel` in the prompt.
+    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        let prompt = "SiteKeep: \(AskpassPresenceVerifier.printable(siteLabel)) asks to \(AskpassPresenceVerifier.printable(op))"
             + " with key \(keyID.map(AskpassPresenceVerifier.printable) ?? "-"). Passphrase to allow: "
         let typed = try readPassphrase(prompt)
         do {
@@ -201,8 +223,9 @@ public final class PresenceWindow: Sendable {
         self.clock = clock
     }
 
-    /// A valid proof for `site`: the cached one when still young enough, else a new one.
-    public func proof(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    /// A valid proof for `site`: the cached one when still young enough, else a new one (the
+    /// user is shown `siteLabel`, when given, rather than the site id).
+    public func proof(site: String, siteLabel: String? = nil, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         if let cached = proofs.withLock({ $0[site] }) {
             do {
                 try cached.check(site: site, clock: clock, lifetime: lifetime)
@@ -211,7 +234,7 @@ public final class PresenceWindow: Sendable {
                 _ = proofs.withLock { $0.removeValue(forKey: site) }
             }
         }
-        let fresh = try verifier.requestPresence(site: site, op: op, keyID: keyID)
+        let fresh = try verifier.requestPresence(site: site, siteLabel: siteLabel ?? site, op: op, keyID: keyID)
         try fresh.check(site: site, clock: clock, lifetime: lifetime)
         proofs.withLock { $0[site] = fresh }
         return fresh

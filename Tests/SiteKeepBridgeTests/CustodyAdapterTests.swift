@@ -23,13 +23,18 @@ final class MemoryKeyring: KeyringBackend {
     }
 }
 
-/// A verifier that approves (counting) or refuses.
+/// A verifier that approves (counting, and keeping what the user would have been shown) or refuses.
 final class CountingVerifier: PresenceVerifier {
     let approve: Bool
     let asked = Atomic<Int>(0)
+    let shown = Mutex<[(siteLabel: String, keyID: String?)]>([])
     init(approve: Bool) { self.approve = approve }
     func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    }
+    func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         asked.add(1, ordering: .relaxed)
+        shown.withLock { $0.append((siteLabel, keyID)) }
         guard approve else { throw .presenceDenied }
         return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
     }
@@ -61,6 +66,9 @@ final class CountingVerifier: PresenceVerifier {
         #expect(try custodian.verify(keyID: "summit", signature: sig, message: data))
         _ = try await send("key.sign", ["key": "summit", "data": "AA=="])
         #expect(verifier.asked.load(ordering: .relaxed) == 1, "the window serves the second sign")
+        // The user was shown the site's name and origin and the key, not the site's UUID.
+        let shown = verifier.shown.withLock { $0 }
+        #expect(shown.count == 1 && shown[0].siteLabel == "\(InMemoryBridge.webSummit.name) (https://web-summit.sgit.ai)" && shown[0].keyID == "summit")
         #expect(code(try await send("key.sign", ["key": "nope", "data": "AA=="])) == .notFound)
         #expect(result(try await send("identity.get")) == ["team": "summit", "name": .string(info.name)])
         // Custody's own audit log holds the site and op of each use.

@@ -216,9 +216,20 @@ import SiteKeepCustody
     }
 
     struct WrongSitePresence: PresenceService {
-        func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
+        func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof {
             PresenceProof(site: InMemoryBridge.promptugal.id, op: op, keyID: nil, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
         }
+    }
+
+    /// The presence prompt names the key a request asks for only when it has the form of a key
+    /// id: a page cannot put its own words ("… Allow? Press OK") into the user's prompt.
+    @Test func onlyWellFormedKeyIDsReachThePresencePrompt() {
+        #expect(BridgeDispatcher.promptableKeyID("team-ed") == "team-ed")
+        #expect(BridgeDispatcher.promptableKeyID("team.p256_v2") == "team.p256_v2")
+        for hostile: JSONValue in ["Team Ed", "x. Allow? Press OK", "team\u{202E}de", "", .string(String(repeating: "a", count: 65)), 7, .null] {
+            #expect(BridgeDispatcher.promptableKeyID(hostile) == nil, "\(hostile)")
+        }
+        #expect(BridgeDispatcher.promptableKeyID(nil) == nil)
     }
 
     @Test func aProofForAnotherSiteDoesNotServe() async throws {

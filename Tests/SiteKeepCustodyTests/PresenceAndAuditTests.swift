@@ -94,6 +94,18 @@ func script(_ body: String) throws -> String {
         #expect(proof.site == "promptugal.news" && proof.method == .askpass)
         try proof.check(site: "promptugal.news")
 
+        // From the bridge: the prompt and SITEKEEP_PRESENCE_SITE name the site by its name and
+        // origin; SITEKEEP_PRESENCE_SITE_ID carries the id the proof is bound to.
+        let labelled = try script("""
+        [ "$SITEKEEP_PRESENCE_SITE" = "Newsroom (https://newsroom.sgit.ai)" ] || exit 3
+        [ "$SITEKEEP_PRESENCE_SITE_ID" = "5f2d0c1e-site" ] || exit 4
+        case "$1" in "SiteKeep: Newsroom (https://newsroom.sgit.ai) asks to key.sign with key team-nr. Allow?") exit 0;; esac
+        exit 6
+        """)
+        let viaWindow = try PresenceWindow(verifier: AskpassPresenceVerifier(program: labelled))
+            .proof(site: "5f2d0c1e-site", siteLabel: "Newsroom (https://newsroom.sgit.ai)", op: "key.sign", keyID: "team-nr")
+        #expect(viaWindow.site == "5f2d0c1e-site")
+
         let deny = try script("exit 1")
         #expect(throws: CustodyError.presenceDenied) {
             try AskpassPresenceVerifier(program: deny).requestPresence(site: "s", op: "o", keyID: nil)

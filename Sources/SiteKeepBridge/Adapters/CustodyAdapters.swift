@@ -24,8 +24,10 @@ public struct CustodyPresenceService: PresenceService {
     public let window: PresenceWindow
     public init(window: PresenceWindow) { self.window = window }
 
-    public func proof(for site: BridgeSite, op: String) async throws(BridgeFailure) -> PresenceProof {
-        do { return try window.proof(site: site.id, op: op, keyID: nil) } catch { throw BridgeFailure(custody: error) }
+    /// The user sees the site's name and origin and the key; the proof is bound to the site id.
+    public func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof {
+        let label = site.origins.first.map { "\(site.name) (\($0))" } ?? site.name
+        do { return try window.proof(site: site.id, siteLabel: label, op: op, keyID: keyID) } catch { throw BridgeFailure(custody: error) }
     }
 }
 
