@@ -7,8 +7,8 @@ public import SiteKeepJSON
 /// ``append(_:)`` returns, and a background thread makes them durable with one `fdatasync` per
 /// group (at most `syncInterval` later). ``flush()`` syncs now; ``close()`` syncs and closes.
 ///
-/// Custody owns the real, hash-chained audit log; this one stands in for it in the daemon's
-/// tests and the `key.sign` benchmark, with the same ordering rule.
+/// Custody owns the real, hash-chained audit log; this one stands in for it in the test daemon
+/// (`sitekeep-bridge-testd`), with the same ordering rule. The `key.sign` benchmark uses custody's.
 public final class GroupSyncAuditLog: SigningAuditSink {
     private struct State {
         var fd: Int32

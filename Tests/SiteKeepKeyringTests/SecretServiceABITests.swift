@@ -54,7 +54,9 @@ import Testing
         var dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         for _ in 0..<2 { dir = dir.deletingLastPathComponent() }
         let binary = dir.appendingPathComponent(".build/debug/sitekeep").path
-        guard FileManager.default.isExecutableFile(atPath: binary), FileManager.default.isExecutableFile(atPath: "/usr/bin/readelf") else { return }
+        // tools/test builds every product first; a missing binary fails rather than passing unseen.
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build the sitekeep executable first (swift build)")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/readelf"), "readelf (binutils) is needed")
         let out = dir.appendingPathComponent(".build/sitekeep-needed.txt").path
         #expect(ChildProcess.run("/bin/sh", ["-c", "/usr/bin/readelf -d '\(binary)' > '\(out)'"]) == 0)
         let needed = try String(contentsOfFile: out, encoding: .utf8)

@@ -6,7 +6,7 @@ import SiteKeepCrypto
 public struct BridgeSignature: Sendable, Equatable {
     public var keyID: String
     public var algorithm: SigningAlgorithm
-    /// Ed25519: 64 bytes; P-256: DER.
+    /// 64 bytes: Ed25519, or P-256 as raw `r || s`.
     public var signature: [UInt8]
     public init(keyID: String, algorithm: SigningAlgorithm, signature: [UInt8]) {
         self.keyID = keyID
