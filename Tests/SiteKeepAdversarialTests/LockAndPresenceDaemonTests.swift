@@ -174,6 +174,7 @@ func failureCode(_ body: () throws -> JSONValue) -> BridgeErrorCode? { failure(b
         #expect(s.prompts.count == 3, "lock and unlock forgot the approval")
 
         let prompts = s.prompts
+        try #require(prompts.count == 3)
         #expect(prompts.map(\.op) == ["key.sign", "key.sign", "key.sign"] && prompts.map(\.key) == ["summit", "other", "summit"])
         #expect(Set(prompts.map(\.id)).count == 3 && prompts.allSatisfy { $0.id.utf8.count == 16 })
         // Each signature's audit line names the prompt that approved it.

@@ -90,7 +90,8 @@ struct CustodyBed {
 
         // Custody's audit line names the prompt behind each signature.
         let uses = try bed.custodian.auditLog.entries().filter { $0.op == "key.sign" }
-        #expect(uses.count == 7 && uses.allSatisfy { $0.result == "ok" && $0.prompt != nil })
+        try #require(uses.count == 7)
+        #expect(uses.allSatisfy { $0.result == "ok" && $0.prompt != nil })
         #expect(Set(uses.prefix(6).map(\.prompt)).count == 1 && uses[6].prompt != uses[0].prompt)
     }
 
