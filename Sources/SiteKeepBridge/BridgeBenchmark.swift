@@ -199,7 +199,7 @@ public enum BridgeBenchmark {
             catalogue.ops[i].rateLimit = RateLimit(burst: 1_000_000, perSecond: 1_000_000)
         }
         var services = InMemoryBridge.services(signing: CustodySigningService(custodian: custodian))
-        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: approve))
+        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: approve, lockScope: custodian.lockScope))
         let dispatcher = try BridgeDispatcher(catalogue: catalogue, services: services)
         let path = "\(workDir)/bridge-\(algorithm.rawValue).sock"
         let server = try BridgeServer(dispatcher: dispatcher, path: path)

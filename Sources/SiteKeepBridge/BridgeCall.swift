@@ -29,15 +29,26 @@ public protocol SiteResolver: Sendable {
     func site(forOrigin origin: String) async -> BridgeSite?
 }
 
-/// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, valid
-/// at most 60 s on CLOCK_BOOTTIME). The proof's `site` is the bridge site's ``BridgeSite/id``.
+/// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, an op
+/// and a key, valid at most 60 s on CLOCK_BOOTTIME). The proof's `site` is the bridge site's
+/// ``BridgeSite/id``.
 public protocol PresenceService: Sendable {
-    /// A proof no older than 60 s bound to `site.id`, asking the user if the window has closed.
-    /// - Throws: `presence_denied` when the user refuses, `presence_required` when no one answers.
-    /// - Parameter keyID: the key the request names (`args.key`) when it is a well-formed key
-    ///   id, for the prompt; nil otherwise.
-    func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof
+    /// A proof no older than 60 s for `site.id`, `op` and `keyID`: one kept for exactly that use,
+    /// or else (after `beforeAsking` has passed) a new one from the user.
+    /// - Parameters:
+    ///   - keyID: the key the request names (`args.key`, a well-formed key id), nil for an op
+    ///     that names none.
+    ///   - beforeAsking: run before the user is asked, never when a kept proof serves; it throws
+    ///     when the op could not run (locked, no such key), so such a request never prompts.
+    /// - Throws: `presence_denied` when the user refuses, `presence_required` when no one
+    ///   answers, or what `beforeAsking` threw.
+    func proof(for site: BridgeSite, op: String, keyID: String?,
+               beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof
 }
+
+/// A check an op makes before a presence prompt (see ``PresenceService``): it throws when the
+/// call could not run, so the user is not asked for nothing.
+public typealias BridgePreflight = @Sendable (BridgeCall) async throws(BridgeFailure) -> Void
 
 /// What a handler gets: the bound site, the validated args, the presence proof when the op needed
 /// one, and a way to send events to the site's other connections.
@@ -132,6 +143,13 @@ public struct BridgeServices: Sendable {
         if let vault { h.merge(VaultOps.handlers(vault)) { a, _ in a } }
         if let sealed { h.merge(SealedOps.handlers(sealed)) { a, _ in a } }
         return h
+    }
+
+    /// The checks ops make before a presence prompt (from the file beside each service).
+    var preflights: [String: BridgePreflight] {
+        var p: [String: BridgePreflight] = [:]
+        if let signing { p.merge(SigningOps.preflights(signing)) { a, _ in a } }
+        return p
     }
 
     /// Every op some service can implement (for the catalogue consistency check).

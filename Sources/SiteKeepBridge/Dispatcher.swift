@@ -6,7 +6,9 @@ import SiteKeepCustody
 /// Order of checks: size → JSON (``JSONLimits/message``) → envelope (unknown members refused) →
 /// version → op known → op is a request → connection bound (`hello` first) → claimed origin is
 /// the connection's site → site on the op's allow-list → op size limit → rate limit →
-/// `unsupported` → args shape (from the catalogue) → presence → handler → result shape.
+/// `unsupported` → args shape (from the catalogue) → handler configured → presence (a proof for
+/// this site, op and key; before a prompt, `args.key` must be a key id and the op's preflight
+/// must pass) → handler → result shape. So a request that cannot run never prompts.
 ///
 /// The dispatcher routes; handlers live beside the service they call (`Services/`). Replies are
 /// built from ``JSONValue`` only, so no key type has a path into a reply.
@@ -20,6 +22,7 @@ public final class BridgeDispatcher: Sendable {
     public let catalogue: OpCatalogue
     let services: BridgeServices
     let handlers: [String: BridgeHandler]
+    let preflights: [String: BridgePreflight]
     /// Per op: every app-bound site, or these canonical origins.
     private let allow: [String: (appBound: Bool, origins: Set<String>)]
     let hub = EventHub()
@@ -30,6 +33,7 @@ public final class BridgeDispatcher: Sendable {
         self.catalogue = catalogue
         self.services = services
         handlers = services.handlers
+        preflights = services.preflights
         var allow: [String: (appBound: Bool, origins: Set<String>)] = [:]
         for op in catalogue.ops {
             var entry = (appBound: false, origins: Set<String>())
@@ -114,10 +118,7 @@ public final class BridgeDispatcher: Sendable {
         guard op.direction == .request else {
             throw BridgeFailure(.notAllowed, "\(op.name) is an event SiteKeep sends; it cannot be called")
         }
-        let proof = try await admit(request, op: op, site: site, frameSize: frameSize, connection: connection)
-        guard let handler = handlers[op.name] else {
-            throw BridgeFailure(.notConfigured, "\(op.name) is not configured in this daemon (its service is not set up)")
-        }
+        let (handler, proof) = try await admit(request, op: op, site: site, frameSize: frameSize, connection: connection)
         let hub = self.hub
         let call = BridgeCall(op: op.name, site: site, args: request.args, presence: proof) { event, data in
             hub.send(BridgeMessage.event(name: event, data: data).bytes, site: site.id, except: connection.id)
@@ -131,9 +132,10 @@ public final class BridgeDispatcher: Sendable {
         return result
     }
 
-    /// Allow-list, size, rate, unsupported, args shape, presence: the checks every op passes.
+    /// Allow-list, size, rate, unsupported, args shape, handler, presence: the checks every op
+    /// passes. Presence comes last, so nothing that would refuse the request prompts first.
     private func admit(_ request: BridgeRequest, op: OpPolicy, site: BridgeSite, frameSize: Int,
-                       connection: BridgeConnection) async throws(BridgeFailure) -> PresenceProof? {
+                       connection: BridgeConnection) async throws(BridgeFailure) -> (BridgeHandler, PresenceProof?) {
         guard isAllowed(op.name, site: site) else {
             throw BridgeFailure(.notAllowed, "\(op.name) is not allowed for \(site.name); hello lists the ops this site may call")
         }
@@ -145,17 +147,30 @@ public final class BridgeDispatcher: Sendable {
         }
         if let message = op.unsupportedMessage { throw BridgeFailure(.unsupported, message) }
         try op.args.validate(request.args, path: "args")
-        guard op.presence else { return nil }
+        guard let handler = handlers[op.name] else {
+            throw BridgeFailure(.notConfigured, "\(op.name) is not configured in this daemon (its service is not set up)")
+        }
+        guard op.presence else { return (handler, nil) }
         guard let presence = services.presence else {
             throw BridgeFailure(.notConfigured, "\(op.name) needs presence and no presence service is configured")
         }
-        let proof = try await presence.proof(for: site, op: op.name, keyID: Self.promptableKeyID(request.args["key"]))
-        do {
-            try proof.check(site: site.id)
-        } catch {
-            throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site no older than 60 s")
+        var keyID: String? = nil
+        if let key = request.args["key"] {
+            guard let id = Self.promptableKeyID(key) else {
+                throw BridgeFailure(.badRequest, "args.key must be a key id (1-64 of a-z 0-9 . _ -); see `sitekeep team list`")
+            }
+            keyID = id
         }
-        return proof
+        let preflight = preflights[op.name]
+        let proof = try await presence.proof(for: site, op: op.name, keyID: keyID) { () async throws(BridgeFailure) in
+            try await preflight?(BridgeCall(op: op.name, site: site, args: request.args))
+        }
+        do {
+            try proof.check(site: site.id, op: op.name, keyID: keyID)
+        } catch {
+            throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site, op and key no older than 60 s")
+        }
+        return (handler, proof)
     }
 
     /// `args.key` when it has the form of a key id (lower-case letters, digits, `.`, `_`, `-`, at

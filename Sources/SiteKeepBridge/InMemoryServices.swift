@@ -53,30 +53,39 @@ public struct InMemorySites: SiteResolver {
     }
 }
 
-/// Grants presence per site; a grant serves for 60 s (a presence window). `deny` refuses.
+/// Grants presence per use (site, op, key); a grant serves that use for 60 s (a presence
+/// window). `deny` refuses.
 public final class InMemoryPresence: PresenceService {
     public enum Mode: Sendable { case approve, deny, unanswered }
-    private let state: Mutex<(mode: Mode, granted: [String: Int64], asked: Int)>
+    struct Use: Hashable, Sendable {
+        let site: String
+        let op: String
+        let keyID: String?
+    }
+    private let state: Mutex<(mode: Mode, granted: [Use: Int64], asked: Int)>
 
     public init(mode: Mode = .approve) { state = Mutex((mode, [:], 0)) }
 
     public func setMode(_ mode: Mode) { state.withLock { $0.mode = mode; $0.granted = [:] } }
     /// How many times the user would have been asked.
     public var prompts: Int { state.withLock { $0.asked } }
-    /// Makes `site`'s grant `ageNanos` old (to test expiry).
+    /// Makes every grant of `site` `ageNanos` old (to test expiry).
     public func backdate(site: String, ageNanos: Int64) {
-        state.withLock { $0.granted[site] = bootNanos() - ageNanos }
+        state.withLock { s in for use in s.granted.keys where use.site == site { s.granted[use] = bootNanos() - ageNanos } }
     }
 
-    public func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof {
+    public func proof(for site: BridgeSite, op: String, keyID: String?,
+                      beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
+        let use = Use(site: site.id, op: op, keyID: keyID)
+        if let at = state.withLock({ $0.granted[use] }) { return Self.proof(use, at) }
+        try await beforeAsking()
         let result: Result<PresenceProof, BridgeFailure> = state.withLock { s in
-            if let at = s.granted[site.id] { return .success(Self.proof(site.id, op, at)) }
             s.asked += 1
             switch s.mode {
             case .approve:
                 let now = bootNanos()
-                s.granted[site.id] = now
-                return .success(Self.proof(site.id, op, now))
+                s.granted[use] = now
+                return .success(Self.proof(use, now))
             case .deny: return .failure(BridgeFailure(.presenceDenied, "the user refused \(op) for \(site.name)"))
             case .unanswered: return .failure(BridgeFailure(.presenceRequired, "no one answered the presence check for \(op)"))
             }
@@ -84,8 +93,8 @@ public final class InMemoryPresence: PresenceService {
         return try result.get()
     }
 
-    static func proof(_ site: String, _ op: String, _ at: Int64) -> PresenceProof {
-        PresenceProof(site: site, op: op, keyID: nil, method: .askpass, issuedAtNanoseconds: UInt64(max(0, at)))
+    static func proof(_ use: Use, _ at: Int64) -> PresenceProof {
+        PresenceProof(site: use.site, op: use.op, keyID: use.keyID, method: .askpass, issuedAtNanoseconds: UInt64(max(0, at)))
     }
 }
 
@@ -209,9 +218,18 @@ public final class HandleSigningService: SigningService {
         try signNow(data, keyID: keyID, site: site, presence: presence)
     }
 
-    /// The synchronous body of ``sign(_:keyID:site:presence:)``.
+    public func checkCanSign(keyID: String, site: BridgeSite) async throws(BridgeFailure) {
+        guard keys[keyID] != nil else { throw BridgeFailure(.notFound, "no team key has the id \(FieldSchema.printable(keyID))") }
+    }
+
+    /// The synchronous body of ``sign(_:keyID:site:presence:)``: the proof must be for this
+    /// site, `key.sign` and this key (as custody checks it).
     public func signNow(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) throws(BridgeFailure) -> BridgeSignature {
         let age = presence.ageMilliseconds()
+        do { try presence.check(site: site.id, op: "key.sign", keyID: keyID) } catch {
+            try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
+            throw BridgeFailure(custody: error)
+        }
         guard let key = keys[keyID] else {
             try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
             throw BridgeFailure(.notFound, "no team key has the id \(FieldSchema.printable(keyID))")

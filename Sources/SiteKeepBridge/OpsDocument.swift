@@ -40,7 +40,11 @@ extension OpCatalogue {
           app-bound. A later message may carry `origin`; if it names another site it is refused with
           `forbidden_origin` and the connection stays bound and goes on serving.
         - Presence (`presence: yes`): before the handler runs, custody must produce a presence proof for this
-          site no older than 60 s (CLOCK_BOOTTIME); otherwise `presence_required` or `presence_denied`.
+          site, this op and the key in `args.key` (when the op names one), no older than 60 s (CLOCK_BOOTTIME);
+          otherwise `presence_required` or `presence_denied`. An approval serves only the same site, op and key;
+          lock and unlock forget every approval. A request that cannot run (op not allowed or not configured, bad
+          args, `args.key` not a key id; for `key.sign` also an unknown key or SiteKeep locked) is refused before
+          anyone is asked.
         - Rate limits are token buckets per connection and op: `burst` calls at once, refilled at `per second`.
         - Replies never contain key material: handlers return plain JSON values and no key type converts to one.
         - `sealed.open` envelopes: `sitekeep.sealed.v1.<team id>.<Base64url(nonce ‖ ciphertext ‖ tag)>`,

@@ -460,10 +460,12 @@ enum CustodyCommands {
             .object([JSONMember(key: "seq", value: .integer(e.seq)), JSONMember(key: "time", value: .string(e.time)),
                      JSONMember(key: "site", value: .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
                      JSONMember(key: "key", value: .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
-                     JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null)])
+                     JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null),
+                     JSONMember(key: "prompt", value: e.prompt.map { .string($0) } ?? .null)])
         })) {
-            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE"], rows: entries.map {
-                ["\($0.seq)", $0.time, $0.site, $0.op, $0.key, $0.result, $0.presenceAgeMs.map { "\($0) ms" } ?? ""]
+            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE"], rows: entries.map { e in
+                ["\(e.seq)", e.time, e.site, e.op, e.key, e.result,
+                 e.presenceAgeMs.map { "\($0) ms" + (e.prompt.map { " (prompt \($0))" } ?? "") } ?? ""]
             }).render { inv.style($0, .bold) }
         }
     }

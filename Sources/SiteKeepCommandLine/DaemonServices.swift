@@ -6,12 +6,14 @@ enum DaemonServices {
     /// The services of `store` for the bridge.
     static func make(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
         let registry = try SiteCommands.registry(store)
-        let access = PartitionAccess(registry: registry)
-        // Locking drops the open partitions: when-unlocked data must not outlive the unlock.
-        _ = store.custodian.addLockObserver { access.closeAll() }
+        // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
+        // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
+        // partitions here, the presence window, and the vault library (through its key store).
+        let scope = store.custodian.lockScope
+        let access = PartitionAccess(registry: registry, lockScope: scope)
         var presence: (any PresenceService)? = nil
         if let verifier = try? AskpassPresenceVerifier.fromEnvironment(environment) {
-            presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier))
+            presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
         }
         let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
         return BridgeServices(

@@ -102,7 +102,8 @@ public struct KeyUseContext: Sendable, Equatable {
     public var site: String?
     /// The operation name logged (`sign`, `key.sign`, `vault.save`, ...).
     public var op: String
-    /// A presence proof, checked against `site` when given.
+    /// A presence proof. When given, custody checks it again at use: it must be for this
+    /// `site`, this `op` and the key used, young enough, and taken in the current unlock.
     public var presence: PresenceProof?
 
     /// A context; `site` nil means the local user.
@@ -122,9 +123,10 @@ public struct KeyUseContext: Sendable, Equatable {
 /// Unlocked (by any slot), it holds the 32-byte master key in guarded memory and derives from
 /// it the keys that unwrap team keys (HKDF "team:<id>"), the device key ("device"),
 /// when-unlocked site storage keys ("site:<id>") and vault keys ("vault:<id>"). Callers get
-/// signatures and key handles, never key bytes. ``lock()``, the idle lifetime and `deinit` wipe
-/// every unwrapped key it holds. Every key use is written to the ``auditLog`` before its result
-/// is returned.
+/// signatures and key handles, never key bytes. ``lock()`` and the idle lifetime wipe every
+/// unwrapped key it holds and clear its ``lockScope``, where every holder of a handle, a
+/// decrypted byte or a presence proof keeps it. Every key use is written to the ``auditLog``
+/// before its result is returned.
 ///
 /// Thread-safe: state is behind a `Mutex`; slow work (Argon2id) runs outside it.
 public final class Custodian: Sendable {
@@ -154,42 +156,45 @@ public final class Custodian: Sendable {
 
     struct Unlocked {
         var master: LockedSecret
-        var signers: [String: SigningKeyHandle] = [:]
-        /// The signing version of each key, by `kind/id`: rotations and deletions through this
-        /// custodian update it; another process's rotation is seen after the next unlock.
-        var current: [String: (SigningKeyHandle, Int)] = [:]
+        /// When this unlock happened (``CustodianConfiguration/bootClock``): a presence proof
+        /// issued before it does not serve.
+        var unlockedAtNs: UInt64
         var lastUseNs: UInt64
     }
     struct State {
         var unlocked: Unlocked?
         var epoch: UInt64 = 0
     }
-    let state = Mutex<State>(State())
-    let backoff: UnlockBackoff
-    let lockObservers = Mutex<(next: UInt64, observers: [UInt64: @Sendable () -> Void])>((0, [:]))
-
-    /// Registers `body` to run after every lock (``lock()``, auto-lock by timer or on use).
-    ///
-    /// Key handles given out (when-unlocked storage keys, vault keys) are not wiped by a lock:
-    /// their holders (partitions, the vault, the bridge) should drop them here.
-    /// - Returns: a token for ``removeLockObserver(_:)``.
-    @discardableResult
-    public func addLockObserver(_ body: @escaping @Sendable () -> Void) -> UInt64 {
-        lockObservers.withLock { o in
-            o.next += 1
-            o.observers[o.next] = body
-            return o.next
+    /// Unwrapped signing keys, kept for this unlock in the ``lockScope``.
+    struct SignerCache: LockWipeable {
+        /// By `kind/id@version`.
+        var byVersion: [String: SigningKeyHandle] = [:]
+        /// The signing version of each key, by `kind/id`: rotations and deletions through this
+        /// custodian update it; another process's rotation is seen after the next unlock.
+        var current: [String: CurrentSigner] = [:]
+        mutating func wipeForLock() {
+            byVersion.wipeForLock()
+            current.wipeForLock()
         }
     }
-
-    /// Unregisters a lock observer.
-    public func removeLockObserver(_ token: UInt64) {
-        _ = lockObservers.withLock { $0.observers.removeValue(forKey: token) }
+    struct CurrentSigner: LockWipeable {
+        var handle: SigningKeyHandle
+        var version: Int
+        mutating func wipeForLock() {}
     }
+    let state = Mutex<State>(State())
+    let backoff: UnlockBackoff
+
+    /// What lock clears: every holder of a key handle, a decrypted byte or a presence proof
+    /// that came from this custodian keeps it in a ``LockBound`` of this scope (custody's own
+    /// signing-key cache, the bridge's open partitions, the vault library and its vaults, the
+    /// presence window). ``lock()``, the idle auto-lock and every unlock clear it.
+    public let lockScope = LockScope()
+    let signers: LockBound<SignerCache>
 
     func didLock(_ how: String) {
+        lockScope.clear()
         logQuietly(KeyUseContext(op: how), key: nil, result: "ok")
-        for body in lockObservers.withLock({ Array($0.observers.values) }) { body() }
     }
 
     /// Opens the custodian of the store at `home`, locked: creates the folder (0700) and its
@@ -211,10 +216,14 @@ public final class Custodian: Sendable {
         self.auditLog = try AuditLog(path: directory.file("audit.log"), genesis: AuditLog.genesis(storeID: directory.storeID),
                                      syncInterval: configuration.auditSyncInterval)
         self.backoff = UnlockBackoff(path: directory.file(UnlockBackoff.fileName))
+        self.signers = lockScope.bound(SignerCache())
     }
 
     deinit {
-        // Dropping the state drops the master key and every cached signing key: sodium_free wipes them.
+        // Dropping the state drops the master key and `signers` its cached signing keys
+        // (sodium_free wipes them). Holders in the scope that outlive the custodian (a vault a
+        // one-shot command still reads) keep what they hold until they are released; the daemon
+        // locks on its way out.
         state.withLock { $0.unlocked = nil }
     }
 
@@ -232,7 +241,8 @@ public final class Custodian: Sendable {
 
     func log(_ context: KeyUseContext, key: String?, result: String) throws(CustodyError) {
         let age = context.presence.map { $0.ageMilliseconds(clock: configuration.bootClock) }
-        try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age)
+        try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age,
+                            prompt: context.presence?.promptID)
     }
 
     /// Logging that must not hide the error being thrown.
@@ -265,9 +275,14 @@ public final class Custodian: Sendable {
 
     /// The master key after the idle check; `touch` counts this as a use (resets the idle time).
     func currentMaster(touch: Bool = true) throws(CustodyError) -> LockedSecret {
+        try currentUnlock(touch: touch).master
+    }
+
+    /// The master key and when this unlock happened, after the idle check.
+    func currentUnlock(touch: Bool = true) throws(CustodyError) -> (master: LockedSecret, unlockedAtNs: UInt64) {
         let now = configuration.bootClock.nanoseconds()
         let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
-        let (master, expired): (LockedSecret?, Bool) = state.withLock { s in
+        let (unlock, expired): ((LockedSecret, UInt64)?, Bool) = state.withLock { s in
             guard let u = s.unlocked else { return (nil, false) }
             if now > u.lastUseNs, now - u.lastUseNs > idle {
                 s.unlocked = nil
@@ -275,11 +290,11 @@ public final class Custodian: Sendable {
                 return (nil, true)
             }
             if touch { s.unlocked?.lastUseNs = max(u.lastUseNs, now) }
-            return (u.master, false)
+            return ((u.master, u.unlockedAtNs), false)
         }
         if expired { didLock("auto-lock") }
-        guard let master else { throw .locked }
-        return master
+        guard let unlock else { throw .locked }
+        return unlock
     }
 
     func derive(_ master: LockedSecret, info: String) throws(CustodyError) -> SymmetricKeyHandle {
@@ -321,10 +336,14 @@ public final class Custodian: Sendable {
         let locked = LockedSecret(master)
         let now = configuration.bootClock.nanoseconds()
         let epoch: UInt64 = state.withLock { s in
-            s.unlocked = Unlocked(master: locked, lastUseNs: now)
+            s.unlocked = Unlocked(master: locked, unlockedAtNs: now, lastUseNs: now)
             s.epoch &+= 1
             return s.epoch
         }
+        // Unlock starts from an empty scope: nothing cached while locked (a presence proof
+        // above all) survives into the unlocked session. Cleared after the state is set, so a
+        // proof a prompt returns during the unlock is refused by its holder's generation check.
+        lockScope.clear()
         scheduleAutoLock(epoch: epoch, after: configuration.idleLifetime)
     }
 
@@ -357,10 +376,8 @@ public final class Custodian: Sendable {
         }
     }
 
-    /// Wipes the master key and every unwrapped key the custodian holds. Idempotent.
-    ///
-    /// Key handles already given out (storage keys, vault keys) are the holders' to drop, for
-    /// which ``addLockObserver(_:)`` tells them.
+    /// Wipes the master key and clears the ``lockScope``: every unwrapped key, every cache of
+    /// decrypted bytes and every presence proof kept there. Idempotent; logged when it locked.
     public func lock() {
         let was: Bool = state.withLock { s in
             let was = s.unlocked != nil
@@ -368,7 +385,7 @@ public final class Custodian: Sendable {
             s.epoch &+= 1
             return was
         }
-        if was { didLock("lock") }
+        if was { didLock("lock") } else { lockScope.clear() }
     }
 
     // MARK: - Initialisation

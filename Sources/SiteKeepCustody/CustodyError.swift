@@ -53,6 +53,10 @@ public enum CustodyError: Error, Sendable, Equatable {
     case presenceExpired(ageSeconds: Int)
     /// The presence proof was given for another site.
     case presenceWrongSite
+    /// The presence proof was given for another operation or another key.
+    case presenceWrongUse
+    /// The presence proof was given before SiteKeep was last unlocked.
+    case presenceBeforeUnlock
     /// No way to ask for presence (no askpass program, no passphrase slot).
     case presenceUnavailable(String)
     /// The store home has looser permissions than SiteKeep requires, or is not usable.
@@ -119,6 +123,10 @@ extension CustodyError: CustomStringConvertible {
             "the presence confirmation is \(age) s old and has expired; confirm again"
         case .presenceWrongSite:
             "the presence confirmation was given for another site; confirm again for this one"
+        case .presenceWrongUse:
+            "the presence confirmation was given for another operation or key; confirm again for this one"
+        case .presenceBeforeUnlock:
+            "the presence confirmation was given before SiteKeep was last unlocked; confirm again"
         case .presenceUnavailable(let why):
             "cannot ask for presence: \(why)"
         case .insecureHome(let why):

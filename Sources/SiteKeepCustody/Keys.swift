@@ -32,12 +32,19 @@ extension Custodian {
         return KeyRecord.Version(version: version, created: configuration.wallClockSeconds(), publicKey: pk, wrapped: Base64.encode(wrapped))
     }
 
-    /// The unwrapped signing key of a version, cached while unlocked.
-    func signer(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
-        let master = try currentMaster()
+    /// The unwrapped signing key of a version, cached for this unlock in the ``lockScope``.
+    ///
+    /// When `presence` is given, it must have been issued in the current unlock (a proof taken
+    /// before an unlock does not serve after it); the caller has checked its site, op and key.
+    func signer(kind: String, id: String, version: Int?, forSigning: Bool,
+                presence: PresenceProof? = nil) throws(CustodyError) -> (SigningKeyHandle, Int) {
+        // Recorded before the master key is read: a key unwrapped across a lock is not cached.
+        let generation = lockScope.generation
+        let (master, unlockedAtNs) = try currentUnlock()
+        if let presence, presence.issuedAtNanoseconds < unlockedAtNs { throw .presenceBeforeUnlock }
         // Fast path: the current version, unwrapped earlier in this unlock (no keyring read).
         let currentKey = "\(kind)/\(id)"
-        if version == nil, let hit = state.withLock({ $0.unlocked?.current[currentKey] }) { return hit }
+        if version == nil, let hit = signers.withLock({ $0.current[currentKey] }) { return (hit.handle, hit.version) }
         let record = try loadRecord(kind: kind, id: id)
         let current = record.versions.count
         let v = version ?? current
@@ -45,9 +52,11 @@ extension Custodian {
         if forSigning, v != current { throw .versionVerifyOnly(keyID: id, version: v) }
         let cacheKey = "\(kind)/\(id)@\(v)"
         let entry = record.versions[v - 1]
-        if let cached = state.withLock({ $0.unlocked?.signers[cacheKey] }),
+        if let cached = signers.withLock({ $0.byVersion[cacheKey] }),
            Base64.encode(cached.publicKey) == entry.publicKey {
-            if v == current { state.withLock { $0.unlocked?.current[currentKey] = (cached, v) } }
+            if v == current {
+                _ = signers.withLock(ifNotClearedSince: generation) { $0.current[currentKey] = CurrentSigner(handle: cached, version: v) }
+            }
             return (cached, v)
         }
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
@@ -63,12 +72,15 @@ extension Custodian {
         guard Base64.encode(handle.publicKey) == entry.publicKey else {
             throw .damagedItem("\(kind)/\(id) version \(v): the private key does not match its public key")
         }
-        state.withLock { s in
-            s.unlocked?.signers[cacheKey] = handle
-            if v == current { s.unlocked?.current[currentKey] = (handle, v) }
+        _ = signers.withLock(ifNotClearedSince: generation) { c in
+            c.byVersion[cacheKey] = handle
+            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v) }
         }
         return (handle, v)
     }
+
+    /// Cached signing keys (versions, current entries), for tests.
+    package var cachedSignerCount: Int { signers.withLock { $0.byVersion.count + $0.current.count } }
 
     func newRecord(kind: String, id: String, name: String, handle: SigningKeyHandle) throws(CustodyError) -> SigningKeyInfo {
         let master = try currentMaster()
@@ -175,7 +187,7 @@ extension Custodian {
                                       version: record.versions.count + 1, master: master)
         record.versions.append(version)
         try storeRecord(record, kind: ItemKind.teamKey)
-        _ = state.withLock { $0.unlocked?.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
+        _ = signers.withLock { $0.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
         try log(KeyUseContext(op: "team.rotate"), key: "\(id)@v\(version.version)", result: "ok")
         return record.info()
     }
@@ -186,11 +198,9 @@ extension Custodian {
         _ = try currentMaster()
         let existed = try kr { () throws(KeyringError) in try keyring.delete(item(ItemKind.teamKey, id)) }
         guard existed else { throw .keyNotFound(id) }
-        state.withLock { s in
-            guard var u = s.unlocked else { return }
-            u.signers = u.signers.filter { !$0.key.hasPrefix("\(ItemKind.teamKey)/\(id)@") }
-            u.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)")
-            s.unlocked = u
+        signers.withLock { c in
+            c.byVersion = c.byVersion.filter { !$0.key.hasPrefix("\(ItemKind.teamKey)/\(id)@") }
+            c.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)")
         }
         try log(KeyUseContext(op: "team.delete"), key: id, result: "ok")
     }
@@ -198,8 +208,9 @@ extension Custodian {
     /// Signs `message` with a team key's current version (Ed25519, or P-256 raw `r || s`).
     ///
     /// Returns the signature only. When `context.presence` is given it must be for
-    /// `context.site` and younger than the presence lifetime. The use is in the audit log
-    /// before the signature is returned.
+    /// `context.site`, `context.op` and `keyID`, younger than the presence lifetime and issued
+    /// in the current unlock. The use is in the audit log, with the id of the prompt that
+    /// approved it, before the signature is returned.
     /// - Parameters:
     ///   - version: nil for the current version; an older version is refused
     ///     (``CustodyError/versionVerifyOnly(keyID:version:)``).
@@ -222,9 +233,10 @@ extension Custodian {
         var logKey = keyID
         do {
             if let proof = context.presence {
-                try proof.check(site: context.site ?? "-", clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
+                try proof.check(site: context.site ?? "-", op: context.op, keyID: keyID,
+                                clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
             }
-            let (handle, v) = try signer(kind: kind, id: keyID, version: version, forSigning: true)
+            let (handle, v) = try signer(kind: kind, id: keyID, version: version, forSigning: true, presence: context.presence)
             logKey = "\(keyID)@v\(v)"
             signature = try cr { () throws(CryptoError) in try handle.sign(message) }
             algorithm = handle.algorithm
@@ -240,11 +252,22 @@ extension Custodian {
     static func resultWord(_ e: CustodyError) -> String {
         switch e {
         case .locked: "locked"
-        case .presenceExpired, .presenceWrongSite: "presence-refused"
+        case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock: "presence-refused"
         case .keyNotFound, .versionNotFound: "no-such-key"
         case .versionVerifyOnly: "verify-only"
         default: "failed"
         }
+    }
+
+    /// Checks, without asking anyone, that `keyID` could sign now: SiteKeep is unlocked and the
+    /// team key exists (from the cache of this unlock, else one keyring read). The bridge runs
+    /// it before a presence prompt, so a request that cannot run never prompts.
+    /// - Throws: ``CustodyError/invalidKeyID(_:)``, ``CustodyError/locked``, ``CustodyError/keyNotFound(_:)``.
+    public func checkCanSign(keyID: String) throws(CustodyError) {
+        try Self.validateID(keyID)
+        _ = try currentMaster(touch: false)
+        if signers.withLock({ $0.current["\(ItemKind.teamKey)/\(keyID)"] }) != nil { return }
+        _ = try loadRecord(kind: ItemKind.teamKey, id: keyID)
     }
 
     /// Verifies a signature of a team key: against `version`, or against any version when nil.

@@ -30,12 +30,14 @@ public enum PresenceMethod: String, Sendable, Codable {
     case passphrase
 }
 
-/// Proof that the user approved a use of a key for one site, a moment ago.
+/// Proof that the user approved one use (a site, an operation and a key) a moment ago.
 ///
 /// Valid for at most ``maximumLifetime`` (60 s) on `CLOCK_BOOTTIME`, so a suspended laptop does
 /// not keep an old approval alive; configuration may shorten that, never lengthen it. Bound to
-/// the site that asked: a proof for one site never serves another. Only SiteKeep's modules can
-/// make one.
+/// what the user was shown: a proof serves only the same site, op and key
+/// (``check(site:op:keyID:clock:lifetime:)``), and custody refuses one issued before its last
+/// unlock. Each carries the id of the prompt that made it, which the audit log records with
+/// every use it approves. Only SiteKeep's modules can make one.
 public struct PresenceProof: Sendable, Equatable {
     /// The hard upper bound of a proof's life.
     public static let maximumLifetime: Duration = .seconds(60)
@@ -50,14 +52,22 @@ public struct PresenceProof: Sendable, Equatable {
     public let method: PresenceMethod
     /// When, on `CLOCK_BOOTTIME` (nanoseconds).
     public let issuedAtNanoseconds: UInt64
+    /// The prompt's id (16 lower-case hex digits, random): shown to the user with the prompt
+    /// and written to the audit log with each use this proof approves.
+    public let promptID: String
 
-    package init(site: String, op: String, keyID: String?, method: PresenceMethod, issuedAtNanoseconds: UInt64) {
+    package init(site: String, op: String, keyID: String?, method: PresenceMethod, issuedAtNanoseconds: UInt64,
+                 promptID: String = PresenceProof.newPromptID()) {
         self.site = site
         self.op = op
         self.keyID = keyID
         self.method = method
         self.issuedAtNanoseconds = issuedAtNanoseconds
+        self.promptID = promptID
     }
+
+    /// A fresh prompt id: 8 random bytes in hex.
+    package static func newPromptID() -> String { Hex.encode(SecureRandom.bytes(count: 8)) }
 
     /// The proof's age in milliseconds at `clock`'s current reading.
     public func ageMilliseconds(clock: BootClock = .system) -> Int {
@@ -65,11 +75,14 @@ public struct PresenceProof: Sendable, Equatable {
         return now <= issuedAtNanoseconds ? 0 : Int((now - issuedAtNanoseconds) / 1_000_000)
     }
 
-    /// Checks that the proof is for `site` and younger than `lifetime` (clamped to
-    /// ``maximumLifetime``).
-    /// - Throws: ``CustodyError/presenceWrongSite`` or ``CustodyError/presenceExpired(ageSeconds:)``.
-    public func check(site: String, clock: BootClock = .system, lifetime: Duration = PresenceProof.maximumLifetime) throws(CustodyError) {
+    /// Checks that the proof is for `site`, `op` and `keyID` (nil: an op that names no key) and
+    /// younger than `lifetime` (clamped to ``maximumLifetime``).
+    /// - Throws: ``CustodyError/presenceWrongSite``, ``CustodyError/presenceWrongUse`` or
+    ///   ``CustodyError/presenceExpired(ageSeconds:)``.
+    public func check(site: String, op: String, keyID: String?, clock: BootClock = .system,
+                      lifetime: Duration = PresenceProof.maximumLifetime) throws(CustodyError) {
         guard site == self.site else { throw .presenceWrongSite }
+        guard op == self.op, keyID == self.keyID else { throw .presenceWrongUse }
         let limitNs = Self.nanoseconds(min(lifetime, Self.maximumLifetime))
         let now = clock.nanoseconds()
         // A reading before the issue time means a different clock or a forged proof: refuse.
@@ -108,8 +121,10 @@ extension PresenceVerifier {
 ///
 /// The program (an absolute path, normally from `SITEKEEP_ASKPASS`) is run directly, never
 /// through a shell, with one argument: a prompt naming the site (its name and origin when the
-/// bridge asks), the operation and the key. The same facts are in `SITEKEEP_PRESENCE_SITE`,
-/// `SITEKEEP_PRESENCE_OP` and `SITEKEEP_PRESENCE_KEY`, and the site's id in
+/// bridge asks), the operation and the key, saying that an approval covers only that site, op
+/// and key for at most 60 s, and giving the prompt's id (the audit log records it with each use
+/// the approval serves). The same facts are in `SITEKEEP_PRESENCE_SITE`, `SITEKEEP_PRESENCE_OP`,
+/// `SITEKEEP_PRESENCE_KEY` (`-` for none) and `SITEKEEP_PRESENCE_PROMPT`, and the site's id in
 /// `SITEKEEP_PRESENCE_SITE_ID`. Exit status 0 approves; anything else denies; no answer within
 /// ``timeout`` is a time-out and the program is killed.
 public struct AskpassPresenceVerifier: PresenceVerifier {
@@ -154,18 +169,31 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
 
     /// Runs the askpass program, naming the site by `siteLabel`, and waits for its answer.
     public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        let s = Self.printable(siteLabel), o = Self.printable(op), k = keyID.map(Self.printable) ?? "-"
+        let promptID = PresenceProof.newPromptID()
         var env = ProcessInfo.processInfo.environment
-        env["SITEKEEP_PRESENCE_SITE"] = s
+        env["SITEKEEP_PRESENCE_SITE"] = Self.printable(siteLabel)
         env["SITEKEEP_PRESENCE_SITE_ID"] = Self.printable(site)
-        env["SITEKEEP_PRESENCE_OP"] = o
-        env["SITEKEEP_PRESENCE_KEY"] = k
-        let argv = [program, "SiteKeep: \(s) asks to \(o) with key \(k). Allow?"]
+        env["SITEKEEP_PRESENCE_OP"] = Self.printable(op)
+        env["SITEKEEP_PRESENCE_KEY"] = keyID.map(Self.printable) ?? "-"
+        env["SITEKEEP_PRESENCE_PROMPT"] = promptID
+        let argv = [program, Self.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID, ending: "Allow?")]
         let status = try ChildProcess.run(program: program, arguments: argv,
                                           environment: env.map { "\($0.key)=\($0.value)" }, timeout: timeout)
         guard let status else { throw .presenceTimedOut(seconds: Int(PresenceProof.nanoseconds(timeout) / 1_000_000_000)) }
         guard status == 0 else { throw .presenceDenied }
-        return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
+        return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(),
+                             promptID: promptID)
+    }
+
+    /// What the user is asked: the site, the op and the key, what an approval covers (this site,
+    /// this op and this key, for at most 60 s), and the prompt's id as the audit log shows it.
+    static func promptText(siteLabel: String, op: String, keyID: String?, promptID: String, ending: String) -> String {
+        let s = printable(siteLabel), o = printable(op)
+        guard let k = keyID.map(printable) else {
+            return "SiteKeep: \(s) asks to \(o). Approval covers only this site and \(o), for at most 60 s (prompt \(promptID)). \(ending)"
+        }
+        return "SiteKeep: \(s) asks to \(o) with key \(k). Approval covers only this site, \(o) and key \(k), "
+            + "for at most 60 s (prompt \(promptID)). \(ending)"
     }
 }
 
@@ -195,52 +223,80 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
 
     /// The same, naming the site by `siteLabel` in the prompt.
     public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        let prompt = "SiteKeep: \(AskpassPresenceVerifier.printable(siteLabel)) asks to \(AskpassPresenceVerifier.printable(op))"
-            + " with key \(keyID.map(AskpassPresenceVerifier.printable) ?? "-"). Passphrase to allow: "
+        let promptID = PresenceProof.newPromptID()
+        let prompt = AskpassPresenceVerifier.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID,
+                                                        ending: "Passphrase to allow: ")
         let typed = try readPassphrase(prompt)
         do {
             try custodian.verifyPassphrase(typed)
         } catch .unlockFailed {
             throw .presenceDenied
         }
-        return PresenceProof(site: site, op: op, keyID: keyID, method: .passphrase, issuedAtNanoseconds: clock.nanoseconds())
+        return PresenceProof(site: site, op: op, keyID: keyID, method: .passphrase, issuedAtNanoseconds: clock.nanoseconds(),
+                             promptID: promptID)
     }
 }
 
-/// Remembers the last presence proof per site for the bridge: a still-valid proof for the same
-/// site is reused; otherwise the verifier asks anew. The lifetime is at most 60 s.
+/// Remembers, for the bridge, the last presence proof of each use: a still-valid proof is
+/// reused only for the same site, op and key; anything else asks the user anew. The lifetime is
+/// at most 60 s.
+///
+/// The proofs live in a ``LockBound`` of the custodian's ``LockScope``, so lock, auto-lock and
+/// unlock all forget them; a proof whose prompt returns after one of those serves its own call
+/// only and is not kept.
 public final class PresenceWindow: Sendable {
+    /// What one proof may serve.
+    struct Use: Hashable, Sendable {
+        let site: String
+        let op: String
+        let keyID: String?
+    }
+
     /// The effective lifetime (the configured value clamped to ``PresenceProof/maximumLifetime``).
     public let lifetime: Duration
     private let verifier: any PresenceVerifier
     private let clock: BootClock
-    private let proofs = Mutex<[String: PresenceProof]>([:])
+    private let proofs: LockBound<[Use: PresenceProof]>
 
-    /// A window over `verifier`; `lifetime` is clamped to 0...60 s.
-    public init(verifier: any PresenceVerifier, lifetime: Duration = PresenceProof.maximumLifetime, clock: BootClock = .system) {
+    /// A window over `verifier` whose proofs `lockScope` clears (the custodian's
+    /// ``Custodian/lockScope``); `lifetime` is clamped to 0...60 s.
+    public init(verifier: any PresenceVerifier, lockScope: LockScope, lifetime: Duration = PresenceProof.maximumLifetime,
+                clock: BootClock = .system) {
         self.verifier = verifier
         self.lifetime = min(max(lifetime, .zero), PresenceProof.maximumLifetime)
         self.clock = clock
+        proofs = lockScope.cache()
     }
 
-    /// A valid proof for `site`: the cached one when still young enough, else a new one (the
-    /// user is shown `siteLabel`, when given, rather than the site id).
-    public func proof(site: String, siteLabel: String? = nil, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        if let cached = proofs.withLock({ $0[site] }) {
-            do {
-                try cached.check(site: site, clock: clock, lifetime: lifetime)
-                return cached
-            } catch {
-                _ = proofs.withLock { $0.removeValue(forKey: site) }
-            }
+    /// The cached proof for this use when it is still young enough, without asking anyone.
+    public func cachedProof(site: String, op: String, keyID: String?) -> PresenceProof? {
+        let use = Use(site: site, op: op, keyID: keyID)
+        guard let cached = proofs.withLock({ $0[use] }) else { return nil }
+        do {
+            try cached.check(site: site, op: op, keyID: keyID, clock: clock, lifetime: lifetime)
+            return cached
+        } catch {
+            _ = proofs.withLock { $0.removeValue(forKey: use) }
+            return nil
         }
+    }
+
+    /// A valid proof for `site`, `op` and `keyID`: the cached one when still young enough, else a
+    /// new one (the user is shown `siteLabel`, when given, rather than the site id).
+    public func proof(site: String, siteLabel: String? = nil, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        if let cached = cachedProof(site: site, op: op, keyID: keyID) { return cached }
+        let generation = proofs.scope.generation
         let fresh = try verifier.requestPresence(site: site, siteLabel: siteLabel ?? site, op: op, keyID: keyID)
-        try fresh.check(site: site, clock: clock, lifetime: lifetime)
-        proofs.withLock { $0[site] = fresh }
+        try fresh.check(site: site, op: op, keyID: keyID, clock: clock, lifetime: lifetime)
+        // Kept only if no lock or unlock happened while the user was asked.
+        _ = proofs.withLock(ifNotClearedSince: generation) { $0[Use(site: site, op: op, keyID: keyID)] = fresh }
         return fresh
     }
 
-    /// Forgets every cached proof (on lock).
+    /// How many proofs are kept (for tests).
+    package var cachedCount: Int { proofs.withLock { $0.count } }
+
+    /// Forgets every cached proof (lock does this through the scope).
     public func clear() { proofs.withLock { $0.removeAll() } }
 }
 

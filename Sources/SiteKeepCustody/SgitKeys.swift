@@ -32,7 +32,10 @@ public enum SgitKeyError: Error, Sendable, Equatable, CustomStringConvertible {
 /// and the optional ``writeKey``; no key byte ever leaves this module. The PBKDF2 derivation
 /// (600,000 iterations, twice) runs once, in ``derive(fromKeyText:)``; afterwards the derived
 /// keys are exported for wrapping (``exportForWrapping()``) and re-imported without PBKDF2
-/// (``importWrapped(_:vaultID:)``).
+/// (``importWrapped(_:vaultID:lockScope:since:)``).
+///
+/// The keys belong to a ``LockScope``: the custodian's when custody unwrapped them, so a vault
+/// opened with them keeps them and its object cache in that scope and is wiped on lock.
 public final class SgitKeys: Sendable {
     /// The PBKDF2 iteration count of the sgit format (SGIT-FORMAT.md §1.2).
     public static let pbkdf2Iterations = 600_000
@@ -51,7 +54,16 @@ public final class SgitKeys: Sendable {
     /// Whether only the read key is known (a read-only vault).
     public var isReadOnly: Bool { writeKey == nil }
 
-    private init(vaultID: String, read: consuming SecretBytes, write: consuming SecretBytes?) throws(CryptoError) {
+    /// The scope whose clearing (lock) wipes whatever holds these keys or what they decrypt.
+    public let lockScope: LockScope
+    /// The scope's generation when the keys were obtained: if the scope was cleared since,
+    /// they came from before a lock and nothing may keep them.
+    public let lockGeneration: LockScope.Generation
+
+    private init(vaultID: String, read: consuming SecretBytes, write: consuming SecretBytes?,
+                 lockScope: LockScope, since generation: LockScope.Generation?) throws(CryptoError) {
+        self.lockScope = lockScope
+        lockGeneration = generation ?? lockScope.generation
         self.vaultID = vaultID
         readKey = try SymmetricKeyHandle(taking: read.duplicate())
         readSecret = LockedSecret(read)
@@ -161,19 +173,21 @@ public final class SgitKeys: Sendable {
     ///
     /// A vault key costs two PBKDF2-HMAC-SHA256 derivations of 600,000 iterations (~0.4 s); a
     /// read key costs nothing. Call it once (at `vault add`) and keep the result wrapped.
+    /// - Parameter lockScope: the scope the keys belong to (a scope of their own by default).
     /// - Throws: ``SgitKeyError``; its message never contains the key.
-    public static func derive(fromKeyText text: borrowing SecretBytes) throws(SgitKeyError) -> SgitKeys {
+    public static func derive(fromKeyText text: borrowing SecretBytes, lockScope: LockScope = LockScope()) throws(SgitKeyError) -> SgitKeys {
+        let generation = lockScope.generation
         do {
             let parsed = try parse(text)
             switch consume parsed {
             case .readKey(let key, let vaultID):
-                return try SgitKeys(vaultID: vaultID, read: key, write: nil)
+                return try SgitKeys(vaultID: vaultID, read: key, write: nil, lockScope: lockScope, since: generation)
             case .vaultKey(let passphrase, let vaultID):
                 let read = try PBKDF2.deriveKey(password: passphrase, salt: Array("sg-vault-v1:\(vaultID)".utf8),
                                                 iterations: pbkdf2Iterations)
                 let write = try PBKDF2.deriveKey(password: passphrase, salt: Array("sg-vault-v1:write:\(vaultID)".utf8),
                                                  iterations: pbkdf2Iterations)
-                return try SgitKeys(vaultID: vaultID, read: read, write: write)
+                return try SgitKeys(vaultID: vaultID, read: read, write: write, lockScope: lockScope, since: generation)
             }
         } catch let error as SgitKeyError {
             throw error
@@ -212,19 +226,23 @@ public final class SgitKeys: Sendable {
     }
 
     /// Rebuilds the keys from ``exportForWrapping()`` output, with no PBKDF2.
+    /// - Parameters:
+    ///   - lockScope: the scope the keys belong to (custody passes its own).
+    ///   - generation: the scope's generation before the secret was unwrapped (default: now).
     /// - Throws: ``SgitKeyError/malformedWrappedKey(_:)`` unless 32 or 64 bytes;
     ///   ``SgitKeyError/invalidVaultID`` for a bad id.
-    package static func importWrapped(_ secret: consuming SecretBytes, vaultID: String) throws(SgitKeyError) -> SgitKeys {
+    package static func importWrapped(_ secret: consuming SecretBytes, vaultID: String, lockScope: LockScope = LockScope(),
+                                      since generation: LockScope.Generation? = nil) throws(SgitKeyError) -> SgitKeys {
         guard isValidVaultID(Array(vaultID.utf8)) else { throw .invalidVaultID }
         let count = secret.count
         do {
             switch count {
             case 32:
-                return try SgitKeys(vaultID: vaultID, read: secret, write: nil)
+                return try SgitKeys(vaultID: vaultID, read: secret, write: nil, lockScope: lockScope, since: generation)
             case 64:
                 let r = try half(of: secret, at: 0)
                 let w = try half(of: secret, at: 32)
-                return try SgitKeys(vaultID: vaultID, read: r, write: w)
+                return try SgitKeys(vaultID: vaultID, read: r, write: w, lockScope: lockScope, since: generation)
             default:
                 throw SgitKeyError.malformedWrappedKey(count)
             }

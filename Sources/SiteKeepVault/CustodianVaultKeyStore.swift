@@ -26,12 +26,18 @@ public final class CustodianVaultKeyStore: VaultKeyStore {
         }
     }
 
+    /// The custodian's scope: lock wipes every vault opened with these keys.
+    public var lockScope: LockScope { custodian.lockScope }
+
     public func keys(forVault name: String) throws(VaultError) -> SgitKeys {
         let record = try registry.record(named: name)
+        // Before the unwrap: keys unwrapped across a lock are born stale (a vault keeps none).
+        let generation = custodian.lockScope.generation
         do {
             return try custodian.withVaultSecret(vaultID: name, context: KeyUseContext(op: "vault.open")) { (secret: borrowing SecretBytes) throws(CustodyError) -> SgitKeys in
                 do {
-                    return try SgitKeys.importWrapped(try secret.duplicate(), vaultID: record.vaultID)
+                    return try SgitKeys.importWrapped(try secret.duplicate(), vaultID: record.vaultID,
+                                                      lockScope: custodian.lockScope, since: generation)
                 } catch let e as SgitKeyError {
                     throw CustodyError.damagedItem("vault-key/\(name): \(e)")
                 } catch {

@@ -1,4 +1,5 @@
 import SiteKeepJSON
+import SiteKeepCrypto
 
 /// Typed access to a JSON object in the way sgit's schema layer reads it: unknown members are
 /// ignored, absent members take their defaults, and a member of the wrong JSON type refuses
@@ -77,27 +78,60 @@ struct Fields {
     }
 }
 
-/// One decrypted tree entry.
+/// One decrypted tree entry. The decrypted fields are kept as bytes, which the object cache
+/// can zero in place on lock (a `String`'s storage cannot be); the `String` forms are made when
+/// asked for.
 struct TreeEntry: Sendable {
     enum Kind: Sendable { case file(ObjectID), folder(ObjectID) }
-    let name: String
-    let nameBytes: [UInt8]
+    private(set) var nameBytes: [UInt8]
     let kind: Kind
-    let size: Int?
-    let contentHash: String?
-    let contentType: String?
+    private(set) var size: Int?
+    private var contentHashBytes: [UInt8]?
+    private var contentTypeBytes: [UInt8]?
     let large: Bool
+
+    init(nameBytes: [UInt8], kind: Kind, size: Int?, contentHash: String?, contentType: String?, large: Bool) {
+        self.nameBytes = nameBytes
+        self.kind = kind
+        self.size = size
+        contentHashBytes = contentHash.map { Array($0.utf8) }
+        contentTypeBytes = contentType.map { Array($0.utf8) }
+        self.large = large
+    }
+
+    var name: String { String(decoding: nameBytes, as: UTF8.self) }
+    var contentHash: String? { contentHashBytes.map { String(decoding: $0, as: UTF8.self) } }
+    var contentType: String? { contentTypeBytes.map { String(decoding: $0, as: UTF8.self) } }
+
+    /// Zeroes the decrypted fields in their own storage.
+    mutating func zeroInPlace() {
+        SecureMemory.zero(&nameBytes)
+        if var b = contentHashBytes { contentHashBytes = nil; SecureMemory.zero(&b); contentHashBytes = b }
+        if var b = contentTypeBytes { contentTypeBytes = nil; SecureMemory.zero(&b); contentTypeBytes = b }
+        size = size.map { _ in 0 }
+    }
 }
 
 /// A decrypted, parsed tree (§4.1, §4.2).
 struct Tree: Sendable {
     let id: ObjectID
-    let entries: [TreeEntry]
+    private(set) var entries: [TreeEntry]
     /// Approximate memory held, for the cache.
     let cost: Int
 
+    init(id: ObjectID, entries: [TreeEntry], cost: Int) {
+        self.id = id
+        self.entries = entries
+        self.cost = cost
+    }
+
     func entry(named name: [UInt8]) -> TreeEntry? {
         entries.first { $0.nameBytes == name }
+    }
+
+    /// Zeroes every entry's decrypted fields in place.
+    mutating func zeroInPlace() {
+        for i in entries.indices { entries[i].zeroInPlace() }
     }
 }
 

@@ -1,37 +1,109 @@
-import Synchronization
+import SiteKeepCrypto
+import SiteKeepCustody
 
 /// Verified, decrypted objects by id. Objects are immutable (content-addressed), so an entry
 /// never goes stale; the cache is bounded by an approximate byte budget and evicts the least
 /// recently used entries.
+///
+/// Its entries live in a ``LockBound`` of the vault keys' ``LockScope``: lock zeroes every
+/// decrypted byte in place (blob contents; tree names, sizes, content hashes and types; commit
+/// messages) and empties the cache. An evicted or replaced entry is zeroed the same way, and so
+/// is the whole cache when its vault is released. Bytes a call is using at that moment are that
+/// call's copy (Swift's copy-on-write) and go with it.
 final class ObjectCache: Sendable {
-    enum Item: Sendable {
+    enum Item: Sendable, LockWipeable {
         case tree(Tree)
-        case commit(Commit)
+        /// A commit kept without its decrypted message, which is kept as bytes beside it.
+        case commit(Commit, message: [UInt8]?)
         case blob([UInt8])
         case publicKey([UInt8])
 
         var cost: Int {
             switch self {
             case .tree(let t): t.cost
-            case .commit(let c): 512 + (c.message?.utf8.count ?? 0)
+            case .commit(_, let m): 512 + (m?.count ?? 0)
             case .blob(let b): 64 + b.count
             case .publicKey(let k): 64 + k.count
             }
         }
+
+        /// A commit as cached: its message moved out of the `String` into bytes that can be zeroed.
+        static func commit(_ c: Commit) -> Item {
+            var bare = c
+            bare.message = nil
+            return .commit(bare, message: c.message.map { Array($0.utf8) })
+        }
+
+        /// Zeroes the decrypted bytes in their own storage, keeping the entry (so a test can see it).
+        mutating func zeroInPlace() {
+            switch self {
+            case .blob(var b):
+                self = .publicKey([])          // `b` becomes the only owner of its storage
+                SecureMemory.zero(&b)
+                self = .blob(b)
+            case .tree(var t):
+                self = .publicKey([])
+                t.zeroInPlace()
+                self = .tree(t)
+            case .commit(let c, var m):
+                self = .publicKey([])
+                if var bytes = m {
+                    m = nil
+                    SecureMemory.zero(&bytes)
+                    m = bytes
+                }
+                self = .commit(c, message: m)
+            case .publicKey:
+                break                          // public: nothing to zero
+            }
+        }
+
+        mutating func wipeForLock() {
+            zeroInPlace()
+            self = .publicKey([])
+        }
     }
 
-    private struct State {
+    struct State: LockWipeable {
         var items: [String: (item: Item, tick: UInt64)] = [:]
         var bytes = 0
         var tick: UInt64 = 0
         var hits = 0
         var misses = 0
+
+        /// Zeroes every entry in place (``wipeForLock()`` then empties the cache).
+        mutating func zeroInPlace() {
+            var i = items.values.startIndex
+            while i != items.values.endIndex {
+                items.values[i].item.zeroInPlace()
+                items.values.formIndex(after: &i)
+            }
+        }
+
+        mutating func remove(_ key: String) {
+            guard var old = items.removeValue(forKey: key) else { return }
+            bytes -= old.item.cost
+            old.item.wipeForLock()
+        }
+
+        mutating func wipeForLock() {
+            zeroInPlace()
+            items.removeAll()
+            bytes = 0
+        }
     }
 
-    private let state = Mutex(State())
+    private let state: LockBound<State>
+    /// The scope's generation when the vault's keys were obtained: nothing is cached after a
+    /// clear since then (the vault is dead by then, but an in-flight read could still decrypt).
+    private let since: LockScope.Generation
     let budget: Int
 
-    init(budget: Int) { self.budget = max(0, budget) }
+    init(budget: Int, lockScope: LockScope, since: LockScope.Generation) {
+        self.budget = max(0, budget)
+        self.since = since
+        state = lockScope.bound(State())
+    }
 
     func get(_ key: String) -> Item? {
         state.withLock { s in
@@ -46,18 +118,15 @@ final class ObjectCache: Sendable {
     func put(_ key: String, _ item: Item) {
         let cost = item.cost
         guard cost <= budget / 4 else { return }
-        state.withLock { s in
+        _ = state.withLock(ifNotClearedSince: since) { s in
             s.tick += 1
-            if let old = s.items[key] { s.bytes -= old.item.cost }
+            s.remove(key)
             s.items[key] = (item, s.tick)
             s.bytes += cost
             if s.bytes > budget {
                 // Evict the oldest until at most 3/4 of the budget is used (amortised).
-                let ordered = s.items.sorted { $0.value.tick < $1.value.tick }
-                for (k, v) in ordered where s.bytes > budget * 3 / 4 {
-                    s.items[k] = nil
-                    s.bytes -= v.item.cost
-                }
+                let ordered = s.items.sorted { $0.value.tick < $1.value.tick }.map(\.key)
+                for k in ordered where s.bytes > budget * 3 / 4 { s.remove(k) }
             }
         }
     }
@@ -66,4 +135,7 @@ final class ObjectCache: Sendable {
     var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) {
         state.withLock { s in (s.items.count, s.bytes, s.hits, s.misses) }
     }
+
+    /// Runs `body` on the cache's state (for tests of the wipe).
+    func withState<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0) } }
 }

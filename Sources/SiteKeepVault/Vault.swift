@@ -102,16 +102,29 @@ public struct VerificationReport: Sendable, Equatable {
 /// the read key handle and parses strictly before anything from it is used; commits have their
 /// signatures checked. Verified trees, commits and small blobs are cached by id.
 /// Refs and the index are mutable, so HEAD is re-read on every call.
+///
+/// The keys and the object cache live in ``LockBound``s of the keys' ``SgitKeys/lockScope``
+/// (custody's, for keys custody unwrapped): after a lock the vault holds no key and no decrypted
+/// byte, and every call throws ``VaultError/keysUnavailable(_:)``; the library opens a new one
+/// after the next unlock.
 public final class Vault: Sendable {
     /// The working-copy folder.
     public let root: String
     /// The vault id.
-    public var vaultID: String { keys.vaultID }
+    public let vaultID: String
     let bare: String
     let local: String
-    let keys: SgitKeys
+    private let keyCell: LockBound<SgitKeys?>
     let options: VaultOptions
     let cache: ObjectCache
+
+    /// The vault's keys, or ``VaultError/keysUnavailable(_:)`` once a lock has wiped them.
+    var keys: SgitKeys {
+        get throws(VaultError) {
+            guard let k = keyCell.withLock({ $0 }) else { throw .keysUnavailable(CustodyError.locked.description) }
+            return k
+        }
+    }
 
     /// The format version this client implements (for the `min_client` gate).
     public static let implementedClientVersion = [0, 26, 0]
@@ -120,10 +133,16 @@ public final class Vault: Sendable {
         self.root = root
         bare = root + "/.sg_vault/bare"
         local = root + "/.sg_vault/local"
-        self.keys = keys
+        vaultID = keys.vaultID
         self.options = options
-        cache = ObjectCache(budget: options.cacheBytes)
+        keyCell = keys.lockScope.bound(nil)
+        // Keys from before a lock are not kept: such a vault starts dead.
+        _ = keyCell.withLock(ifNotClearedSince: keys.lockGeneration) { $0 = keys }
+        cache = ObjectCache(budget: options.cacheBytes, lockScope: keys.lockScope, since: keys.lockGeneration)
     }
+
+    /// Whether a lock has wiped this vault's keys (it then serves nothing).
+    public var isWiped: Bool { keyCell.withLock { $0 == nil } }
 
     /// Opens the vault in `path` (the folder holding `.sg_vault`) and checks that the keys
     /// open it: HEAD is resolved and its commit verified.
@@ -158,7 +177,8 @@ public final class Vault: Sendable {
     }
 
     func decryptSmall(_ bytes: [UInt8], object: String) throws(VaultError) -> [UInt8] {
-        do { return try Envelope.openV1(bytes, key: keys.readKey) } catch { throw .decryptionFailed(object: object) }
+        let key = try keys.readKey
+        do { return try Envelope.openV1(bytes, key: key) } catch { throw .decryptionFailed(object: object) }
     }
 
     func resolveHead() throws(VaultError) -> Head {
@@ -178,17 +198,18 @@ public final class Vault: Sendable {
                 guard Identifiers.isBranchName(name) else { throw .invalidID(kind: "branch name", value: name, in: "local/clone_mode.json") }
                 wantedName = name
             }
-            if let id = try f.optionalString("vault_id"), id != keys.vaultID {
-                throw .vaultIDMismatch(expected: keys.vaultID, found: id)
+            if let id = try f.optionalString("vault_id"), id != vaultID {
+                throw .vaultIDMismatch(expected: vaultID, found: id)
             }
         }
+        let keys = try self.keys
         let indexFile = "bare/indexes/" + keys.branchIndexFileID
         guard let indexBytes = try readSmall(indexFile) else {
             // No index: a single branch `current` at the HMAC-derived named ref.
-            if FileAccess.hasEntries(bare + "/indexes") { throw .wrongKey(vaultID: keys.vaultID) }
+            if FileAccess.hasEntries(bare + "/indexes") { throw .wrongKey(vaultID: vaultID) }
             let refFile = "bare/refs/" + keys.namedRefFileID
             let commit = try readRef(refFile)
-            if commit == nil, FileAccess.hasEntries(bare + "/refs") { throw .wrongKey(vaultID: keys.vaultID) }
+            if commit == nil, FileAccess.hasEntries(bare + "/refs") { throw .wrongKey(vaultID: vaultID) }
             return Head(index: nil, branch: nil, branchName: "current", refFile: refFile, commitID: commit, readOnlyClone: myBranch == nil)
         }
         let index = try BranchIndex.parse(try decryptSmall(indexBytes, object: indexFile), object: indexFile)
@@ -237,8 +258,9 @@ public final class Vault: Sendable {
     }
 
     func decryptObject(_ stored: [UInt8], id: ObjectID, kind: String, inflateLimit: Int) throws(VaultError) -> [UInt8] {
+        let key = try keys.readKey
         do {
-            return try Envelope.open(stored, key: keys.readKey, inflateLimit: inflateLimit)
+            return try Envelope.open(stored, key: key, inflateLimit: inflateLimit)
         } catch .inflate(let why) {
             throw .malformed(object: "\(kind) \(id.fileID)", reason: "sgz1 content does not inflate: \(why)")
         } catch {
@@ -252,7 +274,8 @@ public final class Vault: Sendable {
             throw .malformed(object: object, reason: "\(field) is not base64")
         }
         let plain: [UInt8]
-        do { plain = try Envelope.openV1(raw, key: keys.readKey) } catch {
+        let key = try keys.readKey
+        do { plain = try Envelope.openV1(raw, key: key) } catch {
             throw .decryptionFailed(object: "\(object) field \(field)")
         }
         guard let text = String(validating: plain, as: UTF8.self) else {
@@ -311,7 +334,7 @@ public final class Vault: Sendable {
             var type: String?
             if let typeEnc, case .file = kind { type = try decryptField(typeEnc, object: object, field: "content_type_enc") }
             cost += 160 + nameBytes.count + (type?.utf8.count ?? 0)
-            entries.append(TreeEntry(name: name, nameBytes: nameBytes, kind: kind, size: size, contentHash: hash,
+            entries.append(TreeEntry(nameBytes: nameBytes, kind: kind, size: size, contentHash: hash,
                                      contentType: type, large: large))
         }
         return Tree(id: id, entries: entries, cost: cost)
@@ -319,7 +342,10 @@ public final class Vault: Sendable {
 
     /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:index:)``).
     func commit(_ id: ObjectID, index: BranchIndex?, useCache: Bool = true) throws(VaultError) -> Commit {
-        if useCache, case .commit(let c)? = cache.get(id.rawValue) { return c }
+        if useCache, case .commit(var c, let message)? = cache.get(id.rawValue) {
+            c.message = message.map { String(decoding: $0, as: UTF8.self) }
+            return c
+        }
         let stored = try readObject(id, limit: options.limits.maxCommitBytes)
         let plain = try decryptObject(stored, id: id, kind: "commit", inflateLimit: options.limits.maxCommitBytes)
         var c = try Commit.parse(plain, id: id)
@@ -417,10 +443,10 @@ public final class Vault: Sendable {
         let head = try resolveHead()
         var c: Commit?
         if let id = head.commitID { c = try trustedCommit(id, index: head.index) }
-        return VaultStatus(vaultID: keys.vaultID, headCommit: head.commitID, branchName: head.branchName,
+        return VaultStatus(vaultID: vaultID, headCommit: head.commitID, branchName: head.branchName,
                            branchID: head.branch?.branchID, format: head.index?.format == 2 ? 2 : 1,
                            features: head.index?.features ?? [],
-                           isReadOnly: keys.isReadOnly || head.readOnlyClone,
+                           isReadOnly: try keys.isReadOnly || head.readOnlyClone,
                            headSignature: c?.signature, headTimestampMs: c?.timestampMs, headMessage: c?.message)
     }
 
@@ -580,4 +606,10 @@ public final class Vault: Sendable {
 
     /// Cache statistics (entries, approximate bytes, hits, misses).
     public var cacheStatistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { cache.statistics }
+}
+
+extension Vault: LockWipeable {
+    /// Nothing to overwrite here: the vault's keys and object cache are lock-bound themselves
+    /// and are wiped by the same clear; a holder that drops the vault drops the rest.
+    public func wipeForLock() {}
 }

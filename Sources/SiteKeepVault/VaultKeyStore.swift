@@ -7,6 +7,9 @@ import Synchronization
 /// HKDF(master, "vault:<id>") from ``SgitKeys``' package export), so that the PBKDF2 derivation
 /// runs only at `vault add`. Implementations hand out ``SgitKeys`` (handles), never key bytes.
 public protocol VaultKeyStore: Sendable {
+    /// The scope whose clearing wipes the vaults opened with this store's keys (custody's
+    /// ``Custodian/lockScope``, which lock clears); the keys it hands out belong to it.
+    var lockScope: LockScope { get }
     /// Keeps `keys` for the vault registered as `name`, replacing any earlier ones.
     func store(_ keys: SgitKeys, forVault name: String) throws(VaultError)
     /// The keys of `name`. Throws ``VaultError/unknownVault(name:)`` when none are kept.
@@ -19,6 +22,8 @@ public protocol VaultKeyStore: Sendable {
 /// guarded memory and vanish with the process.
 public final class InMemoryVaultKeyStore: VaultKeyStore {
     private let keys = Mutex<[String: SgitKeys]>([:])
+    /// A scope of its own (nothing locks an in-memory store).
+    public let lockScope = LockScope()
     public init() {}
     public func store(_ keys: SgitKeys, forVault name: String) throws(VaultError) { self.keys.withLock { $0[name] = keys } }
     public func keys(forVault name: String) throws(VaultError) -> SgitKeys {

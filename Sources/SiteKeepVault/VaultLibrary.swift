@@ -19,12 +19,15 @@ public final class VaultLibrary: Sendable {
     public let registry: VaultRegistry
     let keyStore: any VaultKeyStore
     let options: VaultOptions
-    private let open = Mutex<[String: Vault]>([:])
+    /// The open vaults, in the key store's lock scope: lock drops them all (and each vault's own
+    /// keys and object cache are wiped in the same clear).
+    private let open: LockBound<[String: Vault]>
 
     public init(registry: VaultRegistry, keyStore: any VaultKeyStore, options: VaultOptions = VaultOptions()) {
         self.registry = registry
         self.keyStore = keyStore
         self.options = options
+        open = keyStore.lockScope.cache()
     }
 
     /// Registers the vault in `path` under `name`: parses the key text inside custody, derives
@@ -35,7 +38,7 @@ public final class VaultLibrary: Sendable {
         guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
         if try registry.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
         let keys: SgitKeys
-        do { keys = try SgitKeys.derive(fromKeyText: keyText) } catch { throw .key(error) }
+        do { keys = try SgitKeys.derive(fromKeyText: keyText, lockScope: keyStore.lockScope) } catch { throw .key(error) }
         let vault = try Vault.open(path: path, keys: keys, options: options)
         let status = try vault.status()
         try keyStore.store(keys, forVault: name)
@@ -45,7 +48,7 @@ public final class VaultLibrary: Sendable {
             try? keyStore.removeKeys(forVault: name)
             throw error
         }
-        self.open.withLock { $0[name] = vault }
+        _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[name] = vault }
         return status
     }
 
@@ -59,13 +62,18 @@ public final class VaultLibrary: Sendable {
         _ = self.open.withLock { $0.removeValue(forKey: name) }
     }
 
-    /// The opened vault `name` (kept open, so its object cache serves later calls).
+    /// The opened vault `name` (kept open until the next lock, so its object cache serves later
+    /// calls). Locked, it throws ``VaultError/keysUnavailable(_:)``.
     public func vault(named name: String) throws(VaultError) -> Vault {
         if let v = self.open.withLock({ $0[name] }) { return v }
         let record = try registry.record(named: name)
         let keys = try keyStore.keys(forVault: name)
         let v = try Vault.open(path: record.path, keys: keys, options: options)
-        self.open.withLock { $0[name] = v }
+        // Not kept when a lock came between the unwrap and now (the vault is then dead anyway).
+        _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[name] = v }
         return v
     }
+
+    /// How many vaults are open (for tests).
+    package var openCount: Int { open.withLock { $0.count } }
 }

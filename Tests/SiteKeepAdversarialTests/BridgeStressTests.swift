@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import SiteKeepBridge
 import SiteKeepJSON
+import SiteKeepCustody
 @testable import SiteKeepPartitions
 
 /// Many clients on many sites at once over a real bridge socket (the daemon's server, the real
@@ -20,7 +21,7 @@ import SiteKeepJSON
         for name in ["storage.set", "storage.get"] {
             if let i = catalogue.ops.firstIndex(where: { $0.name == name }) { catalogue.ops[i].rateLimit = RateLimit(burst: 100_000, perSecond: 100_000) }
         }
-        let access = PartitionAccess(registry: registry)
+        let access = PartitionAccess(registry: registry, lockScope: LockScope())
         let services = BridgeServices(sites: RegistrySiteResolver(registry: registry), storage: PartitionStorageService(access: access))
         try FileManager.default.createDirectory(atPath: f.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, services: services), path: f.path + "/run/bridge.sock")

@@ -49,7 +49,7 @@ final class CountingVerifier: PresenceVerifier {
         let info = try custodian.generateTeamKey(id: "summit", name: "Web Summit Team", algorithm: .ed25519)
         let verifier = CountingVerifier(approve: true)
         var services = InMemoryBridge.services()
-        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier))
+        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope))
         services.signing = CustodySigningService(custodian: custodian)
         services.identity = CustodyIdentityService(custodian: custodian, teamKeyID: "summit")
         let bed = try BridgeDispatcher(catalogue: .bundled(), services: services)
@@ -80,7 +80,7 @@ final class CountingVerifier: PresenceVerifier {
 
     @Test func refusedPresenceIsPresenceDenied() async throws {
         var services = InMemoryBridge.services()
-        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: CountingVerifier(approve: false)))
+        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: CountingVerifier(approve: false), lockScope: LockScope()))
         services.signing = HandleSigningService(keys: ["k": try TestKeys.ed25519()], audit: InMemoryAuditSink())
         let d = try BridgeDispatcher(catalogue: .bundled(), services: services)
         let c = BridgeConnection()

@@ -207,17 +207,21 @@ import SiteKeepCustody
         #expect(r["algorithm"] == "ed25519")
         let p = try #require(result(await bed.send(c, op: "key.sign", args: ["key": "team-p256", "data": .string(Base64.encode(data))])))
         #expect(try TestKeys.p256().isValidSignature(try Base64.decode(p["signature"]?.stringValue ?? ""), for: data))
-        #expect(presence.prompts == 3, "the second sign reuses the 60 s window")
-        #expect(bed.audit.entries.count == 2 && bed.audit.entries.allSatisfy { $0.ok && $0.site == InMemoryBridge.webSummit.id })
+        #expect(presence.prompts == 4, "another key asks again (issue 12)")
+        _ = try #require(result(await bed.send(c, op: "key.sign", args: args)))
+        #expect(presence.prompts == 4, "the same site, op and key reuse the 60 s window")
+        #expect(bed.audit.entries.count == 3 && bed.audit.entries.allSatisfy { $0.ok && $0.site == InMemoryBridge.webSummit.id })
         #expect(code(await bed.send(c, op: "key.sign", args: ["key": "nope", "data": "AA=="])) == .notFound)
+        #expect(presence.prompts == 4, "a key that does not exist is refused before any prompt")
         // A proof older than 60 s is refused, however the service produced it.
         presence.backdate(site: InMemoryBridge.webSummit.id, ageNanos: 61_000_000_000)
         #expect(code(await bed.send(c, op: "key.sign", args: args)) == .presenceRequired)
     }
 
     struct WrongSitePresence: PresenceService {
-        func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof {
-            PresenceProof(site: InMemoryBridge.promptugal.id, op: op, keyID: nil, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
+        func proof(for site: BridgeSite, op: String, keyID: String?,
+                   beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
+            PresenceProof(site: InMemoryBridge.promptugal.id, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
         }
     }
 

@@ -67,23 +67,6 @@ import SiteKeepKeyring
         #expect(try AuditLog.entries(path: (f.home.path + "/" + "audit.log")).contains { $0.op == "auto-lock" })
     }
 
-    @Test func lockObserversHearEveryLock() throws {
-        let f = try Fixture(.memory, idle: .seconds(60))
-        try f.initialize(recovery: false)
-        let count = Mutex(0)
-        let token = f.custodian.addLockObserver { count.withLock { $0 += 1 } }
-        f.custodian.lock()
-        f.custodian.lock()                       // already locked: no second notice
-        try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
-        f.clock.advance(seconds: 61)
-        #expect(!f.custodian.isUnlocked)         // auto-lock on use
-        #expect(count.withLock { $0 } == 2)
-        f.custodian.removeLockObserver(token)
-        try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
-        f.custodian.lock()
-        #expect(count.withLock { $0 } == 2)
-    }
-
     @Test func autoLockTimerLocksWithoutAnyCall() async throws {
         let home = StoreHome(path: try temporaryFolder())
         let c = try Custodian(home: home, keyring: InMemoryKeyring(),

@@ -30,20 +30,34 @@ func script(_ body: String) throws -> String {
         let clock = TestClock()
         let proof = PresenceProof(site: "promptugal.news", op: "key.sign", keyID: "t", method: .askpass,
                                   issuedAtNanoseconds: clock.boot.nanoseconds())
-        try proof.check(site: "promptugal.news", clock: clock.boot)
-        #expect(throws: CustodyError.presenceWrongSite) { try proof.check(site: "newsroom.sgit.ai", clock: clock.boot) }
-        clock.advance(seconds: 60)
-        try proof.check(site: "promptugal.news", clock: clock.boot)
-        clock.advance(seconds: 1)
-        #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) { try proof.check(site: "promptugal.news", clock: clock.boot) }
-        // Configuration can shorten the lifetime, never lengthen it.
-        #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) {
-            try proof.check(site: "promptugal.news", clock: clock.boot, lifetime: .seconds(3600))
+        func check(_ p: PresenceProof, site: String = "promptugal.news", lifetime: Duration = PresenceProof.maximumLifetime) throws(CustodyError) {
+            try p.check(site: site, op: p.op, keyID: p.keyID, clock: clock.boot, lifetime: lifetime)
         }
+        try check(proof)
+        #expect(throws: CustodyError.presenceWrongSite) { try check(proof, site: "newsroom.sgit.ai") }
+        clock.advance(seconds: 60)
+        try check(proof)
+        clock.advance(seconds: 1)
+        #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) { try check(proof) }
+        // Configuration can shorten the lifetime, never lengthen it.
+        #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) { try check(proof, lifetime: .seconds(3600)) }
         let fresh = PresenceProof(site: "s", op: "o", keyID: nil, method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
         clock.advance(seconds: 11)
-        #expect(throws: CustodyError.presenceExpired(ageSeconds: 11)) { try fresh.check(site: "s", clock: clock.boot, lifetime: .seconds(10)) }
+        #expect(throws: CustodyError.presenceExpired(ageSeconds: 11)) { try check(fresh, site: "s", lifetime: .seconds(10)) }
         #expect(CustodianConfiguration(presenceLifetime: .seconds(600)).presenceLifetime == .seconds(60))
+    }
+
+    /// A proof serves only the op and the key the user was shown (issue 12, defect 2).
+    @Test func aProofIsBoundToItsOpAndKey() throws {
+        let clock = TestClock()
+        let proof = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
+        try proof.check(site: "s", op: "key.sign", keyID: "a", clock: clock.boot)
+        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(site: "s", op: "key.sign", keyID: "b", clock: clock.boot) }
+        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(site: "s", op: "key.sign", keyID: nil, clock: clock.boot) }
+        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(site: "s", op: "sealed.open", keyID: "a", clock: clock.boot) }
+        #expect(proof.promptID.utf8.count == 16 && proof.promptID.allSatisfy(\.isHexDigit))
+        let other = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
+        #expect(other.promptID != proof.promptID, "each prompt has its own id")
     }
 
     @Test(arguments: Backend.allCases) func signingChecksThePresenceProofAndLogsItsAge(backend: Backend) throws {
@@ -66,10 +80,41 @@ func script(_ body: String) throws -> String {
         #expect(entries[0].presenceAgeMs == 2000 && entries[0].key == "t@v1")
     }
 
-    @Test func presenceWindowReusesAProofForTheSameSiteOnly() throws {
+    /// Custody checks a proof's op and key again at use, and refuses one issued before the
+    /// current unlock; the audit line names the prompt that approved each use.
+    @Test(arguments: Backend.allCases) func custodyRefusesAProofForAnotherKeyOpOrUnlock(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "a", name: "A")
+        _ = try f.custodian.generateTeamKey(id: "b", name: "B")
+        let forA = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        let forOpen = PresenceProof(site: "s", op: "sealed.open", keyID: nil, method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        func sign(_ key: String, _ proof: PresenceProof) throws(CustodyError) {
+            _ = try f.custodian.signature(keyID: key, message: [1], context: KeyUseContext(site: "s", op: "key.sign", presence: proof))
+        }
+        try sign("a", forA)
+        #expect(throws: CustodyError.presenceWrongUse) { try sign("b", forA) }
+        #expect(throws: CustodyError.presenceWrongUse) { try sign("a", forOpen) }
+        // A proof taken before the last unlock does not survive it.
+        f.custodian.lock()
+        f.clock.advance(seconds: 1)
+        try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
+        #expect(throws: CustodyError.presenceBeforeUnlock) { try sign("a", forA) }
+        let fresh = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        try sign("a", fresh)
+
+        let uses = try f.custodian.auditLog.entries().filter { $0.op == "key.sign" }
+        #expect(uses.map(\.result) == ["ok", "presence-refused", "presence-refused", "presence-refused", "ok"])
+        #expect(uses.map(\.prompt) == [forA.promptID, forA.promptID, forOpen.promptID, forA.promptID, fresh.promptID])
+        let text = try String(contentsOfFile: f.home.path + "/audit.log", encoding: .utf8)
+        #expect(text.contains("\"prompt\":\"\(fresh.promptID)\""))
+        #expect(try f.custodian.auditLog.verify().isIntact)
+    }
+
+    @Test func presenceWindowReusesAProofForTheSameSiteOpAndKeyOnly() throws {
         let clock = TestClock()
         let verifier = CountingVerifier(clock: clock.boot)
-        let window = PresenceWindow(verifier: verifier, lifetime: .seconds(600), clock: clock.boot)
+        let window = PresenceWindow(verifier: verifier, lockScope: LockScope(), lifetime: .seconds(600), clock: clock.boot)
         #expect(window.lifetime == .seconds(60))
         let a1 = try window.proof(site: "a", op: "key.sign", keyID: "t")
         clock.advance(seconds: 30)
@@ -77,9 +122,40 @@ func script(_ body: String) throws -> String {
         #expect(verifier.asked.withLock { $0 } == 1)
         let b = try window.proof(site: "b", op: "key.sign", keyID: "t")
         #expect(b.site == "b" && verifier.asked.withLock { $0 } == 2)
+        // Another key, or another op, of the same site asks again.
+        let u = try window.proof(site: "a", op: "key.sign", keyID: "u")
+        #expect(u.keyID == "u" && u != a1 && verifier.asked.withLock { $0 } == 3)
+        let open = try window.proof(site: "a", op: "sealed.open", keyID: nil)
+        #expect(open.op == "sealed.open" && verifier.asked.withLock { $0 } == 4)
+        #expect(try window.proof(site: "a", op: "key.sign", keyID: "t") == a1, "each use keeps its own proof")
+        #expect(verifier.asked.withLock { $0 } == 4)
         clock.advance(seconds: 31)
         let a2 = try window.proof(site: "a", op: "key.sign", keyID: "t")
-        #expect(a2 != a1 && verifier.asked.withLock { $0 } == 3)
+        #expect(a2 != a1 && verifier.asked.withLock { $0 } == 5)
+    }
+
+    /// The window keeps its proofs in custody's lock scope: lock forgets them, and so does
+    /// unlock (a proof taken while locked does not survive the unlock).
+    @Test func lockAndUnlockForgetEveryProof() throws {
+        let f = try Fixture(.memory)
+        try f.initialize(recovery: false)
+        let verifier = CountingVerifier(clock: f.clock.boot)
+        let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope, clock: f.clock.boot)
+        _ = try window.proof(site: "a", op: "key.sign", keyID: "t")
+        _ = try window.proof(site: "a", op: "key.sign", keyID: "t")
+        #expect(verifier.asked.withLock { $0 } == 1 && window.cachedCount == 1)
+        f.custodian.lock()
+        #expect(window.cachedCount == 0, "lock forgets every proof")
+        let whileLocked = try window.proof(site: "a", op: "key.sign", keyID: "t")
+        #expect(verifier.asked.withLock { $0 } == 2 && window.cachedCount == 1)
+        try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
+        #expect(window.cachedCount == 0, "unlock forgets the proof taken while locked")
+        #expect(try window.proof(site: "a", op: "key.sign", keyID: "t") != whileLocked)
+        #expect(verifier.asked.withLock { $0 } == 3)
+        // The idle auto-lock too.
+        f.clock.advance(seconds: 901)
+        #expect(!f.custodian.isUnlocked)
+        #expect(window.cachedCount == 0, "auto-lock forgets every proof")
     }
 
     @Test func askpassApprovesDeniesAndTimesOut() throws {
@@ -92,19 +168,24 @@ func script(_ body: String) throws -> String {
         """)
         let proof = try AskpassPresenceVerifier(program: approve).requestPresence(site: "promptugal.news", op: "key.sign", keyID: "team1")
         #expect(proof.site == "promptugal.news" && proof.method == .askpass)
-        try proof.check(site: "promptugal.news")
+        try proof.check(site: "promptugal.news", op: "key.sign", keyID: "team1")
 
         // From the bridge: the prompt and SITEKEEP_PRESENCE_SITE name the site by its name and
-        // origin; SITEKEEP_PRESENCE_SITE_ID carries the id the proof is bound to.
+        // origin; SITEKEEP_PRESENCE_SITE_ID carries the id the proof is bound to. The prompt says
+        // what an approval covers and gives its id, which SITEKEEP_PRESENCE_PROMPT carries too
+        // (the script writes it out so the test can compare it with the proof's).
+        let seen = try temporaryFolder() + "-prompt"
         let labelled = try script("""
         [ "$SITEKEEP_PRESENCE_SITE" = "Newsroom (https://newsroom.sgit.ai)" ] || exit 3
         [ "$SITEKEEP_PRESENCE_SITE_ID" = "5f2d0c1e-site" ] || exit 4
-        case "$1" in "SiteKeep: Newsroom (https://newsroom.sgit.ai) asks to key.sign with key team-nr. Allow?") exit 0;; esac
+        printf '%s' "$SITEKEEP_PRESENCE_PROMPT" > '\(seen)'
+        case "$1" in "SiteKeep: Newsroom (https://newsroom.sgit.ai) asks to key.sign with key team-nr. Approval covers only this site, key.sign and key team-nr, for at most 60 s (prompt $SITEKEEP_PRESENCE_PROMPT). Allow?") exit 0;; esac
         exit 6
         """)
-        let viaWindow = try PresenceWindow(verifier: AskpassPresenceVerifier(program: labelled))
+        let viaWindow = try PresenceWindow(verifier: AskpassPresenceVerifier(program: labelled), lockScope: LockScope())
             .proof(site: "5f2d0c1e-site", siteLabel: "Newsroom (https://newsroom.sgit.ai)", op: "key.sign", keyID: "team-nr")
         #expect(viaWindow.site == "5f2d0c1e-site")
+        #expect(try String(contentsOfFile: seen, encoding: .utf8) == viaWindow.promptID)
 
         let deny = try script("exit 1")
         #expect(throws: CustodyError.presenceDenied) {

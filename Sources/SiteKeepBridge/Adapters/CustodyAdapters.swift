@@ -11,7 +11,7 @@ extension BridgeFailure {
         case .notInitialized: self.init(.notConfigured, "SiteKeep is not set up; run `sitekeep init`")
         case .keyNotFound, .versionNotFound, .invalidKeyID: self.init(.notFound, error.description)
         case .presenceDenied: self.init(.presenceDenied, "the user refused")
-        case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceUnavailable:
+        case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceUnavailable:
             self.init(.presenceRequired, error.description)
         default: self.init(.internal, "custody failed; see `sitekeep status` and the daemon log")
         }
@@ -19,24 +19,34 @@ extension BridgeFailure {
 }
 
 /// Presence through custody's ``PresenceWindow`` (askpass or passphrase re-entry, 60 s at most,
-/// bound to the site id).
+/// bound to the site id, the op and the key; the window's proofs are wiped by lock and unlock).
 public struct CustodyPresenceService: PresenceService {
     public let window: PresenceWindow
     public init(window: PresenceWindow) { self.window = window }
 
-    /// The user sees the site's name and origin and the key; the proof is bound to the site id.
-    public func proof(for site: BridgeSite, op: String, keyID: String?) async throws(BridgeFailure) -> PresenceProof {
+    /// A kept proof for this exact use, else (once `beforeAsking` passed) the user is asked,
+    /// shown the site's name and origin, the op and the key; the proof is bound to the site id.
+    public func proof(for site: BridgeSite, op: String, keyID: String?,
+                      beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
+        if let kept = window.cachedProof(site: site.id, op: op, keyID: keyID) { return kept }
+        try await beforeAsking()
         let label = site.origins.first.map { "\(site.name) (\($0))" } ?? site.name
         do { return try window.proof(site: site.id, siteLabel: label, op: op, keyID: keyID) } catch { throw BridgeFailure(custody: error) }
     }
 }
 
 /// `key.sign` through ``Custodian/signature(keyID:version:message:context:)``: custody checks the
-/// proof against the site again and writes its hash-chained audit line before returning. Once a
-/// key is unwrapped in this unlock, a signature reads nothing from the keyring.
+/// proof's site, op and key again, and that it was taken in this unlock, and writes its
+/// hash-chained audit line (with the approving prompt's id) before returning. Once a key is
+/// unwrapped in this unlock, a signature reads nothing from the keyring.
 public struct CustodySigningService: SigningService {
     public let custodian: Custodian
     public init(custodian: Custodian) { self.custodian = custodian }
+
+    /// Unlocked, and the key exists: otherwise no prompt.
+    public func checkCanSign(keyID: String, site: BridgeSite) async throws(BridgeFailure) {
+        do { try custodian.checkCanSign(keyID: keyID) } catch { throw BridgeFailure(custody: error) }
+    }
 
     public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {
         do {

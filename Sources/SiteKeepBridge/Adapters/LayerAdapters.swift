@@ -1,5 +1,6 @@
 public import SiteKeepPartitions
 public import SiteKeepVault
+public import SiteKeepCustody
 import SiteKeepJSON
 import Synchronization
 
@@ -27,24 +28,35 @@ extension BridgeFailure {
     }
 }
 
-/// Runs `body` on the bridge site's own partition (opened per call; closed after).
 /// Each bridge site's own partition, kept open between calls: a request pays neither the
-/// keyring lookup of the storage key nor SQLite's open and integrity check. ``closeAll()``
-/// drops them (the daemon calls it whenever custody locks, so `when-unlocked` data needs a
-/// fresh key, and so an unlock again, before it is read).
+/// keyring lookup of the storage key nor SQLite's open and integrity check. The open partitions
+/// are kept in a ``LockBound`` of custody's ``LockScope``, so every lock (and unlock) closes them
+/// all: `when-unlocked` data needs a fresh key, and so an unlock, before it is read again.
 public final class PartitionAccess: Sendable {
     public let registry: SiteRegistry
-    private let open = Mutex<[SiteID: Partition]>([:])
+    private let open: LockBound<[SiteID: OpenPartition]>
 
-    public init(registry: SiteRegistry) { self.registry = registry }
+    /// An open partition as the lock scope holds it: wiping it closes it.
+    struct OpenPartition: LockWipeable {
+        let partition: Partition
+        mutating func wipeForLock() { partition.close() }
+    }
+
+    /// - Parameter lockScope: the scope whose clearing closes the open partitions (the
+    ///   custodian's ``Custodian/lockScope`` when it provides the storage keys).
+    public init(registry: SiteRegistry, lockScope: LockScope) {
+        self.registry = registry
+        open = lockScope.cache()
+    }
 
     public func with<R>(_ site: BridgeSite, _ body: (Partition) throws(PartitionError) -> R) throws(BridgeFailure) -> R {
         do throws(PartitionError) {
             let id = try SiteID(parsing: site.id)
-            let p = try open.withLock { (cache: inout [SiteID: Partition]) throws(PartitionError) -> Partition in
-                if let p = cache[id] { return p }
+            // Opened under the holder's lock, so a clear waits for it and then closes it.
+            let p = try open.withLock { (cache: inout [SiteID: OpenPartition]) throws(PartitionError) -> Partition in
+                if let p = cache[id] { return p.partition }
                 let p = try registry.openPartition(forIdentifier: id)
-                cache[id] = p
+                cache[id] = OpenPartition(partition: p)
                 return p
             }
             do throws(PartitionError) {
@@ -57,14 +69,16 @@ public final class PartitionAccess: Sendable {
         } catch { throw BridgeFailure(partition: error) }
     }
 
-    /// Closes every partition kept open.
+    /// Closes every partition kept open (lock does this through the scope).
     public func closeAll() {
-        let all = open.withLock { c -> [Partition] in defer { c.removeAll() }; return Array(c.values) }
-        for p in all { p.close() }
+        open.withLock { $0.wipeForLock() }
     }
 
+    /// How many partitions are open (for tests).
+    package var openCount: Int { open.withLock { $0.count } }
+
     private func drop(_ id: SiteID) {
-        if let p = open.withLock({ $0.removeValue(forKey: id) }) { p.close() }
+        if var p = open.withLock({ $0.removeValue(forKey: id) }) { p.wipeForLock() }
     }
 }
 

@@ -38,6 +38,7 @@ public struct TeamSealedContent: SealedContentService {
     }
 
     public func open(envelope: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> [UInt8] {
+        do { try presence.check(site: site.id, op: "sealed.open", keyID: nil) } catch { throw BridgeFailure(custody: error) }
         guard envelope.hasPrefix(Self.prefix) else {
             throw BridgeFailure(.badRequest, "args.envelope is not a sitekeep.sealed.v1 envelope")
         }

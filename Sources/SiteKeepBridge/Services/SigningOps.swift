@@ -18,12 +18,20 @@ public struct BridgeSignature: Sendable, Equatable {
 /// Signs with a team key held by custody. The implementation writes the audit-log line before it
 /// returns (custody's rule: no signature leaves before its log line is written).
 public protocol SigningService: Sendable {
-    /// - Throws: `not_found` for an unknown key id, `locked` while custody is locked.
+    /// - Throws: `not_found` for an unknown key id, `locked` while custody is locked,
+    ///   `presence_required` for a proof of another site, op or key.
     func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature
+    /// Whether `keyID` could sign now, asking no one: run before a presence prompt.
+    /// - Throws: `locked` while custody is locked, `not_found` for an unknown key id.
+    func checkCanSign(keyID: String, site: BridgeSite) async throws(BridgeFailure)
 }
 
 enum SigningOps {
     static let names: Set<String> = ["key.sign"]
+
+    static func preflights(_ s: any SigningService) -> [String: BridgePreflight] {
+        ["key.sign": { c throws(BridgeFailure) in try await s.checkCanSign(keyID: try c.string("key"), site: c.site) }]
+    }
 
     static func handlers(_ s: any SigningService) -> [String: BridgeHandler] {
         [
