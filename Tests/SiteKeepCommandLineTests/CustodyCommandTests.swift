@@ -24,8 +24,8 @@ final class CLIStore: @unchecked Sendable {
         return url.path
     }
 
-    func run(_ args: [String], stdin: [UInt8] = []) async -> (status: Int32, out: String, err: String) {
-        await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin)
+    func run(_ args: [String], stdin: [UInt8] = [], typing: [String]? = nil) async -> (status: Int32, out: String, err: String) {
+        await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin, promptAnswers: typing.map { $0.map { Array($0.utf8) } })
     }
 
     /// `init` at the cheapest Argon2id parameters (tests are not about the cost).
