@@ -75,6 +75,31 @@ import Glibc
         #expect(status & 0x7f == 0, "the daemon was killed by a signal instead of stopping")
         #expect(!FileManager.default.fileExists(atPath: sock), "the bridge socket was not removed")
     }
+    /// The daemon's unlock reads the secret by the command line's one rule, and takes any
+    /// passphrase the command line takes (it was limited to 4096 bytes, the CLI to 64 KiB).
+    @Test func unlockThroughTheDaemonReadsSecretsByTheSameRule() async throws {
+        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let store = try CLIStore()
+        let long = [UInt8](repeating: 0x70, count: 5000)
+        let crlf = try store.file("long-crlf", long + [0x0d, 0x0a])
+        let created = await store.run(["init", "--passphrase-file", crlf, "--argon2-iterations", "2", "--argon2-memory", "19", "--no-recovery"])
+        #expect(created.status == 0, "\(created.err)")
+        let run = store.dir.appendingPathComponent("run")
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        let cliEnv = ["SITEKEEP_SOCK": sock]
+        for (args, stdin) in [(["--passphrase-file", crlf], [UInt8]()), (["--passphrase-file", "-"], long + [0x0a]),
+                              (["--passphrase-file", try store.file("long", long)], [])] {
+            let r = await runTool(["unlock", "--home", store.home] + args, stdin: stdin, environment: cliEnv)
+            #expect(r.status == 0 && r.out.contains("daemon holds the keys"), "unlock \(args): \(r.err)")
+            #expect(await runTool(["lock", "--home", store.home], environment: cliEnv).status == 0)
+        }
+        let wrong = await runTool(["unlock", "--home", store.home, "--passphrase-file", try store.file("w", long + [0x0d, 0x0d, 0x0a])], environment: cliEnv)
+        #expect(wrong.status == 1, "a passphrase with an extra \\r opened the store")
+    }
 }
 
 enum Base64Text { static let hello = "aGVsbG8=" }
