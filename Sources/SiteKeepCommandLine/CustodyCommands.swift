@@ -440,19 +440,22 @@ enum CustodyCommands {
 
     static let logVerify = CommandSpec(
         path: ["log", "verify"],
-        summary: "Check the audit log's hash chain; exits 1 at the first edited, removed or reordered line",
+        summary: "Check the audit log's hash chain and its keyring anchor; exits 1 at the first edited, removed, reordered or cut line",
         examples: [CommandExample("sitekeep log verify", "check the chain")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let v = try store.custodian.auditLog.verify()
         inv.emit(.object([JSONMember(key: "intact", value: .bool(v.isIntact)), JSONMember(key: "lines", value: .integer(v.lineCount)),
                           JSONMember(key: "firstBadLine", value: v.firstBadLine.map { .integer($0) } ?? .null),
-                          JSONMember(key: "reason", value: .string(v.reason))])) {
-            v.isIntact ? "intact: \(v.lineCount) lines chain from the store's genesis" : "BROKEN at line \(v.firstBadLine ?? 0): \(v.reason ?? "")"
+                          JSONMember(key: "reason", value: .string(v.reason)),
+                          JSONMember(key: "anchoredThrough", value: v.anchoredThrough.map { .integer($0) } ?? .null)])) {
+            guard v.isIntact else { return "BROKEN at line \(v.firstBadLine ?? 0): \(v.reason ?? "")" }
+            let anchored = v.anchoredThrough.map { "; the keyring's anchor vouches for lines 1-\($0)" } ?? "; not anchored in the keyring yet"
+            return "intact: \(v.lineCount) lines chain from the store's genesis" + anchored
         }
         if !v.isIntact {
-            throw CommandFailure("the audit log is broken at line \(v.firstBadLine ?? 0)",
-                                 remedy: "something edited, removed or reordered lines; keep the file for investigation", code: "log_broken")
+            throw CommandFailure("the audit log is broken at line \(v.firstBadLine ?? 0): \(v.reason ?? "")",
+                                 remedy: "something edited, removed, reordered or cut lines; keep the file for investigation", code: "log_broken")
         }
     }
 

@@ -66,6 +66,39 @@ final class CLIStore: @unchecked Sendable {
         #expect(try JSONParser.parse(log.out)["intact"] == .bool(true))
     }
 
+    /// `log verify` finds a log cut short and a log rewritten from its genesis (issue 12), through
+    /// the anchor each command leaves in the keyring when it exits.
+    @Test func logVerifyFindsACutTailAndARewrittenLog() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["team", "add", "desk", "--passphrase-file", store.passFile]).status == 0)
+        let log = store.home + "/audit.log"
+        let good = try Data(contentsOf: URL(fileURLWithPath: log))
+        let v = try JSONParser.parse(await store.run(["log", "verify", "--json"]).out)
+        let lines = try #require(v["lines"]?.intValue)
+        #expect(v["intact"] == .bool(true) && v["anchoredThrough"]?.intValue == lines, "\(v)")
+
+        // The tail cut off: the chain of the rest is whole, the anchor is not reached.
+        let cut = Data(good.split(separator: 0x0a).dropLast().joined(separator: [0x0a]) + [0x0a])
+        try cut.write(to: URL(fileURLWithPath: log))
+        let c = await store.run(["log", "verify", "--json"])
+        #expect(c.status == 1 && c.err.contains("log_broken") && c.err.contains("cut from the end"), "\(c.err)")
+
+        // A new chain from the same genesis, longer than the real one.
+        let storeID = try String(contentsOfFile: store.home + "/store-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let forged = store.dir.appendingPathComponent("forged.log").path
+        let fake = try AuditLog(path: forged, genesis: AuditLog.genesis(storeID: storeID))
+        for _ in 0...lines { try fake.append(site: nil, op: "status", key: nil, result: "ok") }
+        fake.flush()
+        try FileManager.default.removeItem(atPath: log)
+        try FileManager.default.copyItem(atPath: forged, toPath: log)
+        let r = await store.run(["log", "verify"])
+        #expect(r.status == 1 && r.err.contains("rewritten"), "\(r.err)")
+
+        try good.write(to: URL(fileURLWithPath: log))
+        #expect(await store.run(["log", "verify"]).status == 0)
+    }
+
     @Test func p256SignaturesVerifyInRawAndDERForm() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
