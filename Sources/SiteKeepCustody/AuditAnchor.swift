@@ -15,16 +15,19 @@ import SiteKeepKeyring
 /// stored one, so a daemon and one-shot commands appending to one log keep one anchor. It needs
 /// no key, so it is written while locked too.
 ///
-/// **Cost.** A Secret Service write is a D-Bus round trip, so appends never wait for it:
-/// ``advance(to:)`` hands the latest durable head to a background writer that stores it at most
-/// once per ``interval`` (1 s by default). ``flush()`` (a clean stop, a one-shot command's exit)
-/// stores it at once.
+/// **Cost.** A keyring write is a D-Bus round trip (Secret Service) or a rewrite of `keyring.v1`
+/// with two fsyncs (file keyring), so appends never wait for one: ``advance(to:)`` hands the
+/// latest durable head to a background writer that stores it at most once per ``interval``
+/// (1 s by default). A clean stop stores it at once; a one-shot command stores it as it exits
+/// unless the stored anchor is younger than ``interval`` (a script running commands back to back
+/// pays for one write a second, not one per command).
 ///
-/// **What stays undetected.** Lines appended after the last anchor write: at most the fsync
-/// interval plus ``interval`` before the cut (plus one keyring write), or everything since the
-/// last write when a process is killed before it flushes. A missing or damaged anchor of a store
-/// whose ``KeyringStateMarker`` says it has one is reported by `log verify` and never silently
-/// re-created.
+/// **What stays undetected.** Lines appended after the last anchor write and before the next:
+/// about one ``interval`` of lines (plus the fsync grouping) in a running daemon, the lines of
+/// one-shot commands that ran within ``interval`` after the last anchor until another process
+/// anchors, and everything since the last write of a process killed before it flushes. A
+/// missing or damaged anchor of a store whose ``KeyringStateMarker`` says it has one is reported
+/// by `log verify` and never silently re-created.
 final class AuditAnchor: Sendable {
     /// The anchor's keyring item kind.
     static let itemKind = "audit-anchor"
@@ -37,9 +40,15 @@ final class AuditAnchor: Sendable {
         var hash: String
     }
 
+    /// The stored anchor: a head and when it was written (wall-clock milliseconds).
+    struct Record: Equatable, Sendable {
+        var head: Head
+        var writtenMs: Int64
+    }
+
     /// What the keyring holds.
     enum Stored: Equatable, Sendable {
-        case missing, damaged, head(Head)
+        case missing, damaged, record(Record)
     }
 
     let keyring: any KeyringBackend
@@ -58,20 +67,23 @@ final class AuditAnchor: Sendable {
         self.interval = interval
     }
 
-    static func encode(_ h: Head) -> [UInt8] { Array("sitekeep-audit-anchor 1 \(h.seq) \(h.hash)\n".utf8) }
+    static func encode(_ r: Record) -> [UInt8] {
+        Array("sitekeep-audit-anchor 1 \(r.head.seq) \(r.head.hash) \(r.writtenMs)\n".utf8)
+    }
 
-    static func parse(_ bytes: [UInt8]) -> Head? {
+    static func parse(_ bytes: [UInt8]) -> Record? {
         let parts = String(decoding: bytes, as: UTF8.self).trimmingSpaces().split(separator: " ").map(String.init)
-        guard parts.count == 4, parts[0] == "sitekeep-audit-anchor", parts[1] == "1",
+        guard parts.count == 5, parts[0] == "sitekeep-audit-anchor", parts[1] == "1",
               let seq = Int(parts[2]), seq >= 0, parts[3].utf8.count == 64,
-              parts[3].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
-        return Head(seq: seq, hash: parts[3])
+              parts[3].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+              let written = Int64(parts[4]) else { return nil }
+        return Record(head: Head(seq: seq, hash: parts[3]), writtenMs: written)
     }
 
     /// The stored anchor.
     func load() throws(CustodyError) -> Stored {
         do {
-            return Self.parse(try keyring.load(item)).map { .head($0) } ?? .damaged
+            return Self.parse(try keyring.load(item)).map { .record($0) } ?? .damaged
         } catch .itemMissing {
             return .missing
         } catch {
@@ -79,17 +91,24 @@ final class AuditAnchor: Sendable {
         }
     }
 
-    /// Stores `head` when it is past the stored anchor. A missing or damaged anchor is created
-    /// only for a store not yet marked as having one (its creation, or the migration of an older
-    /// store); otherwise it is left for `log verify` to report.
-    func write(_ head: Head) throws(CustodyError) {
+    /// Stores `head` when it is past the stored anchor, unless the stored anchor was written
+    /// less than `freshFor` ago (a one-shot command at exit: the lines it leaves are anchored by
+    /// the next writer). A missing or damaged anchor is created only for a store not yet marked
+    /// as having one (its creation, or the migration of an older store); otherwise it is left
+    /// for `log verify` to report.
+    func write(_ head: Head, unlessWrittenWithin freshFor: Duration? = nil) throws(CustodyError) {
+        let now = AuditLog.wallClockMs()
         try Files.withExclusiveLock(lockPath) { () throws(CustodyError) in
             switch try load() {
-            case .head(let stored) where stored.seq >= head.seq: return
+            case .record(let stored) where stored.head.seq >= head.seq: return
+            case .record(let stored):
+                if let freshFor, now >= stored.writtenMs,
+                   now - stored.writtenMs < Int64(PresenceProof.nanoseconds(freshFor) / 1_000_000) { return }
             case .missing, .damaged: if marker.isPresent { return }
-            case .head: break
             }
-            do throws(KeyringError) { try keyring.store(Self.encode(head), for: item, label: "SiteKeep audit log anchor") } catch { throw .keyring(error) }
+            do throws(KeyringError) {
+                try keyring.store(Self.encode(Record(head: head, writtenMs: now)), for: item, label: "SiteKeep audit log anchor")
+            } catch { throw .keyring(error) }
         }
         pending.withLock { $0.written = max($0.written, head.seq) }
     }
@@ -105,15 +124,18 @@ final class AuditAnchor: Sendable {
         }
         guard schedule else { return }
         let ns = max(Int(PresenceProof.nanoseconds(interval)), 1_000_000)
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(ns)) { [self] in flush() }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(ns)) { [self] in flush(with: nil) }
     }
 
-    /// Anchors the head the background writer is waiting with, now.
-    func flush() {
+    /// Anchors now, in one write, the later of `head` and the head the background writer is
+    /// waiting with (see ``write(_:unlessWrittenWithin:)`` for `freshFor`).
+    func flush(with head: Head? = nil, unlessWrittenWithin freshFor: Duration? = nil) {
         let target = pending.withLock { p -> Head? in
             defer { p.target = nil; p.scheduled = false }
-            return p.target
+            guard let waiting = p.target else { return head }
+            guard let head else { return waiting }
+            return head.seq >= waiting.seq ? head : waiting
         }
-        if let target { try? write(target) }
+        if let target { try? write(target, unlessWrittenWithin: freshFor) }
     }
 }

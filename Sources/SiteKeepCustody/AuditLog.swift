@@ -176,11 +176,9 @@ public final class AuditLog: Sendable {
             close(s.fd)
             return s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil
         }
-        // A one-shot command exits soon after: anchor what it wrote now, not in a second.
-        if let anchor {
-            anchor.flush()
-            if let head { try? anchor.write(head) }
-        }
+        // A one-shot command exits soon after: anchor what it wrote now, unless another writer
+        // anchored within the interval (then the next one anchors these lines too).
+        anchor?.flush(with: head, unlessWrittenWithin: anchor?.interval)
     }
 
     /// Appends one entry and returns once its line is written (fsync grouped, see the type).
@@ -262,8 +260,7 @@ public final class AuditLog: Sendable {
         _ = fsync(fd)
         guard let anchor else { return }
         if anchorNow {
-            anchor.flush()
-            if let head { try? anchor.write(head) }
+            anchor.flush(with: head)
         } else if let head {
             anchor.advance(to: head)
         }
@@ -291,12 +288,13 @@ public final class AuditLog: Sendable {
         guard let anchor else { return try Self.verify(path: path, genesis: genesis) }
         // The anchor first: a line appended between the two reads only lengthens the log.
         let stored = try anchor.load()
-        let anchoredSeq: Int? = if case .head(let h) = stored { h.seq } else { nil }
+        let anchoredSeq: Int? = if case .record(let r) = stored { r.head.seq } else { nil }
         let (chain, hashOfAnchored) = try Self.chain(path: path, genesis: genesis, hashOfLine: anchoredSeq)
         guard chain.isIntact else { return chain }
         let n = chain.lineCount
         switch stored {
-        case .head(let h):
+        case .record(let record):
+            let h = record.head
             guard n >= h.seq else {
                 return AuditVerification(lineCount: n, firstBadLine: n + 1, reason: "the log ends at line \(n), but the keyring's anchor says line \(h.seq) was written: lines were cut from the end")
             }
