@@ -98,19 +98,21 @@ final class AuditAnchor: Sendable {
     /// for `log verify` to report.
     func write(_ head: Head, unlessWrittenWithin freshFor: Duration? = nil) throws(CustodyError) {
         let now = AuditLog.wallClockMs()
-        try Files.withExclusiveLock(lockPath) { () throws(CustodyError) in
+        // Whether the keyring's anchor now covers `head` (stored here, or already past it).
+        let covered = try Files.withExclusiveLock(lockPath) { () throws(CustodyError) -> Bool in
             switch try load() {
-            case .record(let stored) where stored.head.seq >= head.seq: return
+            case .record(let stored) where stored.head.seq >= head.seq: return true
             case .record(let stored):
                 if let freshFor, now >= stored.writtenMs,
-                   now - stored.writtenMs < Int64(PresenceProof.nanoseconds(freshFor) / 1_000_000) { return }
-            case .missing, .damaged: if marker.isPresent { return }
+                   now - stored.writtenMs < Int64(PresenceProof.nanoseconds(freshFor) / 1_000_000) { return false }
+            case .missing, .damaged: if marker.isPresent { return false }
             }
             do throws(KeyringError) {
                 try keyring.store(Self.encode(Record(head: head, writtenMs: now)), for: item, label: "SiteKeep audit log anchor")
             } catch { throw .keyring(error) }
+            return true
         }
-        pending.withLock { $0.written = max($0.written, head.seq) }
+        if covered { pending.withLock { $0.written = max($0.written, head.seq) } }
     }
 
     /// Hands the background writer a head that is on disk; it is anchored within ``interval``.
