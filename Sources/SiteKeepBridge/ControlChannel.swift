@@ -2,6 +2,7 @@ import Glibc
 import Foundation
 import Synchronization
 public import SiteKeepJSON
+internal import SiteKeepCrypto
 
 /// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
 /// folder; peers of another uid refused). It is how `sitekeep unlock`, `lock` and `status`
@@ -9,13 +10,16 @@ public import SiteKeepJSON
 ///
 /// Framing: one request per connection. A JSON header line `{"op": "status" | "lock" |
 /// "unlock", "method": "passphrase" | "prf" | "recovery", "length": N}`, then, for `unlock`,
-/// exactly N raw secret bytes (at most 4096); the reply is one JSON line. The secret is read
-/// into a buffer that is wiped as soon as the handler returns; it is never logged or echoed.
+/// exactly N raw secret bytes (at most ``maximumSecretLength``); the reply is one JSON line. The
+/// secret is received straight into guarded memory (`SecretBytes`), which is wiped and freed
+/// as soon as the handler returns; it is never logged or echoed.
 public final class ControlServer: Sendable {
     /// What the daemon does for each request. `secret` is only valid during the call.
     public typealias Handler = @Sendable (_ op: String, _ method: String?, _ secret: UnsafeRawBufferPointer?) -> JSONValue
 
     public let path: String
+    /// The longest unlock secret a request may carry: 64 KiB, the command line's passphrase limit.
+    public static let maximumSecretLength = 64 << 10
     private let listener: Int32
     private let handler: Handler
     private let stopping = Mutex(false)
@@ -84,7 +88,7 @@ public final class ControlServer: Sendable {
         }
         let method = try? reader.optionalString("method")
         let length = (try? reader.optional("length")?.intValue).flatMap { $0 } ?? 0
-        guard (try? reader.finish()) != nil, length >= 0, length <= 4096 else {
+        guard (try? reader.finish()) != nil, length >= 0, length <= Self.maximumSecretLength else {
             reply(fd, ["ok": false, "error": "bad_request"])
             return
         }
@@ -92,14 +96,18 @@ public final class ControlServer: Sendable {
             reply(fd, handler(op, method ?? nil, nil))
             return
         }
-        var secret = [UInt8](repeating: 0, count: Int(length))
-        defer { secret.withUnsafeMutableBytes { memset($0.baseAddress!, 0, $0.count) } }
-        var got = 0
-        while got < secret.count {
-            let n = secret.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, $0.count - got, 0) }
-            if n <= 0 { return }
-            got += n
-        }
+        // Received straight into guarded memory (sodium_malloc; wiped when freed), never an array.
+        var complete = false
+        guard let secret = try? SecretBytes(count: Int(length), initializingWith: { (buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+            var got = 0
+            while got < buffer.count {
+                let n = recv(fd, buffer.baseAddress! + got, buffer.count - got, 0)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { return }
+                got += n
+            }
+            complete = true
+        }), complete else { return }
         let answer = secret.withUnsafeBytes { handler(op, method ?? nil, $0) }
         reply(fd, answer)
     }

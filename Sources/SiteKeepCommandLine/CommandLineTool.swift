@@ -194,6 +194,12 @@ public enum CommandLineTool {
             }
             j += 1
         }
+        // Standard input can be read once: refuse two file options that both name it.
+        let fromStandardInput = known.filter { $0.value == "PATH" && values[$0.name]?.last == "-" }.map(\.name)
+        if fromStandardInput.count > 1 {
+            throw UsageError("only one input may be standard input ('-'), but \(fromStandardInput.joined(separator: " and ")) each name it; give all but one as files",
+                             command: spec.commandLine)
+        }
         if flags.contains("--json") && !spec.printsData {
             throw UsageError("\(spec.commandLine) prints no data, so --json does not apply", command: spec.commandLine)
         }

@@ -168,7 +168,7 @@ enum CustodyCommands {
         arguments: [ArgumentSpec("KIND", "passphrase, prf or recovery")],
         options: [UnlockOptions.recoveryFile,
                   .option("--new-passphrase-file", value: "PATH", "the new slot's passphrase ('-' for stdin)"),
-                  .option("--new-prf-file", value: "PATH", "the new slot's 32 PRF bytes (raw or hex)"),
+                  .option("--new-prf-file", value: "PATH", "the new slot's 32 PRF bytes (raw or hex; '-' for stdin)"),
                   .option("--rp-id", value: "DOMAIN", "the passkey's relying party id (prf)"),
                   .option("--credential-id", value: "B64URL", "the passkey's credential id (prf)"),
                   .option("--eval-input", value: "B64URL", "the PRF eval input the bytes were made with (prf; default: 32 random bytes)"),
@@ -187,34 +187,18 @@ enum CustodyCommands {
         let label = inv.option("--label")
         switch slotKind {
         case .passphrase:
-            let new: SecretBytes
-            if let path = inv.option("--new-passphrase-file") {
-                var raw = path == "-" ? try inv.io.readStandardInput(limit: 64 * 1024) : try SecretFile.read(path, what: "new passphrase")
-                defer { SecureMemory.zero(&raw) }
-                if raw.last == 0x0a { raw.removeLast() }
-                guard !raw.isEmpty else { throw CommandFailure("the new passphrase is empty", remedy: "give a non-empty passphrase") }
-                new = try SecretBytes(copying: raw)
-            } else {
-                guard inv.io.canPrompt else {
-                    throw CommandFailure("no new passphrase given and no terminal to ask on", remedy: "pass --new-passphrase-file PATH")
-                }
-                var first = try inv.io.promptSecret("New passphrase: ")
-                var second = try inv.io.promptSecret("Again: ")
-                defer { SecureMemory.zero(&first); SecureMemory.zero(&second) }
-                guard ConstantTime.equals(first, second) else { throw CommandFailure("the two entries differ", remedy: "run the command again") }
-                new = try SecretBytes(copying: first)
-            }
+            let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
             let box = SecretBox(new)
             let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
                 try store.custodian.addPassphraseSlot(box.take(), label: label ?? "passphrase")
             }
             inv.emit(slotJSON(slot)) { "Added passphrase slot \(slot.id)." }
         case .prf:
-            guard let path = inv.option("--new-prf-file"), let rp = inv.option("--rp-id"), let credential = inv.option("--credential-id") else {
+            guard inv.option("--new-prf-file") != nil, let rp = inv.option("--rp-id"), let credential = inv.option("--credential-id") else {
                 throw UsageError("a prf slot needs --new-prf-file, --rp-id and --credential-id", command: inv.spec.commandLine)
             }
             let evalInput = inv.option("--eval-input") ?? Base64.encode(SecureRandom.bytes(count: 32), variant: .urlSafeNoPadding)
-            let prf = try PRFInput.read(path, io: inv.io)
+            let prf = try inv.secret(.newPRF, prompt: nil)
             let slot = try store.custodian.addPRFSlot(prfOutput: prf, relyingPartyID: rp, credentialID: credential,
                                                       prfEvalInput: evalInput, label: label ?? "passkey")
             inv.emit(slotJSON(slot)) { "Added PRF slot \(slot.id) for the passkey \(credential) at \(rp)." }
@@ -252,21 +236,7 @@ enum CustodyCommands {
         let slotID = try inv.requiredArgument("SLOT")
         let store = try StoreContext.open(inv)
         try store.unlockOneShot(inv)
-        guard let path = inv.option("--new-passphrase-file") ?? (inv.io.canPrompt ? nil : "") else {
-            throw CommandFailure("no new passphrase", remedy: "pass --new-passphrase-file PATH")
-        }
-        var raw: [UInt8]
-        if path.isEmpty {
-            throw CommandFailure("no new passphrase given and no terminal to ask on", remedy: "pass --new-passphrase-file PATH")
-        } else if let p = inv.option("--new-passphrase-file") {
-            raw = p == "-" ? try inv.io.readStandardInput(limit: 64 * 1024) : try SecretFile.read(p, what: "new passphrase")
-        } else {
-            raw = try inv.io.promptSecret("New passphrase: ")
-        }
-        defer { SecureMemory.zero(&raw) }
-        if raw.last == 0x0a { raw.removeLast() }
-        guard !raw.isEmpty else { throw CommandFailure("the new passphrase is empty", remedy: "give a non-empty passphrase") }
-        let box = SecretBox(try SecretBytes(copying: raw))
+        let box = SecretBox(try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true))
         let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
             try store.custodian.changePassphrase(slotID: slotID, to: box.take())
         }
@@ -472,19 +442,22 @@ enum CustodyCommands {
 
     static let logVerify = CommandSpec(
         path: ["log", "verify"],
-        summary: "Check the audit log's hash chain; exits 1 at the first edited, removed or reordered line",
+        summary: "Check the audit log's hash chain and its keyring anchor; exits 1 at the first edited, removed, reordered or cut line",
         examples: [CommandExample("sitekeep log verify", "check the chain")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let v = try store.custodian.auditLog.verify()
         inv.emit(.object([JSONMember(key: "intact", value: .bool(v.isIntact)), JSONMember(key: "lines", value: .integer(v.lineCount)),
                           JSONMember(key: "firstBadLine", value: v.firstBadLine.map { .integer($0) } ?? .null),
-                          JSONMember(key: "reason", value: .string(v.reason))])) {
-            v.isIntact ? "intact: \(v.lineCount) lines chain from the store's genesis" : "BROKEN at line \(v.firstBadLine ?? 0): \(v.reason ?? "")"
+                          JSONMember(key: "reason", value: .string(v.reason)),
+                          JSONMember(key: "anchoredThrough", value: v.anchoredThrough.map { .integer($0) } ?? .null)])) {
+            guard v.isIntact else { return "BROKEN at line \(v.firstBadLine ?? 0): \(v.reason ?? "")" }
+            let anchored = v.anchoredThrough.map { "; the keyring's anchor vouches for lines 1-\($0)" } ?? "; not anchored in the keyring yet"
+            return "intact: \(v.lineCount) lines chain from the store's genesis" + anchored
         }
         if !v.isIntact {
-            throw CommandFailure("the audit log is broken at line \(v.firstBadLine ?? 0)",
-                                 remedy: "something edited, removed or reordered lines; keep the file for investigation", code: "log_broken")
+            throw CommandFailure("the audit log is broken at line \(v.firstBadLine ?? 0): \(v.reason ?? "")",
+                                 remedy: "something edited, removed, reordered or cut lines; keep the file for investigation", code: "log_broken")
         }
     }
 
@@ -547,22 +520,4 @@ final class SecretBox: @unchecked Sendable {
     private var secret: SecretBytes?
     init(_ secret: consuming SecretBytes) { self.secret = consume secret }
     func take() -> SecretBytes { secret.take()! }
-}
-
-/// Reading 32 PRF bytes from a named file (raw or hex).
-enum PRFInput {
-    static func read(_ path: String, io: any ToolIO) throws -> SecretBytes {
-        var raw = path == "-" ? try io.readStandardInput(limit: 4096) : try SecretFile.read(path, what: "PRF output")
-        defer { SecureMemory.zero(&raw) }
-        if raw.count == 32 { return try SecretBytes(copying: raw) }
-        var text = raw
-        while let last = text.last, last == 0x0a || last == 0x0d || last == 0x20 { text.removeLast() }
-        defer { SecureMemory.zero(&text) }
-        if text.count == 64, var decoded = try? Hex.decode(String(decoding: text, as: UTF8.self)) {
-            defer { SecureMemory.zero(&decoded) }
-            return try SecretBytes(copying: decoded)
-        }
-        throw CommandFailure("the PRF file holds \(raw.count) bytes, not 32 raw bytes or 64 hex characters",
-                             remedy: "write the passkey's 32-byte PRF output (or its hex) to the file", code: "bad_secret")
-    }
 }

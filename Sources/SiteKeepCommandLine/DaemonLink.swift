@@ -27,18 +27,14 @@ struct DaemonLink: Sendable {
         return reply
     }
 
-    /// Hands the daemon the invocation's unlock secret.
+    /// Hands the daemon the invocation's unlock secret (read as for a one-shot unlock).
     func unlock(_ inv: Invocation) throws {
         let method: String
         let secret: SecretBytes
-        if inv.option(SecretInputKind.prf.rawValue) != nil {
-            method = "prf"; secret = try inv.readPRF()
-        } else if let path = inv.option("--recovery-file") {
-            var raw = path == "-" ? try inv.io.readStandardInput(limit: 4096) : try SecretFile.read(path, what: "recovery code")
-            defer { SecureMemory.zero(&raw) }
-            method = "recovery"; secret = try SecretBytes(copying: raw)
-        } else {
-            method = "passphrase"; secret = try inv.readSecret(.passphrase, prompt: "SiteKeep passphrase: ")
+        switch try UnlockInput.read(inv).take() {
+        case .passphrase(let s): method = "passphrase"; secret = s
+        case .prf(let s): method = "prf"; secret = s
+        case .recoveryCode(let s): method = "recovery"; secret = s
         }
         _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
             try request("unlock", method: method, secret: raw)

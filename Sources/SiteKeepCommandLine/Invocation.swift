@@ -97,90 +97,42 @@ public struct Invocation: Sendable {
 
     // MARK: Secrets
 
-    /// Reads a secret for `kind`: from its file option (`-` = stdin) or a terminal prompt.
-    /// Never from argv. The returned bytes are in guarded memory.
-    public func readSecret(_ kind: SecretInputKind, prompt: String, confirm: Bool = false) throws -> SecretBytes {
-        var bytes = try readSecretBytes(kind, prompt: prompt, confirm: confirm)
-        defer { SecureMemory.zero(&bytes) }
-        guard !bytes.isEmpty else {
-            throw CommandFailure("the \(kind.noun) is empty", remedy: "give a non-empty \(kind.noun)", code: "bad_secret")
+    /// Reads the secret `source` names: from its option's file (`-` = stdin), else, when
+    /// `prompt` is given and there is a terminal, from a prompt without echo (twice with
+    /// `confirm`). Never from argv. Every secret the command line takes goes through here, by
+    /// one rule (``SecretReader``), straight into guarded memory.
+    func secret(_ source: SecretSource, prompt: String?, confirm: Bool = false) throws -> SecretBytes {
+        if let path = option(source.option) { return try SecretReader.read(source, path: path, io: io) }
+        guard let prompt, io.canPrompt else {
+            throw CommandFailure("no \(source.noun) given and no terminal to ask on",
+                                 remedy: "pass \(source.option) PATH, or \(source.option) - to read it from standard input",
+                                 code: "no_secret")
         }
-        return try SecretBytes(copying: bytes)
+        return try SecretReader.prompt(source, prompt: prompt, confirm: confirm, io: io)
+    }
+
+    /// Reads a secret for `kind`: from its file option (`-` = stdin) or a terminal prompt.
+    /// Never from argv. The returned bytes are in guarded memory (see ``SecretReader`` for the rule).
+    public func readSecret(_ kind: SecretInputKind, prompt: String, confirm: Bool = false) throws -> SecretBytes {
+        try secret(kind.source, prompt: kind == .prf ? nil : prompt, confirm: confirm)
     }
 
     /// Reads the 32 PRF output bytes from `--prf-file` (raw bytes or 64 hex characters).
     public func readPRF() throws -> SecretBytes {
-        guard let path = option(SecretInputKind.prf.rawValue) else {
+        guard option(SecretInputKind.prf.rawValue) != nil else {
             throw UsageError("this needs --prf-file PATH (32 raw bytes or 64 hex characters, '-' for stdin)", command: spec.commandLine)
         }
-        return try PRFInput.read(path, io: io)
-    }
-
-    private func readSecretBytes(_ kind: SecretInputKind, prompt: String, confirm: Bool) throws -> [UInt8] {
-        if let path = option(kind.rawValue) {
-            var raw: [UInt8]
-            if path == "-" {
-                raw = try io.readStandardInput(limit: 64 * 1024)
-            } else {
-                raw = try SecretFile.read(path, what: kind.noun)
-            }
-            if kind != .prf {
-                // A trailing newline from `echo` or an editor is not part of the secret.
-                if raw.last == 0x0a { raw.removeLast() }
-                if raw.last == 0x0d { raw.removeLast() }
-            }
-            return raw
-        }
-        guard io.canPrompt, kind != .prf else {
-            throw CommandFailure("no \(kind.noun) given and no terminal to ask on",
-                                 remedy: "pass \(kind.rawValue) PATH, or \(kind.rawValue) - to read it from standard input",
-                                 code: "no_secret")
-        }
-        var first = try io.promptSecret(prompt)
-        if confirm {
-            var second = try io.promptSecret("Again: ")
-            defer { SecureMemory.zero(&second) }
-            guard ConstantTime.equals(first, second) else {
-                SecureMemory.zero(&first)
-                throw CommandFailure("the two entries differ", remedy: "run the command again", code: "bad_secret")
-            }
-        }
-        return first
+        return try secret(.prf, prompt: nil)
     }
 }
 
 extension SecretInputKind {
-    var noun: String {
+    /// The reader's description of this option.
+    var source: SecretSource {
         switch self {
-        case .passphrase: "passphrase"
-        case .prf: "PRF output"
-        case .key: "key"
+        case .passphrase: .passphrase
+        case .prf: .prf
+        case .key: .key
         }
-    }
-}
-
-/// Reading secrets from files: bounded, and a warning-free refusal of what cannot be a secret file.
-enum SecretFile {
-    static func read(_ path: String, what: String) throws -> [UInt8] {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw CommandFailure("cannot read the \(what) file \(path): \(String(cString: strerror(errno)))",
-                                 remedy: "check the path", code: "no_secret")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG || (info.st_mode & S_IFMT) == S_IFIFO || (info.st_mode & S_IFMT) == S_IFCHR else {
-            throw CommandFailure("the \(what) file \(path) is not a regular file", remedy: "give a file or '-' for stdin", code: "no_secret")
-        }
-        guard info.st_size <= 64 * 1024 else {
-            throw CommandFailure("the \(what) file \(path) is larger than 64 KiB", remedy: "check the path", code: "bad_secret")
-        }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CommandFailure("cannot open the \(what) file \(path)", remedy: "check its permissions", code: "no_secret")
-        }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: 64 * 1024 + 1)) ?? Data()
-        guard data.count <= 64 * 1024 else {
-            throw CommandFailure("the \(what) file \(path) is larger than 64 KiB", remedy: "check the path", code: "bad_secret")
-        }
-        return [UInt8](data)
     }
 }

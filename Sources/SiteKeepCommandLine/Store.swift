@@ -2,7 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import Foundation
-public import SiteKeepCrypto
+internal import SiteKeepCrypto
 public import SiteKeepKeyring
 public import SiteKeepCustody
 
@@ -74,16 +74,16 @@ final class UnlockInput: @unchecked Sendable {
     init(_ secret: consuming UnlockSecret) { self.secret = consume secret }
     func take() -> UnlockSecret { secret.take()! }
 
+    /// The unlock secret of `inv`: `--prf-file`, else `--recovery-file`, else the passphrase
+    /// (`--passphrase-file` or a prompt), each read by the one ``SecretReader``.
     static func read(_ inv: Invocation) throws -> UnlockInput {
-        if inv.option(SecretInputKind.prf.rawValue) != nil {
-            return UnlockInput(.prf(try inv.readPRF()))
+        if inv.option(SecretSource.prf.option) != nil {
+            return UnlockInput(.prf(try inv.secret(.prf, prompt: nil)))
         }
-        if let path = inv.option("--recovery-file") {
-            var raw = path == "-" ? try inv.io.readStandardInput(limit: 4096) : try SecretFile.read(path, what: "recovery code")
-            defer { SecureMemory.zero(&raw) }
-            return UnlockInput(.recoveryCode(try SecretBytes(copying: raw)))
+        if inv.option(SecretSource.recoveryCode.option) != nil {
+            return UnlockInput(.recoveryCode(try inv.secret(.recoveryCode, prompt: nil)))
         }
-        return UnlockInput(.passphrase(try inv.readSecret(.passphrase, prompt: "SiteKeep passphrase: ")))
+        return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: "SiteKeep passphrase: ")))
     }
 }
 

@@ -12,16 +12,21 @@ public protocol ToolIO: Sendable {
     /// Writes raw bytes to standard output (file contents, unchanged).
     func writeBytes(_ bytes: [UInt8])
     func writeError(_ text: String)
-    /// All of standard input (for `-` as a file name).
+    /// All of standard input (for `-` as a file name), for inputs that are not secrets.
     func readStandardInput(limit: Int) throws -> [UInt8]
+    /// Reads standard input into `buffer` (guarded memory the caller owns) until end of input
+    /// or the buffer is full, and returns the byte count. For secrets: no other copy is made.
+    func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     /// Whether standard output is a terminal (tables and colour for people).
     var outputIsTerminal: Bool { get }
     /// Whether standard error is a terminal (progress indicators).
     var errorIsTerminal: Bool { get }
     /// Whether a terminal is available to prompt on (`/dev/tty`).
     var canPrompt: Bool { get }
-    /// Prompts on the terminal with echo off and returns the line's bytes (no newline).
-    func promptSecret(_ prompt: String) throws -> [UInt8]
+    /// Prompts on the terminal with echo off and reads the line into `buffer` (guarded memory
+    /// the caller owns), without its newline; returns the byte count, `buffer.count` when the
+    /// line was that long or longer (the rest of a longer line is read and dropped).
+    func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
 }
 
 /// The process's real standard streams.
@@ -54,6 +59,9 @@ public struct StandardIO: ToolIO {
         SecureMemory.zero(&chunk)
         return out
     }
+    public func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try SecretReader.readAll(0, into: buffer, what: "standard input")
+    }
     public var outputIsTerminal: Bool { isatty(1) == 1 }
     public var errorIsTerminal: Bool { isatty(2) == 1 }
     public var canPrompt: Bool {
@@ -62,9 +70,10 @@ public struct StandardIO: ToolIO {
         return false
     }
 
-    public func promptSecret(_ prompt: String) throws -> [UInt8] {
+    public func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else {
+        guard fd >= 0, let base = buffer.baseAddress else {
+            if fd >= 0 { close(fd) }
             throw CommandFailure("no terminal to prompt on", remedy: "pass the secret with a file option (or '-' for stdin)")
         }
         defer { close(fd) }
@@ -81,27 +90,45 @@ public struct StandardIO: ToolIO {
             _ = Glibc.write(fd, "\n", 1)
         }
         _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
-        var line: [UInt8] = []
+        // Byte by byte, straight into the caller's guarded buffer.
+        var count = 0
+        while count < buffer.count {
+            let n = Glibc.read(fd, base + count, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return count }
+            if base.load(fromByteOffset: count, as: UInt8.self) == 0x0a {
+                base.storeBytes(of: 0, toByteOffset: count, as: UInt8.self)
+                return count
+            }
+            count += 1
+        }
+        // Too long: read the rest of the line, so none of it reaches the shell after we exit.
         var byte: UInt8 = 0
         while true {
             let n = Glibc.read(fd, &byte, 1)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 || byte == 0x0a { break }
-            line.append(byte)
-            if line.count > 4096 { SecureMemory.zero(&line); throw CommandFailure("input line too long") }
         }
-        return line
+        withUnsafeMutableBytes(of: &byte) { SecureMemory.zero($0) }
+        return count
     }
 }
 
-/// Captured streams for tests.
+/// Captured streams for tests. `promptAnswers` are the lines a person would type at the
+/// terminal prompts, in order; without them there is no terminal.
 public final class CapturedIO: ToolIO, @unchecked Sendable {
     // @unchecked: every field is behind `state`'s lock.
-    private struct State { var out = ""; var err = ""; var stdin: [UInt8] = []; var bytes: [UInt8] = [] }
+    private struct State { var out = ""; var err = ""; var stdin: [UInt8] = []; var bytes: [UInt8] = []; var answers: [[UInt8]] = []; var prompts: [String] = [] }
     private let state = Mutex(State())
-    public init(standardInput: [UInt8] = []) { state.withLock { $0.stdin = standardInput } }
+    private let hasTerminal: Bool
+    public init(standardInput: [UInt8] = [], promptAnswers: [[UInt8]]? = nil) {
+        hasTerminal = promptAnswers != nil
+        state.withLock { $0.stdin = standardInput; $0.answers = promptAnswers ?? [] }
+    }
     public var output: String { state.withLock { $0.out } }
     public var errorOutput: String { state.withLock { $0.err } }
+    /// The prompts shown, in order.
+    public var prompts: [String] { state.withLock { $0.prompts } }
     public func write(_ text: String) { state.withLock { $0.out += text } }
     public func writeError(_ text: String) { state.withLock { $0.err += text } }
     public func writeBytes(_ bytes: [UInt8]) { state.withLock { $0.bytes += bytes } }
@@ -112,11 +139,27 @@ public final class CapturedIO: ToolIO, @unchecked Sendable {
         guard data.count <= limit else { throw CommandFailure("standard input is larger than \(limit) bytes") }
         return data
     }
+    public func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        state.withLock { s -> Int in
+            let n = min(s.stdin.count, buffer.count)
+            buffer.copyBytes(from: s.stdin.prefix(n))
+            s.stdin.removeFirst(n)
+            return n
+        }
+    }
     public var outputIsTerminal: Bool { false }
     public var errorIsTerminal: Bool { false }
-    public var canPrompt: Bool { false }
-    public func promptSecret(_ prompt: String) throws -> [UInt8] {
-        throw CommandFailure("no terminal to prompt on", remedy: "pass the secret with a file option (or '-' for stdin)")
+    public var canPrompt: Bool { hasTerminal }
+    public func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let line: [UInt8]? = state.withLock { s in
+            s.prompts.append(prompt)
+            return s.answers.isEmpty ? nil : s.answers.removeFirst()
+        }
+        guard let line else {
+            throw CommandFailure("no terminal to prompt on", remedy: "pass the secret with a file option (or '-' for stdin)")
+        }
+        let n = min(line.count, buffer.count)
+        buffer.copyBytes(from: line.prefix(n))
+        return n
     }
 }
-

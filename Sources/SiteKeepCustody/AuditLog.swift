@@ -43,8 +43,18 @@ public struct AuditVerification: Sendable, Equatable {
     public let firstBadLine: Int?
     /// Why that line is bad.
     public let reason: String?
-    /// Whether every line chains to its predecessor.
+    /// The last line the keyring's anchor vouches for (nil: the log has no anchor to check).
+    public let anchoredThrough: Int?
+    /// Whether every line chains to its predecessor and the log reaches its anchor.
     public var isIntact: Bool { firstBadLine == nil }
+
+    /// A verification result.
+    public init(lineCount: Int, firstBadLine: Int?, reason: String?, anchoredThrough: Int? = nil) {
+        self.lineCount = lineCount
+        self.firstBadLine = firstBadLine
+        self.reason = reason
+        self.anchoredThrough = anchoredThrough
+    }
 }
 
 /// The hash-chained audit log of key uses: JSON lines in `audit.log` (0600) in the store home.
@@ -54,8 +64,11 @@ public struct AuditVerification: Sendable, Equatable {
 /// line after it. A line is written (`write(2)`) before the call that logged it returns; fsync
 /// is grouped: at most ``syncInterval`` after a write, and at once when the last fsync is older.
 ///
-/// - Note: a hash chain detects changes inside the log; it cannot detect the last lines being
-///   cut off or the whole file being rewritten by someone with write access.
+/// A hash chain detects changes inside the log, not the last lines being cut off or the whole
+/// file being rewritten. For that the custodian's log anchors its head in the keyring
+/// (``AuditAnchor``): ``verify()`` then also checks that the log reaches the anchored line and
+/// that this line is the one anchored. Lines written since the last anchor (about a second) can
+/// still be cut unnoticed.
 public final class AuditLog: Sendable {
     /// The log file's path.
     public let path: String
@@ -72,6 +85,8 @@ public final class AuditLog: Sendable {
         var syncScheduled: Bool
         /// The file size after our last write: another size means another process appended.
         var end: Int64
+        /// Whether this process appended since its last anchor hand-over.
+        var unanchored = false
         var timeCache = TimeCache()
     }
 
@@ -114,6 +129,8 @@ public final class AuditLog: Sendable {
         }
     }
     private let state: Mutex<State>
+    /// Where the head is anchored (nil: a bare log, checked by its chain only).
+    let anchor: AuditAnchor?
 
     static let maximumFieldLength = 200
 
@@ -122,12 +139,19 @@ public final class AuditLog: Sendable {
         Hex.encode(SHA256.hash(Array("sitekeep.audit.v1\0\(storeID)".utf8)))
     }
 
-    /// Opens (creating if needed, mode 0600) the log at `path` and finds its chain head.
+    /// Opens (creating if needed, mode 0600) the log at `path` and finds its chain head. A log
+    /// opened this way has no anchor: ``verify()`` checks its chain only.
     /// - Throws: ``CustodyError/io(_:)``.
-    public init(path: String, genesis: String, syncInterval: Duration = .milliseconds(50)) throws(CustodyError) {
+    public convenience init(path: String, genesis: String, syncInterval: Duration = .milliseconds(50)) throws(CustodyError) {
+        try self.init(path: path, genesis: genesis, syncInterval: syncInterval, anchor: nil)
+    }
+
+    /// Opens the log with its head anchored by `anchor`.
+    init(path: String, genesis: String, syncInterval: Duration = .milliseconds(50), anchor: AuditAnchor?) throws(CustodyError) {
         self.path = path
         self.genesis = genesis
         self.syncInterval = syncInterval
+        self.anchor = anchor
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io("cannot open audit log \(path): \(Files.errno_())") }
         let size = Int64(lseek(fd, 0, SEEK_END))
@@ -150,10 +174,14 @@ public final class AuditLog: Sendable {
     }
 
     deinit {
-        state.withLock { s in
+        let head: AuditAnchor.Head? = state.withLock { s in
             _ = fsync(s.fd)
             close(s.fd)
+            return s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil
         }
+        // A one-shot command exits soon after: anchor what it wrote now, unless another writer
+        // anchored within the interval (then the next one anchors these lines too).
+        anchor?.flush(with: head, unlessWrittenWithin: anchor?.interval)
     }
 
     /// Appends one entry and returns once its line is written (fsync grouped, see the type).
@@ -163,7 +191,7 @@ public final class AuditLog: Sendable {
                        presenceAgeMs: Int? = nil, prompt: String? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
         // What to do after the line is written, outside the lock: fsync now (the last fsync is
         // older than the interval), schedule one, or nothing. Other threads append meanwhile.
-        enum After { case syncNow(Int32), schedule, nothing }
+        enum After { case syncNow(Int32, AuditAnchor.Head), schedule, nothing }
         let after: After = try state.withLock { (s: inout State) throws(CustodyError) -> After in
             // Several processes (the daemon, a one-shot CLI command) may append to one log:
             // take the file lock and re-read the head if someone else wrote since we did.
@@ -191,11 +219,12 @@ public final class AuditLog: Sendable {
             s.prev = Hex.encode(hash)
             s.seq += 1
             s.end = size + Int64(line.count)
+            s.unanchored = true
             let nowNs = Int64(BootClock.system.nanoseconds())
             let interval = syncInterval.components.seconds * 1_000_000_000 + syncInterval.components.attoseconds / 1_000_000_000
             if nowNs - s.lastSyncNs >= interval {
                 s.lastSyncNs = nowNs
-                return .syncNow(s.fd)
+                return .syncNow(s.fd, AuditAnchor.Head(seq: s.seq, hash: s.prev))
             }
             if s.syncScheduled { return .nothing }
             s.syncScheduled = true
@@ -204,37 +233,97 @@ public final class AuditLog: Sendable {
         switch after {
         case .nothing:
             break
-        case .syncNow(let fd):
+        case .syncNow(let fd, let head):
             // The fd stays open while `self` lives (only deinit closes it).
             _ = fsync(fd)
+            // On disk now: the background writer may anchor it (never on this thread).
+            anchor?.advance(to: head)
         case .schedule:
             let ms = Int(syncInterval.components.seconds * 1000 + syncInterval.components.attoseconds / 1_000_000_000_000_000)
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(max(ms, 1))) { [weak self] in
-                self?.flush()
+                self?.sync(anchorNow: false)
             }
         }
     }
 
-    /// fsyncs everything written so far. Appends go on while it syncs (the lock is not held
-    /// across the fsync); a line written during it is covered by the next one.
+    /// fsyncs everything written so far and anchors the head at once. Appends go on while it
+    /// syncs (the lock is not held across the fsync); a line written during it is covered by
+    /// the next one.
     public func flush() {
-        let fd = state.withLock { s -> Int32 in
-            s.lastSyncNs = Int64(BootClock.system.nanoseconds())
-            s.syncScheduled = false
-            return s.fd
-        }
-        _ = fsync(fd)
+        sync(anchorNow: true)
     }
 
-    /// Reads and checks the whole log.
+    /// fsyncs, then hands the head to the anchor (stored now, or by the background writer).
+    func sync(anchorNow: Bool) {
+        let (fd, head) = state.withLock { s -> (Int32, AuditAnchor.Head?) in
+            s.lastSyncNs = Int64(BootClock.system.nanoseconds())
+            s.syncScheduled = false
+            defer { s.unanchored = false }
+            return (s.fd, s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil)
+        }
+        _ = fsync(fd)
+        guard let anchor else { return }
+        if anchorNow {
+            anchor.flush(with: head)
+        } else if let head {
+            anchor.advance(to: head)
+        }
+    }
+
+    /// Anchors the log's current head (this process's or another's), on disk first: for a new
+    /// store, and for a store whose log predates anchors.
+    func anchorCurrentHead() throws(CustodyError) {
+        guard let anchor else { return }
+        let (fd, head) = state.withLock { s -> (Int32, AuditAnchor.Head) in
+            _ = flock(s.fd, LOCK_EX)
+            defer { _ = flock(s.fd, LOCK_UN) }
+            let size = Int64(lseek(s.fd, 0, SEEK_END))
+            if size != s.end { (s.prev, s.seq) = Self.head(fd: s.fd, size: size, genesis: genesis); s.end = size }
+            s.unanchored = false
+            return (s.fd, AuditAnchor.Head(seq: s.seq, hash: s.prev))
+        }
+        _ = fsync(fd)
+        try anchor.write(head)
+    }
+
+    /// Reads and checks the whole log: its chain, and, when it is anchored, that it reaches the
+    /// anchored line and that this line is the one anchored (a cut tail or a rewritten file).
     public func verify() throws(CustodyError) -> AuditVerification {
-        try Self.verify(path: path, genesis: genesis)
+        guard let anchor else { return try Self.verify(path: path, genesis: genesis) }
+        // The anchor first: a line appended between the two reads only lengthens the log.
+        let stored = try anchor.load()
+        let anchoredSeq: Int? = if case .record(let r) = stored { r.head.seq } else { nil }
+        let (chain, hashOfAnchored) = try Self.chain(path: path, genesis: genesis, hashOfLine: anchoredSeq)
+        guard chain.isIntact else { return chain }
+        let n = chain.lineCount
+        switch stored {
+        case .record(let record):
+            let h = record.head
+            guard n >= h.seq else {
+                return AuditVerification(lineCount: n, firstBadLine: n + 1, reason: "the log ends at line \(n), but the keyring's anchor says line \(h.seq) was written: lines were cut from the end")
+            }
+            guard (h.seq == 0 ? genesis : hashOfAnchored) == h.hash else {
+                return AuditVerification(lineCount: n, firstBadLine: max(h.seq, 1), reason: "line \(h.seq) is not the line the keyring's anchor recorded: the log was rewritten")
+            }
+            return AuditVerification(lineCount: n, firstBadLine: nil, reason: nil, anchoredThrough: h.seq)
+        case .missing, .damaged:
+            // A store from before anchors has none until it is first opened; any other store does.
+            guard anchor.marker.isPresent else { return chain }
+            let what = stored == .missing ? "holds no anchor for this log" : "holds a damaged anchor for this log"
+            return AuditVerification(lineCount: n, firstBadLine: n + 1, reason: "the keyring \(what), though this store keeps one: it was removed or edited, so a cut tail or a rewrite cannot be ruled out")
+        }
     }
 
     /// Reads and checks a log file: every line must be a valid entry whose `seq` follows the
     /// previous one and whose `prev` is the SHA-256 of the previous line (the genesis value
     /// for the first).
     public static func verify(path: String, genesis: String) throws(CustodyError) -> AuditVerification {
+        try chain(path: path, genesis: genesis, hashOfLine: nil).0
+    }
+
+    /// The chain check of ``verify(path:genesis:)``, and the SHA-256 (hex) of line `hashOfLine`.
+    static func chain(path: String, genesis: String, hashOfLine wanted: Int?) throws(CustodyError) -> (AuditVerification, String?) {
+        var found: String? = nil
         let bytes = try Files.readIfExists(path, limit: 1 << 30) ?? []
         var expected = genesis
         var number = 0
@@ -242,23 +331,24 @@ public final class AuditLog: Sendable {
         let decoder = JSONDecoder()
         while start < bytes.count {
             guard let end = bytes[start...].firstIndex(of: 0x0a) else {
-                return AuditVerification(lineCount: number + 1, firstBadLine: number + 1, reason: "the last line is incomplete")
+                return (AuditVerification(lineCount: number + 1, firstBadLine: number + 1, reason: "the last line is incomplete"), nil)
             }
             number += 1
             let line = bytes[start..<end]
             start = end + 1
             guard let entry = try? decoder.decode(AuditEntry.self, from: Data(line)) else {
-                return AuditVerification(lineCount: number, firstBadLine: number, reason: "not a valid audit entry")
+                return (AuditVerification(lineCount: number, firstBadLine: number, reason: "not a valid audit entry"), nil)
             }
             guard entry.seq == number else {
-                return AuditVerification(lineCount: number, firstBadLine: number, reason: "sequence number \(entry.seq) where \(number) was expected (a line was removed, added or moved)")
+                return (AuditVerification(lineCount: number, firstBadLine: number, reason: "sequence number \(entry.seq) where \(number) was expected (a line was removed, added or moved)"), nil)
             }
             guard entry.prev == expected else {
-                return AuditVerification(lineCount: number, firstBadLine: number, reason: "does not chain to the line before it (that line was edited, removed or moved)")
+                return (AuditVerification(lineCount: number, firstBadLine: number, reason: "does not chain to the line before it (that line was edited, removed or moved)"), nil)
             }
             expected = Hex.encode(SHA256.hash(line))
+            if number == wanted { found = expected }
         }
-        return AuditVerification(lineCount: number, firstBadLine: nil, reason: nil)
+        return (AuditVerification(lineCount: number, firstBadLine: nil, reason: nil), found)
     }
 
     /// This log's entries, for `sitekeep log show` (unverified: run ``verify()`` for that).

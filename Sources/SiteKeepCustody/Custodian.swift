@@ -30,6 +30,9 @@ public struct CustodianConfiguration: Sendable {
     public var presenceLifetime: Duration
     /// The audit log's fsync grouping interval.
     public var auditSyncInterval: Duration
+    /// The longest the audit log's durable head waits to be anchored in the keyring (default
+    /// 1 s): lines written since the last anchor can be cut from the log unnoticed.
+    public var auditAnchorInterval: Duration
     /// Whether a timer locks after the idle lifetime even when nothing calls (default true;
     /// the idle check also runs on every use).
     public var autoLockTimer: Bool
@@ -42,12 +45,14 @@ public struct CustodianConfiguration: Sendable {
     public init(idleLifetime: Duration = .seconds(15 * 60),
                 presenceLifetime: Duration = PresenceProof.maximumLifetime,
                 auditSyncInterval: Duration = .milliseconds(50),
+                auditAnchorInterval: Duration = .seconds(1),
                 autoLockTimer: Bool = true,
                 bootClock: BootClock = .system,
                 wallClockSeconds: @escaping @Sendable () -> Int64 = { AuditLog.wallClockMs() / 1000 }) {
         self.idleLifetime = idleLifetime
         self.presenceLifetime = min(presenceLifetime, PresenceProof.maximumLifetime)
         self.auditSyncInterval = auditSyncInterval
+        self.auditAnchorInterval = auditAnchorInterval
         self.autoLockTimer = autoLockTimer
         self.bootClock = bootClock
         self.wallClockSeconds = wallClockSeconds
@@ -184,6 +189,8 @@ public final class Custodian: Sendable {
     }
     let state = Mutex<State>(State())
     let backoff: UnlockBackoff
+    /// Says the back-off record and the audit anchor live in the keyring (see ``KeyringStateMarker``).
+    let marker: KeyringStateMarker
 
     /// What lock clears: every holder of a key handle, a decrypted byte or a presence proof
     /// that came from this custodian keeps it in a ``LockBound`` of this scope (custody's own
@@ -213,10 +220,29 @@ public final class Custodian: Sendable {
         self.directory = directory
         self.keyring = keyring
         self.configuration = configuration
-        self.auditLog = try AuditLog(path: directory.file("audit.log"), genesis: AuditLog.genesis(storeID: directory.storeID),
-                                     syncInterval: configuration.auditSyncInterval)
-        self.backoff = UnlockBackoff(path: directory.file(UnlockBackoff.fileName))
+        let marker = KeyringStateMarker(path: directory.file(KeyringStateMarker.fileName))
+        self.marker = marker
+        let storeID = directory.storeID
+        let anchor = AuditAnchor(keyring: keyring, storeID: storeID, home: directory.path, marker: marker,
+                                 interval: configuration.auditAnchorInterval)
+        self.auditLog = try AuditLog(path: directory.file("audit.log"), genesis: AuditLog.genesis(storeID: storeID),
+                                     syncInterval: configuration.auditSyncInterval, anchor: anchor)
+        self.backoff = UnlockBackoff(keyring: keyring, storeID: storeID, home: directory.path, marker: marker) { () throws(CustodyError) -> Bool in
+            do throws(KeyringError) { return try !keyring.list(store: storeID, kind: ItemKind.slot).isEmpty } catch { throw .keyring(error) }
+        }
+        // A store made before the back-off record and the audit anchor lived in the keyring
+        // moves them there once (a failure is retried at the next open).
         self.signers = lockScope.bound(SignerCache())
+        if !marker.isPresent { try? migrateKeyringState() }
+    }
+
+    /// Creates the unlock back-off record and the audit anchor of an initialised store that has
+    /// neither marked (one made by an older SiteKeep), then marks the store as having them.
+    func migrateKeyringState() throws(CustodyError) {
+        guard try isInitialized() else { return }
+        try backoff.migrate()
+        try auditLog.anchorCurrentHead()
+        try marker.write()
     }
 
     deinit {
@@ -401,6 +427,8 @@ public final class Custodian: Sendable {
     public func initialize(passphrase: consuming SecretBytes, parameters: Argon2id.Parameters? = nil,
                            withRecoveryCode: Bool = true) throws(CustodyError) -> InitializationResult {
         guard try !isInitialized() else { throw .alreadyInitialized }
+        // Marked again below, once this store's back-off record and anchor exist.
+        unlink(marker.path)
         let params = try calibrated(parameters)
         let master = LockedSecret(try cr { () throws(CryptoError) -> SecretBytes in try SecretBytes(randomCount: 32) })
         let pSlot = try writeSlot(kind: .passphrase, label: "passphrase", master: master, argon2: params,
@@ -417,6 +445,10 @@ public final class Custodian: Sendable {
         becomeUnlocked(dup)
         let device = try createDeviceKey()
         try log(KeyUseContext(op: "init"), key: pSlot.id, result: "ok")
+        // The back-off record and the audit anchor exist from the start; the marker says so.
+        try backoff.save(.zero)
+        try auditLog.anchorCurrentHead()
+        try marker.write()
         return InitializationResult(passphraseSlot: pSlot, recoverySlot: recoverySlot, recoveryCode: recoveryCode, deviceKey: device)
     }
 }

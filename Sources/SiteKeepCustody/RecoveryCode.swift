@@ -61,7 +61,9 @@ public struct RecoveryCode: Sendable, CustomStringConvertible, CustomDebugString
     /// into the 16 secret bytes, checking length and checksum first.
     static func parse(_ typed: borrowing SecretBytes) throws(CustodyError) -> SecretBytes {
         try typed.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(CustodyError) -> SecretBytes in
+            // Reserved up front: a growing array would leave copies of the code behind.
             var symbols = [UInt8]()
+            symbols.reserveCapacity(symbolCount + 1)
             defer { SecureMemory.zero(&symbols) }
             for c in raw {
                 switch c {

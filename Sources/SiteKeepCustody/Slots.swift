@@ -163,18 +163,21 @@ extension Custodian {
         throw .unlockFailed
     }
 
+    /// ``openSlot(kind:slotID:input:)`` as one attempt of the unlock back-off (see ``UnlockBackoff``).
+    func openSlotUnderBackoff(kind: SlotKind, slotID: String?, input: borrowing KEKInput) throws(CustodyError) -> OpenedSlot {
+        try backoff.attempt(now: configuration.wallClockSeconds) { () throws(CustodyError) -> OpenedSlot in
+            try openSlot(kind: kind, slotID: slotID, input: input)
+        }
+    }
+
     /// Unlocks with any slot of the matching kind (or the given slot).
     ///
     /// Refused while a back-off from earlier failures runs (the error names the wait). A wrong
     /// secret, a damaged slot, an edited header and a slot from another store all give the
     /// same ``CustodyError/unlockFailed`` and extend the back-off (4th failure 1 s, doubling to
-    /// 5 min; persisted in the home). A mistyped recovery code is caught by its checksum first.
+    /// 5 min; kept in the keyring, checked and updated under a lock shared by every process).
+    /// A mistyped recovery code is caught by its checksum first.
     public func unlock(_ secret: consuming UnlockSecret, slotID: String? = nil) throws(CustodyError) {
-        let wait = try backoff.remaining(now: configuration.wallClockSeconds())
-        guard wait == 0 else {
-            logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "backing-off")
-            throw .backingOff(secondsRemaining: wait)
-        }
         let kind: SlotKind
         let input: KEKInput
         switch consume secret {
@@ -190,14 +193,15 @@ extension Custodian {
         }
         let opened: OpenedSlot
         do {
-            opened = try openSlot(kind: kind, slotID: slotID, input: input)
+            opened = try openSlotUnderBackoff(kind: kind, slotID: slotID, input: input)
+        } catch .backingOff(let wait) {
+            logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "backing-off")
+            throw .backingOff(secondsRemaining: wait)
         } catch .unlockFailed {
-            try backoff.recordFailure(now: configuration.wallClockSeconds())
             logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "failed")
             throw .unlockFailed
         }
         let slotUsed = opened.header.slotID
-        try backoff.reset()
         becomeUnlocked(opened.master)
         try log(KeyUseContext(op: "unlock"), key: slotUsed, result: "ok")
     }
@@ -205,16 +209,12 @@ extension Custodian {
     /// Checks a passphrase against the passphrase slots without changing the lock state
     /// (presence by passphrase re-entry). Subject to, and counted in, the unlock back-off.
     public func verifyPassphrase(_ passphrase: consuming SecretBytes) throws(CustodyError) {
-        let wait = try backoff.remaining(now: configuration.wallClockSeconds())
-        guard wait == 0 else { throw .backingOff(secondsRemaining: wait) }
         do {
-            _ = try openSlot(kind: .passphrase, slotID: nil, input: .passphrase(passphrase))
+            _ = try openSlotUnderBackoff(kind: .passphrase, slotID: nil, input: .passphrase(passphrase))
         } catch .unlockFailed {
-            try backoff.recordFailure(now: configuration.wallClockSeconds())
             logQuietly(KeyUseContext(op: "presence.passphrase"), key: nil, result: "failed")
             throw .unlockFailed
         }
-        try backoff.reset()
     }
 
     // MARK: - Slot management (requires unlocked)

@@ -134,6 +134,19 @@ enum Files {
         return true
     }
 
+    /// Runs `body` holding an exclusive `flock` on the lock file at `path` (created 0600 when
+    /// missing, never removed), which serialises it with every other process and thread doing
+    /// the same. The lock goes with the file descriptor, also when `body` throws or the process dies.
+    static func withExclusiveLock<R: ~Copyable>(_ path: String, _ body: () throws(CustodyError) -> R) throws(CustodyError) -> R {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io("cannot open the lock file \(path): \(errno_())") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .io("cannot lock \(path): \(errno_())") }
+        }
+        return try body()
+    }
+
     static func fsyncDirectory(_ path: String) {
         let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { _ = fsync(dfd); close(dfd) }

@@ -355,8 +355,9 @@ extension BlockingTests {
         _ = try secret.withUnsafeBytes { try ControlClient.send(path: path, op: "unlock", method: "prf", secret: $0) }
         #expect(seen.withLock { $0 } == ["status - []", "unlock prf [1, 2, 3, 0, 255]"])
 
-        // Raw frames: not JSON, an unknown field, a secret above 4096 bytes.
-        for header in ["not json", #"{"op":"status","extra":1}"#, #"{"op":"unlock","method":"prf","length":5000}"#] {
+        // Raw frames: not JSON, an unknown field, a secret above the limit (64 KiB, the CLI's).
+        let tooLong = ControlServer.maximumSecretLength + 1
+        for header in ["not json", #"{"op":"status","extra":1}"#, #"{"op":"unlock","method":"prf","length":\#(tooLong)}"#] {
             let fd = try UnixSocket.connect(path: path)
             defer { close(fd) }
             _ = UnixSocket.writeAll(fd, Array((header + "\n").utf8))

@@ -6,9 +6,10 @@ import SiteKeepCrypto
 import SiteKeepTestSupport
 
 /// Runs `sitekeep` in-process with captured streams.
-func runTool(_ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:],
+/// `promptAnswers` are the lines typed at terminal prompts; without them there is no terminal.
+func runTool(_ arguments: [String], stdin: [UInt8] = [], promptAnswers: [[UInt8]]? = nil, environment: [String: String] = [:],
              commands: [CommandSpec] = CommandRegistry.all) async -> (status: Int32, out: String, err: String) {
-    let io = CapturedIO(standardInput: stdin)
+    let io = CapturedIO(standardInput: stdin, promptAnswers: promptAnswers)
     var env = ["HOME": "/nonexistent-home", "NO_COLOR": "1"]
     env.merge(environment) { $1 }
     let status = await CommandLineTool.run(arguments: arguments, environment: env, io: io, commands: commands)

@@ -24,8 +24,8 @@ final class CLIStore: @unchecked Sendable {
         return url.path
     }
 
-    func run(_ args: [String], stdin: [UInt8] = []) async -> (status: Int32, out: String, err: String) {
-        await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin)
+    func run(_ args: [String], stdin: [UInt8] = [], typing: [String]? = nil) async -> (status: Int32, out: String, err: String) {
+        await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin, promptAnswers: typing.map { $0.map { Array($0.utf8) } })
     }
 
     /// `init` at the cheapest Argon2id parameters (tests are not about the cost).
@@ -64,6 +64,41 @@ final class CLIStore: @unchecked Sendable {
         let log = await store.run(["log", "verify", "--json"])
         #expect(log.status == 0)
         #expect(try JSONParser.parse(log.out)["intact"] == .bool(true))
+    }
+
+    /// `log verify` finds a log cut short and a log rewritten from its genesis (issue 12), through
+    /// the anchor each command leaves in the keyring when it exits.
+    @Test func logVerifyFindsACutTailAndARewrittenLog() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        // A command anchors its lines as it exits when the anchor is older than a second.
+        usleep(1_100_000)
+        #expect(await store.run(["team", "add", "desk", "--passphrase-file", store.passFile]).status == 0)
+        let log = store.home + "/audit.log"
+        let good = try Data(contentsOf: URL(fileURLWithPath: log))
+        let v = try JSONParser.parse(await store.run(["log", "verify", "--json"]).out)
+        let lines = try #require(v["lines"]?.intValue)
+        #expect(v["intact"] == .bool(true) && v["anchoredThrough"]?.intValue == lines, "\(v)")
+
+        // The tail cut off: the chain of the rest is whole, the anchor is not reached.
+        let cut = Data(good.split(separator: 0x0a).dropLast().joined(separator: [0x0a]) + [0x0a])
+        try cut.write(to: URL(fileURLWithPath: log))
+        let c = await store.run(["log", "verify", "--json"])
+        #expect(c.status == 1 && c.err.contains("log_broken") && c.err.contains("cut from the end"), "\(c.err)")
+
+        // A new chain from the same genesis, longer than the real one.
+        let storeID = try String(contentsOfFile: store.home + "/store-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let forged = store.dir.appendingPathComponent("forged.log").path
+        let fake = try AuditLog(path: forged, genesis: AuditLog.genesis(storeID: storeID))
+        for _ in 0...lines { try fake.append(site: nil, op: "status", key: nil, result: "ok") }
+        fake.flush()
+        try FileManager.default.removeItem(atPath: log)
+        try FileManager.default.copyItem(atPath: forged, toPath: log)
+        let r = await store.run(["log", "verify"])
+        #expect(r.status == 1 && r.err.contains("rewritten"), "\(r.err)")
+
+        try good.write(to: URL(fileURLWithPath: log))
+        #expect(await store.run(["log", "verify"]).status == 0)
     }
 
     @Test func p256SignaturesVerifyInRawAndDERForm() async throws {

@@ -3,6 +3,7 @@ import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepBridge
 import SiteKeepJSON
+import SiteKeepCustody
 import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -74,6 +75,59 @@ import Glibc
         for _ in 0..<100 { if waitpid(pid, &status, WNOHANG) == pid { break }; usleep(50_000) }
         #expect(status & 0x7f == 0, "the daemon was killed by a signal instead of stopping")
         #expect(!FileManager.default.fileExists(atPath: sock), "the bridge socket was not removed")
+    }
+    /// The daemon's unlock reads the secret by the command line's one rule, and takes any
+    /// passphrase the command line takes (it was limited to 4096 bytes, the CLI to 64 KiB).
+    @Test func unlockThroughTheDaemonReadsSecretsByTheSameRule() async throws {
+        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let store = try CLIStore()
+        let long = [UInt8](repeating: 0x70, count: 5000)
+        let crlf = try store.file("long-crlf", long + [0x0d, 0x0a])
+        let created = await store.run(["init", "--passphrase-file", crlf, "--argon2-iterations", "2", "--argon2-memory", "19", "--no-recovery"])
+        #expect(created.status == 0, "\(created.err)")
+        let run = store.dir.appendingPathComponent("run")
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        let cliEnv = ["SITEKEEP_SOCK": sock]
+        for (args, stdin) in [(["--passphrase-file", crlf], [UInt8]()), (["--passphrase-file", "-"], long + [0x0a]),
+                              (["--passphrase-file", try store.file("long", long)], [])] {
+            let r = await runTool(["unlock", "--home", store.home] + args, stdin: stdin, environment: cliEnv)
+            #expect(r.status == 0 && r.out.contains("daemon holds the keys"), "unlock \(args): \(r.err)")
+            #expect(await runTool(["lock", "--home", store.home], environment: cliEnv).status == 0)
+        }
+        let wrong = await runTool(["unlock", "--home", store.home, "--passphrase-file", try store.file("w", long + [0x0d, 0x0d, 0x0a])], environment: cliEnv)
+        #expect(wrong.status == 1, "a passphrase with an extra \\r opened the store")
+    }
+    /// The daemon and one-shot commands (separate processes) append to one log: it verifies all
+    /// along, and after the daemon stops its anchor vouches for every line.
+    @Test func daemonAndOneShotCommandsKeepOneAnchoredLog() async throws {
+        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let run = store.dir.appendingPathComponent("run")
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        func cli(_ args: [String]) -> Int32 { ChildProcess.run(sitekeep, args + ["--home", store.home], environment: env) }
+        for round in 0..<3 {
+            #expect(cli(["unlock", "--passphrase-file", store.passFile]) == 0)             // the daemon logs
+            #expect(cli(["team", "add", "k\(round)", "--passphrase-file", store.passFile]) == 0)  // a one-shot process logs
+            #expect(cli(["lock"]) == 0)                                                      // the daemon logs, locked
+            let v = try JSONParser.parse(await store.run(["log", "verify", "--json"]).out)
+            #expect(v["intact"] == .bool(true), "round \(round): \(v)")
+        }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<100 { if waitpid(pid, &status, WNOHANG) == pid { break }; usleep(50_000) }
+        let v = try JSONParser.parse(await store.run(["log", "verify", "--json"]).out)
+        #expect(v["intact"] == .bool(true) && v["anchoredThrough"] == v["lines"], "\(v)")
+        let ops = try AuditLog.entries(path: store.home + "/audit.log").map(\.op)
+        #expect(ops.filter { $0 == "lock" }.count == 3 && ops.filter { $0 == "team.add" }.count == 3, "\(ops)")
     }
 }
 

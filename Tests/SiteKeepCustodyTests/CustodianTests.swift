@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import SiteKeepCrypto
 import SiteKeepKeyring
+import SiteKeepTestSupport
 @testable import SiteKeepCustody
 
 @Suite struct CustodianTests {
@@ -21,8 +22,11 @@ import SiteKeepKeyring
         let restarted = try f.reopened()
         #expect(throws: CustodyError.backingOff(secondsRemaining: 1)) { try restarted.unlock(.prf(prfBytes(5))) }
         #expect(try restarted.status().unlockBackoffSeconds == 1)
-        let file = try #require(FileManager.default.attributesOfItem(atPath: (f.home.path + "/" + "unlock-backoff"))[.posixPermissions] as? Int)
-        #expect(file == 0o600)
+        // The count is a keyring item; the home holds only the lock file (0600) and the marker.
+        #expect(try f.keyring.list(store: f.custodian.storeID, kind: UnlockBackoff.itemKind).count == 1)
+        #expect(!FileManager.default.fileExists(atPath: f.home.path + "/unlock-backoff"))
+        let lock = try #require(FileManager.default.attributesOfItem(atPath: f.home.path + "/" + UnlockBackoff.lockFileName)[.posixPermissions] as? Int)
+        #expect(lock == 0o600)
         // After the wait, a failure doubles it.
         f.clock.advance(seconds: 1)
         #expect(throws: CustodyError.unlockFailed) { try restarted.unlock(.prf(prfBytes(6))) }
@@ -36,6 +40,95 @@ import SiteKeepKeyring
         #expect(UnlockBackoff.delay(afterFailures: 3) == 0)
         #expect(UnlockBackoff.delay(afterFailures: 6) == 4)
         #expect(UnlockBackoff.delay(afterFailures: 40) == 300)
+    }
+
+    /// Issue 12: deleting the back-off's files in the home used to reset the count to zero.
+    @Test(arguments: Backend.allCases) func deletingTheBackoffFilesInTheHomeDoesNotResetIt(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        f.custodian.lock()
+        for _ in 0..<4 { #expect(throws: CustodyError.unlockFailed) { try f.custodian.unlock(.passphrase(secret("wrong"))) } }
+        for name in ["unlock-backoff", UnlockBackoff.lockFileName, KeyringStateMarker.fileName] {
+            unlink(f.home.path + "/" + name)
+        }
+        let restarted = try f.reopened()
+        #expect(throws: CustodyError.backingOff(secondsRemaining: 1)) { try restarted.unlock(.passphrase(secret(Fixture.passphrase))) }
+        #expect(try restarted.status().unlockBackoffSeconds == 1)
+        #expect(try restarted.backoff.load(now: f.clock.wallSeconds(), repair: false).failures == 4)
+    }
+
+    /// A removed or unreadable record counts as the maximum: 64 failures and a full wait.
+    @Test(arguments: Backend.allCases) func aMissingOrDamagedRecordCountsAsTheMaximum(backend: Backend) throws {
+        for damage in ["delete", "garbage", "negative"] {
+            let f = try Fixture(backend)
+            try f.initialize(recovery: false)
+            f.custodian.lock()
+            let item = KeyringItemID(store: f.custodian.storeID, kind: UnlockBackoff.itemKind, id: "state")
+            switch damage {
+            case "delete": _ = try f.keyring.delete(item)
+            case "garbage": try f.keyring.store([0xff, 0x00, 0x41], for: item, label: "x")
+            default: try f.keyring.store(Array("sitekeep-backoff 2 -5 0\n".utf8), for: item, label: "x")
+            }
+            #expect(try f.custodian.status().unlockBackoffSeconds == 300, "\(damage)")
+            #expect(throws: CustodyError.backingOff(secondsRemaining: 300), "\(damage)") {
+                try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
+            }
+            // The wait was written back when found: it runs from then, and a restart keeps it.
+            f.clock.advance(seconds: 100)
+            #expect(throws: CustodyError.backingOff(secondsRemaining: 200)) { try f.reopened().unlock(.passphrase(secret(Fixture.passphrase))) }
+            f.clock.advance(seconds: 200)
+            #expect(throws: CustodyError.unlockFailed) { try f.custodian.unlock(.passphrase(secret("wrong"))) }
+            #expect(throws: CustodyError.backingOff(secondsRemaining: 300)) { try f.custodian.unlock(.passphrase(secret(Fixture.passphrase))) }
+            f.clock.advance(seconds: 300)
+            try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
+            #expect(try f.custodian.backoff.load(now: f.clock.wallSeconds(), repair: false) == .zero)
+        }
+    }
+
+    /// Two custodians (two processes' worth: separate file descriptors, so separate `flock`s)
+    /// trying wrong passphrases at once both count; neither takes an attempt the other used.
+    @Test(arguments: Backend.allCases) func twoCustodiansRacingUnlockCountBothFailures(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        f.custodian.lock()
+        let custodians = [f.custodian, try f.reopened()]
+        for round in 1...2 {
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                _ = try? custodians[i].unlock(.passphrase(secret("wrong \(i)")))
+            }
+            #expect(try f.custodian.backoff.load(now: f.clock.wallSeconds(), repair: false).failures == 2 * round, "round \(round)")
+        }
+        // The 4th failure started a wait; a racing 5th attempt is refused, not taken.
+        #expect(throws: CustodyError.backingOff(secondsRemaining: 1)) { try custodians[1].unlock(.passphrase(secret(Fixture.passphrase))) }
+    }
+
+    /// A store made by 0.1.0 (Fixtures/legacy-store-0.1: five failures in its plain file) keeps
+    /// its count, now in the keyring, and unlocks.
+    @Test func aStoreFromBeforeTheKeyringRecordIsMigratedFromItsPlainFile() throws {
+        let home = try legacyStore()
+        let keyring = try FileKeyring(folder: home)
+        let custodian = try Custodian(home: StoreHome(path: home), keyring: keyring)
+        #expect(!FileManager.default.fileExists(atPath: home + "/unlock-backoff"), "the plain file was not migrated")
+        #expect(FileManager.default.fileExists(atPath: home + "/" + KeyringStateMarker.fileName))
+        let state = try custodian.backoff.load(now: AuditLog.wallClockMs() / 1000, repair: false)
+        #expect(state.failures == 5 && state.lastFailure == 1_796_119_813)
+        try custodian.unlock(.passphrase(secret("legacy passphrase")))
+        #expect(try custodian.backoff.load(now: AuditLog.wallClockMs() / 1000, repair: false) == .zero)
+        #expect(try custodian.auditLog.verify().isIntact)
+    }
+
+    /// The same store with no plain file (an old store that never failed, or whose file was
+    /// deleted) counts as the maximum, with no wait running: a success resets it.
+    @Test func aStoreFromBeforeTheKeyringRecordWithoutAFileCountsAsTheMaximum() throws {
+        let home = try legacyStore()
+        unlink(home + "/unlock-backoff")
+        let custodian = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(folder: home))
+        #expect(try custodian.backoff.load(now: AuditLog.wallClockMs() / 1000, repair: false) == .init(failures: 64, lastFailure: 0))
+        #expect(try custodian.status().unlockBackoffSeconds == 0)
+        try custodian.unlock(.passphrase(secret("legacy passphrase")))
+        custodian.lock()
+        #expect(throws: CustodyError.unlockFailed) { try custodian.unlock(.passphrase(secret("wrong"))) }
+        try custodian.unlock(.passphrase(secret("legacy passphrase")))
     }
 
     @Test(arguments: Backend.allCases) func lockWipesAndSigningFailsAfterwards(backend: Backend) throws {

@@ -328,3 +328,135 @@ func script(_ body: String) throws -> String {
         #expect(try a.entries().count == 600)
     }
 }
+
+/// The audit log's head anchored in the keyring (issue 12): a cut tail and a file rewritten from
+/// the genesis are found by `verify()`, which a hash chain alone cannot do.
+@Suite struct AuditAnchorTests {
+    /// An initialised store with `lines` key uses logged after init, flushed (so anchored).
+    func store(_ backend: Backend, lines: Int) throws -> Fixture {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        for i in 0..<lines { try f.custodian.auditLog.append(site: "site-\(i)", op: "key.sign", key: "k", result: "ok") }
+        f.custodian.auditLog.flush()
+        return f
+    }
+
+    var logPath: (Fixture) -> String { { $0.home.path + "/audit.log" } }
+
+    @Test(arguments: Backend.allCases) func truncatingTheTailIsDetected(backend: Backend) throws {
+        let f = try store(backend, lines: 6)
+        let before = try f.custodian.auditLog.verify()
+        #expect(before.isIntact && before.anchoredThrough == before.lineCount, "\(before)")
+        // Cut the last two lines: the chain of what is left is whole.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: logPath(f)))
+        var lines = bytes.split(separator: 0x0a, omittingEmptySubsequences: true)
+        lines.removeLast(2)
+        try Data(lines.joined(separator: [0x0a]) + [0x0a]).write(to: URL(fileURLWithPath: logPath(f)))
+        #expect(try AuditLog.verify(path: logPath(f), genesis: f.custodian.auditLog.genesis).isIntact, "the chain alone cannot see a cut")
+        let v = try f.reopened().auditLog.verify()
+        #expect(!v.isIntact)
+        #expect(v.firstBadLine == before.lineCount - 1 && v.reason?.contains("cut from the end") == true, "\(v)")
+    }
+
+    @Test(arguments: Backend.allCases) func rewritingTheWholeFileIsDetected(backend: Backend) throws {
+        let f = try store(backend, lines: 4)
+        let n = try f.custodian.auditLog.verify().lineCount
+        // A fresh chain from the same genesis, one line longer, without the key uses.
+        let forged = try temporaryFolder("forged")
+        try FileManager.default.createDirectory(atPath: forged, withIntermediateDirectories: true)
+        let fake = try AuditLog(path: forged + "/audit.log", genesis: f.custodian.auditLog.genesis)
+        for _ in 0...n { try fake.append(site: nil, op: "status", key: nil, result: "ok") }
+        fake.flush()
+        try FileManager.default.removeItem(atPath: logPath(f))
+        try FileManager.default.copyItem(atPath: forged + "/audit.log", toPath: logPath(f))
+        #expect(try AuditLog.verify(path: logPath(f), genesis: f.custodian.auditLog.genesis).isIntact, "the chain alone cannot see a rewrite")
+        let v = try f.reopened().auditLog.verify()
+        #expect(!v.isIntact && v.firstBadLine == n && v.reason?.contains("rewritten") == true, "\(v)")
+    }
+
+    @Test(arguments: Backend.allCases) func aRemovedOrDamagedAnchorIsReportedAndNotRecreated(backend: Backend) throws {
+        for damage in [false, true] {
+            let f = try store(backend, lines: 2)
+            let item = KeyringItemID(store: f.custodian.storeID, kind: AuditAnchor.itemKind, id: "head")
+            if damage { try f.keyring.store(Array("sitekeep-audit-anchor 1 x y".utf8), for: item, label: "x") } else { _ = try f.keyring.delete(item) }
+            try f.custodian.auditLog.append(site: nil, op: "lock", key: nil, result: "ok")
+            f.custodian.auditLog.flush()
+            let v = try f.reopened().auditLog.verify()
+            #expect(!v.isIntact && v.reason?.contains(damage ? "damaged anchor" : "no anchor") == true, "\(v)")
+            // Appends and flushes since did not quietly put an anchor back.
+            if damage {
+                #expect(try AuditAnchor.parse(f.keyring.load(item)) == nil)
+            } else {
+                #expect(throws: KeyringError.itemMissing(item)) { try f.keyring.load(item) }
+            }
+        }
+    }
+
+    /// Appends wait for no keyring write; the background writer anchors them within the interval.
+    @Test(arguments: Backend.allCases) func appendsAreAnchoredInTheBackgroundWithinTheInterval(backend: Backend) throws {
+        let f = try Fixture(backend)
+        let custodian = try Custodian(home: f.home, keyring: f.keyring,
+                                      configuration: CustodianConfiguration(auditAnchorInterval: .milliseconds(50), autoLockTimer: false))
+        try custodian.initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
+        usleep(100_000)
+        try custodian.auditLog.append(site: "s", op: "key.sign", key: "k", result: "ok")   // fsynced at once: the last sync is old
+        let item = KeyringItemID(store: custodian.storeID, kind: AuditAnchor.itemKind, id: "head")
+        let lines = try custodian.auditLog.verify().lineCount
+        var anchored = -1
+        for _ in 0..<100 where anchored != lines {
+            usleep(20_000)
+            anchored = (try? AuditAnchor.parse(f.keyring.load(item)))??.head.seq ?? -1
+        }
+        #expect(anchored == lines, "the anchor is at \(anchored), the log at \(lines)")
+    }
+
+    /// A one-shot command (a custodian released after a few appends) anchors its lines as it
+    /// exits, unless another writer anchored within the interval: back-to-back commands pay for
+    /// one keyring write per interval, and the next stale exit anchors what they left.
+    @Test(arguments: Backend.allCases) func aOneShotCommandAnchorsAtExitUnlessTheAnchorIsFresh(backend: Backend) throws {
+        let f = try Fixture(backend)
+        let config = CustodianConfiguration(auditAnchorInterval: .milliseconds(300), autoLockTimer: false)
+        try Custodian(home: f.home, keyring: f.keyring, configuration: config)
+            .initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
+        let item = KeyringItemID(store: try Custodian(home: f.home, keyring: f.keyring).storeID, kind: AuditAnchor.itemKind, id: "head")
+        func command() throws -> Int {
+            let c = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
+            try c.auditLog.append(site: nil, op: "team.sign", key: "k", result: "ok")
+            return try c.auditLog.verify().lineCount
+        }
+        func anchored() throws -> Int { try #require(AuditAnchor.parse(f.keyring.load(item))).head.seq }
+        let first = try command()                   // init anchored just now: fresh, left for later
+        #expect(try anchored() < first)
+        usleep(400_000)
+        let second = try command()                  // the anchor is stale: this exit anchors all
+        #expect(try anchored() == second)
+    }
+
+    /// Two custodians on one home (a daemon and a one-shot command) append, lock and unlock: one
+    /// anchor that only moves forward, and the log keeps verifying.
+    @Test(arguments: Backend.allCases) func twoWritersKeepOneAnchorThatVerifies(backend: Backend) throws {
+        let f = try store(backend, lines: 0)
+        let other = try f.reopened()
+        DispatchQueue.concurrentPerform(iterations: 2) { w in
+            let log = (w == 0 ? f.custodian : other).auditLog
+            for i in 0..<100 {
+                try? log.append(site: "w\(w)", op: "key.sign", key: "k\(i)", result: "ok")
+                if i % 25 == 0 { log.flush() }
+            }
+        }
+        f.custodian.lock()                                   // logged while locked, anchored too
+        other.auditLog.flush()
+        f.custodian.auditLog.flush()
+        let v = try f.custodian.auditLog.verify()
+        #expect(v.isIntact && v.anchoredThrough == v.lineCount, "\(v)")
+        #expect(try f.custodian.auditLog.entries().last?.op == "lock")
+    }
+
+    /// A log written by 0.1.0 (no anchor) is anchored when the store is first opened.
+    @Test func aLogFromBeforeAnchorsIsAnchoredWhenFirstOpened() throws {
+        let home = try legacyStore()
+        let custodian = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(folder: home))
+        let v = try custodian.auditLog.verify()
+        #expect(v.isIntact && v.lineCount == 9 && v.anchoredThrough == 9, "\(v)")
+    }
+}

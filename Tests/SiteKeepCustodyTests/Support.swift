@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import SiteKeepCrypto
 import SiteKeepKeyring
+import SiteKeepTestSupport
 @testable import SiteKeepCustody
 
 /// A keyring in memory, for tests: the same contract as the real backends.
@@ -129,4 +130,17 @@ struct Fixture {
     func initialize(recovery: Bool = true) throws -> InitializationResult {
         try custodian.initialize(passphrase: secret(Self.passphrase), parameters: .minimum, withRecoveryCode: recovery)
     }
+}
+
+/// A private copy of `Fixtures/legacy-store-0.1` (a store home made by sitekeep 0.1.0), with the
+/// modes SiteKeep requires (git keeps none).
+func legacyStore() throws -> String {
+    let home = try temporaryFolder("legacy")
+    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    let source = try Fixtures.directory().appendingPathComponent("legacy-store-0.1")
+    for name in try FileManager.default.contentsOfDirectory(atPath: source.path) {
+        try FileManager.default.copyItem(atPath: source.path + "/" + name, toPath: home + "/" + name)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: home + "/" + name)
+    }
+    return home
 }

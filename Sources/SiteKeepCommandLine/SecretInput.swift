@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+internal import SiteKeepCrypto
+
+/// What a secret's bytes must look like.
+enum SecretFormat: Sendable, Equatable {
+    /// Text: a passphrase, a recovery code, a key. See ``SecretReader`` for the line-ending rule.
+    case text
+    /// WebAuthn PRF output: exactly 32 raw bytes, or 64 hexadecimal digits.
+    case prf
+}
+
+/// One secret the command line reads: the option that names its file, what to call it in
+/// messages, its format and the most bytes its input may hold.
+struct SecretSource: Sendable, Equatable {
+    /// The option (`--passphrase-file`); its value is a path, or `-` for standard input.
+    let option: String
+    /// The secret's name in messages ("new passphrase").
+    let noun: String
+    let format: SecretFormat
+    /// The largest input accepted, line ending included; a larger one is refused.
+    let limit: Int
+
+    static let passphrase = SecretSource(option: "--passphrase-file", noun: "passphrase", format: .text, limit: 64 << 10)
+    static let newPassphrase = SecretSource(option: "--new-passphrase-file", noun: "new passphrase", format: .text, limit: 64 << 10)
+    static let prf = SecretSource(option: "--prf-file", noun: "PRF output", format: .prf, limit: 4096)
+    static let newPRF = SecretSource(option: "--new-prf-file", noun: "new PRF output", format: .prf, limit: 4096)
+    static let recoveryCode = SecretSource(option: "--recovery-file", noun: "recovery code", format: .text, limit: 4096)
+    static let key = SecretSource(option: "--key-file", noun: "key", format: .text, limit: 64 << 10)
+
+    /// Every secret option the command line has.
+    static let all: [SecretSource] = [passphrase, newPassphrase, prf, newPRF, recoveryCode, key]
+}
+
+/// The one reader of secrets for every option of the command line, and the terminal prompt.
+///
+/// ## The rule
+///
+/// A secret comes from the file its option names, from standard input when the option is `-`,
+/// or, where the command allows it, from a prompt on the terminal without echo. Its bytes are
+/// the input's bytes with **one line ending removed from the end: a final `\n`, and then a final
+/// `\r`**. So `pass`, `pass\n`, `pass\r\n` (and `pass\r`) all give `pass`. Nothing else is
+/// changed: leading and trailing spaces and tabs, a second newline (`pass\n\n` gives `pass\n`),
+/// and a `\r` before that final one (`pass\r\r\n` gives `pass\r`) stay part of the secret. A
+/// prompt's line is taken as if it ended in `\n`. An empty result is refused.
+///
+/// PRF output (`--prf-file`, `--new-prf-file`) has a fixed length: an input of exactly 32 bytes
+/// is the raw output; any other input must be, after the same line-ending rule, exactly 64
+/// hexadecimal digits (either case).
+///
+/// Each input is bounded by ``SecretSource/limit``; a larger one is refused with an error naming
+/// the option and the limit. It is read with `read(2)` straight into guarded memory (a
+/// `SecretBytes` scratch region of `limit + 1` bytes, wiped when freed) and the secret is copied
+/// from there into its own guarded region: it never passes through Foundation `Data`, `String`
+/// or a growing array.
+enum SecretReader {
+    /// Reads `source` from `path` (`-`: standard input).
+    static func read(_ source: SecretSource, path: String, io: any ToolIO) throws -> SecretBytes {
+        let origin = path == "-" ? "standard input (\(source.option) -)" : "\(source.option) \(path)"
+        var count = 0
+        let scratch = try fill(source, count: &count) { buffer in
+            path == "-" ? try io.readSecretInput(into: buffer) : try readFile(path, source, into: buffer)
+        }
+        guard count <= source.limit else { throw tooLarge(source, origin) }
+        return try finish(scratch, count: count, source, origin: origin)
+    }
+
+    /// Prompts for `source` on the terminal (twice with `confirm`; the entries must match).
+    static func prompt(_ source: SecretSource, prompt: String, confirm: Bool, io: any ToolIO) throws -> SecretBytes {
+        let first = try promptOnce(source, prompt, io: io)
+        if confirm {
+            let second = try promptOnce(source, "Again: ", io: io)
+            guard first.constantTimeEquals(second) else {
+                throw CommandFailure("the two entries differ", remedy: "run the command again", code: "bad_secret")
+            }
+        }
+        return first
+    }
+
+    private static func promptOnce(_ source: SecretSource, _ prompt: String, io: any ToolIO) throws -> SecretBytes {
+        var count = 0
+        let scratch = try fill(source, count: &count) { buffer in try io.promptSecret(prompt, into: buffer) }
+        guard count <= source.limit else { throw tooLarge(source, "the terminal") }
+        return try finish(scratch, count: count, source, origin: "the terminal")
+    }
+
+    /// A guarded scratch region of `limit + 1` bytes filled by `body`; `count` is set to how
+    /// many bytes it wrote.
+    private static func fill(_ source: SecretSource, count: inout Int,
+                             _ body: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> SecretBytes {
+        var failure: (any Error)? = nil
+        var written = 0
+        let scratch = try SecretBytes(count: source.limit + 1, initializingWith: { (buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+            do { written = min(try body(buffer), buffer.count) } catch { failure = error }
+        })
+        if let failure { throw failure }
+        count = written
+        return scratch
+    }
+
+    /// The secret in the first `count` bytes of `scratch`, by the rule of `source.format`.
+    static func finish(_ scratch: borrowing SecretBytes, count: Int, _ source: SecretSource, origin: String) throws -> SecretBytes {
+        try scratch.withUnsafeBytes { (all: UnsafeRawBufferPointer) throws -> SecretBytes in
+            let input = UnsafeRawBufferPointer(rebasing: all[0..<count])
+            switch source.format {
+            case .text:
+                let length = textLength(input)
+                guard length > 0 else {
+                    throw CommandFailure("the \(source.noun) from \(origin) is empty", remedy: "give a non-empty \(source.noun)", code: "bad_secret")
+                }
+                return try copy(UnsafeRawBufferPointer(rebasing: input[0..<length]))
+            case .prf:
+                if count == 32 { return try copy(input) }
+                let length = textLength(input)
+                guard length == 64, input[0..<64].allSatisfy({ nibble($0) != nil }) else {
+                    throw CommandFailure("the \(source.noun) from \(origin) holds \(count) bytes, not 32 raw bytes or 64 hex characters",
+                                         remedy: "write the passkey's 32-byte PRF output (or its hex) to the file", code: "bad_secret")
+                }
+                return try SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                    for i in 0..<32 { out[i] = nibble(input[2 * i])! << 4 | nibble(input[2 * i + 1])! }
+                })
+            }
+        }
+    }
+
+    /// The length of `bytes` without one trailing line ending: a final `\n`, then a final `\r`.
+    static func textLength(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var length = bytes.count
+        if length > 0, bytes[length - 1] == 0x0a { length -= 1 }
+        if length > 0, bytes[length - 1] == 0x0d { length -= 1 }
+        return length
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x61 + 10
+        case 0x41...0x46: c - 0x41 + 10
+        default: nil
+        }
+    }
+
+    private static func copy(_ bytes: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes {
+        try SecretBytes(count: bytes.count, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+            out.copyMemory(from: bytes)
+        })
+    }
+
+    private static func tooLarge(_ source: SecretSource, _ origin: String) -> CommandFailure {
+        CommandFailure("the \(source.noun) from \(origin) is larger than \(source.limit) bytes",
+                       remedy: "check that \(source.option) names a file holding only the \(source.noun)", code: "bad_secret")
+    }
+
+    /// Reads the file at `path` into `buffer` (regular files, FIFOs and character devices such
+    /// as `/dev/stdin`); returns the byte count, `buffer.count` meaning "at least that many".
+    static func readFile(_ path: String, _ source: SecretSource, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else {
+            throw CommandFailure("cannot read the \(source.noun) file \(path) (\(source.option)): \(String(cString: strerror(errno)))",
+                                 remedy: "check the path", code: "no_secret")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw CommandFailure("cannot inspect the \(source.noun) file \(path): \(String(cString: strerror(errno)))", remedy: "check the path", code: "no_secret")
+        }
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG || type == S_IFIFO || type == S_IFCHR else {
+            throw CommandFailure("the \(source.noun) file \(path) (\(source.option)) is not a regular file",
+                                 remedy: "give a file, or '-' for standard input", code: "no_secret")
+        }
+        if type == S_IFREG, Int(info.st_size) > source.limit { throw tooLarge(source, "\(source.option) \(path)") }
+        return try readAll(fd, into: buffer, what: "the \(source.noun) file \(path)")
+    }
+
+    /// Reads `fd` into `buffer` until end of input or the buffer is full; returns the byte count.
+    static func readAll(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, what: String) throws -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        var count = 0
+        while count < buffer.count {
+            let n = Glibc.read(fd, base + count, buffer.count - count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CommandFailure("cannot read \(what): \(String(cString: strerror(errno)))", code: "no_secret")
+            }
+            if n == 0 { break }
+            count += n
+        }
+        return count
+    }
+}
