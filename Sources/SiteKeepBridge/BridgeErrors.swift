@@ -37,6 +37,8 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
     case notConfigured = "not_configured"
     /// The op exists but this platform does not offer it.
     case unsupported = "unsupported"
+    /// The vault's HEAD is not served: unsigned, or signed by a signer SiteKeep does not trust.
+    case vaultUnverified = "vault_unverified"
     /// Something failed inside SiteKeep; the message says no more than that.
     case `internal` = "internal"
 
@@ -59,7 +61,8 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
         case .quotaExceeded: "the site's storage quota would be exceeded"
         case .locked: "SiteKeep is locked; run `sitekeep unlock`"
         case .notConfigured: "the service behind the op is not set up in this daemon"
-        case .unsupported: "the op exists but this platform does not offer it"
+        case .unsupported: "the op exists but this platform does not offer it, or the vault asks for a format or feature SiteKeep does not implement"
+        case .vaultUnverified: "the vault's HEAD is not served: unsigned, or signed by a signer this store has not pinned (the message names the commit and the signer; `sitekeep vault status` shows them)"
         case .internal: "SiteKeep failed inside; the daemon log has details"
         }
     }

@@ -47,6 +47,10 @@ extension OpCatalogue {
           anyone is asked.
         - Rate limits are token buckets per connection and op: `burst` calls at once, refilled at `per second`.
         - Replies never contain key material: handlers return plain JSON values and no key type converts to one.
+        - Vault ops answer for the vaults of the connection's site only (`sitekeep vault add … --site ORIGIN`).
+          A vault of another site, or of no site, answers `not_found` with the same message as a name that
+          does not exist. Without `args.vault` the site's only vault, or its vault named `default`, is meant.
+          A HEAD that is not signed by a signer the store trusts answers `vault_unverified`.
         - `sealed.open` envelopes: `sitekeep.sealed.v1.<team id>.<Base64url(nonce ‖ ciphertext ‖ tag)>`,
           XChaCha20-Poly1305 under the team content key custody holds, associated data
           `"sitekeep.sealed.v1" NUL <team id>`. The op answers `not_configured` until custody provides that key.

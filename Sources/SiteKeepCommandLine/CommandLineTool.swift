@@ -88,6 +88,9 @@ public enum CommandLineTool {
         } catch let failure as CommandFailure {
             report(code: failure.code, problem: failure.problem, remedy: failure.remedy, json: wantsJSON, io: io)
             return ExitStatus.failure.rawValue
+        } catch let coded as any CodedError {
+            report(code: coded.code, problem: coded.description, remedy: coded.remedy, json: wantsJSON, io: io)
+            return ExitStatus.failure.rawValue
         } catch {
             report(code: "failed", problem: String(describing: error), remedy: nil, json: wantsJSON, io: io)
             return ExitStatus.failure.rawValue

@@ -30,3 +30,10 @@ public enum ExitStatus: Int32, Sendable {
     case failure = 1
     case usage = 64
 }
+
+/// A layer's error that knows its stable `--json` code (the command files make the layers'
+/// error types conform); reported like a ``CommandFailure``.
+protocol CodedError: Error, CustomStringConvertible {
+    var code: String { get }
+    var remedy: String? { get }
+}

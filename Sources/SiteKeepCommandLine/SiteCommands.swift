@@ -96,6 +96,12 @@ enum SiteCommands {
         let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
         try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
         inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
+        // Its vaults stay registered to the removed site's id, which no site ever has again: no
+        // site reaches them until the user gives them to one.
+        let orphans = ((try? VaultCommands.library(store).records()) ?? []).filter { $0.siteID == s.id.string }.map(\.name)
+        if !orphans.isEmpty {
+            inv.note("note: vault\(orphans.count == 1 ? "" : "s") \(orphans.joined(separator: ", ")) belonged to this site; no site reaches \(orphans.count == 1 ? "it" : "them") now. `sitekeep vault assign NAME --site ORIGIN` gives one to a site, `sitekeep vault remove NAME` forgets it.")
+        }
     }
 
     static let check = CommandSpec(
@@ -117,7 +123,7 @@ enum SiteCommands {
     static let export = CommandSpec(
         path: ["site", "export"],
         summary: "Print a site's partition as a sitekeep_partition_v1 document (for keeping in a vault)",
-        discussion: "Storage, reading state and tabs, as JSON. Commit it to a vault (e.g. at sitekeep/sites/<host>.json) and 'sitekeep site rebuild' can restore the partition from there.",
+        discussion: "Storage, reading state and tabs, as JSON. Commit it to a vault that belongs to this site ('sitekeep vault add NAME --path DIR --site ORIGIN'), e.g. at sitekeep/sites/<host>.json, and 'sitekeep site rebuild' can restore the partition from there. SiteKeep does not write vaults itself (yet), so it cannot choose where the document goes; 'site rebuild' reads it back only from a vault of this site, and the bridge serves that vault to this site alone.",
         arguments: [siteArgument],
         options: [UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
@@ -135,7 +141,7 @@ enum SiteCommands {
     static let rebuild = CommandSpec(
         path: ["site", "rebuild"],
         summary: "Rebuild a lost or damaged partition from its document in a vault",
-        discussion: "Reads the site's sitekeep_partition_v1 document from the vault's HEAD (default path sitekeep/sites/<host>.json), verifies it like every vault read, and writes a fresh partition under the site's own key. No other site is touched.",
+        discussion: "Reads the site's sitekeep_partition_v1 document from the vault's HEAD (default path sitekeep/sites/<host>.json), verifies it like every vault read, and writes a fresh partition under the site's own key. The vault must belong to this site ('sitekeep vault assign NAME --site ORIGIN'): another site's vault could hand it that site's data, or data that site wrote. No other site is touched.",
         arguments: [siteArgument],
         options: [.option("--from-vault", value: "NAME", "the registered vault holding the document"),
                   .option("--vault-path", value: "PATH", "the document's path in the vault"),
@@ -150,7 +156,18 @@ enum SiteCommands {
         try store.unlockOneShot(inv)
         let reg = try registry(store)
         let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
-        let vault = try VaultCommands.library(store).vault(named: vaultName)
+        let opened = try VaultCommands.library(store).open(vaultName)
+        guard opened.record.siteID == s.id.string else {
+            let origin = s.origins.first?.serialized ?? s.id.string
+            if let other = opened.record.siteID {
+                let sites = reg.sites()
+                throw CommandFailure("vault \(vaultName) belongs to \(VaultCommands.ownerText(other, sites: sites)), not to \(s.displayName); a site is rebuilt only from its own vault",
+                                     remedy: "name a vault of \(s.displayName) (see 'sitekeep vault list')", code: "not_owner")
+            }
+            throw CommandFailure("vault \(vaultName) belongs to no site; a site is rebuilt only from a vault it owns",
+                                 remedy: "give it to this site first: sitekeep vault assign \(vaultName) --site \(origin)", code: "not_owner")
+        }
+        let vault = opened.vault
         let path = inv.option("--vault-path") ?? PartitionDocument.defaultPath(for: s)
         try reg.rebuildPartition(forIdentifier: s.id, from: VaultPartitionSource(vault: vault, path: path))
         inv.emit(["site": .string(s.id.string), "rebuiltFrom": .string("\(vaultName):\(path)")]) {

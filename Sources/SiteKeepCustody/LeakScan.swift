@@ -4,7 +4,7 @@ import SiteKeepKeyring
 extension Custodian {
     /// Every secret byte string the custodian can currently reach: the master key, each
     /// HKDF-derived wrapping key, each team and device private key (Ed25519 seed; P-256 PKCS#8
-    /// DER and its 32-byte scalar), each when-unlocked storage key and each vault secret.
+    /// DER and its 32-byte scalar), each when-unlocked storage key, each vault secret and each record-tag key.
     ///
     /// For leak tests only (they search files, keyring blobs, log lines and error texts for
     /// these bytes). `package`: code outside SiteKeep cannot call it.
@@ -42,6 +42,7 @@ extension Custodian {
                                       ad: Self.siteKeyAD(store: storeID, site: id.id), createIfMissing: nil)
             out.append(bytes(s))
         }
+        for purpose in RecordTagPurpose.allCases { out.append(try derived(Self.recordTagInfo(purpose))) }
         for id in try list(ItemKind.vaultKey) {
             out.append(try derived("vault:\(id.id)"))
             let s = try wrappedSecret(kind: ItemKind.vaultKey, id: id.id, info: "vault:\(id.id)",

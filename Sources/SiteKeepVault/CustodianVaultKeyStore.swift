@@ -52,4 +52,12 @@ public final class CustodianVaultKeyStore: VaultKeyStore {
     public func removeKeys(forVault name: String) throws(VaultError) {
         do { _ = try custodian.deleteVaultSecret(vaultID: name) } catch { throw .keysUnavailable(error.description) }
     }
+
+    public func recordTag(for bytes: [UInt8]) throws(VaultError) -> [UInt8] {
+        do { return try custodian.recordTag(for: bytes, purpose: .vaultRecord) } catch { throw .keysUnavailable(error.description) }
+    }
+
+    public func isValidRecordTag(_ tag: [UInt8], for bytes: [UInt8]) throws(VaultError) -> Bool {
+        do { return try custodian.isValidRecordTag(tag, for: bytes, purpose: .vaultRecord) } catch { throw .keysUnavailable(error.description) }
+    }
 }

@@ -153,6 +153,13 @@ public struct Commit: Sendable, Equatable {
     public internal(set) var message: String?
     /// The signature check's outcome.
     public internal(set) var signature: SignatureStatus
+    /// The key the signature was checked against (`author_key_id`, or for a legacy commit the
+    /// public key of its branch in the index); nil when unsigned or no key is named.
+    public internal(set) var signerKeyID: String? = nil
+    /// Lower-case hex SHA-256 of that key's SPKI DER; nil when its key file is missing.
+    public internal(set) var signerFingerprint: String? = nil
+    /// How the commit stands under the vault's trust rule (set by ``Vault/log(limit:)``).
+    public internal(set) var trust: CommitTrust? = nil
 
     // Kept for the signing bytes.
     let messageEnc: String?
@@ -270,6 +277,14 @@ struct BranchIndex: Sendable {
     let minClient: String?
     let branches: [Branch]
     let features: [String]
+
+    /// The vault's own policy: commits after the `signed-since-` anchor must be signed.
+    var signaturesRequired: Bool { features.contains(VaultFeatures.signaturesRequired) }
+    /// The `signed-since-` anchor: the hex prefix of the commit the policy starts after.
+    var signedSince: String? { VaultFeatures.anchor(in: features) }
+
+    /// Whether some branch lists `keyID` as its public key.
+    func lists(_ keyID: String) -> Bool { branches.contains { $0.publicKeyID == keyID } }
 
     static func parse(_ plaintext: [UInt8], object: String) throws(VaultError) -> BranchIndex {
         let f = try Fields(parsing: plaintext, object: object)

@@ -1,6 +1,7 @@
 public import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepJSON
+import Synchronization
 
 /// Size and depth bounds for everything read from a vault (all vault data is untrusted).
 public struct VaultLimits: Sendable, Equatable {
@@ -25,9 +26,9 @@ public struct VaultLimits: Sendable, Equatable {
 public struct VaultOptions: Sendable, Equatable {
     /// Bounds on sizes and depths.
     public var limits = VaultLimits()
-    /// Refuse reads through unsigned commits or commits whose key is unknown (a bad signature
-    /// is always refused).
-    public var requireSignatures = false
+    /// Which commits reads serve (see ``VaultTrust``). The default refuses unsigned commits and
+    /// signers the branch index does not list; registered vaults are read with their pins.
+    public var trust = VaultTrust()
     /// The object cache's approximate budget in bytes.
     public var cacheBytes = 64 << 20
     public init() {}
@@ -67,10 +68,25 @@ public struct VaultStatus: Sendable, Equatable {
     public let isReadOnly: Bool
     /// The HEAD commit's signature status.
     public let headSignature: SignatureStatus?
+    /// How HEAD stands under the trust rule.
+    public let headTrust: CommitTrust?
+    /// Whether reads serve HEAD (false: they answer ``VaultError/unverifiedCommit(commit:trust:vault:requiredByVault:)``).
+    public let headServed: Bool
+    /// Why HEAD is not served, when it is not.
+    public let headRefusal: VaultError?
     /// The HEAD commit's time.
     public let headTimestampMs: Int64?
-    /// The HEAD commit's message.
+    /// The HEAD commit's message; nil when HEAD is not served (an untrusted commit's words are not shown).
     public let headMessage: String?
+    /// Every key the branch index lists (without an index: HEAD's signer), and where it stands.
+    public let signers: [SignerState]
+    /// Whether the store allows unsigned commits and untrusted signers for this vault.
+    public let allowUnsigned: Bool
+    /// Whether signers are checked against pins (registered vaults always are).
+    public let pinned: Bool
+    /// The vault's own policy (`signatures-required`), and its `signed-since-` anchor.
+    public let signaturesRequired: Bool
+    public let signedSince: String?
 }
 
 /// A problem found by ``Vault/verify()``.
@@ -90,7 +106,14 @@ public struct VerificationReport: Sendable, Equatable {
     public var commits = 0, trees = 0, blobs = 0
     /// Signature outcomes over all commits.
     public var verified = 0, bad = 0, unsigned = 0, noKey = 0
-    /// Every failure, naming its object.
+    /// Trust outcomes over all commits: signed by a trusted signer; signed by a key the index
+    /// does not list; signed by a listed key that is not pinned; signed under a pinned id whose
+    /// key file changed.
+    public var trusted = 0, notInIndex = 0, newSigners = 0, keyChanged = 0
+    /// Commits not trusted but accepted: by `--allow-unsigned`, or from before the vault's
+    /// `signed-since-` anchor (its history from before it required signatures).
+    public var allowed = 0, beforeAnchor = 0
+    /// Every failure, naming its object; an untrusted commit that is not accepted is one.
     public var problems: [VerificationProblem] = []
     /// No problem and no bad signature.
     public var isClean: Bool { problems.isEmpty && bad == 0 }
@@ -117,6 +140,9 @@ public final class Vault: Sendable {
     private let keyCell: LockBound<SgitKeys?>
     let options: VaultOptions
     let cache: ObjectCache
+    /// The trust rule in force, and the authenticated registry record it was read from (the
+    /// library re-reads the record on every call and checks its tag again when it changed).
+    private let trustState: Mutex<(trust: VaultTrust, record: VaultRecord?)>
 
     /// The vault's keys, or ``VaultError/keysUnavailable(_:)`` once a lock has wiped them.
     var keys: SgitKeys {
@@ -139,23 +165,52 @@ public final class Vault: Sendable {
         // Keys from before a lock are not kept: such a vault starts dead.
         _ = keyCell.withLock(ifNotClearedSince: keys.lockGeneration) { $0 = keys }
         cache = ObjectCache(budget: options.cacheBytes, lockScope: keys.lockScope, since: keys.lockGeneration)
+        trustState = Mutex((options.trust, nil))
     }
 
     /// Whether a lock has wiped this vault's keys (it then serves nothing).
     public var isWiped: Bool { keyCell.withLock { $0 == nil } }
 
     /// Opens the vault in `path` (the folder holding `.sg_vault`) and checks that the keys
-    /// open it: HEAD is resolved and its commit verified.
+    /// open it and that HEAD may be served: HEAD is resolved, its commit read and judged by
+    /// ``VaultOptions/trust``.
     /// - Throws: ``VaultError/notAVault(path:)``, ``VaultError/wrongKey(vaultID:)``,
-    ///   ``VaultError/vaultIDMismatch(expected:found:)``, or a verification failure.
+    ///   ``VaultError/vaultIDMismatch(expected:found:)``, ``VaultError/unsupportedVault(reason:)``,
+    ///   or a verification failure.
     public static func open(path: String, keys: SgitKeys, options: VaultOptions = VaultOptions()) throws(VaultError) -> Vault {
+        let vault = try load(path: path, keys: keys, options: options)
+        let head = try vault.resolveHead()
+        if let id = head.commitID { _ = try vault.trustedCommit(id, head: head) }
+        return vault
+    }
+
+    /// Opens the vault and checks that the keys open it (HEAD resolved, its commit read), without
+    /// judging HEAD: every read judges it, and `status` reports it.
+    static func load(path: String, keys: SgitKeys, options: VaultOptions) throws(VaultError) -> Vault {
         var root = path
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         guard FileAccess.isDirectory(root + "/.sg_vault/bare") else { throw .notAVault(path: path) }
         let vault = Vault(root: root, keys: keys, options: options)
         let head = try vault.resolveHead()
-        if let id = head.commitID { _ = try vault.trustedCommit(id, index: head.index) }
+        if let id = head.commitID { _ = try vault.commit(id, index: head.index) }
         return vault
+    }
+
+    /// The trust rule reads are judged by.
+    public var trust: VaultTrust { trustState.withLock { $0.trust } }
+
+    /// Replaces the trust rule (the library does, from the vault's registry record).
+    public func setTrust(_ trust: VaultTrust) { trustState.withLock { $0 = (trust, nil) } }
+
+    /// Whether the current rule came from exactly this record (every field, the tag included).
+    func trustCame(from record: VaultRecord) -> Bool {
+        guard record.tag != nil else { return false }
+        return trustState.withLock { $0.record == record }
+    }
+
+    /// Applies the rule of `record`, whose tag has been checked.
+    func setTrust(_ trust: VaultTrust, fromAuthenticated record: VaultRecord) {
+        trustState.withLock { $0 = (trust, record) }
     }
 
     // MARK: HEAD
@@ -190,6 +245,9 @@ public final class Vault: Sendable {
                 guard let id = Identifiers.branchID(raw) else { throw .invalidID(kind: "branch id", value: raw, in: "local/config.json") }
                 myBranch = id
             }
+            if try f.bool("pack_store", default: false) {
+                throw .unsupportedVault(reason: "this clone was made with `sgit clone --pack-store`, which keeps its objects inside packs; SiteKeep reads loose objects (bare/data) only: clone the vault again without --pack-store")
+            }
         }
         var wantedName = "current"
         if let mode = try readSmall("local/clone_mode.json") {
@@ -215,8 +273,9 @@ public final class Vault: Sendable {
         let index = try BranchIndex.parse(try decryptSmall(indexBytes, object: indexFile), object: indexFile)
         if let min = index.minClient, let v = SemVer.parse(min), v.lexicographicallyPrecedes(Self.implementedClientVersion) == false,
            v != Self.implementedClientVersion {
-            throw .unsupportedVault(reason: "the vault needs sgit client \(min) or newer; SiteKeep implements the 0.26.0 format")
+            throw .unsupportedVault(reason: "\(indexFile) asks for min_client \(VaultError.quoted(min)), a newer format than the sgit 0.26.0 format SiteKeep implements; read this vault with sgit, or update SiteKeep")
         }
+        try VaultFeatures.check(index.features, object: indexFile)
         let found: Branch?
         if let myBranch {
             found = index.branches.first { $0.branchID == myBranch }
@@ -340,7 +399,7 @@ public final class Vault: Sendable {
         return Tree(id: id, entries: entries, cost: cost)
     }
 
-    /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:index:)``).
+    /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:head:)``).
     func commit(_ id: ObjectID, index: BranchIndex?, useCache: Bool = true) throws(VaultError) -> Commit {
         if useCache, case .commit(var c, let message)? = cache.get(id.rawValue) {
             c.message = message.map { String(decoding: $0, as: UTF8.self) }
@@ -352,31 +411,77 @@ public final class Vault: Sendable {
         if let enc = c.messageEnc, !enc.isEmpty {
             c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
         }
-        c.signature = try signatureStatus(of: c, index: index, useCache: useCache)
-        // A missing key may arrive later (a pull), so only settled outcomes are cached.
-        if c.signature == .verified || c.signature == .unsigned { cache.put(id.rawValue, .commit(c)) }
+        let (status, keyID, fingerprint) = try signatureStatus(of: c, index: index, useCache: useCache)
+        c.signature = status
+        c.signerKeyID = keyID
+        c.signerFingerprint = fingerprint
+        // A missing key may arrive later (a pull), and a legacy commit's key comes from the
+        // index, so only settled outcomes of self-describing commits are cached.
+        if c.signature == .unsigned || (c.signature == .verified && c.authorKeyID?.isEmpty == false) { cache.put(id.rawValue, .commit(c)) }
         return c
     }
 
-    /// A commit that may be read through: a bad signature always throws, unsigned or unknown
-    /// keys throw when ``VaultOptions/requireSignatures`` is set.
-    func trustedCommit(_ id: ObjectID, index: BranchIndex?) throws(VaultError) -> Commit {
-        let c = try commit(id, index: index)
-        try judge(c)
+    /// HEAD's commit, if reads may serve it: judged by the trust rule (see ``VaultTrust``).
+    func trustedCommit(_ id: ObjectID, head: Head) throws(VaultError) -> Commit {
+        let c = try commit(id, index: head.index)
+        try judge(c, index: head.index, exempt: headExempt(id, index: head.index, trust: trust))
         return c
     }
 
-    func judge(_ c: Commit) throws(VaultError) {
+    /// Whether HEAD may be unsigned under the vault's own policy: only with `--allow-unsigned`,
+    /// when HEAD is the `signed-since-` anchor itself (SiteKeep's own rule never exempts HEAD).
+    func headExempt(_ id: ObjectID, index: BranchIndex?, trust: VaultTrust) -> Bool {
+        guard trust.allowUnsigned, let anchor = index?.signedSince else { return false }
+        return id.hex.hasPrefix(anchor)
+    }
+
+    /// How `c` stands under `trust`, given the branch index in force.
+    func evaluate(_ c: Commit, index: BranchIndex?, trust: VaultTrust) -> CommitTrust {
         switch c.signature {
-        case .verified: return
-        case .bad: throw .badSignature(commit: c.id.fileID, reason: "its signature does not verify under key \(c.authorKeyID ?? "of its branch")")
-        case .unsigned, .noKey:
-            if options.requireSignatures { throw .unverifiedCommit(commit: c.id.fileID, status: c.signature.rawValue) }
+        case .unsigned: return .unsigned
+        case .noKey: return .unknownKey(keyID: c.signerKeyID)
+        case .bad: return .bad(keyID: c.signerKeyID)
+        case .verified:
+            guard let key = c.signerKeyID, let fingerprint = c.signerFingerprint else { return .unknownKey(keyID: c.signerKeyID) }
+            let pin = trust.pin(for: key)
+            if let pin, pin.fingerprint != fingerprint { return .keyChanged(keyID: key, fingerprint: fingerprint, pinned: pin.fingerprint) }
+            if let index, !index.lists(key) { return .notInIndex(keyID: key) }
+            if case .pinned = trust.signers, pin == nil { return .newSigner(keyID: key, fingerprint: fingerprint) }
+            return .trusted(keyID: key)
         }
     }
 
-    func signatureStatus(of c: Commit, index: BranchIndex?, useCache: Bool) throws(VaultError) -> SignatureStatus {
-        guard let sigText = c.rawSignature, !sigText.isEmpty else { return .unsigned }
+    /// Whether a commit standing as `t` is served. `exempt`: the commit is covered by the
+    /// vault's `signed-since-` anchor (history from before the vault required signatures).
+    /// - Returns: nil when served, else whether the refusal is the vault's own policy's
+    ///   (`signatures-required`) rather than SiteKeep's.
+    static func refusal(_ t: CommitTrust, index: BranchIndex?, trust: VaultTrust, exempt: Bool) -> Bool? {
+        switch t {
+        case .trusted: return nil
+        case .bad, .keyChanged: return false
+        case .newSigner, .notInIndex: return trust.allowUnsigned || exempt ? nil : false
+        case .unsigned, .unknownKey:
+            if exempt { return nil }
+            guard trust.allowUnsigned else { return false }
+            return index?.signaturesRequired == true ? true : nil
+        }
+    }
+
+    /// Throws unless `c` is served: a bad signature always, anything else by ``refusal(_:index:trust:exempt:)``.
+    func judge(_ c: Commit, index: BranchIndex?, exempt: Bool) throws(VaultError) {
+        let trust = self.trust
+        let t = evaluate(c, index: index, trust: trust)
+        if case .bad = t {
+            throw .badSignature(commit: c.id.fileID, reason: "its signature does not verify under key \(c.authorKeyID ?? "of its branch")")
+        }
+        if let byVault = Self.refusal(t, index: index, trust: trust, exempt: exempt) {
+            throw .unverifiedCommit(commit: c.id.fileID, trust: t, vault: trust.vaultName, requiredByVault: byVault)
+        }
+    }
+
+    /// The signature outcome, the key it was checked against, and that key's fingerprint.
+    func signatureStatus(of c: Commit, index: BranchIndex?, useCache: Bool) throws(VaultError) -> (SignatureStatus, String?, String?) {
+        guard let sigText = c.rawSignature, !sigText.isEmpty else { return (.unsigned, nil, nil) }
         let message: [UInt8]
         let keyID: String?
         if let author = c.authorKeyID, !author.isEmpty {
@@ -386,10 +491,15 @@ public final class Vault: Sendable {
             message = c.legacySigningBytes
             keyID = index?.branches.first { $0.branchID == c.branchID }?.publicKeyID
         }
-        guard let keyID, let publicKey = try publicKey(keyID, useCache: useCache) else { return .noKey }
-        guard let sig = try? Base64.decode(sigText), sig.count == 64 else { return .bad }
-        return SignatureVerifier.isValid(sig, for: message, publicKey: publicKey, algorithm: .p256) ? .verified : .bad
+        guard let keyID, let publicKey = try publicKey(keyID, useCache: useCache) else { return (.noKey, keyID, nil) }
+        let fingerprint = Self.fingerprint(publicKey)
+        guard let sig = try? Base64.decode(sigText), sig.count == 64 else { return (.bad, keyID, fingerprint) }
+        let ok = SignatureVerifier.isValid(sig, for: message, publicKey: publicKey, algorithm: .p256)
+        return (ok ? .verified : .bad, keyID, fingerprint)
     }
+
+    /// Lower-case hex SHA-256 of a public key's SPKI DER.
+    static func fingerprint(_ der: [UInt8]) -> String { Hex.encode(SHA256.hash(der)) }
 
     /// The SPKI DER of `bare/keys/<keyID>`, nil when the file is absent.
     func publicKey(_ keyID: String, useCache: Bool) throws(VaultError) -> [UInt8]? {
@@ -438,16 +548,76 @@ public final class Vault: Sendable {
 
     // MARK: public API
 
-    /// The vault's id, HEAD, branch, format, read-only state and HEAD's signature status.
+    /// The vault's id, HEAD, branch, format, read-only state, HEAD's signature and trust, and
+    /// every signer with where it stands. Reports an untrusted HEAD instead of throwing (a bad
+    /// signature too), so `vault status` can say what is wrong.
     public func status() throws(VaultError) -> VaultStatus {
         let head = try resolveHead()
+        let trust = self.trust
         var c: Commit?
-        if let id = head.commitID { c = try trustedCommit(id, index: head.index) }
+        var headTrust: CommitTrust?
+        var refusal: VaultError?
+        if let id = head.commitID {
+            let commit = try self.commit(id, index: head.index)
+            c = commit
+            headTrust = evaluate(commit, index: head.index, trust: trust)
+            do { try judge(commit, index: head.index, exempt: headExempt(id, index: head.index, trust: trust)) } catch { refusal = error }
+        }
+        var pinned = false
+        if case .pinned = trust.signers { pinned = true }
         return VaultStatus(vaultID: vaultID, headCommit: head.commitID, branchName: head.branchName,
                            branchID: head.branch?.branchID, format: head.index?.format == 2 ? 2 : 1,
                            features: head.index?.features ?? [],
                            isReadOnly: try keys.isReadOnly || head.readOnlyClone,
-                           headSignature: c?.signature, headTimestampMs: c?.timestampMs, headMessage: c?.message)
+                           headSignature: c?.signature, headTrust: headTrust, headServed: refusal == nil, headRefusal: refusal,
+                           headTimestampMs: c?.timestampMs, headMessage: refusal == nil ? c?.message : nil,
+                           signers: try signers(head: head, headCommit: c, trust: trust), allowUnsigned: trust.allowUnsigned,
+                           pinned: pinned, signaturesRequired: head.index?.signaturesRequired ?? false,
+                           signedSince: head.index?.signedSince)
+    }
+
+    /// Throws unless reads would serve HEAD now (what every read checks first).
+    public func requireServedHead() throws(VaultError) {
+        let head = try resolveHead()
+        if let id = head.commitID { _ = try trustedCommit(id, head: head) }
+    }
+
+    /// Every key the branch index lists (without an index: HEAD's signer) and where it stands
+    /// against the pins: what `vault add` pins, what `vault status` shows.
+    func signers(head: Head, headCommit: Commit?, trust: VaultTrust) throws(VaultError) -> [SignerState] {
+        var order: [String] = []
+        var branches: [String: [String]] = [:]
+        if let index = head.index {
+            for b in index.branches {
+                guard let key = b.publicKeyID else { continue }
+                if branches[key] == nil { order.append(key) }
+                branches[key, default: []].append("\(b.name) (\(b.branchID))")
+            }
+        } else if let key = headCommit?.signerKeyID {
+            order = [key]
+            branches[key] = ["HEAD's signer (the vault has no branch index)"]
+        }
+        return try order.map { key throws(VaultError) -> SignerState in
+            let fingerprint = try publicKey(key, useCache: true).map(Self.fingerprint)
+            let pin = trust.pin(for: key)
+            let state: SignerState.State
+            if let fingerprint {
+                if let pin { state = pin.fingerprint == fingerprint ? .pinned : .keyChanged } else { state = .new }
+            } else {
+                state = .missingKeyFile
+            }
+            return SignerState(keyID: key, branches: branches[key] ?? [], fingerprint: fingerprint, pin: pin, state: state)
+        }
+    }
+
+    /// The signers a registration trusts so far: every listed signer whose key file is present,
+    /// with its current public key (`vault add`, and the first use of a vault registered before pins).
+    public func currentSigners(source: SignerPin.Source) throws(VaultError) -> [SignerPin] {
+        let head = try resolveHead()
+        let c = try head.commitID.map { id throws(VaultError) in try commit(id, index: head.index) }
+        return try signers(head: head, headCommit: c, trust: VaultTrust()).compactMap { s in
+            s.fingerprint.map { SignerPin(keyID: s.keyID, fingerprint: $0, source: source) }
+        }
     }
 
     enum Node { case file(TreeEntry, VaultPath), folder(Tree, VaultPath) }
@@ -459,7 +629,7 @@ public final class Vault: Sendable {
             if path.bytes.isEmpty { throw .emptyVault }
             throw .notFound(path: path.string)
         }
-        let c = try trustedCommit(commitID, index: head.index)
+        let c = try trustedCommit(commitID, head: head)
         var current = try tree(c.treeID)
         var walked = VaultPath.root
         let segments = path.segments
@@ -537,13 +707,20 @@ public final class Vault: Sendable {
     }
 
     /// Up to `limit` commits from HEAD along first parents, newest first, with decrypted
-    /// messages and signature status.
+    /// messages, signature status and trust. HEAD must be served (it vouches for its history:
+    /// the parent ids it carries are signed); an older commit that is not trusted is shown with
+    /// its ``Commit/trust``, one with a bad signature stops the walk with an error.
     public func log(limit: Int = 100) throws(VaultError) -> [Commit] {
         let head = try resolveHead()
+        let trust = self.trust
         var out: [Commit] = []
         var next = head.commitID
         while let id = next, out.count < min(limit, options.limits.maxCommits) {
-            let c = try trustedCommit(id, index: head.index)
+            var c = out.isEmpty ? try trustedCommit(id, head: head) : try commit(id, index: head.index)
+            c.trust = evaluate(c, index: head.index, trust: trust)
+            if case .bad = c.trust {
+                throw .badSignature(commit: id.fileID, reason: "its signature does not verify under key \(c.authorKeyID ?? "of its branch")")
+            }
             out.append(c)
             next = c.parents.first
         }
@@ -552,14 +729,16 @@ public final class Vault: Sendable {
 
     /// Walks every commit reachable from HEAD (all parents) and everything they reference,
     /// reading each object afresh from disk: every id, every decryption, every tree entry's
-    /// size and content hash, every signature. Damage is reported, not thrown; only failures to
-    /// find HEAD at all throw.
+    /// size and content hash, every signature, and judges every commit by the trust rule (see
+    /// ``judge(_:head:into:)``). Damage and untrusted commits are reported, not thrown; only
+    /// failures to find HEAD at all throw.
     public func verify() throws(VaultError) -> VerificationReport {
         let head = try resolveHead()
         var report = VerificationReport(head: head.commitID)
         var commitQueue: [ObjectID] = head.commitID.map { [$0] } ?? []
         var seenCommits = Set<ObjectID>(), seenTrees = Set<ObjectID>(), seenBlobs = Set<ObjectID>()
         func problem(_ object: String, _ error: VaultError) { report.problems.append(VerificationProblem(object: object, error: error)) }
+        var walked: [Commit] = []
         while let id = commitQueue.popLast() {
             guard seenCommits.insert(id).inserted else { continue }
             guard seenCommits.count <= options.limits.maxCommits else { break }
@@ -575,6 +754,7 @@ public final class Vault: Sendable {
             case .unsigned: report.unsigned += 1
             case .noKey: report.noKey += 1
             }
+            walked.append(c)
             commitQueue.append(contentsOf: c.parents)
             var treeQueue: [(ObjectID, VaultPath, Int)] = [(c.treeID, .root, 0)]
             while let (tid, prefix, depth) = treeQueue.popLast() {
@@ -601,7 +781,47 @@ public final class Vault: Sendable {
                 }
             }
         }
+        judge(walked, head: head, into: &report)
         return report
+    }
+
+    /// Judges every walked commit by the trust rule: HEAD as reads do; an older commit may also
+    /// be covered by the vault's `signed-since-` anchor (when its index lists
+    /// `signatures-required`, the anchor commit and its ancestors are the history from before the
+    /// policy). Each commit that is not served becomes a problem.
+    func judge(_ walked: [Commit], head: Head, into report: inout VerificationReport) {
+        let trust = self.trust
+        var beforeAnchor = Set<ObjectID>()
+        if let index = head.index, index.signaturesRequired, let anchor = index.signedSince {
+            let byID = Dictionary(walked.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            var queue = walked.filter { $0.id != head.commitID && $0.id.hex.hasPrefix(anchor) }.map(\.id)
+            while let id = queue.popLast() {
+                guard beforeAnchor.insert(id).inserted, let c = byID[id] else { continue }
+                queue.append(contentsOf: c.parents)
+            }
+        }
+        for c in walked {
+            let t = evaluate(c, index: head.index, trust: trust)
+            switch t {
+            case .trusted: report.trusted += 1
+            case .notInIndex: report.notInIndex += 1
+            case .newSigner: report.newSigners += 1
+            case .keyChanged: report.keyChanged += 1
+            case .bad, .unsigned, .unknownKey: break
+            }
+            if case .bad = t { continue }            // already a problem
+            let isHead = c.id == head.commitID
+            let exempt = isHead ? headExempt(c.id, index: head.index, trust: trust) : beforeAnchor.contains(c.id)
+            if let byVault = Self.refusal(t, index: head.index, trust: trust, exempt: exempt) {
+                report.problems.append(VerificationProblem(object: c.id.fileID, error: .unverifiedCommit(
+                    commit: c.id.fileID, trust: t, vault: trust.vaultName, requiredByVault: byVault)))
+            } else if case .trusted = t {
+            } else if exempt {
+                report.beforeAnchor += 1
+            } else {
+                report.allowed += 1
+            }
+        }
     }
 
     /// Cache statistics (entries, approximate bytes, hits, misses).

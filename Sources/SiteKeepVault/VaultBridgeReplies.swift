@@ -6,6 +6,7 @@ import SiteKeepCrypto
 public enum VaultBridgeReplies: Sendable {
     /// `vault.status`: `{vault_id, head, branch, format, read_only, signature, timestamp_ms}`.
     public static func status(_ vault: Vault) throws(VaultError) -> JSONValue {
+        try vault.requireServedHead()
         let s = try vault.status()
         return .object([
             JSONMember(key: "vault_id", value: .string(s.vaultID)),

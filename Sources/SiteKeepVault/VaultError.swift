@@ -31,11 +31,13 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooLarge(object: String, size: Int, limit: Int)
     /// A commit's signature does not verify.
     case badSignature(commit: String, reason: String)
-    /// A commit is unsigned or its key is unknown while the caller requires signatures.
-    case unverifiedCommit(commit: String, status: String)
+    /// A commit the trust rule does not serve (unsigned, unknown key, a signer not listed or not
+    /// pinned, a replaced key file); `requiredByVault` when the vault's own `signatures-required`
+    /// policy refuses it although the store allows unsigned commits.
+    case unverifiedCommit(commit: String, trust: CommitTrust, vault: String?, requiredByVault: Bool)
     /// A tree entry's size or content hash disagrees with the decrypted blob.
     case contentMismatch(path: String, object: String, reason: String)
-    /// The vault needs a newer client than this one implements.
+    /// The vault asks for a client version or a feature SiteKeep does not implement.
     case unsupportedVault(reason: String)
     /// The vault has no commits yet.
     case emptyVault
@@ -51,6 +53,12 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidVaultName(String)
     /// The vault's keys could not be kept or fetched from custody (locked, missing, keyring error).
     case keysUnavailable(String)
+    /// A vault's record in the registry does not carry a valid tag: it was changed outside SiteKeep.
+    case recordNotAuthentic(name: String)
+    /// `vault trust` named a key the vault's branch index does not list (or whose key file is missing).
+    case signerNotListed(vault: String, keyID: String)
+    /// A key id is pinned with another public key than the one its key file now holds.
+    case pinConflict(vault: String, keyID: String, pinned: String, found: String)
 
     public var description: String {
         switch self {
@@ -80,12 +88,12 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             "\(object) is \(size) bytes, over the \(limit)-byte limit for its kind; refused"
         case let .badSignature(commit, reason):
             "commit \(commit) failed verification: \(reason); the commit was forged or changed, nothing was read from it"
-        case let .unverifiedCommit(commit, status):
-            "commit \(commit) is \(status) and signatures are required"
+        case let .unverifiedCommit(commit, trust, vault, requiredByVault):
+            Self.unverified(commit: commit, trust: trust, vault: vault ?? "NAME", requiredByVault: requiredByVault)
         case let .contentMismatch(path, object, reason):
             "\(Self.quoted(path)) (\(object)) failed verification: \(reason)"
         case .unsupportedVault(let reason):
-            "unsupported vault: \(reason); update SiteKeep"
+            "unsupported vault: \(reason)"
         case .emptyVault:
             "the vault has no commits yet"
         case let .io(path, reason):
@@ -100,6 +108,38 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             "invalid vault name \(Self.quoted(String(name.prefix(80)))): use 1-64 letters, digits, '.', '_' or '-'"
         case .keysUnavailable(let why):
             "the vault's keys are not available: \(why)"
+        case .recordNotAuthentic(let name):
+            "the registry entry of vault \(Self.quoted(name)) failed authentication: it was changed outside SiteKeep, so its owner and trusted signers cannot be believed; remove the vault (`sitekeep vault remove \(name)`) and add it again"
+        case let .signerNotListed(vault, keyID):
+            "\(Self.quoted(keyID)) is not a signer of vault \(Self.quoted(vault)): its branch index does not list it, or its key file is missing; `sitekeep vault status \(vault)` lists the signers"
+        case let .pinConflict(vault, keyID, pinned, found):
+            "\(keyID) is pinned for vault \(Self.quoted(vault)) with public key sha256 \(pinned), but its key file now holds sha256 \(found): the key file was replaced; nothing was changed. Do not trust this folder; restore it from a good copy"
+        }
+    }
+
+    /// The message of ``unverifiedCommit(commit:trust:vault:requiredByVault:)``: what was found,
+    /// why it is refused, and what the user can do.
+    static func unverified(commit: String, trust: CommitTrust, vault: String, requiredByVault: Bool) -> String {
+        let refused = "it was refused, nothing was read from it"
+        switch trust {
+        case .unsigned where requiredByVault:
+            return "commit \(commit) is unsigned and the vault's branch index lists signatures-required; \(refused)"
+        case .unsigned:
+            return "commit \(commit) is unsigned; SiteKeep serves only commits signed by a signer it trusts, so \(refused). If this vault's writers do not sign, allow it: `sitekeep vault policy \(vault) --allow-unsigned`"
+        case .unknownKey(let key) where requiredByVault:
+            return "commit \(commit) names signer \(key ?? "(none)"), whose public key is not in the vault, and the vault's branch index lists signatures-required; \(refused)"
+        case .unknownKey(let key):
+            return "commit \(commit) names signer \(key ?? "(none)"), whose public key is not in the vault (no bare/keys/\(key ?? "…")); \(refused). Fetch the key (sgit pull) and try again"
+        case .notInIndex(let key):
+            return "commit \(commit) is signed by \(key), which no branch of the vault's branch index lists; SiteKeep serves only signers the index lists and this store has pinned, so \(refused)"
+        case let .newSigner(key, fingerprint):
+            return "commit \(commit) is signed by \(key) (public key sha256 \(fingerprint)), a new signer: the vault's branch index lists it but this store has not pinned it, so \(refused). Anyone who holds the vault's read key and can write its folder can add such a signer; if \(key) is a clone of yours whose commits reached this vault through its server, trust it: `sitekeep vault trust \(vault) \(key)`"
+        case let .keyChanged(key, fingerprint, pinned):
+            return "commit \(commit) is signed by \(key), but bare/keys/\(key) now holds public key sha256 \(fingerprint), not the pinned sha256 \(pinned): the key file was replaced, so \(refused). Do not trust this folder's HEAD; restore it from a good copy"
+        case .trusted(let key), .bad(let key?):
+            return "commit \(commit) (signer \(key)) was refused"
+        case .bad(nil):
+            return "commit \(commit) was refused"
         }
     }
 

@@ -1,4 +1,5 @@
 public import SiteKeepCustody
+import SiteKeepCrypto
 import Synchronization
 
 /// Where the derived keys of registered vaults are kept between uses.
@@ -16,6 +17,11 @@ public protocol VaultKeyStore: Sendable {
     func keys(forVault name: String) throws(VaultError) -> SgitKeys
     /// Forgets the keys of `name` (idempotent).
     func removeKeys(forVault name: String) throws(VaultError)
+    /// An authentication tag over a registry record (``VaultRecord/taggedBytes``), under a key
+    /// only this store holds (custody: HKDF(master, "record-tag:vault-record")).
+    func recordTag(for bytes: [UInt8]) throws(VaultError) -> [UInt8]
+    /// Whether `tag` is ``recordTag(for:)`` of `bytes`, compared in constant time.
+    func isValidRecordTag(_ tag: [UInt8], for bytes: [UInt8]) throws(VaultError) -> Bool
 }
 
 /// A ``VaultKeyStore`` in memory (tests, and one-shot commands). The keys stay in custody's
@@ -31,4 +37,24 @@ public final class InMemoryVaultKeyStore: VaultKeyStore {
         return k
     }
     public func removeKeys(forVault name: String) throws(VaultError) { _ = keys.withLock { $0.removeValue(forKey: name) } }
+
+    // Record tags under a random key that lives as long as this store.
+    private let tagKey = Mutex<SymmetricKeyHandle?>(nil)
+
+    private func currentTagKey() throws(VaultError) -> SymmetricKeyHandle {
+        try tagKey.withLock { (k: inout SymmetricKeyHandle?) throws(VaultError) -> SymmetricKeyHandle in
+            if let k { return k }
+            do {
+                let made = try SymmetricKeyHandle.random()
+                k = made
+                return made
+            } catch { throw .keysUnavailable("could not make a record-tag key: \(error)") }
+        }
+    }
+
+    public func recordTag(for bytes: [UInt8]) throws(VaultError) -> [UInt8] { try currentTagKey().authenticationCode(for: bytes) }
+
+    public func isValidRecordTag(_ tag: [UInt8], for bytes: [UInt8]) throws(VaultError) -> Bool {
+        ConstantTime.equals(try currentTagKey().authenticationCode(for: bytes), tag)
+    }
 }

@@ -2,18 +2,33 @@ import SiteKeepCustody
 public import SiteKeepCrypto
 import Synchronization
 
-/// The registered vaults of one SiteKeep: what `sitekeep vault add|list|remove|ls|cat|log|status`
+/// A vault opened by the library, with the record it is read under.
+public struct OpenedVault: Sendable {
+    /// The vault, judged by the record's owner-independent trust rule (pins, policy).
+    public let vault: Vault
+    /// Its registry record (authenticated).
+    public let record: VaultRecord
+    /// Signers pinned by this call: a vault registered before pins, opened for the first time.
+    public let pinnedAtFirstUse: [SignerPin]
+}
+
+/// The registered vaults of one SiteKeep: what `sitekeep vault …` and the bridge's vault ops
 /// call, each command one method.
 ///
 /// ```
-/// vault add NAME --path DIR   → add(name:path:keyText:)        (the only PBKDF2 run)
-/// vault list                  → records()
-/// vault remove NAME           → remove(name:)
-/// vault ls NAME [PATH]        → vault(named:).list(path:)
-/// vault cat NAME PATH         → vault(named:).read(path:)
-/// vault log NAME              → vault(named:).log(limit:)
-/// vault status NAME           → vault(named:).status()
+/// vault add NAME --path DIR [--site S]  → add(name:path:keyText:siteID:allowUnsigned:)  (the only PBKDF2 run)
+/// vault list                            → records()
+/// vault remove NAME                     → remove(name:)
+/// vault ls|cat|log|status|verify NAME   → open(_:).vault.list/read/log/status/verify
+/// vault trust NAME KEYID                → trust(vault:keyID:)
+/// vault assign NAME --site S            → assign(vault:siteID:)
+/// vault policy NAME --allow-unsigned    → setAllowUnsigned(_:vault:)
+/// vault.load|list|status (bridge)       → vault(named:forSite:), defaultVaultName(forSite:)
 /// ```
+///
+/// A vault belongs to at most one site (``VaultRecord/siteID``). The bridge reaches only the
+/// calling site's vaults: a name owned by another site, by no site, or whose record fails
+/// authentication answers exactly as a name that does not exist.
 public final class VaultLibrary: Sendable {
     /// The registry of names and folders.
     public let registry: VaultRegistry
@@ -31,28 +46,38 @@ public final class VaultLibrary: Sendable {
     }
 
     /// Registers the vault in `path` under `name`: parses the key text inside custody, derives
-    /// the keys (PBKDF2, once), opens and verifies the vault's HEAD with them (so a wrong key is
-    /// refused here), then keeps the keys in the key store and the record in the registry.
+    /// the keys (PBKDF2, once), opens the vault and judges its HEAD (so a wrong key, or a HEAD no
+    /// listed signer signed, is refused here), pins every signer its branch index lists, then
+    /// keeps the keys in the key store and the record, tagged, in the registry.
+    /// - Parameters:
+    ///   - siteID: the owning site's id (resolved by the caller); nil: no site, CLI only.
+    ///   - allowUnsigned: serve unsigned commits and untrusted signers.
     @discardableResult
-    public func add(name: String, path: String, keyText: borrowing SecretBytes) throws(VaultError) -> VaultStatus {
+    public func add(name: String, path: String, keyText: borrowing SecretBytes, siteID: String? = nil,
+                    allowUnsigned: Bool = false) throws(VaultError) -> VaultStatus {
         guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
         if try registry.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
         let keys: SgitKeys
         do { keys = try SgitKeys.derive(fromKeyText: keyText, lockScope: keyStore.lockScope) } catch { throw .key(error) }
-        let vault = try Vault.open(path: path, keys: keys, options: options)
-        let status = try vault.status()
+        var checking = options
+        checking.trust = VaultTrust(signers: .anyListed, allowUnsigned: allowUnsigned, vaultName: name)
+        let vault = try Vault.open(path: path, keys: keys, options: checking)
+        var record = VaultRecord(name: name, path: vault.root, vaultID: keys.vaultID, readOnly: keys.isReadOnly, siteID: siteID,
+                                 allowUnsigned: allowUnsigned, signers: try vault.currentSigners(source: .vaultAdd))
+        record.tag = try keyStore.recordTag(for: record.taggedBytes)
         try keyStore.store(keys, forVault: name)
         do {
-            try registry.add(VaultRecord(name: name, path: vault.root, vaultID: keys.vaultID, readOnly: keys.isReadOnly))
+            try registry.add(record)
         } catch {
             try? keyStore.removeKeys(forVault: name)
             throw error
         }
+        vault.setTrust(Self.trust(of: record), fromAuthenticated: record)
         _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[name] = vault }
-        return status
+        return try vault.status()
     }
 
-    /// Every registered vault.
+    /// Every registered vault (as the file says; ``open(_:)`` authenticates one before use).
     public func records() throws(VaultError) -> [VaultRecord] { try registry.records() }
 
     /// Forgets a vault: its record and its keys (the folder is left alone).
@@ -62,16 +87,139 @@ public final class VaultLibrary: Sendable {
         _ = self.open.withLock { $0.removeValue(forKey: name) }
     }
 
-    /// The opened vault `name` (kept open until the next lock, so its object cache serves later
-    /// calls). Locked, it throws ``VaultError/keysUnavailable(_:)``.
-    public func vault(named name: String) throws(VaultError) -> Vault {
-        if let v = self.open.withLock({ $0[name] }) { return v }
+    /// The vault `name` for the CLI, whichever site owns it: its record authenticated (a record
+    /// from before pins is pinned and tagged now), the vault judged by the record's pins and
+    /// policy. Kept open, so its object cache serves later calls.
+    public func open(_ name: String) throws(VaultError) -> OpenedVault {
+        var record = try registry.record(named: name)
+        let v = try cachedOrLoaded(record)
+        var pinned: [SignerPin] = []
+        if record.isLegacy {
+            // Registered before owners and pins: the signers listed now are trusted from now on,
+            // as `vault add` would have; the record stays owned by no site.
+            pinned = try v.currentSigners(source: .firstUse)
+            record.signers = pinned
+            record.tag = try keyStore.recordTag(for: record.taggedBytes)
+            try registry.update(record)
+        } else if !v.trustCame(from: record) {
+            guard let tag = record.tag, try keyStore.isValidRecordTag(tag, for: record.taggedBytes) else {
+                throw .recordNotAuthentic(name: name)
+            }
+        }
+        v.setTrust(Self.trust(of: record), fromAuthenticated: record)
+        return OpenedVault(vault: v, record: record, pinnedAtFirstUse: pinned)
+    }
+
+    /// The opened vault `name` (``open(_:)``'s vault).
+    public func vault(named name: String) throws(VaultError) -> Vault { try open(name).vault }
+
+    /// The vault `name` for a bridge call of the site `siteID`. A vault owned by another site,
+    /// by no site, or whose record fails authentication throws
+    /// ``VaultError/unknownVault(name:)``, exactly as a name that does not exist; nothing of such
+    /// a vault is opened or read.
+    public func vault(named name: String, forSite siteID: String) throws(VaultError) -> Vault {
         let record = try registry.record(named: name)
-        let keys = try keyStore.keys(forVault: name)
-        let v = try Vault.open(path: record.path, keys: keys, options: options)
-        // Not kept when a lock came between the unwrap and now (the vault is then dead anyway).
-        _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[name] = v }
+        guard let tag = record.tag, record.siteID == siteID else { throw .unknownVault(name: name) }
+        let v = try cachedOrLoaded(record)
+        if !v.trustCame(from: record) {
+            guard try keyStore.isValidRecordTag(tag, for: record.taggedBytes) else { throw .unknownVault(name: name) }
+        }
+        v.setTrust(Self.trust(of: record), fromAuthenticated: record)
         return v
+    }
+
+    /// The vault a bridge call of `siteID` without `args.vault` means: the site's only vault, or
+    /// its vault named `default`; nil when it has none or several without a `default`.
+    public func defaultVaultName(forSite siteID: String) throws(VaultError) -> String? {
+        let mine = try registry.records().filter { $0.tag != nil && $0.siteID == siteID }
+        if mine.count == 1 { return mine[0].name }
+        return mine.contains { $0.name == "default" } ? "default" : nil
+    }
+
+    /// Trusts the signer `keyID` of vault `name` (`sitekeep vault trust`): the key must be listed
+    /// by the vault's branch index (without an index: HEAD's signer) with its key file present;
+    /// its current public key is pinned.
+    /// - Returns: the pin, and whether it was already pinned.
+    @discardableResult
+    public func trust(vault name: String, keyID: String) throws(VaultError) -> (pin: SignerPin, alreadyPinned: Bool) {
+        let opened = try open(name)
+        guard let key = Identifiers.keyID(keyID),
+              let listed = try opened.vault.status().signers.first(where: { $0.keyID == key }),
+              let fingerprint = listed.fingerprint else {
+            throw .signerNotListed(vault: name, keyID: keyID)
+        }
+        let wanted = SignerPin(keyID: key, fingerprint: fingerprint, source: .user)
+        let added = try self.pin([wanted], vault: name)
+        let existing = listed.pin ?? wanted
+        return (added.first ?? existing, added.isEmpty)
+    }
+
+    /// Pins signers of vault `name`. The hook for a client that learns signers through an
+    /// authenticated channel (the vault-sync client pins the keys a pull from the vault's server
+    /// brought, with ``SignerPin/Source/authenticatedPull``). A key already pinned with the same
+    /// public key is left as it is; one pinned with another public key is refused.
+    /// - Returns: the pins that were added.
+    @discardableResult
+    public func pin(_ pins: [SignerPin], vault name: String) throws(VaultError) -> [SignerPin] {
+        var record = try open(name).record
+        var all = record.signers ?? []
+        var added: [SignerPin] = []
+        for p in pins {
+            guard Identifiers.keyID(p.keyID) == p.keyID, SignerPin.isFingerprint(p.fingerprint) else {
+                throw .signerNotListed(vault: name, keyID: p.keyID)
+            }
+            if let existing = all.first(where: { $0.keyID == p.keyID }) {
+                guard existing.fingerprint == p.fingerprint else {
+                    throw .pinConflict(vault: name, keyID: p.keyID, pinned: existing.fingerprint, found: p.fingerprint)
+                }
+                continue
+            }
+            all.append(p)
+            added.append(p)
+        }
+        guard !added.isEmpty else { return [] }
+        record.signers = all
+        try rewrite(record)
+        return added
+    }
+
+    /// Gives vault `name` to the site `siteID` (nil: to no site, CLI only).
+    public func assign(vault name: String, siteID: String?) throws(VaultError) {
+        var record = try open(name).record
+        record.siteID = siteID
+        try rewrite(record)
+    }
+
+    /// Sets whether vault `name` serves unsigned commits and untrusted signers.
+    public func setAllowUnsigned(_ allow: Bool, vault name: String) throws(VaultError) {
+        var record = try open(name).record
+        record.allowUnsigned = allow
+        try rewrite(record)
+    }
+
+    // MARK: -
+
+    /// Tags and writes `record`, and applies it to the open vault.
+    private func rewrite(_ record: VaultRecord) throws(VaultError) {
+        var r = record
+        r.tag = try keyStore.recordTag(for: r.taggedBytes)
+        try registry.update(r)
+        if let v = self.open.withLock({ $0[r.name] }) { v.setTrust(Self.trust(of: r), fromAuthenticated: r) }
+    }
+
+    /// The open vault of `record`, or the vault opened now (its keys from the key store).
+    private func cachedOrLoaded(_ record: VaultRecord) throws(VaultError) -> Vault {
+        if let v = self.open.withLock({ $0[record.name] }) { return v }
+        let keys = try keyStore.keys(forVault: record.name)
+        let v = try Vault.load(path: record.path, keys: keys, options: options)
+        // Not kept when a lock came between the unwrap and now (the vault is then dead anyway).
+        _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[record.name] = v }
+        return v
+    }
+
+    /// The trust rule a record states.
+    static func trust(of record: VaultRecord) -> VaultTrust {
+        VaultTrust(signers: .pinned(record.signers ?? []), allowUnsigned: record.allowUnsigned, vaultName: record.name)
     }
 
     /// How many vaults are open (for tests).

@@ -1,9 +1,17 @@
 import SiteKeepJSON
+import SiteKeepCrypto
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// One registered vault: a name, the folder, and public facts about it (no key).
+/// One registered vault: a name, the folder, public facts about it (no key), the site that
+/// owns it, the signers trusted for it and its signature policy.
+///
+/// The owner, pins and policy are what bridge and read decisions rest on, so a record carries a
+/// ``tag`` made by custody over ``taggedBytes`` (HMAC-SHA256 under a key derived from the master
+/// key): a record edited without the master key fails authentication. Records written before
+/// vaults had owners carry no tag; they are read as owned by no site (reachable from the CLI
+/// only), without pins (pinned at their first use) and with signatures required.
 public struct VaultRecord: Sendable, Equatable {
     /// The name the user gave at `vault add`.
     public let name: String
@@ -13,12 +21,25 @@ public struct VaultRecord: Sendable, Equatable {
     public let vaultID: String
     /// Whether only a read key was given.
     public let readOnly: Bool
+    /// The id of the site that owns the vault; nil: no site (the bridge never serves it).
+    public var siteID: String?
+    /// Serve unsigned commits and untrusted signers (`--allow-unsigned`).
+    public var allowUnsigned: Bool
+    /// The pinned signers; nil for a record written before pins (pinned at first use).
+    public var signers: [SignerPin]?
+    /// Custody's tag over ``taggedBytes``; nil for a record written before tags.
+    public var tag: [UInt8]?
 
-    public init(name: String, path: String, vaultID: String, readOnly: Bool) {
+    public init(name: String, path: String, vaultID: String, readOnly: Bool, siteID: String? = nil,
+                allowUnsigned: Bool = false, signers: [SignerPin]? = nil, tag: [UInt8]? = nil) {
         self.name = name
         self.path = path
         self.vaultID = vaultID
         self.readOnly = readOnly
+        self.siteID = siteID
+        self.allowUnsigned = allowUnsigned
+        self.signers = signers
+        self.tag = tag
     }
 
     /// `^[A-Za-z0-9_.-]{1,64}$`, not starting with '.'.
@@ -28,10 +49,66 @@ public struct VaultRecord: Sendable, Equatable {
             (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) || $0 == 0x5f || $0 == 0x2d || $0 == 0x2e
         }
     }
+
+    /// Whether the record was written before owners, pins and tags (today's format minus them).
+    public var isLegacy: Bool { tag == nil }
+
+    /// What the tag covers: every field but the tag, in one canonical JSON form, after a
+    /// domain label.
+    public var taggedBytes: [UInt8] {
+        Array("sitekeep.vault-record.v1\0".utf8) + JSONSerializer.bytes(json(withTag: false), style: .canonical)
+    }
+
+    func json(withTag: Bool) -> JSONValue {
+        var m: [JSONMember] = [
+            JSONMember(key: "name", value: .string(name)), JSONMember(key: "path", value: .string(path)),
+            JSONMember(key: "vault_id", value: .string(vaultID)), JSONMember(key: "read_only", value: .bool(readOnly)),
+        ]
+        // A record written before tags keeps exactly today's form.
+        guard tag != nil || !withTag else { return .object(m) }
+        m.append(JSONMember(key: "site_id", value: .string(siteID)))
+        m.append(JSONMember(key: "allow_unsigned", value: .bool(allowUnsigned)))
+        m.append(JSONMember(key: "signers", value: .array((signers ?? []).map { p in
+            .object([JSONMember(key: "key_id", value: .string(p.keyID)), JSONMember(key: "sha256", value: .string(p.fingerprint)),
+                     JSONMember(key: "source", value: .string(p.source.rawValue))])
+        })))
+        if withTag, let tag { m.append(JSONMember(key: "tag", value: .string(Hex.encode(tag)))) }
+        return .object(m)
+    }
+
+    static func parse(_ value: JSONValue, object: String) throws(VaultError) -> VaultRecord {
+        let r = try Fields(value, object: object)
+        var record = VaultRecord(name: try r.string("name"), path: try r.string("path"), vaultID: try r.string("vault_id"),
+                                 readOnly: try r.bool("read_only", default: false))
+        // Owner, pins and policy count only under a tag: without one they are ignored (old code
+        // never wrote them, so they were written outside SiteKeep).
+        guard let tagText = try r.optionalString("tag") else { return record }
+        guard tagText.utf8.count == 64, tagText.utf8.allSatisfy(Identifiers.isLowerHex), let tag = try? Hex.decode(tagText) else {
+            throw .malformed(object: object, reason: "tag is not 64 lower-case hex digits")
+        }
+        record.tag = tag
+        record.siteID = try r.optionalString("site_id")
+        record.allowUnsigned = try r.bool("allow_unsigned", default: false)
+        var pins: [SignerPin] = []
+        for (i, p) in try r.array("signers").enumerated() {
+            let f = try Fields(p, object: "\(object) signer \(i)")
+            let raw = try f.string("key_id")
+            guard let key = Identifiers.keyID(raw) else { throw .invalidID(kind: "key id", value: raw, in: object) }
+            let fingerprint = try f.string("sha256")
+            guard SignerPin.isFingerprint(fingerprint) else { throw .malformed(object: object, reason: "signer \(i) sha256 is not 64 lower-case hex digits") }
+            let sourceText = try f.string("source")
+            guard let source = SignerPin.Source(rawValue: sourceText) else {
+                throw .malformed(object: object, reason: "signer \(i) has unknown source \(VaultError.quoted(sourceText))")
+            }
+            pins.append(SignerPin(keyID: key, fingerprint: fingerprint, source: source))
+        }
+        record.signers = pins
+        return record
+    }
 }
 
 /// The list of registered vaults, one JSON file (mode 0600, replaced atomically).
-/// It holds names, folders and vault ids; keys live in a ``VaultKeyStore``.
+/// It holds names, folders, vault ids, owners, pins and policies; keys live in a ``VaultKeyStore``.
 public struct VaultRegistry: Sendable {
     /// The registry file.
     public let file: String
@@ -48,9 +125,7 @@ public struct VaultRegistry: Sendable {
         let f = try Fields(parsing: bytes, object: file)
         var out: [VaultRecord] = []
         for (i, v) in try f.array("vaults").enumerated() {
-            let r = try Fields(v, object: "\(file) vault \(i)")
-            out.append(VaultRecord(name: try r.string("name"), path: try r.string("path"), vaultID: try r.string("vault_id"),
-                                   readOnly: try r.bool("read_only", default: false)))
+            out.append(try VaultRecord.parse(v, object: "\(file) vault \(i)"))
         }
         return out
     }
@@ -62,10 +137,7 @@ public struct VaultRegistry: Sendable {
     }
 
     func write(_ records: [VaultRecord]) throws(VaultError) {
-        let doc = JSONValue.object([JSONMember(key: "vaults", value: .array(records.map { r in
-            .object([JSONMember(key: "name", value: .string(r.name)), JSONMember(key: "path", value: .string(r.path)),
-                     JSONMember(key: "vault_id", value: .string(r.vaultID)), JSONMember(key: "read_only", value: .bool(r.readOnly))])
-        }))])
+        let doc = JSONValue.object([JSONMember(key: "vaults", value: .array(records.map { $0.json(withTag: true) }))])
         try FileAccess.writeAtomically(JSONSerializer.bytes(doc, style: .pretty) + [0x0a], to: file)
     }
 
@@ -75,6 +147,14 @@ public struct VaultRegistry: Sendable {
         var all = try records()
         if all.contains(where: { $0.name == record.name }) { throw .vaultExists(name: record.name) }
         all.append(record)
+        try write(all)
+    }
+
+    /// Replaces the record of the same name; throws ``VaultError/unknownVault(name:)`` if absent.
+    public func update(_ record: VaultRecord) throws(VaultError) {
+        var all = try records()
+        guard let i = all.firstIndex(where: { $0.name == record.name }) else { throw .unknownVault(name: record.name) }
+        all[i] = record
         try write(all)
     }
 

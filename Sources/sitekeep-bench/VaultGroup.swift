@@ -98,7 +98,10 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
                   "--argon2-iterations", "2", "--argon2-memory", "19"])
         try must([sitekeep, "slot", "add", "prf", "--home", store, "--passphrase-file", passFile, "--new-prf-file", prfFile,
                   "--rp-id", "x", "--credential-id", "AAAA"])
-        try must([sitekeep, "vault", "add", "v", "--home", store, "--path", vaultDir, "--key-file", keyFile, "--prf-file", prfFile])
+        // The vault belongs to promptugal.news, the site whose policy lists the vault ops.
+        try must([sitekeep, "site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--home", store])
+        try must([sitekeep, "vault", "add", "v", "--home", store, "--path", vaultDir, "--key-file", keyFile, "--prf-file", prfFile,
+                  "--site", "https://promptugal.news"])
 
         let catArgs = [sitekeep, "vault", "cat", "v", fileName, "--home", store, "--prf-file", prfFile]
         let sgitArgs = [sgit, "cat", fileName]

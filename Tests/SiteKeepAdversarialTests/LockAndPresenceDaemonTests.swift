@@ -43,7 +43,7 @@ final class ServedStore: @unchecked Sendable {
             let committed = try Child.run(sgit, ["commit", "-m", "served"], in: folder.path, environment: env, cwd: vault)
             guard committed.code == 0 else { throw SpawnError("sgit commit: \(committed.err)") }
             let keyFile = try folder.file("vault.key", Array((keyText + "\n").utf8))
-            try await cli(["vault", "add", "notes", "--path", vault, "--key-file", keyFile, "--passphrase-file", passFile])
+            try await cli(["vault", "add", "notes", "--path", vault, "--site", "https://promptugal.news", "--key-file", keyFile, "--passphrase-file", passFile])
         }
         let askpass = try folder.file("askpass.sh", Array("""
         #!/bin/sh

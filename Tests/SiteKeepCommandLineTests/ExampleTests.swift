@@ -19,6 +19,7 @@ import SiteKeepTestSupport
         "sitekeep slot remove 3f2a9c1d --prf-file prf.bin": "slot ids are random per store",
         "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
         "sitekeep prf salt 3f2a9c1d --json": "slot ids are random per store",
+        "sitekeep vault trust notes key-rnd-imm-1a064d7bd08a7250 --prf-file prf.bin": "key ids are random per vault: the command must say the key is not a signer",
         "sitekeep team verify summit Nov7OopOh1x5qMj36WqrOm6yE+nEJAWFZRKYp/mIjbenOEVVdNSv+jR/uXRfRfIevIgluRkMix4OwVml7PeSBA== --message-file note.txt":
             "a sample signature made by another key: the command must say INVALID",
     ]
@@ -43,7 +44,7 @@ import SiteKeepTestSupport
 
     /// A store with the state the examples name: passphrase pass.txt, PRF slot prf.bin, team key
     /// summit, sites promptugal.news (with keys nr.schedule.v1 and draft) and newsroom.sgit.ai,
-    /// and, when the sgit CLI is installed, a vault named notes.
+    /// and, when the sgit CLI is installed, a vault named notes that belongs to promptugal.news.
     static func prepare(_ dir: URL) async throws -> Bool {
         let fm = FileManager.default
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -76,7 +77,8 @@ import SiteKeepTestSupport
         let commit = ChildProcess.run("/bin/sh", ["-c", "cd '\(notes.path)' && '\(sgit)' commit -m notes >/dev/null 2>&1"])
         guard commit == 0 else { return false }
         try write("notes.key", Array("notes pass phrase:notes123".utf8))
-        try await run(["vault", "add", "notes", "--path", notes.path, "--key-file", dir.appendingPathComponent("notes.key").path, "--prf-file", prf])
+        try await run(["vault", "add", "notes", "--path", notes.path, "--key-file", dir.appendingPathComponent("notes.key").path, "--prf-file", prf,
+                       "--site", "https://promptugal.news"])
         return true
     }
 

@@ -20,7 +20,7 @@ import SiteKeepPartitions
         #expect(bad.status == 1, "plain http to a non-loopback host must be refused")
     }
 
-    @Test func aDamagedPartitionIsReportedAndRebuiltFromTheVault() async throws {
+    @Test func aDamagedPartitionIsReportedAndRebuiltFromTheSitesOwnVault() async throws {
         let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
@@ -46,6 +46,14 @@ import SiteKeepPartitions
         try Data("not a database".utf8).write(to: sites.appendingPathComponent(folder).appendingPathComponent("partition.sqlite"))
         let check = await store.run(["site", "check", "https://promptugal.news"])
         #expect(check.status == 1 && check.err.contains("damaged"))
+        // A site is rebuilt only from a vault it owns: not from a CLI-only vault, nor another site's.
+        let unowned = await store.run(["site", "rebuild", "https://promptugal.news", "--from-vault", "backup", "--passphrase-file", store.passFile, "--json"])
+        #expect(unowned.status == 1 && unowned.err.contains("\"not_owner\"") && unowned.err.contains("vault assign backup --site https://promptugal.news"), "\(unowned.err)")
+        #expect(await store.run(["site", "add", "W", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
+        #expect(await store.run(["vault", "assign", "backup", "--site", "https://web-summit.sgit.ai", "--passphrase-file", store.passFile]).status == 0)
+        let foreign = await store.run(["site", "rebuild", "https://promptugal.news", "--from-vault", "backup", "--passphrase-file", store.passFile])
+        #expect(foreign.status == 1 && foreign.err.contains("belongs to W (https://web-summit.sgit.ai:443)"), "\(foreign.err)")
+        #expect(await store.run(["vault", "assign", "backup", "--site", "https://promptugal.news", "--passphrase-file", store.passFile]).status == 0)
         let rebuilt = await store.run(["site", "rebuild", "https://promptugal.news", "--from-vault", "backup", "--passphrase-file", store.passFile])
         #expect(rebuilt.status == 0, "\(rebuilt.err)")
         #expect(await store.run(["site", "check", "https://promptugal.news"]).status == 0)

@@ -142,7 +142,7 @@ struct TamperTests {
                                                    for: JSONSerializer.bytes(.object(members.filter { $0.key != "signature" }), style: .canonical)))
     }
 
-    @Test("unsigned and unknown-key commits: readable by default, refused when signatures are required")
+    @Test("unsigned and unknown-key HEADs: refused by default with vault_unverified naming commit and signer, served with allowUnsigned")
     func unsignedAndNoKey() throws {
         let f = try SgitFixture.get()
         let root = try f.copy(f.plainPath)
@@ -164,24 +164,33 @@ struct TamperTests {
                 JSONMember(key: "attestations", value: []),
             ]), style: .python)
         }
-        var strict = VaultOptions()
-        strict.requireSignatures = true
+        var lenient = VaultOptions()
+        lenient.trust.allowUnsigned = true
 
+        // Written with the read key only: an unsigned HEAD.
         let unsigned = try install(commit: commitJSON(signature: nil, key: nil), in: root, keys: f.plainKeys, refFile: head.refFile)
-        #expect(try Vault.open(path: root, keys: f.plainKeys).status().headSignature == .unsigned)
-        #expect(throws: VaultError.unverifiedCommit(commit: unsigned.fileID, status: "unsigned")) {
-            try Vault.open(path: root, keys: f.plainKeys, options: strict)
+        let e = #expect(throws: VaultError.unverifiedCommit(commit: unsigned.fileID, trust: .unsigned, vault: nil, requiredByVault: false)) {
+            try Vault.open(path: root, keys: f.plainKeys)
         }
+        #expect(e?.description.contains(unsigned.fileID) == true && e?.description.contains("--allow-unsigned") == true)
+        #expect(try Vault.open(path: root, keys: f.plainKeys, options: lenient).status().headSignature == .unsigned)
+        #expect(try Vault.open(path: root, keys: f.plainKeys, options: lenient).read(path: "docs/a.txt") == Array("hello again\n".utf8))
+
         let sig = Base64.encode([UInt8](repeating: 1, count: 64))
         let noKey = try install(commit: commitJSON(signature: sig, key: "key-rnd-imm-00000000deadbeef"), in: root, keys: f.plainKeys, refFile: head.refFile)
-        let v = try Vault.open(path: root, keys: f.plainKeys)
+        #expect(throws: VaultError.unverifiedCommit(commit: noKey.fileID, trust: .unknownKey(keyID: "key-rnd-imm-00000000deadbeef"), vault: nil, requiredByVault: false)) {
+            try Vault.open(path: root, keys: f.plainKeys)
+        }
+        let v = try Vault.open(path: root, keys: f.plainKeys, options: lenient)
         #expect(try v.status().headSignature == .noKey)
         #expect(try v.read(path: "docs/a.txt") == Array("hello again\n".utf8))
-        #expect(throws: VaultError.unverifiedCommit(commit: noKey.fileID, status: "no-key")) {
-            try Vault.open(path: root, keys: f.plainKeys, options: strict)
-        }
-        let report = try v.verify()
-        #expect(report.noKey == 1 && report.verified == 2 && report.commits == 3 && report.isClean, "the head was replaced: no-key, first, init")
+        let allowed = try v.verify()
+        #expect(allowed.noKey == 1 && allowed.verified == 2 && allowed.commits == 3 && allowed.allowed == 1 && allowed.isClean,
+                "the head was replaced: no-key (allowed), first, init")
+        // verify, under the default rule, fails on the unknown-key commit and names it.
+        let strict = try Vault.load(path: root, keys: f.plainKeys, options: VaultOptions()).verify()
+        #expect(!strict.isClean)
+        #expect(strict.problems.map(\.object) == [noKey.fileID])
     }
 
     @Test("vault data cannot steer reads outside bare/: a ref naming '../' ids is refused before use")

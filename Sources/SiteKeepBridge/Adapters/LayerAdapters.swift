@@ -18,11 +18,19 @@ extension BridgeFailure {
         }
     }
 
+    /// The `not_found` message of a vault name the calling site cannot reach.
+    public static let noSuchVault = "args.vault names no vault of this site; `sitekeep vault list` shows each vault's site"
+
     public init(vault error: VaultError) {
         switch error {
-        case .notFound, .unknownVault: self.init(.notFound, error.description)
+        // One message for every vault this site cannot reach (unknown, another site's, no
+        // site's): it names nothing, so the reply cannot tell them apart.
+        case .unknownVault: self.init(.notFound, Self.noSuchVault)
+        case .notFound: self.init(.notFound, error.description)
         case .invalidPath: self.init(.badRequest, error.description)
         case .keysUnavailable: self.init(.locked, error.description)
+        case .unverifiedCommit, .badSignature: self.init(.vaultUnverified, error.description)
+        case .unsupportedVault: self.init(.unsupported, error.description)
         default: self.init(.internal, error.description)
         }
     }
@@ -175,36 +183,38 @@ public struct PartitionNotifyService: NotifyService {
     }
 }
 
-/// The vault ops on the store's vault library. `vault` names a registered vault; when absent,
-/// the only registered vault (or the one named `default`).
+/// The vault ops on the store's vault library, for the calling site's vaults only. `vault`
+/// names one of the site's vaults; when absent, the site's only vault (or its one named
+/// `default`). A vault of another site answers `not_found` exactly as an unknown name does.
 public struct LibraryVaultService: VaultService {
     public let library: VaultLibrary
     public init(library: VaultLibrary) { self.library = library }
 
-    func vault(_ name: String?) throws(BridgeFailure) -> (String, Vault) {
-        do {
-            let records = try library.records()
-            let chosen = name ?? (records.count == 1 ? records[0].name : (records.contains { $0.name == "default" } ? "default" : nil))
-            guard let chosen else { throw BridgeFailure(.notConfigured, "no vault chosen: pass args.vault, or register one vault (`sitekeep vault add`)") }
-            return (chosen, try library.vault(named: chosen))
-        } catch let e as BridgeFailure { throw e } catch let e as VaultError { throw BridgeFailure(vault: e) } catch {
-            throw BridgeFailure(.internal, "vault failure")
+    func vault(_ name: String?, site: BridgeSite) throws(BridgeFailure) -> (String, Vault) {
+        var chosen = name
+        if chosen == nil {
+            do { chosen = try library.defaultVaultName(forSite: site.id) } catch { throw BridgeFailure(vault: error) }
         }
+        guard let chosen else {
+            throw BridgeFailure(.notConfigured, "no vault chosen: pass args.vault, or give this site one vault (`sitekeep vault add NAME --path DIR --site ORIGIN`)")
+        }
+        do { return (chosen, try library.vault(named: chosen, forSite: site.id)) } catch { throw BridgeFailure(vault: error) }
     }
 
     public func status(vault: String?, site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultStatus {
-        let (name, v) = try self.vault(vault)
+        let (name, v) = try self.vault(vault, site: site)
         do {
+            try v.requireServedHead()
             let s = try v.status()
             return BridgeVaultStatus(vault: name, state: .clean, head: s.headCommit.map { "\($0)" }, files: try v.list(path: nil).count)
         } catch { throw BridgeFailure(vault: error) }
     }
     public func list(vault: String?, path: String?, site: BridgeSite) async throws(BridgeFailure) -> [BridgeVaultEntry] {
-        let (_, v) = try self.vault(vault)
+        let (_, v) = try self.vault(vault, site: site)
         do { return try v.list(path: path).map { BridgeVaultEntry(path: $0.path.string, kind: .file, size: $0.size) } } catch { throw BridgeFailure(vault: error) }
     }
     public func load(vault: String?, path: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8] {
-        let (_, v) = try self.vault(vault)
+        let (_, v) = try self.vault(vault, site: site)
         do { return try v.read(path: path) } catch { throw BridgeFailure(vault: error) }
     }
     public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String {
