@@ -312,7 +312,8 @@ public final class Vault: Sendable {
             if let typeEnc, case .file = kind { type = try decryptField(typeEnc, object: object, field: "content_type_enc") }
             cost += 160 + nameBytes.count + (type?.utf8.count ?? 0)
             entries.append(TreeEntry(name: name, nameBytes: nameBytes, kind: kind, size: size, contentHash: hash,
-                                     contentType: type, large: large))
+                                     contentType: type, large: large,
+                                     encoded: EncodedFields(name: nameEnc, size: sizeEnc, contentHash: hashEnc, contentType: typeEnc)))
         }
         return Tree(id: id, entries: entries, cost: cost)
     }

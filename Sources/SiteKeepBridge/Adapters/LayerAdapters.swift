@@ -21,7 +21,9 @@ extension BridgeFailure {
         switch error {
         case .notFound, .unknownVault: self.init(.notFound, error.description)
         case .invalidPath: self.init(.badRequest, error.description)
-        case .keysUnavailable: self.init(.locked, error.description)
+        case .keysUnavailable, .signingFailed: self.init(.locked, error.description)
+        case .readOnly: self.init(.notAllowed, error.description)
+        case .wrongKind, .tooLarge: self.init(.badRequest, error.description)
         default: self.init(.internal, error.description)
         }
     }
