@@ -7,12 +7,14 @@ internal import SiteKeepKeyring
 
 /// `vault add|list|remove|ls|cat|log|status|verify`.
 enum VaultCommands {
-    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify] }
+    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify] + VaultWriteCommands.all }
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {
         let registry = VaultRegistry(file: store.home.path + "/vaults.json")
-        return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: store.custodian, registry: registry))
+        let custodian = store.custodian
+        return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),
+                            signer: { DeviceCommitSigner(custodian: custodian, vaultName: $0) })
     }
 
     /// Opens the store and unlocks it for this command.

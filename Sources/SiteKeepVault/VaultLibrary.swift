@@ -19,12 +19,17 @@ public final class VaultLibrary: Sendable {
     public let registry: VaultRegistry
     let keyStore: any VaultKeyStore
     let options: VaultOptions
+    let signer: (@Sendable (String) -> any CommitSigner)?
     private let open = Mutex<[String: Vault]>([:])
 
-    public init(registry: VaultRegistry, keyStore: any VaultKeyStore, options: VaultOptions = VaultOptions()) {
+    /// - Parameter signer: who signs the commits written to the vault of a given name (the
+    ///   product passes ``DeviceCommitSigner``); nil makes every vault read-only here.
+    public init(registry: VaultRegistry, keyStore: any VaultKeyStore, options: VaultOptions = VaultOptions(),
+                signer: (@Sendable (String) -> any CommitSigner)? = nil) {
         self.registry = registry
         self.keyStore = keyStore
         self.options = options
+        self.signer = signer
     }
 
     /// Registers the vault in `path` under `name`: parses the key text inside custody, derives
@@ -67,5 +72,58 @@ public final class VaultLibrary: Sendable {
         let v = try Vault.open(path: record.path, keys: keys, options: options)
         self.open.withLock { $0[name] = v }
         return v
+    }
+
+    /// The signer for the vault `name`.
+    public func commitSigner(for name: String) throws(VaultError) -> any CommitSigner {
+        guard let signer else { throw .readOnly(reason: "this SiteKeep has no device key to sign commits with") }
+        return signer(name)
+    }
+
+    /// Commits `changes` to the vault `name` on this device's clone branch (see
+    /// ``Vault/commit(_:message:signer:parents:checkoutWhenAdopting:)``). Without a message, the
+    /// one sgit writes: `Commit: N added, N modified, N deleted`.
+    @discardableResult
+    public func commit(name: String, changes: [(VaultPath, VaultChange)], message: String? = nil) throws(VaultError) -> CommitResult {
+        let vault = try vault(named: name)
+        let text: String
+        if let message { text = message } else {
+            var added = 0, modified = 0, deleted = 0
+            for (path, change) in changes {
+                let exists = !((try? vault.list(path: path.string)) ?? []).isEmpty
+                switch change {
+                case .remove: deleted += 1
+                default: if exists { modified += 1 } else { added += 1 }
+                }
+            }
+            text = "Commit: \(added) added, \(modified) modified, \(deleted) deleted"
+        }
+        return try vault.commit(changes, message: text, signer: try commitSigner(for: name))
+    }
+
+    /// Writes one file (see ``commit(name:changes:message:)``).
+    @discardableResult
+    public func write(name: String, path: String, contents: [UInt8], message: String? = nil) throws(VaultError) -> CommitResult {
+        try commit(name: name, changes: [(try VaultPath(validating: path), .write(contents))], message: message)
+    }
+
+    /// Removes one file.
+    @discardableResult
+    public func remove(name: String, path: String, message: String? = nil) throws(VaultError) -> CommitResult {
+        try commit(name: name, changes: [(try VaultPath(validating: path), .remove)], message: message)
+    }
+
+    /// Moves one file (the blob is kept; nothing is re-encrypted).
+    @discardableResult
+    public func move(name: String, from: String, to: String, message: String? = nil) throws(VaultError) -> CommitResult {
+        let vault = try vault(named: name)
+        let source = try VaultPath(validating: from), target = try VaultPath(validating: to)
+        guard let e = try vault.list(path: from).first, e.path == source else { throw .notFound(path: from) }
+        if ((try? vault.list(path: to)) ?? []).contains(where: { $0.path.isWithin(target) }) {
+            throw .invalidPath(to, reason: "something is already there; remove it first")
+        }
+        let flat = FlatFile(blobID: e.blobID, size: e.size, contentHash: e.contentHash ?? "", contentType: e.contentType ?? "", large: e.large)
+        return try commit(name: name, changes: [(target, .entry(flat)), (source, .remove)],
+                          message: message ?? "Move \(from) to \(to)")
     }
 }

@@ -39,7 +39,7 @@ struct SgitCheck {
                          fsck: "exit \(fsck.status): " + String(decoding: fsck.stdout, as: UTF8.self) + fsck.stderr,
                          verify: "exit \(verify.status): " + String(decoding: verify.stdout, as: UTF8.self) + verify.stderr,
                          status: String(decoding: status.stdout, as: UTF8.self) + status.stderr,
-                         log: String(decoding: log.stdout, as: UTF8.self).split(separator: "\n").map(String.init))
+                         log: String(decoding: log.stdout, as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
     }
 
     func cat(_ f: SgitFixture, _ dir: String, _ path: String) throws -> [UInt8] {

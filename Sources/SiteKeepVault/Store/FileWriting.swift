@@ -42,16 +42,20 @@ extension FileAccess {
         if mkdir(path, mode) != 0, errno != EEXIST { throw .io(path: path, reason: errnoText()) }
     }
 
-    /// A unique temp name beside `path`.
-    static func tempName(beside path: String) -> String {
+    /// A unique temp name beside `path`, or in `folder` (which must be on the same file system).
+    static func tempName(beside path: String, in folder: String?) -> String {
         let r = SecureRandomName.hex(8)
-        return path + ".tmp-\(getpid())-\(r)"
+        guard let folder else { return path + ".tmp-\(getpid())-\(r)" }
+        return folder + "/\(getpid())-\(r).tmp"
     }
 
     /// Durably replaces `path` with `bytes`: temp file (mode), write all, fsync, rename, and
-    /// (when `syncFolder`) fsync of the folder.
-    static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, syncFolder sync: Bool = true) throws(VaultError) {
-        let tmp = tempName(beside: path)
+    /// (when `syncFolder`) fsync of the folder. Vault files take their temp file in
+    /// `.sg_vault/local/tmp` (`tempFolder`), so a crash leaves no stray name where sgit looks.
+    static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, syncFolder sync: Bool = true,
+                             tempFolder: String? = nil) throws(VaultError) {
+        if let tempFolder { try makeFolders(tempFolder) }
+        let tmp = tempName(beside: path, in: tempFolder)
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
         if let e = writeAll(fd, bytes) {
@@ -82,6 +86,14 @@ extension FileAccess {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
         let p = String(path[..<slash])
         return p.isEmpty ? "/" : p
+    }
+
+    /// Removes temp files in `folder` left by processes that are gone (killed mid-write).
+    static func removeStaleTemps(in folder: String) {
+        for name in names(in: folder) where name.hasSuffix(".tmp") {
+            guard let dash = name.firstIndex(of: "-"), let pid = Int32(name[..<dash]) else { continue }
+            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { unlink(folder + "/" + name) }
+        }
     }
 
     static func exists(_ path: String) -> Bool {

@@ -14,6 +14,8 @@ public struct LocalObjectStore: VaultObjectStore {
     }
 
     public var label: String { "the vault folder \(folder)" }
+    /// Where durable writes stage their temp files.
+    var tempFolder: String { folder + "/local/tmp" }
     public var isWritable: Bool { true }
 
     public func read(_ fileIDs: [String]) throws(VaultError) -> [String: [UInt8]] {
@@ -33,7 +35,7 @@ public struct LocalObjectStore: VaultObjectStore {
         for sub in ["bare/data", "bare/refs", "bare/indexes", "bare/keys", "bare/branches", "bare/pending", "bare/cache/value", "bare/cache/pointer"] {
             let dirPrefix = sub + "/"
             guard dirPrefix.hasPrefix(prefix) || prefix.hasPrefix(dirPrefix) else { continue }
-            for name in FileAccess.names(in: folder + "/" + sub) where !name.contains(".tmp-") {
+            for name in FileAccess.names(in: folder + "/" + sub) {
                 let id = dirPrefix + name
                 if id.hasPrefix(prefix), FileIDs.validate(id) == id { out.append(id) }
             }
@@ -59,7 +61,7 @@ public struct LocalObjectStore: VaultObjectStore {
                     continue
                 }
             }
-            try FileAccess.writeDurably(f.bytes, to: path, syncFolder: false)
+            try FileAccess.writeDurably(f.bytes, to: path, syncFolder: false, tempFolder: tempFolder)
             folders.insert(dir)
         }
         for dir in folders.sorted() { try FileAccess.syncFolder(dir) }
@@ -91,7 +93,7 @@ public struct LocalObjectStore: VaultObjectStore {
             return id
         }
         try FileAccess.makeFolders(folder + "/bare/data")
-        try FileAccess.writeDurably(stored, to: path, syncFolder: false)
+        try FileAccess.writeDurably(stored, to: path, syncFolder: false, tempFolder: tempFolder)
         return id
     }
 }

@@ -49,6 +49,8 @@ struct CloneBranch: Equatable {
 
 extension Vault {
     var sgVault: String { root + "/.sg_vault" }
+    /// Where durable writes stage their temp files (same file system as the vault).
+    var tempFolder: String { root + "/.sg_vault/local/tmp" }
 
     func readCloneBranch() throws(VaultError) -> CloneBranch? {
         guard let bytes = try readSmall(CloneBranch.file) else { return nil }
@@ -56,7 +58,7 @@ extension Vault {
     }
 
     func writeCloneBranch(_ c: CloneBranch) throws(VaultError) {
-        try FileAccess.writeDurably(JSONSerializer.bytes(c.json, style: .pretty), to: sgVault + "/" + CloneBranch.file)
+        try FileAccess.writeDurably(JSONSerializer.bytes(c.json, style: .pretty), to: sgVault + "/" + CloneBranch.file, tempFolder: tempFolder)
     }
 
     /// The decrypted index as JSON (nil when the vault has none), for rewriting it with every
@@ -79,7 +81,7 @@ extension Vault {
     func writeSmall(_ relative: String, plaintext: [UInt8]) throws(VaultError) {
         let path = sgVault + "/" + relative
         try FileAccess.makeFolders(FileAccess.parent(of: path))
-        try FileAccess.writeDurably(try sealSmall(plaintext), to: path)
+        try FileAccess.writeDurably(try sealSmall(plaintext), to: path, tempFolder: tempFolder)
     }
 
     /// SiteKeep's clone branch for this folder, made (and the folder adopted) when there is none
@@ -127,7 +129,7 @@ extension Vault {
         try writeCloneBranch(clone)
         let previous: JSONValue? = try readSmall("local/config.json").flatMap { try? JSONParser.parse($0, limits: .document) }
         try FileAccess.writeDurably(DocumentEncoding.config(myBranchID: clone.branchID, previous: previous),
-                                    to: sgVault + "/local/config.json")
+                                    to: sgVault + "/local/config.json", tempFolder: tempFolder)
         return clone
     }
 

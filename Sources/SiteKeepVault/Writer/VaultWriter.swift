@@ -42,6 +42,7 @@ extension Vault {
         try FileAccess.makeFolders(local)
         let lock = try FileLock(path: local + "/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
+        FileAccess.removeStaleTemps(in: tempFolder)
         for (path, _) in changes { try Self.checkWritablePath(path) }
 
         var head = try resolveHead()

@@ -30,10 +30,10 @@ extension Vault {
             case .remove:
                 if current != nil { try? FileAccess.remove(file) }
             case .write(let bytes):
-                if (try? FileAccess.writeDurably(bytes, to: file, syncFolder: false)) == nil { skipped.append(path.string) }
+                if (try? FileAccess.writeDurably(bytes, to: file, mode: 0o644, syncFolder: false, tempFolder: tempFolder)) == nil { skipped.append(path.string) }
             case .entry(let flat):
                 guard let bytes = try? blob(flat.blobID, size: flat.size, contentHash: flat.contentHash, path: path),
-                      (try? FileAccess.writeDurably(bytes, to: file, syncFolder: false)) != nil else {
+                      (try? FileAccess.writeDurably(bytes, to: file, mode: 0o644, syncFolder: false, tempFolder: tempFolder)) != nil else {
                     skipped.append(path.string); continue
                 }
             }
