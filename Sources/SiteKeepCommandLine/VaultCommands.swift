@@ -7,7 +7,7 @@ internal import SiteKeepKeyring
 
 /// `vault add|list|remove|ls|cat|log|status|verify`.
 enum VaultCommands {
-    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify] + VaultWriteCommands.all }
+    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify] + VaultWriteCommands.all + VaultSyncCommands.all }
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {

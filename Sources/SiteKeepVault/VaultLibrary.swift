@@ -1,4 +1,4 @@
-import SiteKeepCustody
+public import SiteKeepCustody
 public import SiteKeepCrypto
 import Synchronization
 
@@ -73,6 +73,25 @@ public final class VaultLibrary: Sendable {
         self.open.withLock { $0[name] = v }
         return v
     }
+
+    /// Registers a vault folder whose keys are already derived (a clone): keys into the key
+    /// store, the record into the registry.
+    public func register(name: String, path: String, keys: SgitKeys) throws(VaultError) {
+        guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
+        if try registry.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
+        let vault = try Vault.open(path: path, keys: keys, options: options)
+        try keyStore.store(keys, forVault: name)
+        do {
+            try registry.add(VaultRecord(name: name, path: vault.root, vaultID: keys.vaultID, readOnly: keys.isReadOnly))
+        } catch {
+            try? keyStore.removeKeys(forVault: name)
+            throw error
+        }
+        self.open.withLock { $0[name] = vault }
+    }
+
+    /// The keys of the vault `name` (handles; for its remotes).
+    public func keys(named name: String) throws(VaultError) -> SgitKeys { try keyStore.keys(forVault: name) }
 
     /// The signer for the vault `name`.
     public func commitSigner(for name: String) throws(VaultError) -> any CommitSigner {

@@ -13,12 +13,15 @@ public struct VaultRecord: Sendable, Equatable {
     public let vaultID: String
     /// Whether only a read key was given.
     public let readOnly: Bool
+    /// The origin of the site the vault belongs to, when one was named (`vault clone --site`).
+    public var site: String?
 
-    public init(name: String, path: String, vaultID: String, readOnly: Bool) {
+    public init(name: String, path: String, vaultID: String, readOnly: Bool, site: String? = nil) {
         self.name = name
         self.path = path
         self.vaultID = vaultID
         self.readOnly = readOnly
+        self.site = site
     }
 
     /// `^[A-Za-z0-9_.-]{1,64}$`, not starting with '.'.
@@ -50,7 +53,7 @@ public struct VaultRegistry: Sendable {
         for (i, v) in try f.array("vaults").enumerated() {
             let r = try Fields(v, object: "\(file) vault \(i)")
             out.append(VaultRecord(name: try r.string("name"), path: try r.string("path"), vaultID: try r.string("vault_id"),
-                                   readOnly: try r.bool("read_only", default: false)))
+                                   readOnly: try r.bool("read_only", default: false), site: try r.optionalString("site")))
         }
         return out
     }
@@ -64,7 +67,8 @@ public struct VaultRegistry: Sendable {
     func write(_ records: [VaultRecord]) throws(VaultError) {
         let doc = JSONValue.object([JSONMember(key: "vaults", value: .array(records.map { r in
             .object([JSONMember(key: "name", value: .string(r.name)), JSONMember(key: "path", value: .string(r.path)),
-                     JSONMember(key: "vault_id", value: .string(r.vaultID)), JSONMember(key: "read_only", value: .bool(r.readOnly))])
+                     JSONMember(key: "vault_id", value: .string(r.vaultID)), JSONMember(key: "read_only", value: .bool(r.readOnly))]
+                    + (r.site.map { [JSONMember(key: "site", value: .string($0))] } ?? []))
         }))])
         try FileAccess.writeAtomically(JSONSerializer.bytes(doc, style: .pretty) + [0x0a], to: file)
     }
@@ -75,6 +79,14 @@ public struct VaultRegistry: Sendable {
         var all = try records()
         if all.contains(where: { $0.name == record.name }) { throw .vaultExists(name: record.name) }
         all.append(record)
+        try write(all)
+    }
+
+    /// Names the site a vault belongs to.
+    public func setSite(_ site: String, forVault name: String) throws(VaultError) {
+        var all = try records()
+        guard let i = all.firstIndex(where: { $0.name == name }) else { throw .unknownVault(name: name) }
+        all[i].site = site
         try write(all)
     }
 

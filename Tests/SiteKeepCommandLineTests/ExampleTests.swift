@@ -15,6 +15,11 @@ import SiteKeepTestSupport
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
         "sitekeep doctor --keyring file --json": "as above",
         "sitekeep init": "prompts on a terminal",
+        "sitekeep vault push notes --prf-file prf.bin": "needs a remote the vault server serves (ServerInteropTests push through the real one)",
+        "sitekeep vault pull notes --prf-file prf.bin": "needs a remote (VaultSyncCommandTests pull through one)",
+        "sitekeep vault remote remove notes origin --prf-file prf.bin": "the fixture vault has no remote",
+        "sitekeep vault resolve notes docs/a.txt --theirs --prf-file prf.bin": "needs a merge in progress (ServerInteropTests make one)",
+        "sitekeep vault merge-abort notes --prf-file prf.bin": "needs a merge in progress",
         "sitekeep unlock": "prompts on a terminal",
         "sitekeep slot remove 3f2a9c1d --prf-file prf.bin": "slot ids are random per store",
         "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
@@ -95,6 +100,13 @@ import SiteKeepTestSupport
                 let work = fixture.appendingPathComponent("run-\(ran)")
                 try FileManager.default.copyItem(at: fixture.appendingPathComponent("base"), to: work)
                 if spec.path == ["init"] { try FileManager.default.removeItem(at: work.appendingPathComponent("home")) }
+                // The copy's vault registry names the copy's vault folder, so an example that
+                // writes to the vault changes only its own copy.
+                let registry = work.appendingPathComponent("home/vaults.json")
+                if let text = try? String(contentsOf: registry, encoding: .utf8) {
+                    try text.replacingOccurrences(of: fixture.appendingPathComponent("base").path + "/", with: work.path + "/")
+                        .write(to: registry, atomically: true, encoding: .utf8)
+                }
                 if spec.path == ["vault", "add"] {
                     // The example registers `notes` itself.
                     let r = await runTool(["vault", "remove", "notes", "--prf-file", work.appendingPathComponent("prf.bin").path,

@@ -19,6 +19,11 @@ public struct PushOutcome: Sendable, Equatable {
     public let objects: Int
     /// Whether the remote already had it.
     public let upToDate: Bool
+    public init(head: ObjectID?, objects: Int, upToDate: Bool) {
+        self.head = head
+        self.objects = objects
+        self.upToDate = upToDate
+    }
 }
 
 extension Vault {
