@@ -4,6 +4,7 @@ internal import SiteKeepCustody
 internal import SiteKeepJSON
 internal import SiteKeepVault
 internal import SiteKeepKeyring
+internal import SiteKeepVaultRemotes
 
 /// `vault add|list|remove|ls|cat|log|status|verify`.
 enum VaultCommands {
@@ -154,14 +155,28 @@ enum VaultCommands {
         examples: [CommandExample("sitekeep vault status notes --prf-file prf.bin", "show the vault's state")]
     ) { inv in
         let name = try inv.requiredArgument("NAME")
-        let s = try unlockedLibrary(inv).vault(named: name).status()
-        inv.emit(statusJSON(name: name, s)) {
+        let vault = try unlockedLibrary(inv).vault(named: name)
+        let s = try vault.status()
+        let conflicts = try vault.mergeState()?.conflicts ?? []
+        let queued = try PushQueue(vaultRoot: vault.root).entries()
+        var json = statusJSON(name: name, s)
+        if case .object(var m) = json {
+            m.append(JSONMember(key: "conflicts", value: .array(conflicts.map { .string($0) })))
+            m.append(JSONMember(key: "pushQueue", value: .array(queued.map { e in
+                .object([JSONMember(key: "remote", value: .string(e.remote)), JSONMember(key: "head", value: .string(e.head)),
+                         JSONMember(key: "attempts", value: .integer(e.attempts)), JSONMember(key: "lastError", value: .string(e.lastError))])
+            })))
+            json = .object(m)
+        }
+        inv.emit(json) {
             [
                 "vault      \(name) (\(s.vaultID))",
                 "HEAD       \(s.headCommit.map { "\($0)" } ?? "none") on \(s.branchName)\(s.isReadOnly ? " (read-only)" : "")",
                 "signature  \(s.headSignature.map { "\($0)" } ?? "-")",
                 "format     \(s.format)\(s.features.isEmpty ? "" : " (" + s.features.joined(separator: ", ") + ")")",
                 "message    \(s.headMessage ?? "")",
+                "conflicts  \(conflicts.isEmpty ? "-" : conflicts.joined(separator: ", "))",
+                "queued     \(queued.isEmpty ? "-" : queued.map { "\($0.remote) \($0.head) (\($0.attempts) attempts\($0.lastError.map { ": " + $0 } ?? ""))" }.joined(separator: "; "))",
             ].joined(separator: "\n")
         }
     }
