@@ -26,3 +26,20 @@ struct MimeTypeTests {
         }
     }
 }
+
+/// File ids that arrive from a remote can only name `bare/` files of the known kinds (§7).
+@Suite struct FileIDTests {
+    @Test func onlyBareFilesOfKnownKindsAreAccepted() {
+        #expect(FileIDs.validate("bare/data/obj-cas-imm-9f5613e8b39d") == "bare/data/obj-cas-imm-9f5613e8b39d")
+        #expect(FileIDs.validate("bare/data/OBJ-CAS-IMM-9F5613E8B39D") == "bare/data/obj-cas-imm-9f5613e8b39d")
+        #expect(FileIDs.validate("bare/refs/ref-pid-muw-4a6c6b871295") != nil)
+        #expect(FileIDs.validate("bare/indexes/idx-pid-muw-5062d251eb63") != nil)
+        #expect(FileIDs.validate("bare/keys/key-rnd-imm-1a064d7bd08a7250") != nil)
+        #expect(FileIDs.validate("bare/cache/value/cch-pid-snw-b59b47b4e20b") != nil)
+        for bad in ["local/vault_key", "bare/../local/vault_key", "bare/data/../../x", "bare/data/obj-cas-imm-9f56", "bare/refs/x",
+                    "/bare/data/obj-cas-imm-9f5613e8b39d", "bare/data/obj-cas-imm-9f5613e8b39d/x", "bare/pending/.hidden", "bare/keys/key-rnd-imm-zz",
+                    "bare/cache/other/cch-pid-snw-b59b47b4e20b", "bare"] {
+            #expect(FileIDs.validate(bad) == nil, "\(bad)")
+        }
+    }
+}
