@@ -7,6 +7,7 @@
 //   sitekeep (CLI)  ─ SiteKeepCommandLine
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
 //   SiteKeepBridge  ─ op catalogue, dispatcher, socket server
+//   SiteKeepVaultRemotes ─ vault server HTTP API (libSiteKeepHTTP.so by dlopen), folder/static remotes, push queue
 //   SiteKeepPartitions │ SiteKeepVault
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
@@ -23,6 +24,10 @@ let package = Package(
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
         .library(name: "SiteKeepPartitions", targets: ["SiteKeepPartitions"]),
         .library(name: "SiteKeepVault", targets: ["SiteKeepVault"]),
+        .library(name: "SiteKeepVaultRemotes", targets: ["SiteKeepVaultRemotes"]),
+        // Loaded with dlopen by SiteKeepVaultRemotes on first use of an HTTP remote, so no
+        // executable links FoundationNetworking/libcurl at start-up.
+        .library(name: "SiteKeepHTTP", type: .dynamic, targets: ["SiteKeepHTTP"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
@@ -54,6 +59,11 @@ let package = Package(
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
+        // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
+        // orchestration and the durable push queue. HTTP goes through libSiteKeepHTTP.so (dlopen).
+        .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"]),
+        // URLSession (FoundationNetworking, libcurl) behind a C ABI; depends on nothing of SiteKeep.
+        .target(name: "SiteKeepHTTP"),
         // The bridge: op catalogue, dispatcher, daemon.
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "CLinux"],
                 resources: [.copy("ops.json")]),
@@ -62,7 +72,7 @@ let package = Package(
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAudit",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
@@ -73,7 +83,7 @@ let package = Package(
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON", "CSodium", "COpenSSL", "CSQLite",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepJSON", "CSodium", "COpenSSL", "CSQLite",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
@@ -87,6 +97,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepBridge", "SiteKeepTestSupport"]),

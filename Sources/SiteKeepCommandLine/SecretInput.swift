@@ -28,9 +28,10 @@ struct SecretSource: Sendable, Equatable {
     static let newPRF = SecretSource(option: "--new-prf-file", noun: "new PRF output", format: .prf, limit: 4096)
     static let recoveryCode = SecretSource(option: "--recovery-file", noun: "recovery code", format: .text, limit: 4096)
     static let key = SecretSource(option: "--key-file", noun: "key", format: .text, limit: 64 << 10)
+    static let token = SecretSource(option: "--token-file", noun: "access token", format: .text, limit: 64 << 10)
 
     /// Every secret option the command line has.
-    static let all: [SecretSource] = [passphrase, newPassphrase, prf, newPRF, recoveryCode, key]
+    static let all: [SecretSource] = [passphrase, newPassphrase, prf, newPRF, recoveryCode, key, token]
 }
 
 /// The one reader of secrets for every option of the command line, and the terminal prompt.

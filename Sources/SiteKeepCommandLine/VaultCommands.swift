@@ -5,15 +5,18 @@ internal import SiteKeepJSON
 internal import SiteKeepVault
 internal import SiteKeepKeyring
 internal import SiteKeepPartitions
+internal import SiteKeepVaultRemotes
 
 /// `vault add|list|remove|ls|cat|log|status|verify|trust|assign|policy`.
 enum VaultCommands {
-    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify, trust, assign, policy] }
+    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify, trust, assign, policy] + VaultWriteCommands.all + VaultSyncCommands.all }
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {
         let registry = VaultRegistry(file: store.home.path + "/vaults.json")
-        return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: store.custodian, registry: registry))
+        let custodian = store.custodian
+        return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),
+                            signer: { DeviceCommitSigner(custodian: custodian, vaultName: $0) })
     }
 
     /// Opens the store and unlocks it for this command.
@@ -38,6 +41,12 @@ enum VaultCommands {
     /// The site an owner option names (its id or one of its origins), resolved through the registry.
     static func owner(_ text: String, store: StoreContext, inv: Invocation) throws -> Site {
         try SiteCommands.site(text, in: try SiteCommands.registry(store), command: inv.spec.commandLine)
+    }
+
+    /// The id of the site `--site` names, or nil when the option is absent (a CLI-only vault).
+    static func owningSiteID(_ inv: Invocation, _ store: StoreContext) throws -> String? {
+        guard let text = inv.option("--site") else { return nil }
+        return try owner(text, store: store, inv: inv).id.string
     }
 
     /// How the owner of a record is shown: the site's name and first origin, `removed site <id>`, or `-`.
@@ -217,10 +226,17 @@ enum VaultCommands {
         let name = o.record.name
         let s = try o.vault.status()
         let sites = (try? SiteCommands.registry(store).sites()) ?? []
+        let conflicts = try o.vault.mergeState()?.conflicts ?? []
+        let queued = try PushQueue(vaultRoot: o.vault.root).entries()
         var json = statusJSON(name: name, s)
         if case .object(var m) = json {
             m.append(JSONMember(key: "site", value: .string(o.record.siteID)))
             m.append(JSONMember(key: "owner", value: .string(ownerText(o.record.siteID, sites: sites))))
+            m.append(JSONMember(key: "conflicts", value: .array(conflicts.map { .string($0) })))
+            m.append(JSONMember(key: "pushQueue", value: .array(queued.map { e in
+                .object([JSONMember(key: "remote", value: .string(e.remote)), JSONMember(key: "head", value: .string(e.head)),
+                         JSONMember(key: "attempts", value: .integer(e.attempts)), JSONMember(key: "lastError", value: .string(e.lastError))])
+            })))
             json = .object(m)
         }
         inv.emit(json) {
@@ -244,6 +260,8 @@ enum VaultCommands {
             }
             lines.append("format     \(s.format)\(s.features.isEmpty ? "" : " (" + s.features.joined(separator: ", ") + ")")")
             if s.headServed { lines.append("message    \(s.headMessage ?? "")") }
+            lines.append("conflicts  \(conflicts.isEmpty ? "-" : conflicts.joined(separator: ", "))")
+            lines.append("queued     \(queued.isEmpty ? "-" : queued.map { "\($0.remote) \($0.head) (\($0.attempts) attempts\($0.lastError.map { ": " + $0 } ?? ""))" }.joined(separator: "; "))")
             if let refusal = s.headRefusal { lines.append("refused    \(refusal.description)") }
             return lines.joined(separator: "\n")
         }

@@ -263,6 +263,17 @@ public final class SgitKeys: Sendable {
         }
     }
 
+    /// The write key as the 64 lowercase hex characters the vault server's
+    /// `x-sgraph-vault-write-key` header carries (a server credential, never an encryption
+    /// key); nil for a read-only vault. For SiteKeep's remotes only: the caller puts it in a
+    /// request header and drops it.
+    package func writeKeyHex() -> String? {
+        guard let writeSecret else { return nil }
+        return writeSecret.withLock { (w: borrowing SecretBytes) -> String in
+            w.withUnsafeBytes { raw in Hex.encode(raw) }
+        }
+    }
+
     /// The sgit file-id tail of `domain`: `hex(HMAC(read_key, utf8(domain)))[:12]` (§1.2).
     public func fileIDTail(_ domain: String) -> String {
         String(Hex.encode(readKey.authenticationCode(for: Array(domain.utf8))).prefix(12))

@@ -90,7 +90,9 @@ struct TreeEntry: Sendable {
     private var contentTypeBytes: [UInt8]?
     let large: Bool
 
-    init(nameBytes: [UInt8], kind: Kind, size: Int?, contentHash: String?, contentType: String?, large: Bool) {
+    init(nameBytes: [UInt8], kind: Kind, size: Int?, contentHash: String?, contentType: String?, large: Bool,
+         encoded: EncodedFields? = nil) {
+        self.encoded = encoded
         self.nameBytes = nameBytes
         self.kind = kind
         self.size = size
@@ -110,6 +112,8 @@ struct TreeEntry: Sendable {
         if var b = contentTypeBytes { contentTypeBytes = nil; SecureMemory.zero(&b); contentTypeBytes = b }
         size = size.map { _ in 0 }
     }
+    /// The entry's stored `*_enc` fields, reused verbatim when a writer carries it over.
+    var encoded: EncodedFields? = nil
 }
 
 /// A decrypted, parsed tree (§4.1, §4.2).
@@ -171,19 +175,11 @@ public struct Commit: Sendable, Equatable {
     let schema: String?
 
     /// The canonical signing bytes (§4.4): the normalised commit without `signature`, keys
-    /// sorted, no whitespace.
+    /// sorted, no whitespace (built by ``CommitEncoding``, as a writer signs them).
     var canonicalSigningBytes: [UInt8] {
-        JSONSerializer.bytes(.object([
-            JSONMember(key: "schema", value: .string(schema)),
-            JSONMember(key: "tree_id", value: .string(rawTreeID)),
-            JSONMember(key: "message_enc", value: .string(messageEnc)),
-            JSONMember(key: "branch_id", value: .string(branchID)),
-            JSONMember(key: "author_key_id", value: .string(authorKeyID)),
-            JSONMember(key: "author_signature", value: authorSignature),
-            JSONMember(key: "parents", value: .array(rawParents.map { .string($0) })),
-            JSONMember(key: "timestamp_ms", value: .int(timestampMs)),
-            JSONMember(key: "attestations", value: .array(attestations)),
-        ]), style: .canonical)
+        CommitEncoding.signingBytes(schema: schema, treeID: rawTreeID, messageEnc: messageEnc, branchID: branchID,
+                                    authorKeyID: authorKeyID, authorSignature: authorSignature, parents: rawParents,
+                                    timestampMs: timestampMs, attestations: attestations)
     }
 
     /// The legacy signing bytes (§4.4), for commits without `author_key_id`: Python's form, in

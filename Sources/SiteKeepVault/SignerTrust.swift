@@ -66,11 +66,16 @@ public struct VaultTrust: Sendable, Equatable {
     public var allowUnsigned: Bool
     /// The registered name, for the commands error messages suggest.
     public var vaultName: String?
+    /// Fingerprints (SHA-256 of the SPKI DER) of keys whose private half this store holds in
+    /// custody: this device's key, which signs the commits of SiteKeep's own clone branch. A
+    /// commit that verifies under one of them was made here, whatever key id names it.
+    public var ownKeys: Set<String>
 
-    public init(signers: Signers = .anyListed, allowUnsigned: Bool = false, vaultName: String? = nil) {
+    public init(signers: Signers = .anyListed, allowUnsigned: Bool = false, vaultName: String? = nil, ownKeys: Set<String> = []) {
         self.signers = signers
         self.allowUnsigned = allowUnsigned
         self.vaultName = vaultName
+        self.ownKeys = ownKeys
     }
 
     /// The pin for `keyID`, if pinned.

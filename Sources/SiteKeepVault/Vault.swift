@@ -394,7 +394,8 @@ public final class Vault: Sendable {
             if let typeEnc, case .file = kind { type = try decryptField(typeEnc, object: object, field: "content_type_enc") }
             cost += 160 + nameBytes.count + (type?.utf8.count ?? 0)
             entries.append(TreeEntry(nameBytes: nameBytes, kind: kind, size: size, contentHash: hash,
-                                     contentType: type, large: large))
+                                     contentType: type, large: large,
+                                     encoded: EncodedFields(name: nameEnc, size: sizeEnc, contentHash: hashEnc, contentType: typeEnc)))
         }
         return Tree(id: id, entries: entries, cost: cost)
     }
@@ -445,6 +446,7 @@ public final class Vault: Sendable {
             guard let key = c.signerKeyID, let fingerprint = c.signerFingerprint else { return .unknownKey(keyID: c.signerKeyID) }
             let pin = trust.pin(for: key)
             if let pin, pin.fingerprint != fingerprint { return .keyChanged(keyID: key, fingerprint: fingerprint, pinned: pin.fingerprint) }
+            if trust.ownKeys.contains(fingerprint) { return .trusted(keyID: key) }
             if let index, !index.lists(key) { return .notInIndex(keyID: key) }
             if case .pinned = trust.signers, pin == nil { return .newSigner(keyID: key, fingerprint: fingerprint) }
             return .trusted(keyID: key)

@@ -59,6 +59,21 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case signerNotListed(vault: String, keyID: String)
     /// A key id is pinned with another public key than the one its key file now holds.
     case pinConflict(vault: String, keyID: String, pinned: String, found: String)
+    /// A write to a vault that is read-only here (read key only, a read-only clone, a read-only remote).
+    case readOnly(reason: String)
+    /// The device key could not sign a commit (custody locked, no device key).
+    case signingFailed(String)
+    /// A remote refused or failed. `transient` failures (network, 5xx, 429) are retried;
+    /// `retryAfterMs` is the server's `Retry-After`, when it gave one.
+    case remote(remote: String, reason: String, transient: Bool, retryAfterMs: Int?)
+    /// The remote's named ref moved since it was read: pull, then push again.
+    case pullFirst(remote: String)
+    /// A merge left conflicts; the paths are listed (resolve each, then commit).
+    case mergeConflicts(paths: [String])
+    /// A merge is in progress (`merge_state.json`), or none is when one was expected.
+    case mergeState(String)
+    /// A remote name or URL that is not acceptable.
+    case invalidRemote(String)
 
     public var description: String {
         switch self {
@@ -108,6 +123,20 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             "invalid vault name \(Self.quoted(String(name.prefix(80)))): use 1-64 letters, digits, '.', '_' or '-'"
         case .keysUnavailable(let why):
             "the vault's keys are not available: \(why)"
+        case .readOnly(let reason):
+            "the vault is read-only here: \(reason)"
+        case .signingFailed(let why):
+            "the commit could not be signed with this device's key: \(why); unlock SiteKeep (`sitekeep unlock`) and retry"
+        case let .remote(remote, reason, transient, retryAfter):
+            "remote \(remote): \(reason)" + (transient ? "; will retry" + (retryAfter.map { " after \($0 / 1000) s (the server's Retry-After)" } ?? " with back-off") : "")
+        case .pullFirst(let remote):
+            "remote \(remote) has commits this vault does not have yet; run `sitekeep vault pull` first, then push again"
+        case .mergeConflicts(let paths):
+            "the merge left \(paths.count) conflict\(paths.count == 1 ? "" : "s") (\(paths.prefix(5).map { Self.quoted($0) }.joined(separator: ", "))\(paths.count > 5 ? ", …" : "")); resolve each with `sitekeep vault resolve NAME PATH --ours|--theirs`, or `sitekeep vault merge-abort`"
+        case .mergeState(let why):
+            why
+        case .invalidRemote(let why):
+            "invalid remote: \(why)"
         case .recordNotAuthentic(let name):
             "the registry entry of vault \(Self.quoted(name)) failed authentication: it was changed outside SiteKeep, so its owner and trusted signers cannot be believed; remove the vault (`sitekeep vault remove \(name)`) and add it again"
         case let .signerNotListed(vault, keyID):

@@ -1,4 +1,4 @@
-import SiteKeepCustody
+public import SiteKeepCustody
 public import SiteKeepCrypto
 import Synchronization
 
@@ -37,12 +37,17 @@ public final class VaultLibrary: Sendable {
     /// The open vaults, in the key store's lock scope: lock drops them all (and each vault's own
     /// keys and object cache are wiped in the same clear).
     private let open: LockBound<[String: Vault]>
+    let signer: (@Sendable (String) -> any CommitSigner)?
 
-    public init(registry: VaultRegistry, keyStore: any VaultKeyStore, options: VaultOptions = VaultOptions()) {
+    /// - Parameter signer: who signs the commits written to the vault of a given name (the
+    ///   product passes ``DeviceCommitSigner``); nil makes every vault read-only here.
+    public init(registry: VaultRegistry, keyStore: any VaultKeyStore, options: VaultOptions = VaultOptions(),
+                signer: (@Sendable (String) -> any CommitSigner)? = nil) {
         self.registry = registry
         self.keyStore = keyStore
         self.options = options
         open = keyStore.lockScope.cache()
+        self.signer = signer
     }
 
     /// Registers the vault in `path` under `name`: parses the key text inside custody, derives
@@ -59,11 +64,30 @@ public final class VaultLibrary: Sendable {
         if try registry.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
         let keys: SgitKeys
         do { keys = try SgitKeys.derive(fromKeyText: keyText, lockScope: keyStore.lockScope) } catch { throw .key(error) }
+        return try adopt(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned, source: .vaultAdd)
+    }
+
+    /// Registers a vault folder whose keys are already derived (a clone): keys into the key
+    /// store, a tagged record owned by `siteID` whose signers (those the cloned branch index
+    /// lists) are pinned with `source` (``SignerPin/Source/authenticatedPull`` for a clone from the
+    /// vault server's API, ``SignerPin/Source/vaultAdd`` for a first look at a folder).
+    @discardableResult
+    public func register(name: String, path: String, keys: SgitKeys, siteID: String? = nil,
+                         allowUnsigned: Bool = false, source: SignerPin.Source = .authenticatedPull) throws(VaultError) -> VaultStatus {
+        guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
+        if try registry.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
+        return try adopt(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned, source: source)
+    }
+
+    /// Opens the vault with `keys` (every listed signer accepted for this first look), pins its
+    /// signers, and keeps its keys and its tagged record.
+    private func adopt(name: String, path: String, keys: SgitKeys, siteID: String?, allowUnsigned: Bool,
+                       source: SignerPin.Source) throws(VaultError) -> VaultStatus {
         var checking = options
         checking.trust = VaultTrust(signers: .anyListed, allowUnsigned: allowUnsigned, vaultName: name)
         let vault = try Vault.open(path: path, keys: keys, options: checking)
         var record = VaultRecord(name: name, path: vault.root, vaultID: keys.vaultID, readOnly: keys.isReadOnly, siteID: siteID,
-                                 allowUnsigned: allowUnsigned, signers: try vault.currentSigners(source: .vaultAdd))
+                                 allowUnsigned: allowUnsigned, signers: try vault.currentSigners(source: source))
         record.tag = try keyStore.recordTag(for: record.taggedBytes)
         try keyStore.store(keys, forVault: name)
         do {
@@ -72,7 +96,7 @@ public final class VaultLibrary: Sendable {
             try? keyStore.removeKeys(forVault: name)
             throw error
         }
-        vault.setTrust(Self.trust(of: record), fromAuthenticated: record)
+        vault.setTrust(trust(of: record), fromAuthenticated: record)
         _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[name] = vault }
         return try vault.status()
     }
@@ -106,7 +130,7 @@ public final class VaultLibrary: Sendable {
                 throw .recordNotAuthentic(name: name)
             }
         }
-        v.setTrust(Self.trust(of: record), fromAuthenticated: record)
+        v.setTrust(trust(of: record), fromAuthenticated: record)
         return OpenedVault(vault: v, record: record, pinnedAtFirstUse: pinned)
     }
 
@@ -124,7 +148,7 @@ public final class VaultLibrary: Sendable {
         if !v.trustCame(from: record) {
             guard try keyStore.isValidRecordTag(tag, for: record.taggedBytes) else { throw .unknownVault(name: name) }
         }
-        v.setTrust(Self.trust(of: record), fromAuthenticated: record)
+        v.setTrust(trust(of: record), fromAuthenticated: record)
         return v
     }
 
@@ -204,7 +228,7 @@ public final class VaultLibrary: Sendable {
         var r = record
         r.tag = try keyStore.recordTag(for: r.taggedBytes)
         try registry.update(r)
-        if let v = self.open.withLock({ $0[r.name] }) { v.setTrust(Self.trust(of: r), fromAuthenticated: r) }
+        if let v = self.open.withLock({ $0[r.name] }) { v.setTrust(trust(of: r), fromAuthenticated: r) }
     }
 
     /// The open vault of `record`, or the vault opened now (its keys from the key store).
@@ -218,10 +242,78 @@ public final class VaultLibrary: Sendable {
     }
 
     /// The trust rule a record states.
-    static func trust(of record: VaultRecord) -> VaultTrust {
-        VaultTrust(signers: .pinned(record.signers ?? []), allowUnsigned: record.allowUnsigned, vaultName: record.name)
+    func trust(of record: VaultRecord) -> VaultTrust {
+        VaultTrust(signers: .pinned(record.signers ?? []), allowUnsigned: record.allowUnsigned, vaultName: record.name,
+                   ownKeys: ownKeys(forVault: record.name))
+    }
+
+    /// This device's key fingerprint (read once from custody's public facts): commits it signs
+    /// were written here, so they are trusted without a pin (``VaultTrust/ownKeys``).
+    private let deviceFingerprint = Mutex<String?>(nil)
+
+    func ownKeys(forVault name: String) -> Set<String> {
+        if let known = deviceFingerprint.withLock({ $0 }) { return [known] }
+        guard let signer, let der = try? signer(name).publicKeyDER() else { return [] }
+        let fingerprint = Hex.encode(SHA256.hash(der))
+        deviceFingerprint.withLock { $0 = fingerprint }
+        return [fingerprint]
     }
 
     /// How many vaults are open (for tests).
     package var openCount: Int { open.withLock { $0.count } }
+    /// The keys of the vault `name` (handles; for its remotes).
+    public func keys(named name: String) throws(VaultError) -> SgitKeys { try keyStore.keys(forVault: name) }
+
+    /// The signer for the vault `name`.
+    public func commitSigner(for name: String) throws(VaultError) -> any CommitSigner {
+        guard let signer else { throw .readOnly(reason: "this SiteKeep has no device key to sign commits with") }
+        return signer(name)
+    }
+
+    /// Commits `changes` to the vault `name` on this device's clone branch (see
+    /// ``Vault/commit(_:message:signer:parents:checkoutWhenAdopting:)``). Without a message, the
+    /// one sgit writes: `Commit: N added, N modified, N deleted`.
+    @discardableResult
+    public func commit(name: String, changes: [(VaultPath, VaultChange)], message: String? = nil) throws(VaultError) -> CommitResult {
+        let vault = try vault(named: name)
+        let text: String
+        if let message { text = message } else {
+            var added = 0, modified = 0, deleted = 0
+            for (path, change) in changes {
+                let exists = !((try? vault.list(path: path.string)) ?? []).isEmpty
+                switch change {
+                case .remove: deleted += 1
+                default: if exists { modified += 1 } else { added += 1 }
+                }
+            }
+            text = "Commit: \(added) added, \(modified) modified, \(deleted) deleted"
+        }
+        return try vault.commit(changes, message: text, signer: try commitSigner(for: name))
+    }
+
+    /// Writes one file (see ``commit(name:changes:message:)``).
+    @discardableResult
+    public func write(name: String, path: String, contents: [UInt8], message: String? = nil) throws(VaultError) -> CommitResult {
+        try commit(name: name, changes: [(try VaultPath(validating: path), .write(contents))], message: message)
+    }
+
+    /// Removes one file.
+    @discardableResult
+    public func remove(name: String, path: String, message: String? = nil) throws(VaultError) -> CommitResult {
+        try commit(name: name, changes: [(try VaultPath(validating: path), .remove)], message: message)
+    }
+
+    /// Moves one file (the blob is kept; nothing is re-encrypted).
+    @discardableResult
+    public func move(name: String, from: String, to: String, message: String? = nil) throws(VaultError) -> CommitResult {
+        let vault = try vault(named: name)
+        let source = try VaultPath(validating: from), target = try VaultPath(validating: to)
+        guard let e = try vault.list(path: from).first, e.path == source else { throw .notFound(path: from) }
+        if ((try? vault.list(path: to)) ?? []).contains(where: { $0.path.isWithin(target) }) {
+            throw .invalidPath(to, reason: "something is already there; remove it first")
+        }
+        let flat = FlatFile(blobID: e.blobID, size: e.size, contentHash: e.contentHash ?? "", contentType: e.contentType ?? "", large: e.large)
+        return try commit(name: name, changes: [(target, .entry(flat)), (source, .remove)],
+                          message: message ?? "Move \(from) to \(to)")
+    }
 }

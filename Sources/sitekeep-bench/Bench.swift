@@ -18,6 +18,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "custody", summary: "unlock by PRF (both keyrings), passphrase unlock vs Argon2id, signing by handle and custodian", run: custodyGroup),
     BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
     BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
+    BenchGroup(name: "vault-sync", summary: "vault commit, push, pull and clone vs the sgit CLI through the real vault server", run: vaultSyncGroup),
     BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
 ] }
 

@@ -36,7 +36,7 @@ final class RawConnection {
 }
 
 /// `sitekeep serve` as a real process with two sites and their vaults: over its socket a site
-/// reaches its own vault and nothing of the other's (threat T40), and a forged HEAD is refused
+/// reaches its own vault and nothing of the other's (threat T41), and a forged HEAD is refused
 /// (T15).
 @Suite(.serialized) struct VaultScopingTests {
     static let promptugal = "https://promptugal.news", summit = "https://web-summit.sgit.ai"

@@ -4,6 +4,7 @@ import Testing
 import SiteKeepBridge
 import SiteKeepJSON
 import SiteKeepCustody
+import SiteKeepCrypto
 import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -128,6 +129,49 @@ import Glibc
         #expect(v["intact"] == .bool(true) && v["anchoredThrough"] == v["lines"], "\(v)")
         let ops = try AuditLog.entries(path: store.home + "/audit.log").map(\.op)
         #expect(ops.filter { $0 == "lock" }.count == 3 && ops.filter { $0 == "team.add" }.count == 3, "\(ops)")
+    }
+}
+
+extension DaemonTests {
+    /// `vault.save` and `capture.save` through the daemon commit into a real sgit vault, signed
+    /// with the device key; the real sgit reads both files and its fsck passes.
+    @Test func vaultSaveAndCaptureSaveCommitThroughTheDaemon() async throws {
+        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let prf = try store.file("prf.bin", Array(repeating: 9, count: 32))
+        #expect(await store.run(["slot", "add", "prf", "--passphrase-file", store.passFile, "--new-prf-file", prf, "--rp-id", "x", "--credential-id", "AAAA"]).status == 0)
+        #expect(await store.run(["site", "add", "P", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        let vault = store.dir.appendingPathComponent("vault").path
+        #expect(ChildProcess.run(sgit, ["init", vault, "--vault-key", "daemon save phrase:dsave123"]) == 0)
+        let key = try store.file("vault.key", Array("daemon save phrase:dsave123".utf8))
+        #expect(await store.run(["vault", "add", "p", "--path", vault, "--key-file", key, "--site", "https://promptugal.news", "--passphrase-file", store.passFile]).status == 0)
+
+        let run = store.dir.appendingPathComponent("run")
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        #expect(await runTool(["unlock", "--prf-file", prf, "--home", store.home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
+
+        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        defer { client.close() }
+        _ = try client.hello(origin: "https://promptugal.news")
+        let saved = try client.call("vault.save", args: ["path": "agenda/picks.json", "content": .string(Base64.encode(Array(#"{"v":1,"picks":[]}"#.utf8)))])
+        let commit = try #require(saved["commit"]?.stringValue)
+        #expect(commit.hasPrefix("obj-cas-imm-"))
+        let note = try client.call("capture.save", args: ["title": "Lunch", "text": "ask about the meter", "url": "https://promptugal.news/a"])
+        let notePath = try #require(note["path"]?.stringValue)
+        #expect(try client.call("vault.status", args: [:])["head"]?.stringValue == note["commit"]?.stringValue)
+        #expect(try client.call("vault.load", args: ["path": "agenda/picks.json"])["content"]?.stringValue == Base64.encode(Array(#"{"v":1,"picks":[]}"#.utf8)))
+        kill(pid, SIGTERM)
+
+        let sh = "cd '\(vault)' && HOME='\(store.dir.path)' '\(sgit)'"
+        #expect(ChildProcess.run("/bin/sh", ["-c", "\(sh) cat agenda/picks.json | grep -q picks"]) == 0)
+        #expect(ChildProcess.run("/bin/sh", ["-c", "\(sh) cat '\(notePath)' | grep -q meter"]) == 0)
+        #expect(ChildProcess.run("/bin/sh", ["-c", "\(sh) check fsck | grep -q 'Vault OK'"]) == 0)
     }
 }
 

@@ -15,6 +15,11 @@ import SiteKeepTestSupport
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
         "sitekeep doctor --keyring file --json": "as above",
         "sitekeep init": "prompts on a terminal",
+        "sitekeep vault push notes --prf-file prf.bin": "needs a remote the vault server serves (ServerInteropTests push through the real one)",
+        "sitekeep vault pull notes --prf-file prf.bin": "needs a remote (VaultSyncCommandTests pull through one)",
+        "sitekeep vault remote remove notes origin --prf-file prf.bin": "the fixture vault has no remote",
+        "sitekeep vault resolve notes docs/a.txt --theirs --prf-file prf.bin": "needs a merge in progress (ServerInteropTests make one)",
+        "sitekeep vault merge-abort notes --prf-file prf.bin": "needs a merge in progress",
         "sitekeep unlock": "prompts on a terminal",
         "sitekeep slot remove 3f2a9c1d --prf-file prf.bin": "slot ids are random per store",
         "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
@@ -97,11 +102,20 @@ import SiteKeepTestSupport
                 let work = fixture.appendingPathComponent("run-\(ran)")
                 try FileManager.default.copyItem(at: fixture.appendingPathComponent("base"), to: work)
                 if spec.path == ["init"] { try FileManager.default.removeItem(at: work.appendingPathComponent("home")) }
-                if spec.path == ["vault", "add"] {
-                    // The example registers `notes` itself.
-                    let r = await runTool(["vault", "remove", "notes", "--prf-file", work.appendingPathComponent("prf.bin").path,
-                                           "--home", work.appendingPathComponent("home").path, "--keyring", "file"])
+                // An example that changes the vault folder gets the copy's own folder: `notes` is
+                // registered again at the copy (the registry's entries are authenticated, so it
+                // is not edited); every other example reads the base folder.
+                let writesVault = spec.path.first == "vault" && ["write", "rm", "mv", "resolve", "merge-abort", "pull", "push"].contains(spec.path.last ?? "")
+                if spec.path == ["vault", "add"] || writesVault {
+                    let home = work.appendingPathComponent("home").path, prf = work.appendingPathComponent("prf.bin").path
+                    let r = await runTool(["vault", "remove", "notes", "--prf-file", prf, "--home", home, "--keyring", "file"])
                     #expect(r.status == 0, "\(r.err)")
+                    if writesVault {
+                        let added = await runTool(["vault", "add", "notes", "--path", work.appendingPathComponent("notes").path,
+                                                   "--key-file", work.appendingPathComponent("notes.key").path, "--site", "https://promptugal.news",
+                                                   "--prf-file", prf, "--home", home, "--keyring", "file"])
+                        #expect(added.status == 0, "\(added.err)")
+                    }
                 }
                 let known = ["pass.txt", "prf.bin", "note.txt", "link.txt", "notes.key"]
                 let args = Self.words(example.command).dropFirst().map { word -> String in

@@ -4,7 +4,7 @@ import SiteKeepCrypto
 @testable import SiteKeepCustody
 
 /// Record tags: what keeps a vault's owner and signer pins in `vaults.json` from being changed by
-/// someone who can write the file but does not hold the master key (threats T15, T40).
+/// someone who can write the file but does not hold the master key (threats T15, T41).
 @Suite struct RecordTagTests {
     @Test func recordTagsAreHMACUnderAKeyDerivedFromTheMasterKeyAndNeedTheUnlock() throws {
         let f = try Fixture(.memory)

@@ -5,7 +5,7 @@ import SiteKeepCustody
 import SiteKeepTestSupport
 @testable import SiteKeepVault
 
-/// A vault belongs to one site (threat T40): the bridge's look-ups reach only the calling
+/// A vault belongs to one site (threat T41): the bridge's look-ups reach only the calling
 /// site's vaults, and a vault of another site is indistinguishable from one that does not exist.
 @Suite("Vault ownership", .enabled(if: Interop.enabled, "SITEKEEP_SKIP_INTEROP=1"))
 struct OwnershipTests {

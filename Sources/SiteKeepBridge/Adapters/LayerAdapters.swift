@@ -28,9 +28,11 @@ extension BridgeFailure {
         case .unknownVault: self.init(.notFound, Self.noSuchVault)
         case .notFound: self.init(.notFound, error.description)
         case .invalidPath: self.init(.badRequest, error.description)
-        case .keysUnavailable: self.init(.locked, error.description)
+        case .keysUnavailable, .signingFailed: self.init(.locked, error.description)
         case .unverifiedCommit, .badSignature: self.init(.vaultUnverified, error.description)
         case .unsupportedVault: self.init(.unsupported, error.description)
+        case .readOnly: self.init(.notAllowed, error.description)
+        case .wrongKind, .tooLarge: self.init(.badRequest, error.description)
         default: self.init(.internal, error.description)
         }
     }
@@ -217,8 +219,14 @@ public struct LibraryVaultService: VaultService {
         let (_, v) = try self.vault(vault, site: site)
         do { return try v.read(path: path) } catch { throw BridgeFailure(vault: error) }
     }
+    /// Commits the file on this device's clone branch, signed with the device key; answers the
+    /// new HEAD (the old one when the content was unchanged).
     public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String {
-        throw BridgeFailure(.notConfigured, "writing to vaults arrives with the vault client's part 2")
+        let (name, _) = try self.vault(vault, site: site)
+        do {
+            let r = try library.write(name: name, path: path, contents: content)
+            return (r.commit ?? r.parent).map { "\($0)" } ?? ""
+        } catch { throw BridgeFailure(vault: error) }
     }
 }
 

@@ -1,0 +1,189 @@
+import Foundation
+internal import SiteKeepCrypto
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+internal import SiteKeepVault
+internal import SiteKeepVaultRemotes
+internal import SiteKeepKeyring
+
+/// `vault remote add|list|remove`, `vault clone|pull|push|resolve|merge-abort`.
+enum VaultSyncCommands {
+    static var all: [CommandSpec] { [remoteAdd, remoteList, remoteRemove, clone, pull, push, resolve, mergeAbort] }
+
+    static func service(_ inv: Invocation, unlock: Bool = true) throws -> VaultSyncService {
+        let store = try StoreContext.open(inv)
+        if unlock { try store.unlockOneShot(inv) }
+        return VaultSyncService(library: VaultCommands.library(store), remotes: VaultRemoteRegistry(file: store.home.path + "/vault-remotes.json"),
+                                custodian: store.custodian)
+    }
+
+    /// Reads an access token from `--token-file` by the one secret-input rule (``SecretReader``)
+    /// into guarded memory; it must be printable ASCII without spaces.
+    static func token(_ inv: Invocation) throws -> SecretBytes? {
+        guard let path = inv.option("--token-file") else { return nil }
+        let token = try SecretReader.read(.token, path: path, io: inv.io)
+        let printable = token.withUnsafeBytes { $0.allSatisfy { $0 >= 0x21 && $0 < 0x7f } }
+        guard printable else {
+            throw CommandFailure("the access token file holds characters a token cannot have", remedy: "put the token alone in the file", code: "bad_secret")
+        }
+        return token
+    }
+
+    static let tokenOption = OptionSpec.option("--token-file", value: "F", "read the vault server's access token from F ('-' for stdin); kept wrapped in custody")
+    static let remoteOption = OptionSpec.option("--remote", value: "R", "the remote to use (default: origin, or the only one)")
+
+    static let remoteAdd = CommandSpec(
+        path: ["vault", "remote", "add"],
+        summary: "Add a remote to a vault: the vault server (https://…), a folder (read-only) or a static web host (static+https://…, read-only)",
+        arguments: [VaultCommands.vaultName, ArgumentSpec("URL", "https://host, /path/to/.sg_vault, file:///path, or static+https://host/path")],
+        options: VaultCommands.unlockOptions + [.option("--name", value: "REMOTE", "the remote's name (default: origin)"), tokenOption],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep vault remote add notes ~/notes --name shared --prf-file prf.bin", "read another copy of the vault from a shared folder")],
+        printsData: false
+    ) { inv in
+        let name = try inv.requiredArgument("NAME"), url = try inv.requiredArgument("URL")
+        let remote = inv.option("--name") ?? "origin"
+        let token = try token(inv)
+        try service(inv).addRemote(vault: name, name: remote, url: url, token: token)
+        inv.say("Added remote \(remote) of vault \(name): \(url)")
+    }
+
+    static let remoteList = CommandSpec(
+        path: ["vault", "remote", "list"],
+        summary: "List a vault's remotes (no unlock needed; tokens are never shown)",
+        arguments: [VaultCommands.vaultName],
+        examples: [CommandExample("sitekeep vault remote list notes", "show the remotes of notes")]
+    ) { inv in
+        let name = try inv.requiredArgument("NAME")
+        let remotes = try service(inv, unlock: false).listRemotes(vault: name)
+        inv.emit(.array(remotes.map { r in ["name": .string(r.name), "url": .string(r.url), "kind": .string(r.kind.rawValue), "token": .bool(r.hasToken)] })) {
+            remotes.isEmpty ? "No remotes; add one with 'sitekeep vault remote add \(name) URL'." :
+                Table(headers: ["NAME", "KIND", "TOKEN", "URL"], rows: remotes.map { [$0.name, $0.kind.rawValue, $0.hasToken ? "in custody" : "-", $0.url] }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let remoteRemove = CommandSpec(
+        path: ["vault", "remote", "remove"],
+        summary: "Remove a vault's remote and its token",
+        arguments: [VaultCommands.vaultName, ArgumentSpec("REMOTE", "the remote's name", optional: true)],
+        options: VaultCommands.unlockOptions,
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep vault remote remove notes origin --prf-file prf.bin", "forget the remote origin")],
+        printsData: false
+    ) { inv in
+        let name = try inv.requiredArgument("NAME"), remote = inv.argument("REMOTE") ?? "origin"
+        try service(inv).removeRemote(vault: name, name: remote)
+        inv.say("Removed remote \(remote) of vault \(name).")
+    }
+
+    static let clone = CommandSpec(
+        path: ["vault", "clone"],
+        summary: "Clone a vault from a remote into a new folder, its keys and token kept in custody",
+        discussion: """
+        Reads the vault key from --key-file and the server's access token from --token-file; the \
+        keys are derived once (PBKDF2) and, with the token, kept wrapped in custody. Nothing \
+        secret is written to the folder (sgit keeps its vault key, token and private key in \
+        local/; SiteKeep signs with this device's key). Every object id and commit signature is \
+        verified. The folder (default: vaults/NAME in the SiteKeep home) opens in sgit when given \
+        the vault key.
+        """,
+        arguments: [ArgumentSpec("URL", "the remote: https://host, a folder, or static+https://…"), VaultCommands.vaultName],
+        options: VaultCommands.unlockOptions + [tokenOption, .option("--path", value: "DIR", "where to put the working vault"),
+                                                .option("--site", value: "ORIGIN", "the site the vault belongs to")],
+        secretInputs: UnlockOptions.secretInputs + [.key],
+        examples: [CommandExample("sitekeep vault clone ~/notes notes2 --key-file notes.key --prf-file prf.bin", "clone a vault from a shared folder")]
+    ) { inv in
+        let url = try inv.requiredArgument("URL"), name = try inv.requiredArgument("NAME")
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let svc = VaultSyncService(library: VaultCommands.library(store), remotes: VaultRemoteRegistry(file: store.home.path + "/vault-remotes.json"),
+                                   custodian: store.custodian)
+        let siteID = try VaultCommands.owningSiteID(inv, store)
+        let given = inv.option("--path") ?? store.home.path + "/vaults/" + name
+        let path = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let key = SecretBox(try inv.readSecret(.key, prompt: "Vault key: "))
+        let tokenBox: SecretBox?
+        if let t = try token(inv) { tokenBox = SecretBox(t) } else { tokenBox = nil }
+        let outcome = try inv.withProgress("Deriving the vault keys and cloning") { () throws -> PullOutcome in
+            if let tokenBox { return try svc.clone(url: url, name: name, keyText: key.take(), token: tokenBox.take(), path: path, siteID: siteID) }
+            return try svc.clone(url: url, name: name, keyText: key.take(), token: nil, path: path, siteID: siteID)
+        }
+        inv.emit(.object([
+            JSONMember(key: "name", value: .string(name)), JSONMember(key: "path", value: .string(path)),
+            JSONMember(key: "head", value: .string(outcome.remoteHead.map { "\($0)" })),
+            JSONMember(key: "objects", value: .integer(outcome.fetched.objects)),
+        ])) { "Cloned \(name) into \(path): \(outcome.fetched.commits) commits, \(outcome.fetched.trees) trees, \(outcome.fetched.blobs) blobs verified" }
+    }
+
+    static let pull = CommandSpec(
+        path: ["vault", "pull"],
+        summary: "Fetch what is new on the remote (every id and signature verified) and merge it",
+        arguments: [VaultCommands.vaultName],
+        options: VaultCommands.unlockOptions + [remoteOption],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep vault pull notes --prf-file prf.bin", "bring notes up to date")]
+    ) { inv in
+        let name = try inv.requiredArgument("NAME")
+        let p = try service(inv).pull(name: name, remote: inv.option("--remote"))
+        inv.emit(.object([
+            JSONMember(key: "remoteHead", value: .string(p.remoteHead.map { "\($0)" })),
+            JSONMember(key: "merge", value: .string(p.merge?.kind.rawValue)),
+            JSONMember(key: "head", value: .string(p.merge?.head.map { "\($0)" })),
+            JSONMember(key: "fetched", value: .integer(p.fetched.objects)),
+            JSONMember(key: "conflicts", value: .array((p.merge?.conflicts ?? []).map { .string($0) })),
+        ])) {
+            let what = p.merge.map { "\($0.kind.rawValue)" } ?? "nothing on the remote"
+            return "Pulled \(name): \(p.fetched.objects) new objects, \(what)" + ((p.merge?.conflicts.isEmpty ?? true) ? "" :
+                "\nConflicts (theirs is in PATH.conflict): " + p.merge!.conflicts.joined(separator: ", ") + "\nResolve each with 'sitekeep vault resolve \(name) PATH --ours|--theirs'.")
+        }
+    }
+
+    static let push = CommandSpec(
+        path: ["vault", "push"],
+        summary: "Push this device's commits to the remote; a failure stays queued and is retried",
+        arguments: [VaultCommands.vaultName],
+        options: VaultCommands.unlockOptions + [remoteOption],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep vault push notes --prf-file prf.bin", "publish the new commits")]
+    ) { inv in
+        let name = try inv.requiredArgument("NAME")
+        let p = try service(inv).push(name: name, remote: inv.option("--remote"))
+        inv.emit(.object([JSONMember(key: "head", value: .string(p.head.map { "\($0)" })), JSONMember(key: "objects", value: .integer(p.objects)),
+                          JSONMember(key: "upToDate", value: .bool(p.upToDate))])) {
+            p.upToDate ? "Everything is on the remote already." : "Pushed \(p.objects) objects; the remote's head is \(p.head.map { "\($0)" } ?? "-")"
+        }
+    }
+
+    static let resolve = CommandSpec(
+        path: ["vault", "resolve"],
+        summary: "Resolve one conflict of a merge with ours or theirs; the last one makes the merge commit",
+        arguments: [VaultCommands.vaultName, ArgumentSpec("PATH", "the conflicting file")],
+        options: VaultCommands.unlockOptions + [.flag("--ours", "keep this vault's version"), .flag("--theirs", "take the remote's version")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep vault resolve notes docs/a.txt --theirs --prf-file prf.bin", "take the remote's docs/a.txt")]
+    ) { inv in
+        let name = try inv.requiredArgument("NAME"), path = try inv.requiredArgument("PATH")
+        guard inv.flag("--ours") != inv.flag("--theirs") else { throw UsageError("give exactly one of --ours and --theirs", command: inv.spec.commandLine) }
+        let library = try VaultCommands.unlockedLibrary(inv)
+        let out = try library.vault(named: name).resolve(path: path, useTheirs: inv.flag("--theirs"), signer: try library.commitSigner(for: name))
+        inv.emit(.object([JSONMember(key: "merge", value: .string(out.kind.rawValue)), JSONMember(key: "head", value: .string(out.head.map { "\($0)" })),
+                          JSONMember(key: "conflicts", value: .array(out.conflicts.map { .string($0) }))])) {
+            out.conflicts.isEmpty ? "Merged: \(out.head.map { "\($0)" } ?? "")" : "Resolved \(path); still in conflict: " + out.conflicts.joined(separator: ", ")
+        }
+    }
+
+    static let mergeAbort = CommandSpec(
+        path: ["vault", "merge-abort"],
+        summary: "Abandon the merge in progress (HEAD stays this vault's; PATH.conflict files go)",
+        arguments: [VaultCommands.vaultName],
+        options: VaultCommands.unlockOptions,
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep vault merge-abort notes --prf-file prf.bin", "give up the merge")],
+        printsData: false
+    ) { inv in
+        let name = try inv.requiredArgument("NAME")
+        try VaultCommands.unlockedLibrary(inv).vault(named: name).mergeAbort()
+        inv.say("Merge abandoned.")
+    }
+}

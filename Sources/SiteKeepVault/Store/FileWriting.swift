@@ -1,0 +1,150 @@
+import SiteKeepCrypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// Durable writes of vault files: temp file in the same folder, write all, fsync, rename, fsync
+// the folder. A crash at any point leaves either the old file or the new one, never a torn one.
+// (Issue 13 moves these into SiteKeepSystem.)
+
+extension FileAccess {
+    static func errnoText(_ e: Int32 = errno) -> String { String(cString: strerror(e)) }
+
+    /// Writes every byte of `bytes` to `fd`, retrying short writes and EINTR.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + done, bytes.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            done += n
+        }
+        return nil
+    }
+
+    /// fsyncs a folder so a rename or create inside it survives a crash.
+    static func syncFolder(_ path: String) throws(VaultError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw .io(path: path, reason: errnoText()) }
+    }
+
+    /// Creates `path` (and missing parents) as folders of `mode`.
+    static func makeFolders(_ path: String, mode: mode_t = 0o700) throws(VaultError) {
+        if isDirectory(path) { return }
+        let up = parent(of: path)
+        if up != path, up != ".", !isDirectory(up) { try makeFolders(up, mode: mode) }
+        if mkdir(path, mode) != 0, errno != EEXIST { throw .io(path: path, reason: errnoText()) }
+    }
+
+    /// A unique temp name beside `path`, or in `folder` (which must be on the same file system).
+    static func tempName(beside path: String, in folder: String?) -> String {
+        let r = SecureRandomName.hex(8)
+        guard let folder else { return path + ".tmp-\(getpid())-\(r)" }
+        return folder + "/\(getpid())-\(r).tmp"
+    }
+
+    /// Durably replaces `path` with `bytes`: temp file (mode), write all, fsync, rename, and
+    /// (when `syncFolder`) fsync of the folder. Vault files take their temp file in
+    /// `.sg_vault/local/tmp` (`tempFolder`), so a crash leaves no stray name where sgit looks.
+    static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, syncFolder sync: Bool = true,
+                             tempFolder: String? = nil) throws(VaultError) {
+        if let tempFolder { try makeFolders(tempFolder) }
+        let tmp = tempName(beside: path, in: tempFolder)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
+        if let e = writeAll(fd, bytes) {
+            close(fd); unlink(tmp)
+            throw .io(path: path, reason: errnoText(e))
+        }
+        guard fsync(fd) == 0 else {
+            let e = errno; close(fd); unlink(tmp)
+            throw .io(path: path, reason: errnoText(e))
+        }
+        guard close(fd) == 0, rename(tmp, path) == 0 else {
+            let e = errno; unlink(tmp)
+            throw .io(path: path, reason: errnoText(e))
+        }
+        if sync { try syncFolder(parent(of: path)) }
+    }
+
+    /// Appends one line to `path` (created 0600), fsynced.
+    static func appendLine(_ bytes: [UInt8], to path: String) throws(VaultError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
+        defer { close(fd) }
+        if let e = writeAll(fd, bytes + [0x0a]) { throw .io(path: path, reason: errnoText(e)) }
+        guard fsync(fd) == 0 else { throw .io(path: path, reason: errnoText()) }
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        let p = String(path[..<slash])
+        return p.isEmpty ? "/" : p
+    }
+
+    /// Removes temp files in `folder` left by processes that are gone (killed mid-write).
+    static func removeStaleTemps(in folder: String) {
+        for name in names(in: folder) where name.hasSuffix(".tmp") {
+            guard let dash = name.firstIndex(of: "-"), let pid = Int32(name[..<dash]) else { continue }
+            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { unlink(folder + "/" + name) }
+        }
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// Removes a file; absent is fine.
+    static func remove(_ path: String) throws(VaultError) {
+        if unlink(path) != 0, errno != ENOENT { throw .io(path: path, reason: errnoText()) }
+    }
+
+    /// The names in a folder (no `.`/`..`), empty when it is absent.
+    static func names(in path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var out: [String] = []
+        while let ent = readdir(dir) {
+            let name = withUnsafeBytes(of: ent.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { out.append(name) }
+        }
+        return out
+    }
+}
+
+/// An exclusive advisory lock on a file (`flock`), held until released or the process dies.
+/// A crash releases it with the process, so a stale lock never blocks the next writer.
+final class FileLock {
+    private let fd: Int32
+
+    /// Takes the lock on `path` (created 0600), waiting for another holder.
+    init(path: String) throws(VaultError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(path: path, reason: FileAccess.errnoText()) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            let e = errno
+            close(fd)
+            throw .io(path: path, reason: FileAccess.errnoText(e))
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+}
+
+/// Random lowercase hex for ids and temp names (not secret).
+enum SecureRandomName {
+    static func hex(_ count: Int) -> String {
+        String(Hex.encode(SecureRandom.bytes(count: (count + 1) / 2)).prefix(count))
+    }
+}

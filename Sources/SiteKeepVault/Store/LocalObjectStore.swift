@@ -1,0 +1,99 @@
+/// The vault folder's own `.sg_vault/` as a ``VaultObjectStore``: what pulls write into and
+/// pushes read from. Every write is durable (temp file, fsync, rename, folder fsync); an object
+/// is stored only when its bytes hash to its id, and an object already present is never
+/// replaced (identical bytes: nothing to do; different bytes: a truncated-hash collision,
+/// refused as sgit refuses it).
+public struct LocalObjectStore: VaultObjectStore {
+    /// The `.sg_vault` folder.
+    public let folder: String
+    let limit: Int
+
+    public init(vaultRoot: String, limit: Int = VaultLimits().maxBlobBytes + 64) {
+        folder = vaultRoot + "/.sg_vault"
+        self.limit = limit
+    }
+
+    public var label: String { "the vault folder \(folder)" }
+    /// Where durable writes stage their temp files.
+    var tempFolder: String { folder + "/local/tmp" }
+    public var isWritable: Bool { true }
+
+    public func read(_ fileIDs: [String]) throws(VaultError) -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        for id in fileIDs {
+            guard let valid = FileIDs.validate(id) else { throw .invalidID(kind: "file id", value: id, in: label) }
+            if case .bytes(let b) = try FileAccess.read(folder + "/" + valid, limit: limit, object: valid) { out[valid] = b }
+        }
+        return out
+    }
+
+    /// Whether `bare/data/<id>` is present (not checked; readers check on use).
+    public func hasObject(_ id: ObjectID) -> Bool { FileAccess.exists(folder + "/bare/data/" + id.rawValue) }
+
+    public func list(prefix: String) throws(VaultError) -> [String] {
+        var out: [String] = []
+        for sub in ["bare/data", "bare/refs", "bare/indexes", "bare/keys", "bare/branches", "bare/pending", "bare/cache/value", "bare/cache/pointer"] {
+            let dirPrefix = sub + "/"
+            guard dirPrefix.hasPrefix(prefix) || prefix.hasPrefix(dirPrefix) else { continue }
+            for name in FileAccess.names(in: folder + "/" + sub) {
+                let id = dirPrefix + name
+                if id.hasPrefix(prefix), FileIDs.validate(id) == id { out.append(id) }
+            }
+        }
+        return out.sorted()
+    }
+
+    public func write(_ files: [StoredFile]) throws(VaultError) {
+        var folders = Set<String>()
+        for f in files {
+            guard let id = FileIDs.validate(f.fileID) else { throw .invalidID(kind: "file id", value: f.fileID, in: label) }
+            let path = folder + "/" + id
+            let dir = FileAccess.parent(of: path)
+            try FileAccess.makeFolders(dir)
+            if let oid = FileIDs.objectID(of: id) {
+                guard FileIDs.matches(id, f.bytes) else {
+                    throw .idMismatch(object: id, actual: ObjectIDs.of(f.bytes, width: oid.width).rawValue)
+                }
+                if case .bytes(let existing) = try FileAccess.read(path, limit: limit, object: id) {
+                    guard existing == f.bytes else {
+                        throw .malformed(object: id, reason: "a different object with this id is already stored (a truncated-hash collision); refused")
+                    }
+                    continue
+                }
+            }
+            try FileAccess.writeDurably(f.bytes, to: path, syncFolder: false, tempFolder: tempFolder)
+            folders.insert(dir)
+        }
+        for dir in folders.sorted() { try FileAccess.syncFolder(dir) }
+    }
+
+    public func writeIfMatch(fileID: String, bytes: [UInt8], expected: [UInt8]?) throws(VaultError) -> Bool {
+        guard let id = FileIDs.validate(fileID) else { throw .invalidID(kind: "file id", value: fileID, in: label) }
+        let lock = try FileLock(path: folder + "/local/sitekeep.lock")
+        defer { withExtendedLifetime(lock) {} }
+        let current: [UInt8]?
+        switch try FileAccess.read(folder + "/" + id, limit: limit, object: id) {
+        case .bytes(let b): current = b
+        case .missing: current = nil
+        }
+        guard current == expected else { return false }
+        try write([StoredFile(fileID: id, bytes: bytes)])
+        return true
+    }
+
+    /// Stores one encrypted object under its id (width 12 or 32) and returns the id. Without
+    /// `syncFolder`, the caller fsyncs `bare/data` once after a batch.
+    func putObject(_ stored: [UInt8], width: Int) throws(VaultError) -> ObjectID {
+        let id = ObjectIDs.of(stored, width: width)
+        let path = folder + "/bare/data/" + id.rawValue
+        if case .bytes(let existing) = try FileAccess.read(path, limit: limit, object: id.fileID) {
+            guard existing == stored else {
+                throw .malformed(object: id.fileID, reason: "a different object with this id is already stored (a truncated-hash collision); refused")
+            }
+            return id
+        }
+        try FileAccess.makeFolders(folder + "/bare/data")
+        try FileAccess.writeDurably(stored, to: path, syncFolder: false, tempFolder: tempFolder)
+        return id
+    }
+}

@@ -1,0 +1,225 @@
+import SiteKeepCustody
+import SiteKeepCrypto
+import SiteKeepJSON
+
+/// What a remote holds for the vault's named branch `current`.
+struct RemoteState {
+    /// The index's stored bytes (for write-if-match) and its decrypted JSON.
+    var indexBytes: [UInt8]?
+    var index: JSONValue?
+    var parsedIndex: BranchIndex?
+    /// The named ref's file id, stored bytes, and the commit it names.
+    var namedRefID: String
+    var refBytes: [UInt8]?
+    var head: ObjectID?
+}
+
+/// What a fetch brought.
+public struct FetchReport: Sendable, Equatable {
+    public var commits = 0, trees = 0, blobs = 0, keys = 0
+    /// Requests to the remote for objects (each a batch of at most 50).
+    public var batches = 0
+    public var objects: Int { commits + trees + blobs }
+}
+
+extension Vault {
+    /// Reads the remote's branch index and named ref `current` (§5.3, §7.1).
+    func remoteState(_ remote: any VaultObjectStore) throws(VaultError) -> RemoteState {
+        let indexID = "bare/indexes/" + (try keys.branchIndexFileID)
+        let first = try remote.read([indexID, "bare/refs/" + keys.namedRefFileID])
+        var state = RemoteState(namedRefID: "bare/refs/" + (try keys.namedRefFileID))
+        if let bytes = first[indexID] {
+            let plain = try decryptRemote(bytes, object: "\(remote.label) \(indexID)")
+            state.indexBytes = bytes
+            do { state.index = try JSONParser.parse(plain, limits: .document) } catch {
+                throw .malformed(object: "\(remote.label) \(indexID)", reason: "not valid JSON")
+            }
+            state.parsedIndex = try BranchIndex.parse(plain, object: "\(remote.label) \(indexID)")
+            if let named = state.parsedIndex?.branches.first(where: { $0.type == "named" && $0.name == "current" }) {
+                state.namedRefID = "bare/refs/" + named.headRefID
+            }
+        }
+        let refBytes = state.namedRefID == "bare/refs/" + (try keys.namedRefFileID) ? first[state.namedRefID]
+            : try remote.read([state.namedRefID])[state.namedRefID]
+        if let refBytes {
+            state.refBytes = refBytes
+            state.head = try parseRef(try decryptRemote(refBytes, object: "\(remote.label) \(state.namedRefID)"), object: state.namedRefID)
+        }
+        return state
+    }
+
+    func decryptRemote(_ bytes: [UInt8], object: String) throws(VaultError) -> [UInt8] {
+        do { return try Envelope.openV1(bytes, key: keys.readKey) } catch { throw .decryptionFailed(object: object) }
+    }
+
+    func parseRef(_ plain: [UInt8], object: String) throws(VaultError) -> ObjectID {
+        let f = try Fields(parsing: plain, object: object)
+        guard let id = try f.objectID("commit_id", kind: "commit id") else { throw .malformed(object: object, reason: "commit_id is missing") }
+        return id
+    }
+
+    /// Fetches every commit, tree and blob reachable from `head` that this folder lacks, in
+    /// batches, and stores them — only after every id matched its bytes, every object
+    /// decrypted and parsed, and every new commit's signature verified under a key `trust`
+    /// admits. Objects already held are never fetched (ids are immutable): the walk stops at
+    /// a commit or tree already present, which the store's order makes safe (children are
+    /// stored before what refers to them, so a present object has its closure).
+    func fetch(_ head: ObjectID, from remote: any VaultObjectStore, state: RemoteState, trust: any SignerTrust) throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])]) {
+        let local = LocalObjectStore(vaultRoot: root)
+        var report = FetchReport()
+        var staged: [(ObjectID, [UInt8])] = []       // discovery order (parents first)
+        var seen = Set<ObjectID>()
+
+        func fetchBatch(_ ids: [ObjectID], kind: String) throws(VaultError) -> [ObjectID: [UInt8]] {
+            var out: [ObjectID: [UInt8]] = [:]
+            var i = 0
+            while i < ids.count {
+                let chunk = Array(ids[i..<min(i + 50, ids.count)])
+                i += chunk.count
+                report.batches += 1
+                let got = try remote.read(chunk.map(\.fileID))
+                for id in chunk {
+                    guard let bytes = got[id.fileID] else {
+                        throw .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
+                    }
+                    guard FileIDs.matches(id.fileID, bytes) else {
+                        throw .idMismatch(object: "\(remote.label) \(id.fileID)", actual: ObjectIDs.of(bytes, width: id.width).rawValue)
+                    }
+                    out[id] = bytes
+                }
+            }
+            return out
+        }
+
+        // Commits, breadth-first.
+        var commits: [Commit] = []
+        var frontier = local.hasObject(head) ? [] : [head]
+        seen.insert(head)
+        while !frontier.isEmpty {
+            let got = try fetchBatch(frontier, kind: "commit")
+            var next: [ObjectID] = []
+            for id in frontier {
+                let stored = got[id]!
+                let c = try decodeCommit(stored, id: id)
+                commits.append(c)
+                staged.append((id, stored))
+                report.commits += 1
+                guard commits.count <= options.limits.maxCommits else { throw .tooLarge(object: "history of \(head.fileID)", size: commits.count, limit: options.limits.maxCommits) }
+                for p in c.parents where !seen.contains(p) && !local.hasObject(p) {
+                    seen.insert(p)
+                    next.append(p)
+                }
+            }
+            frontier = next
+        }
+
+        // Signatures of every new commit, against keys the trust admits.
+        let (signers, keyFiles) = try verifyArriving(commits, remote: remote, state: state, trust: trust, report: &report)
+
+        // Trees, breadth-first; blobs collected.
+        var treeFrontier: [ObjectID] = []
+        for c in commits where !seen.contains(c.treeID) && !local.hasObject(c.treeID) {
+            seen.insert(c.treeID)
+            treeFrontier.append(c.treeID)
+        }
+        var blobs: [(ObjectID, Int?, String?)] = []
+        while !treeFrontier.isEmpty {
+            let got = try fetchBatch(treeFrontier, kind: "tree")
+            var next: [ObjectID] = []
+            for id in treeFrontier {
+                let stored = got[id]!
+                let plain = try decryptObject(stored, id: id, kind: "tree", inflateLimit: options.limits.maxTreeBytes)
+                let t = try parseTree(plain, id: id)
+                staged.append((id, stored))
+                report.trees += 1
+                for e in t.entries {
+                    switch e.kind {
+                    case .folder(let sub):
+                        if !seen.contains(sub) && !local.hasObject(sub) { seen.insert(sub); next.append(sub) }
+                    case .file(let b):
+                        if !seen.contains(b) && !local.hasObject(b) { seen.insert(b); blobs.append((b, e.size, e.contentHash)) }
+                    }
+                }
+            }
+            treeFrontier = next
+        }
+        if !blobs.isEmpty {
+            let got = try fetchBatch(blobs.map(\.0), kind: "blob")
+            for (id, _, _) in blobs {
+                staged.append((id, got[id]!))
+                report.blobs += 1
+            }
+        }
+        // Store children before what refers to them: reverse discovery order.
+        try local.write(staged.reversed().map { StoredFile(fileID: $0.0.fileID, bytes: $0.1) } + keyFiles)
+        return (report, signers)
+    }
+
+    /// A commit decoded from stored bytes (signature not yet judged).
+    func decodeCommit(_ stored: [UInt8], id: ObjectID) throws(VaultError) -> Commit {
+        let plain = try decryptObject(stored, id: id, kind: "commit", inflateLimit: options.limits.maxCommitBytes)
+        var c = try Commit.parse(plain, id: id)
+        if let enc = c.messageEnc, !enc.isEmpty {
+            c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
+        }
+        return c
+    }
+
+    /// Checks every arriving commit's signature, fetching the key files it needs (stored by the
+    /// caller with the objects). Returns the signers used and those key files.
+    func verifyArriving(_ commits: [Commit], remote: any VaultObjectStore, state: RemoteState, trust: any SignerTrust,
+                        report: inout FetchReport) throws(VaultError) -> ([(keyID: String, publicKey: [UInt8])], [StoredFile]) {
+        let localIndex = try resolveHead().index
+        let indexKeys = Set(((state.parsedIndex?.branches ?? []) + (localIndex?.branches ?? [])).compactMap(\.publicKeyID))
+        var keysByID: [String: [UInt8]] = [:]
+        var keyFiles: [StoredFile] = []
+        var needed = Set<String>()
+        for c in commits {
+            if let k = c.authorKeyID, !k.isEmpty, let id = Identifiers.keyID(k) { needed.insert(id) }
+            else if let b = c.branchID, let k = ((state.parsedIndex?.branches ?? []) + (localIndex?.branches ?? [])).first(where: { $0.branchID == b })?.publicKeyID { needed.insert(k) }
+        }
+        var missing: [String] = []
+        for k in needed.sorted() {
+            if let der = try publicKey(k, useCache: true) { keysByID[k] = der } else { missing.append(k) }
+        }
+        if !missing.isEmpty {
+            let got = try remote.read(missing.map { "bare/keys/" + $0 })
+            for k in missing {
+                guard let bytes = got["bare/keys/" + k] else { continue }
+                let plain = try decryptRemote(bytes, object: "\(remote.label) bare/keys/\(k)")
+                let f = try Fields(parsing: plain, object: "bare/keys/\(k)")
+                guard try f.optionalString("type") == "public", let pem = try f.optionalString("pem"),
+                      let der = try? P256.Signing.PublicKey(pemRepresentation: pem).derRepresentation else {
+                    throw .malformed(object: "\(remote.label) bare/keys/\(k)", reason: "not a P-256 public key file")
+                }
+                keysByID[k] = der
+                keyFiles.append(StoredFile(fileID: "bare/keys/" + k, bytes: bytes))
+                report.keys += 1
+            }
+        }
+        var used: [String: [UInt8]] = [:]
+        for c in commits {
+            guard let sigText = c.rawSignature, !sigText.isEmpty else {
+                if trust.allowsUnsigned { continue }
+                throw .unverifiedCommit(commit: "\(remote.label) \(c.id.fileID)", trust: .unsigned, vault: nil, requiredByVault: false)
+            }
+            let canonical = c.authorKeyID.map { !$0.isEmpty } ?? false
+            let keyID = canonical ? Identifiers.keyID(c.authorKeyID!)
+                : ((state.parsedIndex?.branches ?? []) + (localIndex?.branches ?? [])).first { $0.branchID == c.branchID }?.publicKeyID
+            guard let keyID, let der = keysByID[keyID] else {
+                throw .unverifiedCommit(commit: "\(remote.label) \(c.id.fileID)", trust: .unknownKey(keyID: keyID), vault: nil, requiredByVault: false)
+            }
+            guard let sig = try? Base64.decode(sigText), sig.count == 64,
+                  SignatureVerifier.isValid(sig, for: canonical ? c.canonicalSigningBytes : c.legacySigningBytes, publicKey: der, algorithm: .p256) else {
+                throw .badSignature(commit: "\(remote.label) \(c.id.fileID)", reason: "its signature does not verify under key \(keyID)")
+            }
+            guard trust.admits(keyID: keyID, publicKey: der, listedInIndex: indexKeys.contains(keyID), vaultID: vaultID) else {
+                let refused: CommitTrust = indexKeys.contains(keyID)
+                    ? .newSigner(keyID: keyID, fingerprint: Hex.encode(SHA256.hash(der))) : .notInIndex(keyID: keyID)
+                throw .unverifiedCommit(commit: "\(remote.label) \(c.id.fileID)", trust: refused, vault: nil, requiredByVault: false)
+            }
+            used[keyID] = der
+        }
+        return (used.sorted { $0.key < $1.key }.map { (keyID: $0.key, publicKey: $0.value) }, keyFiles)
+    }
+}

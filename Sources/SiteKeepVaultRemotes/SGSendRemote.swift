@@ -1,0 +1,295 @@
+public import SiteKeepVault
+import SiteKeepCrypto
+import SiteKeepJSON
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a remote presents to the vault server: the access token and the vault's write key.
+/// Both stay in custody; a remote asks for them per request and drops them after.
+public protocol RemoteCredentials: Sendable {
+    /// The access token (`x-sgraph-access-token`), nil when the server needs none.
+    func accessToken() throws(VaultError) -> String?
+    /// The write key as 64 hex (`x-sgraph-vault-write-key`), nil for a read-only vault.
+    func writeKeyHex() throws(VaultError) -> String?
+}
+
+/// How a remote retries transient failures (network, 429, 502, 503, 504).
+public struct RetryPolicy: Sendable {
+    /// Attempts per request, the first included.
+    public var attempts = 3
+    /// Waits between attempts without a `Retry-After`, in milliseconds (sgit: 2, 4, 8 s).
+    public var backoffMs = [500, 1_000, 2_000]
+    /// The longest `Retry-After` honoured inside one call; longer ones are left to the push queue.
+    public var maxRetryAfterMs = 10_000
+    public init() {}
+}
+
+/// The SG/Send vault server's HTTP API (SGIT-FORMAT.md §7.1) as a ``VaultObjectStore``.
+///
+/// Reads and writes go through `batch` (≤ 50 operations and ~4 MiB of base64 per request);
+/// blobs whose ciphertext is over 4 MiB use presigned multipart uploads when the server offers
+/// them (S3 storage), else the plain `write` route. Every answer is checked: a batch must
+/// answer every operation, each `ok`; object bytes are verified by the caller against their id.
+public struct SGSendRemote: VaultObjectStore {
+    /// The server's base URL (`https://host` or `http://127.0.0.1:port` for tests).
+    public let baseURL: String
+    public let vaultID: String
+    let credentials: any RemoteCredentials
+    let retry: RetryPolicy
+    /// Most operations and base64 bytes per batch (sgit's client limits).
+    static let maxOperations = 50
+    static let maxBatchBytes = 4 << 20
+    /// Ciphertext above this goes through presigned multipart when available.
+    static let largeBytes = 4 << 20
+    static let partBytes = 10 << 20
+
+    /// Parts uploaded through presigned URLs by this process (for `vault status` and tests).
+    public static var presignedPartsUploaded: Int { presignedParts.withLock { $0 } }
+    static let presignedParts = Mutex(0)
+
+    public init(baseURL: String, vaultID: String, credentials: any RemoteCredentials, retry: RetryPolicy = RetryPolicy()) throws(VaultError) {
+        var url = baseURL
+        while url.hasSuffix("/") { url.removeLast() }
+        guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+            throw .invalidRemote("\(baseURL) is not an http(s) URL")
+        }
+        if url.hasPrefix("http://") {
+            let host = url.dropFirst("http://".count).prefix { $0 != "/" && $0 != ":" }
+            guard host == "127.0.0.1" || host == "localhost" || host == "[::1]" else {
+                throw .invalidRemote("plain http is refused for \(host); use https (plain http only to loopback, for tests)")
+            }
+        }
+        self.baseURL = url
+        self.vaultID = vaultID
+        self.credentials = credentials
+        self.retry = retry
+    }
+
+    public var label: String { baseURL }
+    public var isWritable: Bool { true }
+
+    // MARK: requests
+
+    func headers(write: Bool) throws(VaultError) -> [(String, String)] {
+        var h: [(String, String)] = []
+        if let t = try credentials.accessToken() { h += [("x-sgraph-access-token", t), ("X-API-Key", t)] }
+        if write {
+            guard let w = try credentials.writeKeyHex() else { throw .readOnly(reason: "only the read key of vault \(vaultID) is known, so nothing can be pushed") }
+            h.append(("x-sgraph-vault-write-key", w))
+        }
+        return h
+    }
+
+    /// One request with retries on transient failures; answers any HTTP status it got last.
+    func send(_ method: String, _ path: String, body: [UInt8] = [], json: Bool = false, write: Bool) throws(VaultError) -> HTTPResponse {
+        var h = try headers(write: write)
+        if json { h.append(("Content-Type", "application/json")) } else if !body.isEmpty || method == "PUT" { h.append(("Content-Type", "application/octet-stream")) }
+        let request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let response: HTTPResponse
+            do { response = try HTTPClient.send(request) } catch {
+                if attempt < retry.attempts { pause(retry.backoffMs[min(attempt - 1, retry.backoffMs.count - 1)]); continue }
+                throw .remote(remote: baseURL, reason: "no answer (\(error.description))", transient: true, retryAfterMs: nil)
+            }
+            if [429, 502, 503, 504].contains(response.status) {
+                let after = Self.retryAfterMs(response.header("retry-after"))
+                if attempt < retry.attempts, (after ?? 0) <= retry.maxRetryAfterMs {
+                    pause(after ?? retry.backoffMs[min(attempt - 1, retry.backoffMs.count - 1)])
+                    continue
+                }
+            }
+            return response
+        }
+    }
+
+    func pause(_ ms: Int) { usleep(UInt32(max(0, min(ms, 60_000))) * 1000) }
+
+    /// `Retry-After` as seconds (HTTP-dates are not used by this server).
+    static func retryAfterMs(_ value: String?) -> Int? {
+        guard let v = value?.trimmingSpaces(), let s = Double(v), s >= 0, s < 86_400 else { return nil }
+        return Int(s * 1000)
+    }
+
+    /// Turns a non-2xx status into the error that names it.
+    func failure(_ r: HTTPResponse, doing what: String) -> VaultError {
+        let detail = Self.detail(r.body)
+        switch r.status {
+        case 401: return .remote(remote: baseURL, reason: "\(what): the access token was refused (401\(detail)); set the right one with `sitekeep vault remote add … --token-file`", transient: false, retryAfterMs: nil)
+        case 403: return .remote(remote: baseURL, reason: "\(what): the server refused this vault's write key (403\(detail)): the vault id is taken by another vault, or the key is not this vault's", transient: false, retryAfterMs: nil)
+        case 429: return .remote(remote: baseURL, reason: "\(what): rate limited (429)", transient: true, retryAfterMs: Self.retryAfterMs(r.header("retry-after")))
+        case 500...599: return .remote(remote: baseURL, reason: "\(what): server error \(r.status)\(detail)", transient: true, retryAfterMs: Self.retryAfterMs(r.header("retry-after")))
+        default: return .remote(remote: baseURL, reason: "\(what): unexpected status \(r.status)\(detail)", transient: false, retryAfterMs: nil)
+        }
+    }
+
+    static func detail(_ body: [UInt8]) -> String {
+        guard let v = try? JSONParser.parse(Array(body.prefix(4096))), let d = v["detail"]?.stringValue ?? v["message"]?.stringValue else { return "" }
+        return ": " + String(d.prefix(200).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.map(Character.init))
+    }
+
+    func malformed(_ what: String) -> VaultError {
+        .remote(remote: baseURL, reason: "\(what): the answer is not what the vault API sends (garbage or a truncated body); nothing was stored", transient: true, retryAfterMs: nil)
+    }
+
+    var vaultPath: String { HTTPClient.percentEncode(vaultID) }
+
+    // MARK: VaultObjectStore
+
+    public func read(_ fileIDs: [String]) throws(VaultError) -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        var i = 0
+        while i < fileIDs.count {
+            let chunk = Array(fileIDs[i..<min(i + Self.maxOperations, fileIDs.count)])
+            i += chunk.count
+            let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array(chunk.map {
+                .object([JSONMember(key: "op", value: "read"), JSONMember(key: "file_id", value: .string($0))])
+            }))]))
+            let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: false)
+            guard r.status == 200 else { throw failure(r, doing: "batch read") }
+            guard let doc = try? JSONParser.parse(r.body, limits: JSONLimits(maxBytes: 64 << 20, maxDepth: 8, maxStringBytes: 48 << 20, maxElements: 10_000)),
+                  let results = doc["results"]?.arrayValue, results.count == chunk.count else {
+                throw malformed("batch read")
+            }
+            for (want, res) in zip(chunk, results) {
+                guard res["file_id"]?.stringValue == want, let status = res["status"]?.stringValue else { throw malformed("batch read") }
+                switch status {
+                case "ok":
+                    guard let b64 = res["data"]?.stringValue, let bytes = try? Base64.decode(b64) else { throw malformed("batch read of \(want)") }
+                    out[want] = bytes
+                case "not_found": continue
+                default: throw malformed("batch read of \(want) (status \(status))")
+                }
+            }
+        }
+        return out
+    }
+
+    public func list(prefix: String) throws(VaultError) -> [String] {
+        let r = try send("GET", "/api/vault/list/\(vaultPath)?prefix=\(HTTPClient.percentEncode(prefix))", write: false)
+        guard r.status == 200 else { throw failure(r, doing: "list") }
+        guard let doc = try? JSONParser.parse(r.body, limits: JSONLimits(maxBytes: 64 << 20, maxDepth: 8, maxStringBytes: 4096, maxElements: 5_000_000)) else {
+            throw malformed("list")
+        }
+        let files = doc["files"]?.arrayValue ?? doc.arrayValue
+        guard let files else { throw malformed("list") }
+        return files.compactMap { $0.stringValue.flatMap(FileIDs.validate) }
+    }
+
+    public func write(_ files: [StoredFile]) throws(VaultError) {
+        var batch: [StoredFile] = [], bytes = 0
+        func flush() throws(VaultError) {
+            guard !batch.isEmpty else { return }
+            try writeBatch(batch)
+            batch = []; bytes = 0
+        }
+        for f in files {
+            if f.bytes.count > Self.largeBytes {
+                try flush()
+                try writeLarge(f)
+                continue
+            }
+            let cost = (f.bytes.count + 2) / 3 * 4 + 200
+            if batch.count == Self.maxOperations || bytes + cost > Self.maxBatchBytes { try flush() }
+            batch.append(f); bytes += cost
+        }
+        try flush()
+    }
+
+    func writeBatch(_ files: [StoredFile]) throws(VaultError) {
+        let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array(files.map {
+            .object([JSONMember(key: "op", value: "write"), JSONMember(key: "file_id", value: .string($0.fileID)),
+                     JSONMember(key: "data", value: .string(Base64.encode($0.bytes)))])
+        }))]))
+        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: true)
+        guard r.status == 200 else { throw failure(r, doing: "batch write") }
+        guard let doc = try? JSONParser.parse(r.body), let results = doc["results"]?.arrayValue, results.count == files.count,
+              results.allSatisfy({ $0["status"]?.stringValue == "ok" }) else {
+            throw malformed("batch write")
+        }
+    }
+
+    /// A large blob: presigned multipart (S3-backed servers), else the plain write route.
+    func writeLarge(_ f: StoredFile) throws(VaultError) {
+        if try writePresigned(f) { return }
+        let r = try send("PUT", "/api/vault/write/\(vaultPath)/\(HTTPClient.percentEncode(f.fileID))", body: f.bytes, write: true)
+        guard (200...299).contains(r.status) else { throw failure(r, doing: "write \(f.fileID)") }
+    }
+
+    /// Uploads through presigned multipart; false when the server does not offer it.
+    func writePresigned(_ f: StoredFile) throws(VaultError) -> Bool {
+        let parts = (f.bytes.count + Self.partBytes - 1) / Self.partBytes
+        let initiate = JSONSerializer.bytes(.object([
+            JSONMember(key: "file_id", value: .string(f.fileID)), JSONMember(key: "file_size_bytes", value: .integer(f.bytes.count)),
+            JSONMember(key: "num_parts", value: .integer(parts)),
+        ]))
+        let r = try send("POST", "/api/vault/presigned/initiate/\(vaultPath)", body: initiate, json: true, write: true)
+        if [400, 404, 405, 501].contains(r.status) { return false }
+        guard r.status == 200 else { throw failure(r, doing: "presigned initiate") }
+        guard let doc = try? JSONParser.parse(r.body), let upload = doc["upload_id"]?.stringValue,
+              let urls = doc["part_urls"]?.arrayValue, urls.count == parts else { throw malformed("presigned initiate") }
+        let partSize = Int(doc["part_size"]?.intValue ?? Int64(Self.partBytes))
+        var done: [JSONValue] = []
+        for (i, p) in urls.enumerated() {
+            guard let url = p["upload_url"]?.stringValue, let n = p["part_number"]?.intValue else { throw malformed("presigned initiate") }
+            let lo = i * partSize, hi = min(f.bytes.count, lo + partSize)
+            guard lo < hi else { throw malformed("presigned initiate (parts)") }
+            let put = try putPart(url: url, body: Array(f.bytes[lo..<hi]))
+            guard (200...299).contains(put.status), let etag = put.header("etag") else {
+                _ = try? send("POST", "/api/vault/presigned/cancel/\(vaultPath)", body: JSONSerializer.bytes(.object([
+                    JSONMember(key: "file_id", value: .string(f.fileID)), JSONMember(key: "upload_id", value: .string(upload))])), json: true, write: true)
+                throw .remote(remote: baseURL, reason: "presigned upload of part \(n) answered \(put.status)", transient: true, retryAfterMs: nil)
+            }
+            done.append(.object([JSONMember(key: "part_number", value: .int(n)), JSONMember(key: "etag", value: .string(etag))]))
+            Self.presignedParts.withLock { $0 += 1 }
+        }
+        let complete = JSONSerializer.bytes(.object([
+            JSONMember(key: "file_id", value: .string(f.fileID)), JSONMember(key: "upload_id", value: .string(upload)),
+            JSONMember(key: "parts", value: .array(done)),
+        ]))
+        let c = try send("POST", "/api/vault/presigned/complete/\(vaultPath)", body: complete, json: true, write: true)
+        guard c.status == 200 else { throw failure(c, doing: "presigned complete") }
+        return true
+    }
+
+    /// One part to the storage URL the server handed out (no SiteKeep credential goes there).
+    func putPart(url: String, body: [UInt8]) throws(VaultError) -> HTTPResponse {
+        guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
+            throw .remote(remote: baseURL, reason: "the presigned upload URL is neither https nor loopback; refused", transient: false, retryAfterMs: nil)
+        }
+        do {
+            return try HTTPClient.send(HTTPRequest(method: "PUT", url: url, body: body, timeoutMs: 300_000))
+        } catch {
+            throw .remote(remote: baseURL, reason: "presigned upload: no answer (\(error.description))", transient: true, retryAfterMs: nil)
+        }
+    }
+
+    public func writeIfMatch(fileID: String, bytes: [UInt8], expected: [UInt8]?) throws(VaultError) -> Bool {
+        var op: [JSONMember] = [JSONMember(key: "op", value: "write-if-match"), JSONMember(key: "file_id", value: .string(fileID)),
+                                JSONMember(key: "data", value: .string(Base64.encode(bytes)))]
+        op.append(JSONMember(key: "match", value: expected.map { .string(Base64.encode($0)) } ?? .null))
+        let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array([.object(op)]))]))
+        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: true)
+        guard r.status == 200 else { throw failure(r, doing: "write-if-match \(fileID)") }
+        guard let doc = try? JSONParser.parse(r.body), let res = doc["results"]?.arrayValue?.first, let status = res["status"]?.stringValue else {
+            throw malformed("write-if-match")
+        }
+        switch status {
+        case "ok": return true
+        case "conflict": return false
+        default: throw malformed("write-if-match (status \(status))")
+        }
+    }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s.removeFirst() }
+        while s.last == " " || s.last == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,370 @@
+public import SiteKeepCustody
+public import SiteKeepVault
+public import SiteKeepCrypto
+import SiteKeepJSON
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One configured remote of a vault (public facts only; its token is in custody).
+public struct VaultRemote: Sendable, Equatable {
+    public enum Kind: String, Sendable { case api, folder, `static` }
+    public let vault: String
+    public let name: String
+    public let url: String
+    public let kind: Kind
+    public let hasToken: Bool
+
+    /// `https://…`/`http://127.0.0.1…` → api; `file://…` or `/…` → folder; `static+https://…` → static.
+    public static func kind(of url: String) throws(VaultError) -> Kind {
+        if url.hasPrefix("static+") { return .static }
+        if url.hasPrefix("https://") || url.hasPrefix("http://") { return .api }
+        if url.hasPrefix("file://") || url.hasPrefix("/") { return .folder }
+        throw .invalidRemote("\(url) is neither an http(s) URL, a static+https URL, nor an absolute folder path")
+    }
+}
+
+/// `vault-remotes.json` in the SiteKeep home: the remotes of every vault (no secret).
+public struct VaultRemoteRegistry: Sendable {
+    public let file: String
+    public init(file: String) { self.file = file }
+
+    public func all() throws(VaultError) -> [VaultRemote] {
+        guard let bytes = try LocalFiles.read(file, object: file, limit: 4 << 20) else { return [] }
+        guard let doc = try? JSONParser.parse(bytes, limits: .document) else { throw .malformed(object: file, reason: "not valid JSON") }
+        return try (doc["remotes"]?.arrayValue ?? []).map { r throws(VaultError) in
+            guard let v = r["vault"]?.stringValue, let n = r["name"]?.stringValue, let u = r["url"]?.stringValue,
+                  let k = r["kind"]?.stringValue.flatMap(VaultRemote.Kind.init(rawValue:)) else {
+                throw .malformed(object: file, reason: "a remote lacks vault, name, url or kind")
+            }
+            return VaultRemote(vault: v, name: n, url: u, kind: k, hasToken: r["token"]?.boolValue ?? false)
+        }
+    }
+
+    func save(_ remotes: [VaultRemote]) throws(VaultError) {
+        let doc = JSONValue.object([JSONMember(key: "remotes", value: .array(remotes.map { r in
+            .object([JSONMember(key: "vault", value: .string(r.vault)), JSONMember(key: "name", value: .string(r.name)),
+                     JSONMember(key: "url", value: .string(r.url)), JSONMember(key: "kind", value: .string(r.kind.rawValue)),
+                     JSONMember(key: "token", value: .bool(r.hasToken))])
+        }))])
+        try Durable.write(JSONSerializer.bytes(doc, style: .pretty) + [0x0a], to: file)
+    }
+}
+
+/// The durable push queue of one vault (`.sg_vault/local/sitekeep-push-queue.json`): which
+/// remote still needs which head. The objects themselves are already durable in the vault, so
+/// an entry is all a push needs to be retried after a kill -9 or a restart; a later push of the
+/// same remote replaces it (it carries every earlier commit).
+public struct PushQueue: Sendable {
+    public struct Entry: Sendable, Equatable {
+        public let remote: String
+        public let head: String
+        public let queuedAtMs: Int64
+        public var attempts: Int
+        public var nextAttemptMs: Int64
+        public var lastError: String?
+    }
+
+    public let file: String
+    public init(vaultRoot: String) { file = vaultRoot + "/.sg_vault/local/sitekeep-push-queue.json" }
+
+    public func entries() throws(VaultError) -> [Entry] {
+        guard let bytes = try LocalFiles.read(file, object: file, limit: 1 << 20) else { return [] }
+        guard let doc = try? JSONParser.parse(bytes, limits: .document) else { throw .malformed(object: file, reason: "not valid JSON") }
+        return (doc["pending"]?.arrayValue ?? []).compactMap { e in
+            guard let r = e["remote"]?.stringValue, let h = e["head"]?.stringValue else { return nil }
+            return Entry(remote: r, head: h, queuedAtMs: e["queued_at"]?.intValue ?? 0, attempts: Int(e["attempts"]?.intValue ?? 0),
+                         nextAttemptMs: e["next_attempt_at"]?.intValue ?? 0, lastError: e["last_error"]?.stringValue)
+        }
+    }
+
+    func save(_ list: [Entry]) throws(VaultError) {
+        let doc = JSONValue.object([JSONMember(key: "pending", value: .array(list.map { e in
+            .object([JSONMember(key: "remote", value: .string(e.remote)), JSONMember(key: "head", value: .string(e.head)),
+                     JSONMember(key: "queued_at", value: .int(e.queuedAtMs)), JSONMember(key: "attempts", value: .integer(e.attempts)),
+                     JSONMember(key: "next_attempt_at", value: .int(e.nextAttemptMs)), JSONMember(key: "last_error", value: .string(e.lastError))])
+        }))])
+        try Durable.write(JSONSerializer.bytes(doc, style: .pretty), to: file)
+    }
+
+    /// Records that `remote` needs `head` (durably, before any network traffic).
+    public func enqueue(remote: String, head: ObjectID, nowMs: Int64) throws(VaultError) {
+        var list = try entries()
+        if let i = list.firstIndex(where: { $0.remote == remote }) {
+            if list[i].head != head.rawValue { list[i] = Entry(remote: remote, head: head.rawValue, queuedAtMs: nowMs, attempts: list[i].attempts, nextAttemptMs: 0, lastError: list[i].lastError) }
+        } else {
+            list.append(Entry(remote: remote, head: head.rawValue, queuedAtMs: nowMs, attempts: 0, nextAttemptMs: 0, lastError: nil))
+        }
+        try save(list)
+    }
+
+    /// Drops the entry of `remote` once the remote holds `head`.
+    public func done(remote: String, head: ObjectID) throws(VaultError) {
+        var list = try entries()
+        list.removeAll { $0.remote == remote && $0.head == head.rawValue }
+        try save(list)
+    }
+
+    /// Records a failed attempt: back-off doubling from 5 s to 10 min, or the server's Retry-After.
+    public func failed(remote: String, error: String, retryAfterMs: Int?, nowMs: Int64) throws(VaultError) {
+        var list = try entries()
+        guard let i = list.firstIndex(where: { $0.remote == remote }) else { return }
+        list[i].attempts += 1
+        let backoff = min(600_000, 5_000 << min(list[i].attempts - 1, 7))
+        list[i].nextAttemptMs = nowMs + Int64(retryAfterMs ?? backoff)
+        list[i].lastError = error
+        try save(list)
+    }
+}
+
+/// Durable small-file writes for this target (temp file, fsync, rename, folder fsync).
+enum Durable {
+    static func write(_ bytes: [UInt8], to path: String) throws(VaultError) {
+        let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let tmp = "\(path).tmp-\(getpid())"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { close(fd); unlink(tmp); throw .io(path: path, reason: String(cString: strerror(errno))) }
+            done += n
+        }
+        guard fsync(fd) == 0, close(fd) == 0, rename(tmp, path) == 0 else {
+            unlink(tmp)
+            throw .io(path: path, reason: String(cString: strerror(errno)))
+        }
+        let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+}
+
+/// Credentials from custody: the remote's access token (kept wrapped as a vault secret
+/// `token:<vault>:<remote>`) and the vault's write key (from its ``SgitKeys``).
+public struct CustodyCredentials: RemoteCredentials {
+    let custodian: Custodian
+    let tokenItem: String?
+    let keys: SgitKeys
+
+    public func accessToken() throws(VaultError) -> String? {
+        guard let tokenItem else { return nil }
+        do {
+            return try custodian.withVaultSecret(vaultID: tokenItem, context: KeyUseContext(op: "vault.remote")) { (s: borrowing SecretBytes) throws(CustodyError) -> String in
+                s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            }
+        } catch { throw .keysUnavailable("the remote's access token: \(error.description)") }
+    }
+
+    public func writeKeyHex() throws(VaultError) -> String? { keys.writeKeyHex() }
+}
+
+/// Clone, pull and push by vault name, with remotes and tokens from the store, commits signed
+/// by the library's signer, and the durable push queue. (The daemon's periodic sync calls
+/// ``sync(name:)``; issue 13 moves that wiring into SiteKeepDaemon.)
+public final class VaultSyncService: Sendable {
+    public let library: VaultLibrary
+    public let remotes: VaultRemoteRegistry
+    let custodian: Custodian
+
+    public init(library: VaultLibrary, remotes: VaultRemoteRegistry, custodian: Custodian) {
+        self.library = library
+        self.remotes = remotes
+        self.custodian = custodian
+    }
+
+    /// The signer rule for a pull of `vault` from `remote` (issue 12's pins): a signer the store
+    /// has pinned with the same public key is admitted; a new one only when it arrives from the
+    /// vault server's API (its key reached the branch index through a push that needed the
+    /// vault's write key), and it is then pinned as ``SignerPin/Source/authenticatedPull``. A
+    /// folder or static remote brings nothing but pinned signers (`sitekeep vault trust` adds one).
+    func trust(vault name: String?, remote: VaultRemote) -> LibrarySignerTrust {
+        let record = name.flatMap { try? library.open($0).record }
+        // A clone is the first look at the vault, as `vault add` is: every signer the index
+        // lists is accepted, and the library pins them when it registers the clone.
+        return LibrarySignerTrust(library: library, vaultName: name, pins: record?.signers ?? [],
+                                  allowUnsigned: record?.allowUnsigned ?? false, authenticated: name == nil || remote.kind == .api)
+    }
+
+    static func tokenItem(vault: String, remote: String) -> String { "token:\(vault):\(remote)" }
+
+    static func nowMs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// The store for a remote of `keys`' vault.
+    public func store(for r: VaultRemote, keys: SgitKeys) throws(VaultError) -> any VaultObjectStore {
+        switch r.kind {
+        case .api:
+            return try SGSendRemote(baseURL: r.url, vaultID: keys.vaultID,
+                                    credentials: CustodyCredentials(custodian: custodian, tokenItem: r.hasToken ? Self.tokenItem(vault: r.vault, remote: r.name) : nil, keys: keys))
+        case .folder: return FolderRemote(folder: r.url, vaultID: keys.vaultID)
+        case .static: return try StaticHTTPRemote(baseURL: r.url)
+        }
+    }
+
+    /// `vault remote add`: records the remote, its token (if any) wrapped in custody.
+    public func addRemote(vault: String, name: String, url: String, token: consuming SecretBytes?) throws(VaultError) {
+        _ = try library.registry.record(named: vault)
+        guard VaultRecord.isValidName(name) else { throw .invalidRemote("remote names are 1-64 letters, digits, '.', '_' or '-'") }
+        let kind = try VaultRemote.kind(of: url)
+        var all = try remotes.all()
+        guard !all.contains(where: { $0.vault == vault && $0.name == name }) else { throw .invalidRemote("vault \(vault) already has a remote named \(name); remove it first") }
+        if kind == .api { _ = try SGSendRemote(baseURL: url, vaultID: "checkurl", credentials: NoCredentials()) }
+        var hasToken = false
+        if let t = consume token {
+            do { try custodian.storeVaultSecret(vaultID: Self.tokenItem(vault: vault, remote: name), secret: t) } catch {
+                throw .keysUnavailable(error.description)
+            }
+            hasToken = true
+        }
+        all.append(VaultRemote(vault: vault, name: name, url: url, kind: kind, hasToken: hasToken))
+        try remotes.save(all)
+    }
+
+    public func listRemotes(vault: String) throws(VaultError) -> [VaultRemote] { try remotes.all().filter { $0.vault == vault } }
+
+    public func removeRemote(vault: String, name: String) throws(VaultError) {
+        var all = try remotes.all()
+        guard let r = all.first(where: { $0.vault == vault && $0.name == name }) else { throw .invalidRemote("vault \(vault) has no remote named \(name)") }
+        all.removeAll { $0 == r }
+        try remotes.save(all)
+        if r.hasToken { _ = try? custodian.deleteVaultSecret(vaultID: Self.tokenItem(vault: vault, remote: name)) }
+    }
+
+    func remote(_ vault: String, _ name: String?) throws(VaultError) -> VaultRemote {
+        let mine = try listRemotes(vault: vault)
+        if let name {
+            guard let r = mine.first(where: { $0.name == name }) else { throw .invalidRemote("vault \(vault) has no remote named \(name); see `sitekeep vault remote list \(vault)`") }
+            return r
+        }
+        guard let r = mine.first(where: { $0.name == "origin" }) ?? (mine.count == 1 ? mine.first : nil) else {
+            throw .invalidRemote(mine.isEmpty ? "vault \(vault) has no remote; add one with `sitekeep vault remote add \(vault) origin URL`" : "vault \(vault) has several remotes; name one")
+        }
+        return r
+    }
+
+    /// `vault clone`: derives the keys (PBKDF2, once), clones into `path`, registers the vault
+    /// and its remote `origin` (token wrapped in custody). Nothing secret is written in plain text.
+    public func clone(url: String, name: String, keyText: borrowing SecretBytes, token: consuming SecretBytes?, path: String,
+                      siteID: String? = nil) throws(VaultError) -> PullOutcome {
+        guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
+        if try library.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
+        let keys: SgitKeys
+        do { keys = try SgitKeys.derive(fromKeyText: keyText) } catch { throw .key(error) }
+        let kind = try VaultRemote.kind(of: url)
+        let tokenItem = Self.tokenItem(vault: name, remote: "origin")
+        var hasToken = false
+        if let t = consume token {
+            do { try custodian.storeVaultSecret(vaultID: tokenItem, secret: t) } catch { throw .keysUnavailable(error.description) }
+            hasToken = true
+        }
+        let r = VaultRemote(vault: name, name: "origin", url: url, kind: kind, hasToken: hasToken)
+        do {
+            let (_, outcome) = try Vault.clone(from: try store(for: r, keys: keys), into: path, keys: keys,
+                                               signer: try library.commitSigner(for: name), trust: trust(vault: nil, remote: r))
+            try library.register(name: name, path: path, keys: keys, siteID: siteID,
+                                 source: kind == .api ? .authenticatedPull : .vaultAdd)
+            var all = try remotes.all()
+            all.removeAll { $0.vault == name }
+            all.append(r)
+            try remotes.save(all)
+            return outcome
+        } catch {
+            if hasToken { _ = try? custodian.deleteVaultSecret(vaultID: tokenItem) }
+            throw error
+        }
+    }
+
+    /// `vault pull`: retries what the push queue holds, then pulls and merges.
+    public func pull(name: String, remote: String? = nil) throws(VaultError) -> PullOutcome {
+        let vault = try library.vault(named: name)
+        let r = try self.remote(name, remote)
+        let keys = try library.keys(named: name)
+        _ = try? drainQueue(name: name, force: false)
+        return try vault.pull(from: try store(for: r, keys: keys), signer: try library.commitSigner(for: name),
+                              trust: trust(vault: name, remote: r))
+    }
+
+    /// `vault push`: queues the clone head for the remote durably, then tries it. A failure
+    /// leaves the entry queued (retried with back-off on the next open, pull or push).
+    public func push(name: String, remote: String? = nil) throws(VaultError) -> PushOutcome {
+        let vault = try library.vault(named: name)
+        let r = try self.remote(name, remote)
+        guard let head = try vault.status().headCommit else { return PushOutcome(head: nil, objects: 0, upToDate: true) }
+        let queue = PushQueue(vaultRoot: vault.root)
+        try queue.enqueue(remote: r.name, head: head, nowMs: Self.nowMs())
+        return try attempt(vault: vault, name: name, remote: r, head: head, queue: queue)
+    }
+
+    func attempt(vault: Vault, name: String, remote r: VaultRemote, head: ObjectID, queue: PushQueue) throws(VaultError) -> PushOutcome {
+        let keys = try library.keys(named: name)
+        do {
+            let out = try vault.push(to: try store(for: r, keys: keys), signer: try library.commitSigner(for: name))
+            try queue.done(remote: r.name, head: head)
+            return out
+        } catch {
+            var after: Int?
+            if case let .remote(_, _, _, retry) = error { after = retry }
+            try? queue.failed(remote: r.name, error: error.description, retryAfterMs: after, nowMs: Self.nowMs())
+            throw error
+        }
+    }
+
+    /// Retries queued pushes that are due (all of them with `force`). Answers how many went.
+    @discardableResult
+    public func drainQueue(name: String, force: Bool) throws(VaultError) -> Int {
+        let vault = try library.vault(named: name)
+        let queue = PushQueue(vaultRoot: vault.root)
+        var sent = 0
+        for e in try queue.entries() where force || e.nextAttemptMs <= Self.nowMs() {
+            guard let r = try? remote(name, e.remote), let head = try vault.status().headCommit else { continue }
+            try queue.enqueue(remote: e.remote, head: head, nowMs: Self.nowMs())
+            if (try? attempt(vault: vault, name: name, remote: r, head: head, queue: queue)) != nil { sent += 1 }
+        }
+        return sent
+    }
+
+    /// One sync round for the daemon: due queued pushes, a pull of `origin`, then a push of
+    /// what the merge made. Answers the pull.
+    public func sync(name: String) throws(VaultError) -> PullOutcome {
+        let pulled = try pull(name: name)
+        if case .merged? = pulled.merge?.kind { _ = try? push(name: name) }
+        return pulled
+    }
+}
+
+struct NoCredentials: RemoteCredentials {
+    func accessToken() throws(VaultError) -> String? { nil }
+    func writeKeyHex() throws(VaultError) -> String? { nil }
+}
+
+/// ``VaultSyncService/trust(vault:remote:)``'s rule as a ``SignerTrust``.
+struct LibrarySignerTrust: SignerTrust {
+    let library: VaultLibrary
+    /// nil during a clone (the library pins the clone's signers when it registers it).
+    let vaultName: String?
+    let pins: [SignerPin]
+    let allowUnsigned: Bool
+    let authenticated: Bool
+
+    static func fingerprint(_ publicKey: [UInt8]) -> String { Hex.encode(SHA256.hash(publicKey)) }
+
+    func admits(keyID: String, publicKey: [UInt8], listedInIndex: Bool, vaultID: String) -> Bool {
+        if let pin = pins.first(where: { $0.keyID == keyID }) { return pin.fingerprint == Self.fingerprint(publicKey) }
+        return authenticated && listedInIndex
+    }
+
+    func pin(_ signers: [(keyID: String, publicKey: [UInt8])], vaultID: String) {
+        guard authenticated, let vaultName else { return }
+        let new = signers.filter { s in !pins.contains { $0.keyID == s.keyID } }
+            .map { SignerPin(keyID: $0.keyID, fingerprint: Self.fingerprint($0.publicKey), source: .authenticatedPull) }
+        guard !new.isEmpty else { return }
+        _ = try? library.pin(new, vault: vaultName)
+    }
+
+    var allowsUnsigned: Bool { allowUnsigned }
+}

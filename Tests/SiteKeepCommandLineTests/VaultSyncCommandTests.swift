@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepJSON
+import SiteKeepTestSupport
+
+/// `vault clone|push|pull` through the real vault server (tools/test starts it), with the keys
+/// and the access token kept in custody, and the durable push queue.
+@Suite(.serialized) struct VaultSyncCommandTests {
+    static var server: String? { ProcessInfo.processInfo.environment["SITEKEEP_TEST_VAULT_SERVER"] }
+    static var token: String? { ProcessInfo.processInfo.environment["SITEKEEP_TEST_VAULT_TOKEN"] }
+
+    func sh(_ script: String) -> (Int32, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", script]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try? p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Every regular file under `dir`, recursively.
+    func files(_ dir: String) -> [String] {
+        guard let e = FileManager.default.enumerator(atPath: dir) else { return [] }
+        return e.compactMap { $0 as? String }.map { dir + "/" + $0 }.filter {
+            var isDir: ObjCBool = false
+            return FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && !isDir.boolValue
+        }
+    }
+
+    func cat(_ store: CLIStore, _ path: String) async throws -> String {
+        let r = await store.run(["vault", "cat", "mine", path, "--passphrase-file", store.passFile, "--json"])
+        let b64 = try #require(try JSONParser.parse(r.out)["data_b64"]?.stringValue, "\(r.err)")
+        return String(decoding: Data(base64Encoded: b64) ?? Data(), as: UTF8.self)
+    }
+
+    @Test func cloneWritePushAndPullWithKeysAndTokenInCustody() async throws {
+        let url = try #require(Self.server, "run through tools/test: it starts the real vault server")
+        let token = try #require(Self.token)
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let site = await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"])
+        #expect(site.status == 0, "\(site.err)")
+        let id = "skcli" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
+        let passphrase = "cli sync phrase \(UUID().uuidString.prefix(6))"
+        let keyText = "\(passphrase):\(id)"
+        let a = store.dir.appendingPathComponent("a").path
+        let env = "HOME='\(store.dir.path)'"
+        #expect(ChildProcess.run(sgit, ["init", a, "--vault-key", keyText]) == 0)
+        try Data("from sgit\n".utf8).write(to: URL(fileURLWithPath: a + "/hello.txt"))
+        #expect(sh("cd '\(a)' && \(env) '\(sgit)' commit -m one && \(env) '\(sgit)' push --base-url \(url) --token \(token)").0 == 0)
+
+        let keyFile = try store.file("vault.key", Array(keyText.utf8))
+        let tokenFile = try store.file("token.txt", Array((token + "\n").utf8))
+        let clone = await store.run(["vault", "clone", url, "mine", "--key-file", keyFile, "--token-file", tokenFile,
+                                     "--site", "https://promptugal.news", "--passphrase-file", store.passFile, "--json"])
+        #expect(clone.status == 0, "\(clone.err)")
+        let path = try #require(try JSONParser.parse(clone.out)["path"]?.stringValue)
+        #expect(try await cat(store, "hello.txt") == "from sgit\n")
+        // Nothing secret in plain text: not in the clone, not in the SiteKeep home.
+        for f in files(path) + files(store.home) {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: f))) ?? Data()
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(!text.contains(token), "the access token is in \(f)")
+            #expect(!text.contains(passphrase), "the vault passphrase is in \(f)")
+            #expect(!f.hasSuffix(".pem"), "a private key file \(f)")
+        }
+        let remotes = await store.run(["vault", "remote", "list", "mine", "--json"])
+        #expect(try JSONParser.parse(remotes.out).arrayValue?.first?["token"] == .bool(true))
+
+        // Write and push; sgit pulls it.
+        #expect(await store.run(["vault", "write", "mine", "notes/sk.md", "--passphrase-file", store.passFile], stdin: Array("# SiteKeep\n".utf8)).status == 0)
+        let pushed = await store.run(["vault", "push", "mine", "--passphrase-file", store.passFile, "--json"])
+        #expect(pushed.status == 0, "\(pushed.err)")
+        #expect(sh("cd '\(a)' && \(env) '\(sgit)' pull --base-url \(url) --token \(token)").0 == 0)
+        #expect(sh("cd '\(a)' && \(env) '\(sgit)' cat notes/sk.md").1 == "# SiteKeep\n")
+
+        // A push that cannot reach its remote stays queued (shown by status), then goes.
+        #expect(await store.run(["vault", "remote", "add", "mine", "http://127.0.0.1:9", "--name", "down", "--passphrase-file", store.passFile]).status == 0)
+        #expect(await store.run(["vault", "write", "mine", "notes/queued.md", "--passphrase-file", store.passFile], stdin: Array("later\n".utf8)).status == 0)
+        let failed = await store.run(["vault", "push", "mine", "--remote", "down", "--passphrase-file", store.passFile])
+        #expect(failed.status == 1 && failed.err.contains("will retry"), "\(failed.err)")
+        let status = try JSONParser.parse(await store.run(["vault", "status", "mine", "--passphrase-file", store.passFile, "--json"]).out)
+        #expect(status["pushQueue"]?.arrayValue?.first?["remote"] == .string("down"))
+        #expect(status["pushQueue"]?.arrayValue?.first?["attempts"] == .int(1))
+        #expect(await store.run(["vault", "push", "mine", "--passphrase-file", store.passFile]).status == 0)
+        #expect(sh("cd '\(a)' && \(env) '\(sgit)' pull --base-url \(url) --token \(token) && \(env) '\(sgit)' cat notes/queued.md").1.hasSuffix("later\n"))
+
+        // sgit pushes; SiteKeep pulls.
+        try Data("sgit again\n".utf8).write(to: URL(fileURLWithPath: a + "/hello.txt"))
+        #expect(sh("cd '\(a)' && \(env) '\(sgit)' commit -m two && \(env) '\(sgit)' push --base-url \(url) --token \(token)").0 == 0)
+        let pulled = await store.run(["vault", "pull", "mine", "--passphrase-file", store.passFile, "--json"])
+        #expect(pulled.status == 0, "\(pulled.err)")
+        #expect(try JSONParser.parse(pulled.out)["merge"] == .string("fast-forward"))
+        #expect(try await cat(store, "hello.txt") == "sgit again\n")
+    }
+}

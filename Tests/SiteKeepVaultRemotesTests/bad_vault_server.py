@@ -1,0 +1,72 @@
+"""A misbehaving vault server for SiteKeep's bad-remote tests: it forwards every request to
+the real vault server (UPSTREAM) and spoils the answers by the first path segment:
+
+  /garbage/...    200 with bytes that are not JSON
+  /truncated/...  the real answer cut in half (Content-Length still the full length)
+  /mismatch/...   batch reads answer with one byte of every object flipped
+  /401/... /403/... /500/...   that status, always
+  /429/...        429 with Retry-After: 1 on the first request, then the real answers
+
+Started by the tests on a loopback port (argv: PORT UPSTREAM) and stopped by process id.
+"""
+import base64, http.server, json, sys, urllib.request, urllib.error
+
+PORT, UPSTREAM = int(sys.argv[1]), sys.argv[2].rstrip("/")
+seen_429 = set()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def forward(self):
+        mode, _, rest = self.path.lstrip("/").partition("/")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        if mode in ("401", "403", "500"):
+            return self.answer(int(mode), b'{"detail": "spoiled"}')
+        if mode == "429" and "429" not in seen_429:
+            seen_429.add("429")
+            return self.answer(429, b'{"detail": "slow down"}', {"Retry-After": "1"})
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
+        req = urllib.request.Request(UPSTREAM + "/" + rest, data=body, method=self.command, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                status, data = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, data = e.code, e.read()
+        if mode == "garbage":
+            return self.answer(200, b"\x00\xffnot json at all" * 10)
+        if mode == "truncated":
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if mode == "mismatch" and "/batch/" in rest and status == 200:
+            doc = json.loads(data)
+            for r in doc.get("results", []):
+                if r.get("status") == "ok" and r.get("file_id", "").startswith("bare/data/"):
+                    raw = bytearray(base64.b64decode(r["data"]))
+                    raw[-1] ^= 1
+                    r["data"] = base64.b64encode(bytes(raw)).decode()
+            data = json.dumps(doc).encode()
+        self.answer(status, data)
+
+    def answer(self, status, data, extra=None):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = forward
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
