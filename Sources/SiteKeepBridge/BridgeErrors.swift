@@ -93,6 +93,10 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
     case socketPath(String)
     /// `LISTEN_FDS` / `LISTEN_PID` are malformed or name no usable socket.
     case socketActivation(String)
+    /// A client refused to talk to the socket at `path` (nothing was sent): its folder is open
+    /// to others or not ours, the socket file is not ours, or the listener runs as another
+    /// user. `reason` says which and what to do.
+    case untrustedSocket(path: String, reason: String)
     /// The peer closed the connection.
     case connectionClosed
     /// The peer sent something that is not a bridge frame.
@@ -109,6 +113,7 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .socket(call, e): "\(call) failed with errno \(e); check the socket path, its folder's owner and mode"
         case .socketPath(let r): "the bridge socket path is unusable: \(r); set SITEKEEP_SOCK or XDG_RUNTIME_DIR"
         case .socketActivation(let r): "systemd socket activation failed: \(r); check sitekeep.socket"
+        case let .untrustedSocket(path, r): "refusing to talk to the socket \(path), nothing was sent: \(r)"
         case .connectionClosed: "the SiteKeep daemon closed the connection; is `sitekeep serve` running?"
         case .protocolViolation(let r): "the peer broke the bridge protocol: \(r)"
         case .reply(let f): "the daemon refused the request: \(f)"
