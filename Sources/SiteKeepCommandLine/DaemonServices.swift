@@ -7,6 +7,8 @@ enum DaemonServices {
     static func make(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
         let registry = try SiteCommands.registry(store)
         let access = PartitionAccess(registry: registry)
+        // The CLI changes sites.json while the daemon runs: see it at once, close what it removed.
+        access.followRegistryChanges()
         // Locking drops the open partitions: when-unlocked data must not outlive the unlock.
         _ = store.custodian.addLockObserver { access.closeAll() }
         var presence: (any PresenceService)? = nil

@@ -51,7 +51,7 @@ public final class PartitionAccess: Sendable {
                 return try body(p)
             } catch {
                 // A damaged or closed partition is opened afresh next time.
-                if case .damaged = error { drop(id) } else if case .partitionClosed = error { drop(id) }
+                if case .damaged = error { drop(id) } else if case .partitionClosed = error { drop(id) } else if case .siteRemoved = error { drop(id) }
                 throw error
             }
         } catch { throw BridgeFailure(partition: error) }
@@ -198,3 +198,16 @@ public struct LibraryVaultService: VaultService {
     }
 }
 
+extension PartitionAccess {
+    /// For a long-running process (the daemon calls it once): the registry watches `sites.json`
+    /// (``SiteRegistry/watchForChanges()``), and a partition it closes because its site was
+    /// removed or changed (here or in another process) is let go of at once, so a removed site's
+    /// storage key does not stay in memory until the next lock and a changed site's next request
+    /// opens it afresh. The drop runs in a task of its own: the registry may notice inside ``with(_:_:)``.
+    public func followRegistryChanges() {
+        registry.watchForChanges()
+        registry.onPartitionClosed { [weak self] id in
+            Task.detached { self?.drop(id) }
+        }
+    }
+}
