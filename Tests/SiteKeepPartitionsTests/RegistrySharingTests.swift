@@ -17,6 +17,22 @@ import SiteKeepTestSupport
         return (dir, try SiteRegistry(home: home, keys: keys), try SiteRegistry(home: home, keys: keys))
     }
 
+    /// The partitions a registry reports closed (``SiteRegistry/onPartitionClosed(_:)``).
+    final class ClosedLog: Sendable {
+        let ids = Mutex<[SiteID]>([])
+        var all: [SiteID] { ids.withLock { $0 } }
+    }
+
+    /// A site added through `a` whose partition `b` holds open with one value, and what `b` closes.
+    func siteOpen(addedBy a: SiteRegistry, openIn b: SiteRegistry) throws -> (Site, Partition, ClosedLog) {
+        let s = try a.add(displayName: "News", origins: ["https://news.example"], appBound: true)
+        let p = try b.openPartition(forIdentifier: s.id)
+        try p.storage.setItem("k", "v")
+        let log = ClosedLog()
+        b.onPartitionClosed { id in log.ids.withLock { $0.append(id) } }
+        return (s, p, log)
+    }
+
     /// Rewrites sites.json by hand (as an editor, or another tool, would), changing `site`.
     func edit(_ home: URL, _ change: (inout [String: Any]) -> Void) throws {
         let url = home.appendingPathComponent("sites.json")
@@ -48,12 +64,8 @@ import SiteKeepTestSupport
     @Test func aSiteRemovedInOneRegistryIsRefusedByTheOther() throws {
         let (dir, a, b) = try pair()
         defer { withExtendedLifetime(dir) {} }
-        let s = try a.add(displayName: "News", origins: ["https://news.example"], appBound: true)
-        let p = try b.openPartition(forIdentifier: s.id)
+        let (s, p, closed) = try siteOpen(addedBy: a, openIn: b)
         defer { p.close() }
-        try p.storage.setItem("k", "v")
-        let closed = Mutex<[SiteID]>([])
-        b.onPartitionClosed { id in closed.withLock { $0.append(id) } }
         // a has no handle open, so it removes without force (it cannot see b's handles).
         try a.remove(forIdentifier: s.id)
         #expect(b.site(forIdentifier: s.id) == nil)
@@ -61,7 +73,7 @@ import SiteKeepTestSupport
         #expect(throws: PartitionError.siteRemoved(s.id.string)) { try p.storage.setItem("k", "again") }
         #expect(throws: PartitionError.unknownSite(s.id.string)) { try b.openPartition(forIdentifier: s.id) }
         #expect(b.openHandles(forIdentifier: s.id) == 0)
-        #expect(closed.withLock { $0 } == [s.id])
+        #expect(closed.all == [s.id])
     }
 
     /// With a watch (as the daemon has), the partition closes without anyone asking the registry.
@@ -69,15 +81,11 @@ import SiteKeepTestSupport
         let (dir, a, b) = try pair()
         defer { withExtendedLifetime(dir) {} }
         b.watchForChanges()
-        let s = try a.add(displayName: "News", origins: ["https://news.example"], appBound: true)
-        let p = try b.openPartition(forIdentifier: s.id)
+        let (s, p, closed) = try siteOpen(addedBy: a, openIn: b)
         defer { p.close() }
-        try p.storage.setItem("k", "v")
-        let closed = Mutex<[SiteID]>([])
-        b.onPartitionClosed { id in closed.withLock { $0.append(id) } }
         try a.remove(forIdentifier: s.id)
-        for _ in 0..<200 where closed.withLock({ $0.isEmpty }) { usleep(10_000) }
-        #expect(closed.withLock { $0 } == [s.id], "the watch did not close the partition")
+        for _ in 0..<200 where closed.all.isEmpty { usleep(10_000) }
+        #expect(closed.all == [s.id], "the watch did not close the partition")
         #expect(throws: PartitionError.siteRemoved(s.id.string)) { try p.storage.getItem("k") }
     }
 
@@ -87,10 +95,8 @@ import SiteKeepTestSupport
         let (dir, a, b) = try pair()
         defer { withExtendedLifetime(dir) {} }
         let home = dir.url.appendingPathComponent("home")
-        let s = try a.add(displayName: "News", origins: ["https://news.example"], appBound: true)
-        let p = try b.openPartition(forIdentifier: s.id)
+        let (s, p, _) = try siteOpen(addedBy: a, openIn: b)
         defer { p.close() }
-        try p.storage.setItem("k", "v")
         let g = b.generation
         try edit(home) { $0["displayName"] = "Renamed" }
         #expect(b.site(forIdentifier: s.id)?.displayName == "Renamed")
