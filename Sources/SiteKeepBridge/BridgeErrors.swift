@@ -13,7 +13,8 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
     case unsupportedVersion = "unsupported_version"
     /// The connection is not bound to a site yet: its first message must be `hello`.
     case helloRequired = "hello_required"
-    /// The origin is unknown, not app-bound, malformed, or not the site this connection is bound to.
+    /// The origin is unknown, not app-bound, malformed, or not the site this connection is bound to;
+    /// or that site was removed or changed since `hello` (the connection is then closed).
     case forbiddenOrigin = "forbidden_origin"
     /// The peer process runs as another user.
     case forbiddenPeer = "forbidden_peer"
@@ -48,7 +49,7 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
         case .unknownField: "the request or its args carry a member the catalogue does not list"
         case .unsupportedVersion: "`v` is not a protocol version this daemon speaks"
         case .helloRequired: "the connection is not bound to a site yet; send `hello` first"
-        case .forbiddenOrigin: "the origin is unknown, not app-bound, malformed, or not the connection's site"
+        case .forbiddenOrigin: "the origin is unknown, not app-bound, malformed, or not the connection's site; or the connection's site was removed or changed since `hello` (the connection is then closed)"
         case .forbiddenPeer: "the peer process runs as another user (SO_PEERCRED); the connection is closed"
         case .notAllowed: "the connection's site is not on the op's allow-list, or the op is an event"
         case .presenceRequired: "the op needs a presence proof no older than 60 s and none could be had"

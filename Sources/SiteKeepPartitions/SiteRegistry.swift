@@ -80,6 +80,9 @@ public final class SiteRegistry: Sendable {
 
     /// The store home.
     public let home: URL
+    /// `<home>/sites.json` and its lock, as paths (formed once: every read looks at the first).
+    let registryPath: String
+    let lockPath: String
     /// Limits every partition of this store enforces.
     public let limits: PartitionLimits
     let keys: any SiteStorageKeyProvider
@@ -96,6 +99,8 @@ public final class SiteRegistry: Sendable {
     /// As the public initialiser, with checks switched off for the isolation audit's own tests.
     package init(home: URL, keys: any SiteStorageKeyProvider, limits: PartitionLimits = PartitionLimits(), faults: AuditFaults) throws(PartitionError) {
         self.home = home
+        registryPath = home.appendingPathComponent("sites.json").path
+        lockPath = registryPath + ".lock"
         self.keys = keys
         self.limits = limits
         self.faults = faults
@@ -103,14 +108,12 @@ public final class SiteRegistry: Sendable {
         try? FileManager.default.createDirectory(at: home.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Self.makePrivateDirectory(home.path, tighten: false)
         try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
-        let (sites, file) = try Self.read(home.appendingPathComponent("sites.json").path)
+        let (sites, file) = try Self.read(registryPath)
         state = Mutex(RegistryState(sites: sites, file: file))
         // The lock file exists from the start, so taking it later changes no file listing.
         try RegistryFileLock.create(lockPath)
     }
 
-    var registryPath: String { home.appendingPathComponent("sites.json").path }
-    var lockPath: String { registryPath + ".lock" }
 
     /// Reads `sites.json` (an absent file is an empty registry) and keeps it open.
     /// - Throws: ``PartitionError/registryDamaged(_:)`` when it cannot be parsed.
@@ -508,7 +511,7 @@ extension SiteRegistry {
     private func persist(_ st: RegistryState) throws(PartitionError) {
         let file = RegistryFile(version: 1, sites: st.sites.values.sorted { $0.id < $1.id })
         guard let data = try? JSONEncoder.registry.encode(file) else { throw .storageFailure("cannot encode the registry") }
-        let path = home.appendingPathComponent("sites.json").path
+        let path = registryPath
         let tmp = path + ".tmp"
         unlink(tmp)
         let fd = Glibc.open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
