@@ -42,7 +42,7 @@ public final class PartitionAccess: Sendable {
         do throws(PartitionError) {
             let id = try SiteID(parsing: site.id)
             let p = try open.withLock { (cache: inout [SiteID: Partition]) throws(PartitionError) -> Partition in
-                if let p = cache[id] { return p }
+                if let p = cache[id], p.isOpen { return p }   // one the registry closed is replaced
                 let p = try registry.openPartition(forIdentifier: id)
                 cache[id] = p
                 return p
