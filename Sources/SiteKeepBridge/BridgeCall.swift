@@ -27,6 +27,10 @@ public protocol SiteResolver: Sendable {
     func canonicalOrigin(_ origin: String) -> String?
     /// The site owning `origin` (any spelling; the resolver canonicalises), or nil when none does.
     func site(forOrigin origin: String) async -> BridgeSite?
+    /// Whether `site`, as a connection was bound to it by `hello`, is still registered with the
+    /// same id, origins and app-bound flag. The dispatcher asks before every message on a bound
+    /// connection, so it must be cheap and see a change made by another process at once.
+    func isCurrent(_ site: BridgeSite) -> Bool
 }
 
 /// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, an op

@@ -37,7 +37,9 @@ public final class BridgeClient: Sendable {
 
     deinit { writer.close() }
 
-    /// Connects to `path`, or to ``BridgeDaemon/socketPath(environment:)`` when nil.
+    /// Connects to `path`, or to ``BridgeDaemon/socketPath(environment:)`` when nil, after the
+    /// checks every client makes before sending (folder private to this user, socket file and
+    /// listener this user's; see ``BridgeError/untrustedSocket(path:reason:)``).
     /// - Parameter spin: how long each wait for a reply polls without sleeping first (a
     ///   benchmark or latency-bound caller may set ~100 µs; the default blocks at once).
     public static func connect(path: String? = nil, timeout: Duration = .seconds(30), spin: Duration = .zero) throws(BridgeError) -> BridgeClient {

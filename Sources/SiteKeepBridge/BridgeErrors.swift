@@ -13,7 +13,8 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
     case unsupportedVersion = "unsupported_version"
     /// The connection is not bound to a site yet: its first message must be `hello`.
     case helloRequired = "hello_required"
-    /// The origin is unknown, not app-bound, malformed, or not the site this connection is bound to.
+    /// The origin is unknown, not app-bound, malformed, or not the site this connection is bound to;
+    /// or that site was removed or changed since `hello` (the connection is then closed).
     case forbiddenOrigin = "forbidden_origin"
     /// The peer process runs as another user.
     case forbiddenPeer = "forbidden_peer"
@@ -50,7 +51,7 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
         case .unknownField: "the request or its args carry a member the catalogue does not list"
         case .unsupportedVersion: "`v` is not a protocol version this daemon speaks"
         case .helloRequired: "the connection is not bound to a site yet; send `hello` first"
-        case .forbiddenOrigin: "the origin is unknown, not app-bound, malformed, or not the connection's site"
+        case .forbiddenOrigin: "the origin is unknown, not app-bound, malformed, or not the connection's site; or the connection's site was removed or changed since `hello` (the connection is then closed)"
         case .forbiddenPeer: "the peer process runs as another user (SO_PEERCRED); the connection is closed"
         case .notAllowed: "the connection's site is not on the op's allow-list, or the op is an event"
         case .presenceRequired: "the op needs a presence proof no older than 60 s and none could be had"
@@ -96,6 +97,10 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
     case socketPath(String)
     /// `LISTEN_FDS` / `LISTEN_PID` are malformed or name no usable socket.
     case socketActivation(String)
+    /// A client refused to talk to the socket at `path` (nothing was sent): its folder is open
+    /// to others or not ours, the socket file is not ours, or the listener runs as another
+    /// user. `reason` says which and what to do.
+    case untrustedSocket(path: String, reason: String)
     /// The peer closed the connection.
     case connectionClosed
     /// The peer sent something that is not a bridge frame.
@@ -112,6 +117,7 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .socket(call, e): "\(call) failed with errno \(e); check the socket path, its folder's owner and mode"
         case .socketPath(let r): "the bridge socket path is unusable: \(r); set SITEKEEP_SOCK or XDG_RUNTIME_DIR"
         case .socketActivation(let r): "systemd socket activation failed: \(r); check sitekeep.socket"
+        case let .untrustedSocket(path, r): "refusing to talk to the socket \(path), nothing was sent: \(r)"
         case .connectionClosed: "the SiteKeep daemon closed the connection; is `sitekeep serve` running?"
         case .protocolViolation(let r): "the peer broke the bridge protocol: \(r)"
         case .reply(let f): "the daemon refused the request: \(f)"

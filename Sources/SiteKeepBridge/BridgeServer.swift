@@ -8,6 +8,8 @@ public import SiteKeepJSON
 ///
 /// - Peers are checked with `SO_PEERCRED`: another uid gets one `forbidden_peer` frame and is closed.
 /// - A malformed or oversized frame gets an error reply; the connection goes on.
+/// - A connection whose site was removed or changed since its `hello` gets one `forbidden_origin`
+///   reply and is closed (``BridgeConnection/isRevoked``).
 /// - ``shutdown()`` stops accepting, lets every connection answer every frame it has already
 ///   received (in-flight requests finish), closes them, removes the socket it created and then
 ///   runs `onStopped` (where the daemon flushes its audit log).
@@ -159,6 +161,8 @@ public final class BridgeServer: Sendable {
                     ?? BridgeMessage.failure(id: .null, BridgeFailure(.internal, "the request did not complete")).bytes
             }
             guard out.send(reply) else { return false }
+            // A connection whose site was removed or changed got its refusal; close it.
+            if connection.isRevoked { return false }
         }
         return true
     }

@@ -26,6 +26,7 @@ public final class BridgeConnection: Sendable {
 
     private struct State {
         var site: BridgeSite?
+        var revoked = false
         var buckets: [String: TokenBucket] = [:]
     }
     private let state = Mutex(State())
@@ -41,6 +42,13 @@ public final class BridgeConnection: Sendable {
 
     /// The site this connection is bound to, once `hello` succeeded.
     public var site: BridgeSite? { state.withLock { $0.site } }
+
+    /// Whether the site this connection was bound to was removed or changed: every later message
+    /// is refused, and the socket server closes the connection after its reply.
+    public var isRevoked: Bool { state.withLock { $0.revoked } }
+
+    /// Marks the binding dead (see ``isRevoked``). It never comes back.
+    func revoke() { state.withLock { $0.revoked = true } }
 
     /// Binds to `site` unless bound to another; returns the binding in force.
     func bind(_ site: BridgeSite) -> BridgeSite {

@@ -116,11 +116,19 @@ public final class ControlServer: Sendable {
 /// The CLI's side of the control socket.
 public enum ControlClient {
     /// Sends one request; returns the reply, or nil when no daemon listens at `path`.
+    ///
+    /// Before a byte is sent (the header, let alone an unlock secret) the socket is checked as
+    /// every client checks it (``UnixSocket/connect(path:)``): its folder private to this user,
+    /// the socket file this user's, and the listener's `SO_PEERCRED` uid this user's.
+    /// - Throws: ``BridgeError/untrustedSocket(path:reason:)`` when a check fails.
     public static func send(path: String, op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil) throws(BridgeError) -> JSONValue? {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
+        guard lstat(path, &st) == 0 else { return nil }
         let fd: Int32
-        do { fd = try UnixSocket.connect(path: path) } catch { return nil }
+        do { fd = try UnixSocket.connect(path: path) } catch {
+            if case .untrustedSocket = error { throw error }
+            return nil
+        }
         defer { close(fd) }
         var header: [JSONMember] = [JSONMember(key: "op", value: .string(op))]
         if let method { header.append(JSONMember(key: "method", value: .string(method))) }

@@ -4,7 +4,8 @@ import SiteKeepCustody
 /// Routes one request frame to its handler after every policy check the catalogue states.
 ///
 /// Order of checks: size → JSON (``JSONLimits/message``) → envelope (unknown members refused) →
-/// version → op known → op is a request → connection bound (`hello` first) → claimed origin is
+/// version → op known → op is a request → connection bound (`hello` first) → its site still
+/// registered as it was at `hello` (else the connection is revoked) → claimed origin is
 /// the connection's site → site on the op's allow-list → op size limit → rate limit →
 /// `unsupported` → args shape (from the catalogue) → handler configured → presence (a proof for
 /// this site, op and key; before a prompt, `args.key` must be a key id and the op's preflight
@@ -114,6 +115,7 @@ public final class BridgeDispatcher: Sendable {
         guard let site = connection.site else {
             throw BridgeFailure(.helloRequired, "this connection is not bound to a site; send hello with args.origin first")
         }
+        try checkBindingIsCurrent(site, connection: connection)
         try await checkClaimedOrigin(request.origin, site: site)
         guard op.direction == .request else {
             throw BridgeFailure(.notAllowed, "\(op.name) is an event SiteKeep sends; it cannot be called")
@@ -182,6 +184,16 @@ public final class BridgeDispatcher: Sendable {
         return key
     }
 
+    /// Refuses every message on a connection whose site was removed, or whose origins or
+    /// app-bound flag changed, since its `hello` (by this process or another: the resolver sees
+    /// both at once). The connection is revoked for good; the socket server then closes it.
+    private func checkBindingIsCurrent(_ site: BridgeSite, connection: BridgeConnection) throws(BridgeFailure) {
+        guard connection.isRevoked || !services.sites.isCurrent(site) else { return }
+        connection.revoke()
+        hub.remove(connection)
+        throw BridgeFailure(.forbiddenOrigin, "\(site.name) was removed from SiteKeep, or its origins or app-bound flag changed, after this connection's hello; the connection is closed: open a new one and send hello")
+    }
+
     private func checkClaimedOrigin(_ origin: String?, site: BridgeSite) async throws(BridgeFailure) {
         guard let origin else { return }
         guard let canonical = services.sites.canonicalOrigin(origin), site.origins.contains(canonical) else {
@@ -190,6 +202,7 @@ public final class BridgeDispatcher: Sendable {
     }
 
     private func hello(_ request: BridgeRequest, op: OpPolicy, frameSize: Int, connection: BridgeConnection) async throws(BridgeFailure) -> JSONValue {
+        if let bound = connection.site { try checkBindingIsCurrent(bound, connection: connection) }
         guard connection.take(op.name, limit: op.rateLimit, now: bootNanos()) else {
             throw BridgeFailure(.rateLimited, "hello is limited to \(op.rateLimit.burst) at once on one connection")
         }

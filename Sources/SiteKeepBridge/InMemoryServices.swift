@@ -24,6 +24,9 @@ public struct InMemorySites: SiteResolver {
         return sites.first { $0.origins.contains(c) }
     }
 
+    /// The table never changes: every site in it stays current.
+    public func isCurrent(_ site: BridgeSite) -> Bool { sites.contains(site) }
+
     static func canonical(_ origin: String) -> String? {
         guard origin.utf8.count <= 512, let schemeEnd = origin.range(of: "://") else { return nil }
         let scheme = origin[..<schemeEnd.lowerBound].lowercased()

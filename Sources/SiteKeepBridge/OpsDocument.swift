@@ -38,7 +38,9 @@ extension OpCatalogue {
         - **The site is never a parameter.** The first message of a connection is `hello` with `args.origin` (the
           web-view host passes the frame origin); it binds the connection to that origin's site, which must be
           app-bound. A later message may carry `origin`; if it names another site it is refused with
-          `forbidden_origin` and the connection stays bound and goes on serving.
+          `forbidden_origin` and the connection stays bound and goes on serving. If the site itself is
+          removed, or its origins or app-bound flag change, while the connection is open, the next
+          message is refused with `forbidden_origin` and the daemon closes the connection.
         - Presence (`presence: yes`): before the handler runs, custody must produce a presence proof for this
           site, this op and the key in `args.key` (when the op names one), no older than 60 s (CLOCK_BOOTTIME);
           otherwise `presence_required` or `presence_denied`. An approval serves only the same site, op and key;

@@ -42,7 +42,40 @@ enum UnixSocket {
         return fd
     }
 
+    /// Connects to the daemon at `path`, after checking, before a byte is sent, that only this
+    /// user can have put a listener there: the socket's folder passes the daemon's own rule
+    /// (``privateFolderProblem(_:)``), the socket file is a socket owned by this user, and the
+    /// listener's `SO_PEERCRED` uid is this user's. Every client (``BridgeClient``,
+    /// ``ControlClient``, the benchmark) connects through here.
+    /// - Throws: ``BridgeError/untrustedSocket(path:reason:)`` naming what was wrong and the fix;
+    ///   ``BridgeError/socket(call:errno:)`` when nothing listens (no such file, refused).
     static func connect(path: String) throws(BridgeError) -> Int32 {
+        let folder = (path as NSString).deletingLastPathComponent
+        if let problem = privateFolderProblem(folder.isEmpty ? "." : folder) {
+            throw .untrustedSocket(path: path, reason: "\(problem), so another user could have put a listener there; " + Self.remedy)
+        }
+        var st = stat()
+        guard lstat(path, &st) == 0 else { throw .socket(call: "connect(\(path))", errno: errno) }
+        guard (st.st_mode & S_IFMT) == S_IFSOCK else {
+            throw .untrustedSocket(path: path, reason: "it is not a socket; remove it or point SITEKEEP_SOCK at the daemon's socket")
+        }
+        guard st.st_uid == getuid() else {
+            throw .untrustedSocket(path: path, reason: "the socket file belongs to uid \(st.st_uid), not to you (uid \(getuid())); " + Self.remedy)
+        }
+        let fd = try connectUnchecked(path: path)
+        guard let peer = peerCredentials(fd), peer.uid == getuid() else {
+            let who = peerCredentials(fd).map { "uid \($0.uid) (pid \($0.pid))" } ?? "an unknown user (SO_PEERCRED failed)"
+            close(fd)
+            throw .untrustedSocket(path: path, reason: "the process listening there runs as \(who), not as you (uid \(getuid())); " + Self.remedy)
+        }
+        return fd
+    }
+
+    private static let remedy = "start 'sitekeep serve' yourself and point SITEKEEP_SOCK into a folder only you can enter (mode 0700), or unset it to use $XDG_RUNTIME_DIR/sitekeep/bridge.sock"
+
+    /// Connects without the ownership checks: only for the daemon's own probe of a stale socket
+    /// before it listens (nothing is ever sent on it).
+    static func connectUnchecked(path: String) throws(BridgeError) -> Int32 {
         var addr = try address(path)
         let fd = try newSocket()
         let rc = withUnsafePointer(to: &addr) {
@@ -68,7 +101,7 @@ enum UnixSocket {
             guard (st.st_mode & S_IFMT) == S_IFSOCK else {
                 throw .socketPath("\(path) exists and is not a socket; remove it or choose another SITEKEEP_SOCK")
             }
-            if let fd = try? connect(path: path) {
+            if let fd = try? connectUnchecked(path: path) {
                 close(fd)
                 throw .socketPath("a SiteKeep daemon already listens on \(path)")
             }
@@ -103,12 +136,23 @@ enum UnixSocket {
         }
         var st = stat()
         guard lstat(folder, &st) == 0 else { throw .socket(call: "stat(\(folder))", errno: errno) }
-        guard (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else {
-            throw .socketPath("\(folder) is not a folder owned by you")
+        if let problem = privateFolderProblem(folder) {
+            throw .socketPath("\(problem); put the socket in a private folder (mode 0700), e.g. $XDG_RUNTIME_DIR/sitekeep/bridge.sock")
         }
+    }
+
+    /// The one rule for a socket folder, applied by the daemon before it listens and by every
+    /// client before it connects: a folder (not a link) owned by this user that no one else may
+    /// read, write or enter (no group or other permission bits). Nil when it holds; else what is wrong.
+    static func privateFolderProblem(_ folder: String) -> String? {
+        var st = stat()
+        guard lstat(folder, &st) == 0 else { return "its folder \(folder) cannot be read (\(String(cString: strerror(errno))))" }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(folder) is not a folder" }
+        guard st.st_uid == getuid() else { return "its folder \(folder) belongs to uid \(st.st_uid), not to you (uid \(getuid()))" }
         guard st.st_mode & 0o077 == 0 else {
-            throw .socketPath("\(folder) is open to other users; put the socket in a private folder (mode 0700), e.g. $XDG_RUNTIME_DIR/sitekeep/bridge.sock")
+            return "its folder \(folder) is open to other users (mode \(String(st.st_mode & 0o777, radix: 8)))"
         }
+        return nil
     }
 
     /// The listening socket systemd passed (fd 3), when `LISTEN_PID` is this process.

@@ -13,7 +13,13 @@ struct DaemonLink: Sendable {
     static func find(_ inv: Invocation) throws -> DaemonLink? {
         guard let bridge = try? BridgeDaemon.socketPath(environment: inv.environment) else { return nil }
         let link = DaemonLink(controlPath: ControlServer.path(besideBridgeSocket: bridge))
-        guard (try? ControlClient.send(path: link.controlPath, op: "status")) ?? nil != nil else { return nil }
+        do {
+            guard try ControlClient.send(path: link.controlPath, op: "status") != nil else { return nil }
+        } catch {
+            // A listener we cannot trust is named, never silently skipped: the user meant a daemon.
+            guard case let .untrustedSocket(path, reason) = error else { return nil }
+            throw CommandFailure("refusing to talk to \(path), nothing was sent: \(reason)", code: "untrusted_socket")
+        }
         return link
     }
 

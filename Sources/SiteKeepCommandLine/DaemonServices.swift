@@ -11,6 +11,8 @@ enum DaemonServices {
         // partitions here, the presence window, and the vault library (through its key store).
         let scope = store.custodian.lockScope
         let access = PartitionAccess(registry: registry, lockScope: scope)
+        // The CLI changes sites.json while the daemon runs: see it at once, close what it removed.
+        access.followRegistryChanges()
         var presence: (any PresenceService)? = nil
         if let verifier = try? AskpassPresenceVerifier.fromEnvironment(environment) {
             presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))

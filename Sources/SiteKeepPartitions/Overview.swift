@@ -9,7 +9,9 @@
 //   UTS 46 basics only: NFKC, lower case, ideographic full stops, Punycode (RFC 3492, ours);
 //   labels mixing Latin with Cyrillic or Greek are refused; whole-script look-alikes are valid
 //   IDNs whose canonical form (xn--...) never equals the Latin one.
-// - Layout: `<home>/sites.json` (0600, atomic: temp + fsync + rename + fsync dir) and
+// - Layout: `<home>/sites.json` (0600, atomic: temp + fsync + rename + fsync dir; every
+//   read-modify-write under an flock of `<home>/sites.json.lock` on a fresh read; every read
+//   re-reads it when its stamp changed, so the daemon and CLI commands share one site list) and
 //   `<home>/sites/<uuid>/partition.sqlite` (folder 0700, file 0600; SQLite creates -wal/-shm with
 //   the same mode).
 // - SQLite: WAL, `synchronous=FULL` (an acknowledged write survives kill -9 and power loss;

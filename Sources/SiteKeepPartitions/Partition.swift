@@ -37,6 +37,10 @@ public final class Partition: Sendable {
         if wasOpen { release() }
     }
 
+    /// Whether this handle can still be used: not closed, and its partition not closed by the
+    /// registry (the site was removed or changed, here or in another process).
+    public var isOpen: Bool { !closed.withLock { $0 } && core.isOpen }
+
     func openCore() throws(PartitionError) -> PartitionCore {
         if closed.withLock({ $0 }) { throw .partitionClosed }
         return core

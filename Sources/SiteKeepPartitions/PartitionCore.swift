@@ -267,6 +267,9 @@ final class PartitionCore: Sendable {
         }
     }
 
+    /// Whether the connection is open (not shut down by the registry or a removal).
+    var isOpen: Bool { state.withLock { $0.connection != nil && !$0.removed } }
+
     /// Closes the connection (checkpointing the WAL). With `removed`, later use reports removal.
     func shutdown(removed: Bool) {
         state.withLock { box in

@@ -22,6 +22,12 @@ public struct Site: Sendable, Hashable, Codable {
 }
 
 extension Site {
+    /// Whether `other` gives the same access as this site: same origins, app-bound flag and
+    /// protection class. A registry closes a site's open partition when this stops holding.
+    public func grantsSameAccess(as other: Site) -> Bool {
+        id == other.id && origins == other.origins && isAppBound == other.isAppBound && protection == other.protection
+    }
+
     /// One line for listings: identifier, flags, protection, name and origins.
     public var summary: String {
         "\(id)  \(isAppBound ? "app-bound" : "         ")  \(protection.rawValue)  \(displayName)  \(origins.map(\.serialized).joined(separator: " "))"
@@ -35,14 +41,37 @@ private struct RegistryFile: Codable {
 
 private final class RegistryState {
     var sites: [SiteID: Site]
+    /// The version of sites.json `sites` came from.
+    var file: RegistryFileView
+    /// Bumped whenever `sites` changes (a read of a changed file, or a write).
+    var generation: UInt64 = 1
+    /// The daemon's inotify watch, when ``SiteRegistry/watchForChanges()`` made one.
+    var watch: RegistryWatch?
     var open: [SiteID: (core: PartitionCore, handles: Int)] = [:]
-    init(sites: [SiteID: Site]) { self.sites = sites }
+    /// Partitions closed under the lock whose observers are still to be told.
+    var closed: [SiteID] = []
+    init(sites: [SiteID: Site], file: RegistryFileView) {
+        self.sites = sites
+        self.file = file
+    }
 }
 
 /// The site registry and the owner of every open partition of one store home.
 ///
-/// Layout under `home` (created 0700): `sites.json` (0600, written atomically) and
-/// `sites/<uuid>/partition.sqlite` (folder 0700, files 0600).
+/// Layout under `home` (created 0700): `sites.json` (0600, written atomically), its lock
+/// `sites.json.lock` (0600) and `sites/<uuid>/partition.sqlite` (folder 0700, files 0600).
+///
+/// Several processes share one home (the daemon, CLI commands), so the registry never trusts a
+/// view it read earlier:
+/// - Every read first looks whether `sites.json` changed (``RegistryFileStamp``: one `stat`, or
+///   with ``watchForChanges()`` one non-blocking inotify `read`) and re-reads it if so.
+/// - Every read-modify-write (add, remove, `lastUsedAt`) takes `sites.json.lock` (`flock`),
+///   re-reads the file under it and writes the result, so no process writes back a stale view.
+/// - When a re-read shows a site gone, or its origins, app-bound flag or protection changed, its
+///   open partition is closed at once: handles then throw ``PartitionError/siteRemoved(_:)`` or
+///   ``PartitionError/partitionClosed``.
+/// A damaged `sites.json` found by a re-read leaves the last good view in place for reads (writes
+/// refuse with ``PartitionError/registryDamaged(_:)``).
 ///
 /// Thread-safe: all state sits behind one `Mutex`.
 public final class SiteRegistry: Sendable {
@@ -51,11 +80,15 @@ public final class SiteRegistry: Sendable {
 
     /// The store home.
     public let home: URL
+    /// `<home>/sites.json` and its lock, as paths (formed once: every read looks at the first).
+    let registryPath: String
+    let lockPath: String
     /// Limits every partition of this store enforces.
     public let limits: PartitionLimits
     let keys: any SiteStorageKeyProvider
     let faults: AuditFaults
     private let state: Mutex<RegistryState>
+    private let closeObservers = Mutex<[@Sendable (SiteID) -> Void]>([])
 
     /// Opens (or creates) the registry in `home`.
     /// - Throws: ``PartitionError/registryDamaged(_:)`` when `sites.json` cannot be read.
@@ -66,6 +99,8 @@ public final class SiteRegistry: Sendable {
     /// As the public initialiser, with checks switched off for the isolation audit's own tests.
     package init(home: URL, keys: any SiteStorageKeyProvider, limits: PartitionLimits = PartitionLimits(), faults: AuditFaults) throws(PartitionError) {
         self.home = home
+        registryPath = home.appendingPathComponent("sites.json").path
+        lockPath = registryPath + ".lock"
         self.keys = keys
         self.limits = limits
         self.faults = faults
@@ -73,19 +108,139 @@ public final class SiteRegistry: Sendable {
         try? FileManager.default.createDirectory(at: home.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Self.makePrivateDirectory(home.path, tighten: false)
         try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
+        let (sites, file) = try Self.read(registryPath)
+        state = Mutex(RegistryState(sites: sites, file: file))
+        // The lock file exists from the start, so taking it later changes no file listing.
+        try RegistryFileLock.create(lockPath)
+    }
+
+
+    /// Reads `sites.json` (an absent file is an empty registry) and keeps it open.
+    /// - Throws: ``PartitionError/registryDamaged(_:)`` when it cannot be parsed.
+    private static func read(_ path: String) throws(PartitionError) -> ([SiteID: Site], RegistryFileView) {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { return ([:], RegistryFileView()) }
+            throw .registryDamaged("sites.json cannot be opened (\(String(cString: strerror(errno))))")
+        }
+        let view = RegistryFileView(fd: fd)
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw .registryDamaged("sites.json cannot be read (\(String(cString: strerror(errno))))") }
+            if n == 0 { break }
+            data.append(contentsOf: chunk[0..<n])
+        }
         var sites: [SiteID: Site] = [:]
-        let file = home.appendingPathComponent("sites.json")
-        if FileManager.default.fileExists(atPath: file.path) {
-            do {
-                let data = try Data(contentsOf: file)
-                let decoded = try JSONDecoder.registry.decode(RegistryFile.self, from: data)
-                guard decoded.version == 1 else { throw PartitionError.registryDamaged("unsupported version \(decoded.version)") }
-                for s in decoded.sites { sites[s.id] = s }
-            } catch let e as PartitionError { throw e } catch {
-                throw .registryDamaged("sites.json cannot be read (\(type(of: error)))")
+        do {
+            let decoded = try JSONDecoder.registry.decode(RegistryFile.self, from: data)
+            guard decoded.version == 1 else { throw PartitionError.registryDamaged("unsupported version \(decoded.version)") }
+            for s in decoded.sites { sites[s.id] = s }
+        } catch let e as PartitionError { throw e } catch {
+            throw .registryDamaged("sites.json cannot be read (\(type(of: error)))")
+        }
+        return (sites, view)
+    }
+
+    // MARK: - Seeing other processes' changes
+
+    /// Makes this registry notice changes to `sites.json` through an inotify watch on the home
+    /// (one non-blocking `read` per look instead of a `stat`), and close the partition of a
+    /// removed or changed site within moments even while nobody asks (a thread waits on the
+    /// watch). For a long-running process: the daemon calls it once. Without inotify it changes
+    /// nothing (each look is then a `stat`).
+    public func watchForChanges() {
+        guard let watch = state.withLock({ (st: inout RegistryState) -> RegistryWatch? in
+            guard st.watch == nil, let w = RegistryWatch(home: home.path) else { return nil }
+            st.watch = w
+            return w
+        }) else { return }
+        Thread.detachNewThread { [weak self] in
+            while true {
+                let news = watch.waitForNews(milliseconds: 1000)
+                guard let self, self.state.withLock({ $0.watch === watch }) else { return }
+                if news { self.refresh() }
             }
         }
-        state = Mutex(RegistryState(sites: sites))
+    }
+
+    /// Re-reads `sites.json` if it changed since this registry last looked (see the type's
+    /// discussion); every read of the registry does this first.
+    public func refresh() { current { _ in } }
+
+    /// A number that changes whenever this registry's view of the sites changes, after a look
+    /// for changes: a caller may keep what it derived from the sites until it differs.
+    public var generation: UInt64 { current { $0.generation } }
+
+    /// Calls `observer` with the site of every partition this registry closes because the site
+    /// was removed or changed (here or, seen by a re-read, in another process). It runs on the
+    /// thread that noticed, after the registry's lock is released; as that thread may be inside
+    /// its caller's own locks, an observer that takes locks should hand the work to a queue.
+    public func onPartitionClosed(_ observer: @escaping @Sendable (SiteID) -> Void) {
+        closeObservers.withLock { $0.append(observer) }
+    }
+
+    /// Runs `body` on the current view (after a look for changes) under the registry's lock, then
+    /// tells the observers of ``onPartitionClosed(_:)`` which partitions were closed meanwhile.
+    private func current<R: Sendable, E: Error>(_ body: @Sendable (RegistryState) throws(E) -> R) throws(E) -> R {
+        let (result, closed) = state.withLock { st -> (Result<R, E>, [SiteID]) in
+            look(st)
+            let result = Result { () throws(E) -> R in try body(st) }
+            defer { st.closed.removeAll() }
+            return (result, st.closed)
+        }
+        if !closed.isEmpty {
+            let observers = closeObservers.withLock { $0 }
+            for id in closed { for o in observers { o(id) } }
+        }
+        return try result.get()
+    }
+
+    /// The look behind every read: cheap when nothing changed.
+    private func look(_ st: RegistryState) {
+        if let watch = st.watch {
+            switch watch.drain() {
+            case .none: return
+            case .something: break
+            case .lost: st.watch = nil
+            }
+        }
+        guard RegistryFileStamp.current(registryPath) != st.file.stamp else { return }
+        try? reload(st)
+    }
+
+    /// Reads `sites.json` afresh (whether or not it changed) and closes the partitions of sites
+    /// that are gone or grant other access now.
+    private func reload(_ st: RegistryState) throws(PartitionError) {
+        let (sites, file) = try Self.read(registryPath)
+        let old = st.sites
+        st.file = file
+        guard sites != old else { return }
+        st.sites = sites
+        st.generation &+= 1
+        for (id, entry) in st.open {
+            guard let before = old[id] else { continue }
+            if let now = sites[id] {
+                if now.grantsSameAccess(as: before) { continue }
+                entry.core.shutdown(removed: false)
+            } else {
+                entry.core.shutdown(removed: true)
+            }
+            st.open[id] = nil
+            st.closed.append(id)
+        }
+    }
+
+    /// Runs `body` under the registry's file lock on a fresh read of `sites.json`; `body` writes
+    /// with ``persist(_:)``. With `wait` false, returns nil at once when another process holds the lock.
+    private func underFileLock<R>(_ st: RegistryState, wait: Bool = true,
+                                  _ body: (RegistryState) throws(PartitionError) -> R) throws(PartitionError) -> R? {
+        try RegistryFileLock.holding(lockPath, wait: wait) { () throws(PartitionError) -> R in
+            try reload(st)
+            return try body(st)
+        }
     }
 
     /// Creates `path` (0700) if absent. An existing folder open to others is tightened only when
@@ -139,12 +294,15 @@ public final class SiteRegistry: Sendable {
         for text in origins {
             do { parsed.append(try Origin(parsing: text)) } catch { throw .invalidOrigin(error) }
         }
-        var unique: [Origin] = []
-        for o in parsed where !unique.contains(o) { unique.append(o) }
+        var distinct: [Origin] = []
+        for o in parsed where !distinct.contains(o) { distinct.append(o) }
+        let unique = distinct
         let now = Date()
         let site = Site(id: identifier, displayName: name, origins: unique, isAppBound: appBound, protection: protection, createdAt: now, lastUsedAt: now)
 
-        try state.withLock { (st: inout RegistryState) throws(PartitionError) in
+        // Under the file lock on a fresh read: two processes adding at once both land, and the
+        // origin and app-bound checks see every site another process added.
+        _ = try current { (st: RegistryState) throws(PartitionError) in try underFileLock(st) { (st: RegistryState) throws(PartitionError) in
             if st.sites[identifier] != nil { throw PartitionError.siteExists(identifier.string) }
             for o in unique {
                 if let owner = st.sites.values.first(where: { $0.origins.contains(o) }) {
@@ -171,23 +329,23 @@ public final class SiteRegistry: Sendable {
                 try? FileManager.default.removeItem(atPath: dir)
                 throw error
             }
-        }
+        } }
         return site
     }
 
     /// The identifiers of all sites, sorted.
-    public func identifiers() -> [SiteID] { state.withLock { $0.sites.keys.sorted() } }
+    public func identifiers() -> [SiteID] { current { $0.sites.keys.sorted() } }
 
     /// All sites, sorted by identifier.
-    public func sites() -> [Site] { state.withLock { st in st.sites.values.sorted { $0.id < $1.id } } }
+    public func sites() -> [Site] { current { $0.sites.values.sorted { $0.id < $1.id } } }
 
     /// The site with `id`, or nil.
-    public func site(forIdentifier id: SiteID) -> Site? { state.withLock { $0.sites[id] } }
+    public func site(forIdentifier id: SiteID) -> Site? { current { $0.sites[id] } }
 
     /// The site that lists `origin` (canonical forms compared for equality), or nil.
     public func site(forOrigin origin: Origin) -> Site? {
         let ignorePort = faults.contains(.originMatchIgnoresPort)
-        return state.withLock { st in
+        return current { st in
             st.sites.values.sorted { $0.id < $1.id }.first { site in
                 site.origins.contains { o in
                     ignorePort ? (o.scheme == origin.scheme && o.host == origin.host) : o == origin
@@ -208,8 +366,8 @@ public final class SiteRegistry: Sendable {
     /// - Throws: ``PartitionError/unknownSite(_:)``; ``PartitionError/damaged(site:reason:)`` when
     ///   the partition is missing, fails its integrity check or its sealed header.
     public func openPartition(forIdentifier id: SiteID) throws(PartitionError) -> Partition {
-        let core = try state.withLock { (st: inout RegistryState) throws(PartitionError) -> PartitionCore in
-            guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+        let core = try current { (st: RegistryState) throws(PartitionError) -> PartitionCore in
+            guard let site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
             if let entry = st.open[id] {
                 st.open[id] = (entry.core, entry.handles + 1)
                 return entry.core
@@ -221,9 +379,14 @@ public final class SiteRegistry: Sendable {
             st.open[id] = (core, 1)
             let now = Date()
             if now.timeIntervalSince(site.lastUsedAt) > 60 {
-                site.lastUsedAt = now
-                st.sites[id] = site
-                try? persist(st)
+                // On a fresh read under the file lock, changing only this site's lastUsedAt; if
+                // another process holds the lock, the update waits for a later open.
+                _ = try? underFileLock(st, wait: false) { (st: RegistryState) throws(PartitionError) in
+                    guard var fresh = st.sites[id] else { return }
+                    fresh.lastUsedAt = now
+                    st.sites[id] = fresh
+                    try persist(st)
+                }
             }
             return core
         }
@@ -243,7 +406,7 @@ public final class SiteRegistry: Sendable {
     }
 
     /// The number of open handles on the site's partition (0 when closed).
-    public func openHandles(forIdentifier id: SiteID) -> Int { state.withLock { $0.open[id]?.handles ?? 0 } }
+    public func openHandles(forIdentifier id: SiteID) -> Int { current { $0.open[id]?.handles ?? 0 } }
 
     /// Removes a site: destroys its storage key first (crypto-shredding), then its files, then
     /// its registry entry.
@@ -253,12 +416,13 @@ public final class SiteRegistry: Sendable {
     /// - Throws: ``PartitionError/siteInUse(site:openHandles:)`` when handles are open and not forced;
     ///   ``PartitionError/keyUnavailable(_:)`` when the key cannot be destroyed (then nothing is deleted).
     public func remove(forIdentifier id: SiteID, force: Bool = false) throws(PartitionError) {
-        try state.withLock { (st: inout RegistryState) throws(PartitionError) in
+        _ = try current { (st: RegistryState) throws(PartitionError) in try underFileLock(st) { (st: RegistryState) throws(PartitionError) in
             guard let site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
             if let entry = st.open[id] {
                 if !force { throw PartitionError.siteInUse(site: id.string, openHandles: entry.handles) }
                 entry.core.shutdown(removed: true)
                 st.open[id] = nil
+                st.closed.append(id)
             }
             do { try keys.destroyStorageKey(forSite: id.string, protection: site.protection) }
             catch { throw PartitionError.keyUnavailable("\(error)") }
@@ -269,7 +433,7 @@ public final class SiteRegistry: Sendable {
             }
             st.sites[id] = nil
             try persist(st)
-        }
+        } }
     }
 
     /// Bytes the site's folder uses on disk.
@@ -309,7 +473,7 @@ public final class SiteRegistry: Sendable {
     public func rebuildPartition(forIdentifier id: SiteID, from source: any PartitionRebuildSource) throws(PartitionError) {
         let contents: PartitionContents
         do { contents = try source.contents(forSite: id) } catch { throw .storageFailure("the rebuild source failed: \(error)") }
-        try state.withLock { (st: inout RegistryState) throws(PartitionError) in
+        try current { (st: RegistryState) throws(PartitionError) in
             guard let site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
             if let entry = st.open[id] { throw PartitionError.siteInUse(site: id.string, openHandles: entry.handles) }
             let key: SymmetricKeyHandle
@@ -342,11 +506,12 @@ extension PartitionCore {
 }
 
 extension SiteRegistry {
-    /// Writes sites.json atomically: temp file (0600), fsync, rename, fsync of the folder.
+    /// Writes sites.json atomically: temp file (0600), fsync, rename, fsync of the folder. Only
+    /// under the file lock (``underFileLock(_:wait:_:)``). The written file becomes the view.
     private func persist(_ st: RegistryState) throws(PartitionError) {
         let file = RegistryFile(version: 1, sites: st.sites.values.sorted { $0.id < $1.id })
         guard let data = try? JSONEncoder.registry.encode(file) else { throw .storageFailure("cannot encode the registry") }
-        let path = home.appendingPathComponent("sites.json").path
+        let path = registryPath
         let tmp = path + ".tmp"
         unlink(tmp)
         let fd = Glibc.open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -360,11 +525,14 @@ extension SiteRegistry {
             }
             return fsync(fd) == 0
         }
-        close(fd)
         guard ok, rename(tmp, path) == 0 else {
+            let e = errno
+            close(fd)
             unlink(tmp)
-            throw .storageFailure("cannot write \(path): \(String(cString: strerror(errno)))")
+            throw .storageFailure("cannot write \(path): \(String(cString: strerror(e)))")
         }
+        st.file = RegistryFileView(fd: fd)
+        st.generation &+= 1
         let dfd = Glibc.open(home.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { fsync(dfd); close(dfd) }
     }

@@ -195,6 +195,7 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         let custodian = try Custodian(home: home, keyring: try FileKeyring(home: home))
         try custodian.unlock(.prf(try SecretBytes(copying: readAll(prfFile))))
         let registry = try SiteRegistry(home: URL(fileURLWithPath: store), keys: custodian)
+        registry.watchForChanges()   // as the daemon's registry (a look per message is then one read)
         if (try? registry.site(forOrigin: "https://promptugal.news")) ?? nil == nil {
             _ = try registry.add(displayName: "Promptugal", origins: ["https://promptugal.news"], appBound: true)
         }

@@ -64,7 +64,7 @@ public final class PartitionAccess: Sendable {
             let id = try SiteID(parsing: site.id)
             // Opened under the holder's lock, so a clear waits for it and then closes it.
             let p = try open.withLock { (cache: inout [SiteID: OpenPartition]) throws(PartitionError) -> Partition in
-                if let p = cache[id] { return p.partition }
+                if let p = cache[id], p.partition.isOpen { return p.partition }   // one the registry closed is replaced
                 let p = try registry.openPartition(forIdentifier: id)
                 cache[id] = OpenPartition(partition: p)
                 return p
@@ -73,7 +73,7 @@ public final class PartitionAccess: Sendable {
                 return try body(p)
             } catch {
                 // A damaged or closed partition is opened afresh next time.
-                if case .damaged = error { drop(id) } else if case .partitionClosed = error { drop(id) }
+                if case .damaged = error { drop(id) } else if case .partitionClosed = error { drop(id) } else if case .siteRemoved = error { drop(id) }
                 throw error
             }
         } catch { throw BridgeFailure(partition: error) }
@@ -230,3 +230,16 @@ public struct LibraryVaultService: VaultService {
     }
 }
 
+extension PartitionAccess {
+    /// For a long-running process (the daemon calls it once): the registry watches `sites.json`
+    /// (``SiteRegistry/watchForChanges()``), and a partition it closes because its site was
+    /// removed or changed (here or in another process) is let go of at once, so a removed site's
+    /// storage key does not stay in memory until the next lock and a changed site's next request
+    /// opens it afresh. The drop runs in a task of its own: the registry may notice inside ``with(_:_:)``.
+    public func followRegistryChanges() {
+        registry.watchForChanges()
+        registry.onPartitionClosed { [weak self] id in
+            Task.detached { self?.drop(id) }
+        }
+    }
+}

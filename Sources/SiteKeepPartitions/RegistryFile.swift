@@ -1,0 +1,130 @@
+import Foundation
+import Glibc
+
+// How a registry knows whether `sites.json` changed since it read it, cheaply enough to ask on
+// every bridge message, and how writers take turns.
+
+/// What `sites.json` was when a registry read or wrote it: device, inode, size, and modification
+/// and change times (to the nanosecond). Every writer replaces the file by `rename`, so a new
+/// version is a new inode; the reader keeps the version it read open (``RegistryFileView``), so
+/// that inode number cannot be handed to a later file, and a changed stamp is exact even where
+/// the file system's clock is coarse. In-place edits (an editor) change size or times.
+struct RegistryFileStamp: Equatable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: (Int, Int)
+    var changed: (Int, Int)
+
+    init(_ st: stat) {
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        modified = (st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+        changed = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec)
+    }
+
+    static func == (a: Self, b: Self) -> Bool {
+        a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified == b.modified && a.changed == b.changed
+    }
+
+    /// The stamp of the file at `path` now; nil when there is none.
+    static func current(_ path: String) -> RegistryFileStamp? {
+        var st = stat()
+        return stat(path, &st) == 0 ? RegistryFileStamp(st) : nil
+    }
+}
+
+/// The version of `sites.json` a registry's view came from, held open (see ``RegistryFileStamp``).
+final class RegistryFileView {
+    let stamp: RegistryFileStamp?
+    private let fd: Int32
+
+    /// No file (an empty registry).
+    init() { stamp = nil; fd = -1 }
+
+    /// Takes ownership of `fd`, an open descriptor of the version read or written.
+    init(fd: Int32) {
+        var st = stat()
+        stamp = fstat(fd, &st) == 0 ? RegistryFileStamp(st) : nil
+        self.fd = fd
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+}
+
+/// An inotify watch on the store home that tells a registry whether anything there changed since
+/// it last asked, for the price of one non-blocking `read` (no path lookup). Only a long-running
+/// process (the daemon) makes one: inotify instances are few per user.
+final class RegistryWatch: Sendable {
+    enum News { case none, something, lost }
+
+    let fd: Int32
+
+    init?(home: String) {
+        let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard fd >= 0 else { return nil }
+        let mask = UInt32(IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
+        guard inotify_add_watch(fd, home, mask) >= 0 else {
+            close(fd)
+            return nil
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// Reads every queued event. `lost` when the watch can no longer be trusted (the home was
+    /// moved or deleted, or the queue overflowed): the registry then compares stamps every time.
+    func drain() -> News {
+        var news = News.none
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
+            while true {
+                let n = read(fd, buffer.baseAddress, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                if case .none = news { news = .something }
+                var offset = 0
+                while offset + 16 <= n {
+                    let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
+                    let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+                    if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { news = .lost }
+                    offset += 16 + length
+                }
+            }
+        }
+        return news
+    }
+
+    /// Waits up to `milliseconds` for an event; true when one is queued.
+    func waitForNews(milliseconds: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) > 0 && p.revents & Int16(POLLIN) != 0
+    }
+}
+
+/// The cross-process lock every read-modify-write of `sites.json` holds: an exclusive `flock` on
+/// `sites.json.lock` beside it (as the file keyring locks `keyring.v1.lock`).
+enum RegistryFileLock {
+    /// Creates the lock file (0600) if absent.
+    static func create(_ path: String) throws(PartitionError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .storageFailure("cannot create the registry lock \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+    }
+
+    /// Runs `body` holding the lock, waiting for it unless `wait` is false; nil, without running
+    /// `body`, when not waiting and another process holds it.
+    static func holding<R>(_ path: String, wait: Bool, _ body: () throws(PartitionError) -> R) throws(PartitionError) -> R? {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .storageFailure("cannot open the registry lock \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }   // closing releases the flock
+        while flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            if e == EINTR { continue }
+            if e == EWOULDBLOCK { return nil }
+            throw .storageFailure("cannot lock \(path): \(String(cString: strerror(e)))")
+        }
+        return try body()
+    }
+}
