@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
         .library(name: "SiteKeepPartitions", targets: ["SiteKeepPartitions"]),
         .library(name: "SiteKeepVault", targets: ["SiteKeepVault"]),
+        .library(name: "SiteKeepCore", targets: ["SiteKeepCore"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
@@ -54,6 +55,10 @@ let package = Package(
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
+        // The native core's rules: schedule (nr.schedule.v1), agenda, reminders, calendar export,
+        // "what is next", workflows, inbox, identity. Pure Swift on JSON and Foundation: no
+        // custody, no SQLite, no C; the daemon fills its interfaces (fetcher, caches, sinks).
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepJSON"]),
         // The bridge: op catalogue, dispatcher, daemon.
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "CLinux"],
                 resources: [.copy("ops.json")]),
@@ -87,6 +92,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepTestSupport"]),
