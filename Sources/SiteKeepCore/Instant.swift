@@ -6,7 +6,7 @@
 ///
 /// ```swift
 /// let a = try Instant(rfc3339: "2026-10-25T01:05:00+00:00")
-/// a.milliseconds            // 1793927100000
+/// a.milliseconds            // 1792890300000
 /// a.rfc3339                 // "2026-10-25T01:05:00.000Z"
 /// ```
 public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
