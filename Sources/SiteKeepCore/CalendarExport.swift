@@ -55,9 +55,10 @@ public struct CalendarExportState: Sendable, Equatable {
 /// agenda's zone with that zone's `VTIMEZONE`, a stable `UID` per pick and site, `SEQUENCE`
 /// bumped when the event changes, and a `VALARM` for the reminder lead.
 ///
-/// A wall-clock time that occurs twice (the hour repeated when summer time ends) cannot be named
-/// by `TZID` and a local time (RFC 5545 §3.3.5 reads it as the first occurrence), so an instant
-/// in the second occurrence is written in UTC.
+/// A wall-clock time that occurs twice (the hour repeated when summer time ends) is written in
+/// UTC, whichever occurrence it is: RFC 5545 §3.3.5 reads `TZID` and such a local time as the
+/// first occurrence, but libical 3 reads it as the second (the calendar interop test caught it),
+/// so a UTC time is the only spelling every reader takes the same way.
 ///
 /// ```swift
 /// var state = CalendarExportState()
@@ -134,9 +135,9 @@ public enum CalendarExport {
         LocalDateTime(localMilliseconds: i.milliseconds - i.milliseconds % 1000).icalendar + "Z"
     }
 
-    /// `DTSTART;TZID=Europe/Lisbon:20261110T093000`, or UTC for the repeated hour (and for UTC).
+    /// `DTSTART;TZID=Europe/Lisbon:20261110T093000`, or UTC in the repeated hour (and for UTC).
     static func dateTime(_ name: String, _ i: Instant, zone: ZoneRules) -> String {
-        if zone.identifier == "UTC" || zone.isRepeatedWallClock(i) { return "\(name):\(utcForm(i))" }
+        if zone.identifier == "UTC" || zone.isAmbiguousWallClock(i) { return "\(name):\(utcForm(i))" }
         return "\(name);TZID=\(zone.identifier):\(zone.local(i).icalendar)"
     }
 

@@ -60,6 +60,20 @@ public struct ZoneRules: Sendable, Equatable {
         return Instant(milliseconds: t - Int64(offsets[0]) * 1000)
     }
 
+    /// Whether the wall-clock time at `at` occurs twice (the hour repeated when summer time ends),
+    /// whichever of the two occurrences `at` is.
+    public func isAmbiguousWallClock(_ at: Instant) -> Bool {
+        let t = local(at).localMilliseconds
+        let day: Int64 = 86_400_000
+        guard let before = Instant(milliseconds: max(t - day, 0)), let after = Instant(milliseconds: min(t + day, Instant.latest.milliseconds)) else { return false }
+        var valid = Set<Int64>()
+        for o in [offset(at: before), offset(at: after)] {
+            let candidate = t - Int64(o) * 1000
+            if let c = Instant(milliseconds: candidate), offset(at: c) == o { valid.insert(candidate) }
+        }
+        return valid.count > 1
+    }
+
     /// Whether `instant` is the second occurrence of its wall-clock time (the repeated hour when
     /// summer time ends): its local time would name another instant, so a calendar must write it in UTC.
     public func isRepeatedWallClock(_ at: Instant) -> Bool {

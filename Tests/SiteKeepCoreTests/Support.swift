@@ -59,3 +59,24 @@ enum CoreFixtures {
         return s
     }
 }
+
+/// Runs a shell line (fixed text built by the test, paths quoted) and returns its status and
+/// standard output.
+enum Shell {
+    static func run(_ line: String) throws -> (status: Int32, output: String) {
+        let dir = try Fixtures.temporaryDirectory("sitekeep-shell")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out").path
+        let status = ChildProcess.run("/bin/sh", ["-c", "(\(line)) > '\(out)' 2>&1"])
+        return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+    }
+
+    /// The package's virtualenv Python (tools/setup makes it).
+    static var venvPython: String? {
+        guard let root = try? Fixtures.packageRoot() else { return nil }
+        let p = root.appendingPathComponent(".venv/bin/python").path
+        return FileManager.default.isExecutableFile(atPath: p) ? p : nil
+    }
+
+    static func quote(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+}
