@@ -113,6 +113,9 @@ public enum Inbox {
         public var added: [String] = []
         public var changed: [String] = []
         public var removed: [String] = []
+        public init(added: [String] = [], changed: [String] = [], removed: [String] = []) {
+            self.added = added; self.changed = changed; self.removed = removed
+        }
     }
 
     public static func diff(from previous: [VaultListingEntry], to current: [VaultListingEntry]) -> Changes {
