@@ -59,15 +59,19 @@ let package = Package(
         // "what is next", workflows, inbox, identity. Pure Swift on JSON and Foundation: no
         // custody, no SQLite, no C; the daemon fills its interfaces (fetcher, caches, sinks).
         .target(name: "SiteKeepCore", dependencies: ["SiteKeepJSON"]),
+        // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
+        // dlopen on first use (CGioLoader), with a printing fallback.
+        .target(name: "CGioLoader"),
+        .target(name: "SiteKeepDesktop", dependencies: ["CGioLoader", "SiteKeepCore"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "CLinux"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge"]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).

@@ -1,3 +1,4 @@
+public import SiteKeepCore
 public import SiteKeepJSON
 public import SiteKeepCustody
 import Synchronization
@@ -148,22 +149,21 @@ public final class InMemorySession: TabsService, ReadingService {
     }
 }
 
-/// Schedules and planned notifications per site.
+/// Schedules per site; reminders planned against an empty agenda (the fake has none).
 public final class InMemorySchedule: ScheduleService, NotifyService {
-    private let schedules = Mutex<[String: Schedule]>([:])
-    private let plans = Mutex<[String: [PlannedNotification]]>([:])
+    private let schedules = Mutex<[String: ScheduleDocument]>([:])
     public init() {}
 
-    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> Schedule {
-        schedules.withLock { $0[site.id] ?? Schedule() }
+    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
+        schedules.withLock { $0[site.id] ?? ScheduleDocument() }
     }
-    public func setSchedule(_ schedule: Schedule, site: BridgeSite) async throws(BridgeFailure) -> Schedule {
+    public func setSchedule(_ schedule: ScheduleDocument, site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
         schedules.withLock { $0[site.id] = schedule }
         return schedule
     }
-    public func plan(_ notifications: [PlannedNotification], site: BridgeSite) async throws(BridgeFailure) -> Int {
-        plans.withLock { $0[site.id] = notifications }
-        return notifications.count
+    public func plan(leads: ReminderLeads, site: BridgeSite) async throws(BridgeFailure) -> [Reminder] {
+        let s = schedules.withLock { $0[site.id] ?? ScheduleDocument() }
+        return ReminderPlanner.plan(schedule: s, agenda: .empty, now: SystemClock().now())
     }
 }
 
