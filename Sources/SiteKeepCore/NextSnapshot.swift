@@ -51,7 +51,8 @@ public struct NextSnapshot: Sendable, Equatable {
     }
 
     /// The snapshot at `now`: picked items and stand-ups not yet ended, soonest first; `today`
-    /// counts the picked items left today (in each agenda's zone).
+    /// counts the picked items left today (in each agenda's zone), `reminders` those planned
+    /// (the daemon passes its own pending count in `extraBadges`, which win).
     public static func build(_ sources: [Source], now: Instant, lastSync: Instant?, extraBadges: [String: Int] = [:],
                              policy: ReminderPolicy = .standard, limit: Int = 5) -> NextSnapshot {
         var items: [Item] = []
@@ -77,9 +78,8 @@ public struct NextSnapshot: Sendable, Equatable {
             reminders += ReminderPlanner.plan(schedule: s.schedule, agenda: s.agenda, policy: policy, now: now).count
         }
         items.sort { $0.start != $1.start ? $0.start < $1.start : $0.title.utf8.lexicographicallyPrecedes($1.title.utf8) }
-        var badges = extraBadges
-        badges["today"] = today
-        badges["reminders"] = reminders
+        var badges = ["today": today, "reminders": reminders]
+        badges.merge(extraBadges) { _, given in given }
         return NextSnapshot(generatedAt: now, lastSync: lastSync, badges: badges, items: Array(items.prefix(min(limit, maxItems))))
     }
 

@@ -122,8 +122,10 @@ public struct ReminderInput: Sendable {
     public let siteID: String
     public let schedule: ScheduleDocument
     public let agenda: Agenda
-    public init(siteID: String, schedule: ScheduleDocument, agenda: Agenda) {
-        self.siteID = siteID; self.schedule = schedule; self.agenda = agenda
+    /// The site's own leads; the deliverer's policy when nil.
+    public let policy: ReminderPolicy?
+    public init(siteID: String, schedule: ScheduleDocument, agenda: Agenda, policy: ReminderPolicy? = nil) {
+        self.siteID = siteID; self.schedule = schedule; self.agenda = agenda; self.policy = policy
     }
 }
 
@@ -175,7 +177,7 @@ public final class ReminderDeliverer: Sendable {
         let prefix = input.siteID + "/"
         var mine = Set<String>()
         for k in delivered where k.hasPrefix(prefix) { mine.insert(String(k.dropFirst(prefix.count))) }
-        return ReminderPlanner.plan(schedule: input.schedule, agenda: input.agenda, policy: policy, now: now, delivered: mine)
+        return ReminderPlanner.plan(schedule: input.schedule, agenda: input.agenda, policy: input.policy ?? policy, now: now, delivered: mine)
     }
 
     /// One round: shows every reminder now due, then re-plans.
@@ -186,7 +188,7 @@ public final class ReminderDeliverer: Sendable {
             let now = clock.now()
             for r in plan(input, delivered: delivered, now: now) where r.fireAt <= now {
                 let key = Self.key(site: input.siteID, reminder: r)
-                let late = now.milliseconds - r.fireAt.milliseconds > policy.lateAfterMilliseconds
+                let late = now.milliseconds - r.fireAt.milliseconds > (input.policy ?? policy).lateAfterMilliseconds
                 try ledger.record(DeliveryRecord(key: key, fireAt: r.fireAt, deliveredAt: now, late: late))
                 delivered.insert(key)
                 let n = DesktopNotification(key: key, siteID: input.siteID, title: r.title,

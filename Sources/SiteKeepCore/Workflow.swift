@@ -1,4 +1,5 @@
 public import SiteKeepJSON
+import Foundation
 
 /// A query a workflow step may name; the host (or the daemon) turns it into pages of the site.
 public enum WorkflowQuery: String, Sendable, Hashable, CaseIterable {
@@ -218,4 +219,22 @@ public struct WorkflowCatalogue: Sendable {
     }
 
     public func workflow(named name: String) -> Workflow? { workflows.first { $0.name == name } }
+}
+
+/// The workflow files of a local folder (`*.json`, at most 200): workflows not yet in a vault, or a copy of its `workflows/`.
+public struct DirectoryWorkflowSource: WorkflowSource {
+    public let path: String
+    public init(path: String) { self.path = path }
+    public func files() throws(CoreFileError) -> [(name: String, bytes: [UInt8])] {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
+            throw CoreFileError(path: path, reason: "cannot list the folder")
+        }
+        var out: [(name: String, bytes: [UInt8])] = []
+        for n in names.sorted() where n.hasSuffix(".json") && !n.hasPrefix(".") {
+            guard out.count < 200, let bytes = try CoreFiles.read(path + "/" + n, limit: 64 << 10 + 1) else { continue }
+            out.append((String(n.dropLast(5)), bytes))
+        }
+        return out
+    }
 }
