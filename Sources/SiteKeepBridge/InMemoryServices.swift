@@ -280,6 +280,44 @@ public enum InMemoryBridge {
         return BridgeServices(sites: InMemorySites(sites), presence: presence, storage: InMemoryStorage(),
                               tabs: session, reading: session, schedule: schedule, notify: schedule,
                               identity: InMemoryIdentity(BridgeIdentity(teamID: "team-nr", displayName: "Reader Team")),
-                              signing: signing, vault: vault, sealed: sealed)
+                              signing: signing, vault: vault, sealed: sealed,
+                              workflow: InMemoryWorkflows(), inbox: InMemoryInbox())
+    }
+}
+
+/// One workflow ("morning": two pages) and its run positions.
+public final class InMemoryWorkflows: WorkflowService, WorkflowSource {
+    private let positions = Mutex<[String: Int]>([:])
+    public init() {}
+    public func files() throws(CoreFileError) -> [(name: String, bytes: [UInt8])] {
+        [("morning", Array(#"{"format":"sitekeep.workflow.v1","name":"morning","title":"Morning run","steps":[{"page":"https://newsroom.sgit.ai/wires/"},{"query":"articles.unread"}]}"#.utf8))]
+    }
+    public func catalogue(site: BridgeSite) async throws(BridgeFailure) -> WorkflowCatalogue {
+        do { return try WorkflowCatalogue(source: self) } catch { throw BridgeFailure(.internal, error.description) }
+    }
+    func named(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> Workflow {
+        guard let w = try await catalogue(site: site).workflow(named: name) else { throw BridgeFailure(.notFound, "no workflow \(name)") }
+        return w
+    }
+    public func run(_ name: String, restart: Bool, site: BridgeSite) async throws(BridgeFailure) -> WorkflowRun {
+        let w = try await named(name, site: site)
+        return WorkflowRun(w, position: restart ? 0 : positions.withLock { $0[name] ?? 0 })
+    }
+    public func next(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> (run: WorkflowRun, moved: Bool) {
+        let w = try await named(name, site: site)
+        return positions.withLock { p in
+            var run = WorkflowRun(w, position: p[name] ?? 0)
+            let moved = run.next()
+            p[name] = run.position
+            return (run, moved)
+        }
+    }
+}
+
+/// A fixed inbox of one unread brief.
+public struct InMemoryInbox: InboxService {
+    public init() {}
+    public func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem] {
+        Inbox.items(current: [VaultListingEntry(path: "inbox/briefs/today.md", version: "v1", size: 12)], lastLooked: nil, marks: InboxReadMarks())
     }
 }
