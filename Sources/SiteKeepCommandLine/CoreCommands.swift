@@ -85,42 +85,39 @@ enum CoreCommands {
         }
     }
 
-    static let scheduleAdd = CommandSpec(
-        path: ["schedule", "add"],
-        summary: "Pick an agenda item: add its id to the site's schedule",
-        arguments: [ArgumentSpec("ID", "the agenda item's id")],
-        options: [siteOption, UnlockOptions.recoveryFile],
-        secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep schedule add ps26-cs-24-1000 --site https://promptugal.news", "pick the session ps26-cs-24-1000")],
-        printsData: false
-    ) { inv in
-        let id = try inv.requiredArgument("ID")
-        let c = try siteContext(inv)
-        defer { c.partition.close() }
-        var s = try schedule(c)
-        let added: Bool
-        do throws(CoreFieldError) { added = try s.add(id: id, at: SystemClock().now()) } catch { throw failure(error) }
-        try setSchedule(s, c)
-        let known = (try? c.agenda.currentOrEmpty().item(id: id)) ?? nil
-        inv.say(added ? "Picked \(id)\(known.map { ": \($0.title)" } ?? " (not in the loaded agenda)")." : "\(id) was already picked.")
+    /// `schedule add` and `schedule remove`: one pick id, the site's schedule changed by `edit`
+    /// (which says whether it changed and what to tell the user), stored when it changed.
+    static func editCommand(_ verb: String, summary: String, example: CommandExample,
+                            edit: @escaping @Sendable (inout ScheduleDocument, String, SiteContext) throws -> (changed: Bool, message: String)) -> CommandSpec {
+        CommandSpec(
+            path: ["schedule", verb], summary: summary,
+            arguments: [ArgumentSpec("ID", "the agenda item's id")],
+            options: [siteOption, UnlockOptions.recoveryFile],
+            secretInputs: UnlockOptions.secretInputs,
+            examples: [example], printsData: false
+        ) { inv in
+            let id = try inv.requiredArgument("ID")
+            let c = try siteContext(inv)
+            defer { c.partition.close() }
+            var s = try schedule(c)
+            let (changed, message) = try edit(&s, id, c)
+            if changed { try setSchedule(s, c) }
+            inv.say(message)
+        }
     }
 
-    static let scheduleRemove = CommandSpec(
-        path: ["schedule", "remove"],
-        summary: "Remove a pick from the site's schedule",
-        arguments: [ArgumentSpec("ID", "the agenda item's id")],
-        options: [siteOption, UnlockOptions.recoveryFile],
-        secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep schedule remove ps26-cs-24-1000 --site https://promptugal.news", "unpick it")],
-        printsData: false
-    ) { inv in
-        let id = try inv.requiredArgument("ID")
-        let c = try siteContext(inv)
-        defer { c.partition.close() }
-        var s = try schedule(c)
+    static let scheduleAdd = editCommand("add", summary: "Pick an agenda item: add its id to the site's schedule",
+                                         example: CommandExample("sitekeep schedule add ps26-cs-24-1000 --site https://promptugal.news", "pick the session ps26-cs-24-1000")) { s, id, c in
+        let added: Bool
+        do throws(CoreFieldError) { added = try s.add(id: id, at: SystemClock().now()) } catch { throw failure(error) }
+        let known = (try? c.agenda.currentOrEmpty().item(id: id)) ?? nil
+        return (added, added ? "Picked \(id)\(known.map { ": \($0.title)" } ?? " (not in the loaded agenda)")." : "\(id) was already picked.")
+    }
+
+    static let scheduleRemove = editCommand("remove", summary: "Remove a pick from the site's schedule",
+                                            example: CommandExample("sitekeep schedule remove ps26-cs-24-1000 --site https://promptugal.news", "unpick it")) { s, id, _ in
         let removed = s.remove(id: id)
-        if removed { try setSchedule(s, c) }
-        inv.say(removed ? "Removed \(id)." : "\(id) was not picked.")
+        return (removed, removed ? "Removed \(id)." : "\(id) was not picked.")
     }
 
     static let scheduleExport = CommandSpec(

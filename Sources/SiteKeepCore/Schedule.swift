@@ -75,12 +75,7 @@ public struct ScheduleDocument: Sendable, Hashable {
         guard picks.count <= Self.maxPicks else {
             throw CoreFieldError("schedule.picks", "has \(picks.count) picks; at most \(Self.maxPicks) are allowed")
         }
-        var seen: [[UInt8]: Int] = [:]
-        for (i, p) in picks.enumerated() {
-            if let first = seen.updateValue(i, forKey: Array(p.id.utf8)) {
-                throw CoreFieldError("schedule.picks[\(i)].id", "duplicates schedule.picks[\(first)].id (\(printable(p.id))); each id may be picked once")
-            }
-        }
+        try Self.checkUnique(picks, path: "schedule")
         self.picks = picks
     }
 
@@ -107,16 +102,8 @@ public struct ScheduleDocument: Sendable, Hashable {
         }
         var picks: [SchedulePick] = []
         picks.reserveCapacity(items.count)
-        var seen: [[UInt8]: Int] = [:]
-        seen.reserveCapacity(items.count)
-        for (i, item) in items.enumerated() {
-            let here = "\(path).picks[\(i)]"
-            let pick = try Self.pick(item, path: here)
-            if let first = seen.updateValue(i, forKey: Array(pick.id.utf8)) {
-                throw CoreFieldError("\(here).id", "duplicates \(path).picks[\(first)].id (\(printable(pick.id))); each id may be picked once")
-            }
-            picks.append(pick)
-        }
+        for (i, item) in items.enumerated() { picks.append(try Self.pick(item, path: "\(path).picks[\(i)]")) }
+        try Self.checkUnique(picks, path: path)
         self.picks = picks
     }
 
@@ -127,6 +114,17 @@ public struct ScheduleDocument: Sendable, Hashable {
             throw CoreFieldError(path, "is not valid JSON (\(error.description))")
         }
         try self.init(json: value, path: path)
+    }
+
+    /// Refuses the first id that repeats an earlier one (compared byte for byte).
+    static func checkUnique(_ picks: [SchedulePick], path: String) throws(CoreFieldError) {
+        var seen: [[UInt8]: Int] = [:]
+        seen.reserveCapacity(picks.count)
+        for (i, p) in picks.enumerated() {
+            if let first = seen.updateValue(i, forKey: Array(p.id.utf8)) {
+                throw CoreFieldError("\(path).picks[\(i)].id", "duplicates \(path).picks[\(first)].id (\(printable(p.id))); each id may be picked once")
+            }
+        }
     }
 
     static func pick(_ value: JSONValue, path: String) throws(CoreFieldError) -> SchedulePick {
