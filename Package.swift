@@ -28,6 +28,7 @@ let package = Package(
         // Loaded with dlopen by SiteKeepVaultRemotes on first use of an HTTP remote, so no
         // executable links FoundationNetworking/libcurl at start-up.
         .library(name: "SiteKeepHTTP", type: .dynamic, targets: ["SiteKeepHTTP"]),
+        .library(name: "SiteKeepCore", targets: ["SiteKeepCore"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
@@ -64,15 +65,23 @@ let package = Package(
         .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"]),
         // URLSession (FoundationNetworking, libcurl) behind a C ABI; depends on nothing of SiteKeep.
         .target(name: "SiteKeepHTTP"),
+        // The native core's rules: schedule (nr.schedule.v1), agenda, reminders, calendar export,
+        // "what is next", workflows, inbox, identity. Pure Swift on JSON and Foundation: no
+        // custody, no SQLite, no C; the daemon fills its interfaces (fetcher, caches, sinks).
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepJSON"]),
+        // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
+        // dlopen on first use (CGioLoader), with a printing fallback.
+        .target(name: "CGioLoader"),
+        .target(name: "SiteKeepDesktop", dependencies: ["CGioLoader", "SiteKeepCore"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "CLinux"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge"]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAudit",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
@@ -83,7 +92,7 @@ let package = Package(
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepJSON", "CSodium", "COpenSSL", "CSQLite",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
@@ -98,6 +107,7 @@ let package = Package(
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepBridge", "SiteKeepTestSupport"]),

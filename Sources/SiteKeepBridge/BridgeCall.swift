@@ -115,12 +115,15 @@ public struct BridgeServices: Sendable {
     public var signing: (any SigningService)?
     public var vault: (any VaultService)?
     public var sealed: (any SealedContentService)?
+    public var workflow: (any WorkflowService)?
+    public var inbox: (any InboxService)?
 
     public init(sites: any SiteResolver, presence: (any PresenceService)? = nil, storage: (any StorageService)? = nil,
                 tabs: (any TabsService)? = nil, reading: (any ReadingService)? = nil,
                 schedule: (any ScheduleService)? = nil, notify: (any NotifyService)? = nil,
                 identity: (any IdentityService)? = nil, signing: (any SigningService)? = nil,
-                vault: (any VaultService)? = nil, sealed: (any SealedContentService)? = nil) {
+                vault: (any VaultService)? = nil, sealed: (any SealedContentService)? = nil,
+                workflow: (any WorkflowService)? = nil, inbox: (any InboxService)? = nil) {
         self.sites = sites
         self.presence = presence
         self.storage = storage
@@ -132,6 +135,8 @@ public struct BridgeServices: Sendable {
         self.signing = signing
         self.vault = vault
         self.sealed = sealed
+        self.workflow = workflow
+        self.inbox = inbox
     }
 
     /// The handler table: each service's ops, from the file beside that service.
@@ -144,6 +149,8 @@ public struct BridgeServices: Sendable {
         if let notify { h.merge(NotifyOps.handlers(notify)) { a, _ in a } }
         if let identity { h.merge(IdentityOps.handlers(identity)) { a, _ in a } }
         if let signing { h.merge(SigningOps.handlers(signing)) { a, _ in a } }
+        if let workflow { h.merge(WorkflowOps.handlers(workflow)) { a, _ in a } }
+        if let inbox { h.merge(InboxOps.handlers(inbox)) { a, _ in a } }
         if let vault { h.merge(VaultOps.handlers(vault)) { a, _ in a } }
         if let sealed { h.merge(SealedOps.handlers(sealed)) { a, _ in a } }
         return h
@@ -159,7 +166,7 @@ public struct BridgeServices: Sendable {
     /// Every op some service can implement (for the catalogue consistency check).
     static let implementableOps: Set<String> = StorageOps.names.union(TabsOps.names).union(ReadingOps.names)
         .union(ScheduleOps.names).union(NotifyOps.names).union(IdentityOps.names).union(SigningOps.names)
-        .union(VaultOps.names).union(SealedOps.names)
+        .union(VaultOps.names).union(SealedOps.names).union(WorkflowOps.names).union(InboxOps.names)
 }
 
 /// CLOCK_BOOTTIME now, in nanoseconds (custody's clock).

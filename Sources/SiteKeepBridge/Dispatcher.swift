@@ -77,6 +77,12 @@ public final class BridgeDispatcher: Sendable {
         await reply(to: frame, connection: connection).bytes
     }
 
+    /// Sends `event` to every connection bound to the site `siteID`: events the daemon raises
+    /// itself (a notification's default action, `notify.opened`), not in answer to a request.
+    public func broadcast(_ event: String, data: JSONValue, siteID: String) {
+        hub.send(BridgeMessage.event(name: event, data: data).bytes, site: siteID, except: .max)
+    }
+
     /// Forgets `connection` (no more events). The server calls it when a socket closes.
     public func disconnect(_ connection: BridgeConnection) { hub.remove(connection) }
 

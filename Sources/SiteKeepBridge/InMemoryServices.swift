@@ -1,3 +1,4 @@
+public import SiteKeepCore
 public import SiteKeepJSON
 public import SiteKeepCustody
 import Synchronization
@@ -160,22 +161,21 @@ public final class InMemorySession: TabsService, ReadingService {
     }
 }
 
-/// Schedules and planned notifications per site.
+/// Schedules per site; reminders planned against an empty agenda (the fake has none).
 public final class InMemorySchedule: ScheduleService, NotifyService {
-    private let schedules = Mutex<[String: Schedule]>([:])
-    private let plans = Mutex<[String: [PlannedNotification]]>([:])
+    private let schedules = Mutex<[String: ScheduleDocument]>([:])
     public init() {}
 
-    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> Schedule {
-        schedules.withLock { $0[site.id] ?? Schedule() }
+    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
+        schedules.withLock { $0[site.id] ?? ScheduleDocument() }
     }
-    public func setSchedule(_ schedule: Schedule, site: BridgeSite) async throws(BridgeFailure) -> Schedule {
+    public func setSchedule(_ schedule: ScheduleDocument, site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
         schedules.withLock { $0[site.id] = schedule }
         return schedule
     }
-    public func plan(_ notifications: [PlannedNotification], site: BridgeSite) async throws(BridgeFailure) -> Int {
-        plans.withLock { $0[site.id] = notifications }
-        return notifications.count
+    public func plan(leads: ReminderLeads, site: BridgeSite) async throws(BridgeFailure) -> [Reminder] {
+        let s = schedules.withLock { $0[site.id] ?? ScheduleDocument() }
+        return ReminderPlanner.plan(schedule: s, agenda: .empty, now: SystemClock().now())
     }
 }
 
@@ -301,6 +301,44 @@ public enum InMemoryBridge {
         return BridgeServices(sites: InMemorySites(sites), presence: presence, storage: InMemoryStorage(),
                               tabs: session, reading: session, schedule: schedule, notify: schedule,
                               identity: InMemoryIdentity(BridgeIdentity(teamID: "team-nr", displayName: "Reader Team")),
-                              signing: signing, vault: vault, sealed: sealed)
+                              signing: signing, vault: vault, sealed: sealed,
+                              workflow: InMemoryWorkflows(), inbox: InMemoryInbox())
+    }
+}
+
+/// One workflow ("morning": two pages) and its run positions.
+public final class InMemoryWorkflows: WorkflowService, WorkflowSource {
+    private let positions = Mutex<[String: Int]>([:])
+    public init() {}
+    public func files() throws(CoreFileError) -> [(name: String, bytes: [UInt8])] {
+        [("morning", Array(#"{"format":"sitekeep.workflow.v1","name":"morning","title":"Morning run","steps":[{"page":"https://newsroom.sgit.ai/wires/"},{"query":"articles.unread"}]}"#.utf8))]
+    }
+    public func catalogue(site: BridgeSite) async throws(BridgeFailure) -> WorkflowCatalogue {
+        do { return try WorkflowCatalogue(source: self) } catch { throw BridgeFailure(.internal, error.description) }
+    }
+    func named(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> Workflow {
+        guard let w = try await catalogue(site: site).workflow(named: name) else { throw BridgeFailure(.notFound, "no workflow \(name)") }
+        return w
+    }
+    public func run(_ name: String, restart: Bool, site: BridgeSite) async throws(BridgeFailure) -> WorkflowRun {
+        let w = try await named(name, site: site)
+        return WorkflowRun(w, position: restart ? 0 : positions.withLock { $0[name] ?? 0 })
+    }
+    public func next(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> (run: WorkflowRun, moved: Bool) {
+        let w = try await named(name, site: site)
+        return positions.withLock { p in
+            var run = WorkflowRun(w, position: p[name] ?? 0)
+            let moved = run.next()
+            p[name] = run.position
+            return (run, moved)
+        }
+    }
+}
+
+/// A fixed inbox of one unread brief.
+public struct InMemoryInbox: InboxService {
+    public init() {}
+    public func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem] {
+        Inbox.items(current: [VaultListingEntry(path: "inbox/briefs/today.md", version: "v1", size: 12)], lastLooked: nil, marks: InboxReadMarks())
     }
 }

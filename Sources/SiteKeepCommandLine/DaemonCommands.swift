@@ -35,8 +35,10 @@ enum DaemonCommands {
         let store = try StoreContext.open(inv, configuration: CustodianConfiguration(idleLifetime: .seconds(idle * 60)))
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.flag("--unlock") { try store.unlockOneShot(inv) }
-        let services = try DaemonServices.make(store, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        let (services, core) = try DaemonServices.makeWithCore(store, teamKeyID: inv.option("--team-key"), environment: inv.environment)
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
+        // Reminders fire from here: desktop notifications, or printed where no service answers.
+        core.start(dispatcher: dispatcher, environment: inv.environment) { inv.note($0) }
         let custodian = store.custodian
         let controlBox = ControlBox()
         try BridgeDaemon.run(dispatcher: dispatcher, environment: inv.environment, ready: { path in
@@ -58,6 +60,7 @@ enum DaemonCommands {
             }
             inv.note("sitekeep serve: listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked")")
         }, onStopped: {
+            core.stop()
             controlBox.shutdown()
             custodian.lock()
             custodian.auditLog.flush()

@@ -1,10 +1,17 @@
 import Foundation
 internal import SiteKeepBridge
 internal import SiteKeepCustody
+internal import SiteKeepCore
+internal import SiteKeepKeyring
 
 enum DaemonServices {
     /// The services of `store` for the bridge.
     static func make(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
+        try makeWithCore(store, teamKeyID: teamKeyID, environment: environment).services
+    }
+
+    /// The services and the daemon's native core (reminders, snapshot) sharing one set of partitions.
+    static func makeWithCore(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> (services: BridgeServices, core: DaemonCore) {
         let registry = try SiteCommands.registry(store)
         // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
         // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
@@ -13,21 +20,28 @@ enum DaemonServices {
         let access = PartitionAccess(registry: registry, lockScope: scope)
         // The CLI changes sites.json while the daemon runs: see it at once, close what it removed.
         access.followRegistryChanges()
+        let core = DaemonCore(home: store.home.path, registry: registry, access: access)
+        let state = core.state
+        let library = VaultCommands.library(store)
+        let vaults = CoreVaultAccess(library: library)
         var presence: (any PresenceService)? = nil
         if let verifier = try? AskpassPresenceVerifier.fromEnvironment(environment) {
             presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
         }
         let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
-        return BridgeServices(
+        let services = BridgeServices(
             sites: RegistrySiteResolver(registry: registry),
             presence: presence,
             storage: PartitionStorageService(access: access),
             tabs: PartitionTabsService(access: access),
             reading: PartitionReadingService(access: access),
-            schedule: PartitionScheduleService(access: access),
-            notify: PartitionNotifyService(access: access),
-            identity: team.map { CustodyIdentityService(custodian: store.custodian, teamKeyID: $0) },
+            schedule: PartitionScheduleService(access: access, onChange: { _ in core.replan() }),
+            notify: CoreNotifyService(access: access, state: state, onChange: { _ in core.replan() }),
+            identity: SettingsIdentityService(state: state, fallback: team.map { CustodyIdentityService(custodian: store.custodian, teamKeyID: $0) }),
             signing: CustodySigningService(custodian: store.custodian),
-            vault: LibraryVaultService(library: VaultCommands.library(store)))
+            vault: LibraryVaultService(library: library),
+            workflow: CoreWorkflowService(state: state) { site throws(BridgeFailure) -> any WorkflowSource in VaultWorkflowSource(vault: try vaults.vault(site: site)) },
+            inbox: CoreInboxService(vaults: vaults, state: state, marks: FileInboxMarksStore(state: state)))
+        return (services, core)
     }
 }

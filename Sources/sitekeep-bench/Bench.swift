@@ -20,6 +20,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
     BenchGroup(name: "vault-sync", summary: "vault commit, push, pull and clone vs the sgit CLI through the real vault server", run: vaultSyncGroup),
     BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
+    BenchGroup(name: "core", summary: "reminder planning (1,000 picks x 10,000 items) and schedule.set through the daemon, p50/p99", run: coreGroup),
 ] }
 
 @main
@@ -62,6 +63,12 @@ struct SiteKeepBench {
                 let rows = try run(settings)
                 if name == "bridge" {
                     print(markdown ? "### bridge\n\n" + bridgeMarkdown : "== bridge ==\n" + bridgeMarkdown)
+                    continue
+                }
+                if name == "core" {
+                    print(markdown ? "### core\n\n| measurement | value |\n|---|---|" : "== core ==")
+                    for (what, value) in coreTable { print(markdown ? "| \(what) | \(value) |" : "  \(what): \(value)") }
+                    print("")
                     continue
                 }
                 if name == "partitions" {

@@ -12,7 +12,8 @@ import SiteKeepCustody
         let expected = ["hello", "schedule.get", "schedule.set", "schedule.changed", "notify.plan", "vault.status",
                         "vault.load", "vault.save", "vault.list", "key.sign", "identity.get", "storage.get", "storage.set",
                         "storage.remove", "storage.keys", "storage.clear", "tabs.get", "tabs.set", "reading.get",
-                        "reading.set", "sealed.open", "capture.save", "capture.open", "share"]
+                        "reading.set", "sealed.open", "capture.save", "capture.open", "share",
+                        "notify.opened", "workflow.list", "workflow.show", "workflow.run", "workflow.next", "inbox.list"]
         #expect(Set(c.ops.map(\.name)) == Set(expected))
         #expect(c["key.sign"]?.presence == true)
         #expect(c["sealed.open"]?.presence == true)

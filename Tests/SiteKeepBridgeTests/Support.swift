@@ -131,6 +131,8 @@ func workingArgs(_ op: String, bed: Bed) throws -> JSONValue {
     case "vault.load": return ["path": "notes/a.md"]
     case "vault.list": return ["path": "notes"]
     case "hello": return ["origin": "https://promptugal.news"]
+    case "schedule.set": return ["v": 1, "picks": [["id": "ps26-cs-24-1000", "at": 1_793_000_000_000]]]
+    case "workflow.show", "workflow.run", "workflow.next": return ["name": "morning"]
     default: return bed.dispatcher.catalogue[op]?.args.sample() ?? .object([])
     }
 }

@@ -20,6 +20,7 @@ import SiteKeepTestSupport
         "sitekeep vault remote remove notes origin --prf-file prf.bin": "the fixture vault has no remote",
         "sitekeep vault resolve notes docs/a.txt --theirs --prf-file prf.bin": "needs a merge in progress (ServerInteropTests make one)",
         "sitekeep vault merge-abort notes --prf-file prf.bin": "needs a merge in progress",
+        "sitekeep agenda load https://promptugal.news/api/v1/agenda.json --site https://promptugal.news": "needs the network (NotificationDeliveryTests and AgendaFetchTests load agendas from files and loopback)",
         "sitekeep unlock": "prompts on a terminal",
         "sitekeep slot remove 3f2a9c1d --prf-file prf.bin": "slot ids are random per store",
         "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
@@ -79,6 +80,10 @@ import SiteKeepTestSupport
         try fm.createDirectory(at: notes.appendingPathComponent("sitekeep/sites"), withIntermediateDirectories: true)
         try Data(#"{"schema": "sitekeep_partition_v1", "storage": {"nr.schedule.v1": "{}"}}"#.utf8)
             .write(to: notes.appendingPathComponent("sitekeep/sites/promptugal.news.json"))
+        // A workflow, as an agent would propose it (the workflow examples run it).
+        try fm.createDirectory(at: notes.appendingPathComponent("workflows"), withIntermediateDirectories: true)
+        try Data(#"{"format": "sitekeep.workflow.v1", "name": "morning", "title": "Morning run", "steps": [{"page": "https://newsroom.sgit.ai/wires/"}, {"query": "articles.unread"}]}"#.utf8)
+            .write(to: notes.appendingPathComponent("workflows/morning.json"))
         let commit = ChildProcess.run("/bin/sh", ["-c", "cd '\(notes.path)' && '\(sgit)' commit -m notes >/dev/null 2>&1"])
         guard commit == 0 else { return false }
         try write("notes.key", Array("notes pass phrase:notes123".utf8))
@@ -117,7 +122,7 @@ import SiteKeepTestSupport
                         #expect(added.status == 0, "\(added.err)")
                     }
                 }
-                let known = ["pass.txt", "prf.bin", "note.txt", "link.txt", "notes.key"]
+                let known = ["pass.txt", "prf.bin", "note.txt", "link.txt", "notes.key", "picks.ics"]
                 let args = Self.words(example.command).dropFirst().map { word -> String in
                     if known.contains(word) { return work.appendingPathComponent(word).path }
                     if word == "~/notes" { return work.appendingPathComponent("notes").path }

@@ -1,6 +1,7 @@
 public import SiteKeepPartitions
 public import SiteKeepVault
 public import SiteKeepCustody
+public import SiteKeepCore
 import SiteKeepJSON
 import Synchronization
 
@@ -148,40 +149,28 @@ public struct PartitionReadingService: ReadingService {
     }
 }
 
-/// The schedule (`nr.schedule.v1`, as the sites keep it in localStorage) in the site's storage.
+/// The schedule (`nr.schedule.v1`, as the sites keep it in localStorage) in the site's storage,
+/// read and written through the core's strict ``ScheduleDocument``.
 public struct PartitionScheduleService: ScheduleService {
     public let access: PartitionAccess
-    public init(access: PartitionAccess) { self.access = access }
-    public static let key = "nr.schedule.v1"
-    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> Schedule {
-        guard let text = try access.with(site, { p throws(PartitionError) in try p.storage.getItem(Self.key) }),
-              let value = try? JSONParser.parse(text, limits: .message) else { return Schedule() }
-        // Picks written by the page itself may carry `at` as a number; the bridge's shape is a string.
-        let picks = (value["picks"]?.arrayValue ?? []).compactMap { p -> SchedulePick? in
-            guard let id = p["id"]?.stringValue else { return nil }
-            let at = p["at"]?.stringValue ?? p["at"]?.intValue.map { String($0) } ?? ""
-            return SchedulePick(id: id, at: at)
+    /// Told after every change (the daemon re-plans the site's reminders).
+    public let onChange: @Sendable (BridgeSite) -> Void
+    public init(access: PartitionAccess, onChange: @escaping @Sendable (BridgeSite) -> Void = { _ in }) {
+        self.access = access
+        self.onChange = onChange
+    }
+    public static let key = ScheduleDocument.storageKey
+    public func schedule(site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
+        guard let text = try access.with(site, { p throws(PartitionError) in try p.storage.getItem(Self.key) }) else { return ScheduleDocument() }
+        do { return try ScheduleDocument(text: text, path: Self.key) } catch {
+            throw BridgeFailure(.internal, "the stored schedule is refused (\(error)); write a valid one with schedule.set")
         }
-        return Schedule(picks: picks)
     }
-    public func setSchedule(_ schedule: Schedule, site: BridgeSite) async throws(BridgeFailure) -> Schedule {
-        let text = JSONSerializer.string(schedule.json)
+    public func setSchedule(_ schedule: ScheduleDocument, site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
+        let text = schedule.text
         try access.with(site) { p throws(PartitionError) in try p.storage.setItem(Self.key, text) }
+        onChange(site)
         return schedule
-    }
-}
-
-/// Planned notifications, kept in the site's storage for the desktop notifier to pick up.
-public struct PartitionNotifyService: NotifyService {
-    public let access: PartitionAccess
-    public init(access: PartitionAccess) { self.access = access }
-    public func plan(_ notifications: [PlannedNotification], site: BridgeSite) async throws(BridgeFailure) -> Int {
-        let value: JSONValue = .array(notifications.map { n in
-            ["id": .string(n.id), "at": .string(n.at), "title": .string(n.title), "body": .string(n.body)]
-        })
-        let text = JSONSerializer.string(value)
-        try access.with(site) { p throws(PartitionError) in try p.storage.setItem("sitekeep.notify.plan", text) }
-        return notifications.count
     }
 }
 

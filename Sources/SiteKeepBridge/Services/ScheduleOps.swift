@@ -1,44 +1,16 @@
 public import SiteKeepJSON
+public import SiteKeepCore
 
-/// One pick of an nr.schedule.v1 schedule.
-public struct SchedulePick: Sendable, Equatable {
-    public var id: String
-    /// When it was picked, ISO 8601 UTC.
-    public var at: String
-    public init(id: String, at: String) {
-        self.id = id
-        self.at = at
-    }
-}
-
-/// A site's schedule in the nr.schedule.v1 shape `{v: 1, picks: [{id, at}]}`.
-public struct Schedule: Sendable, Equatable {
-    public var picks: [SchedulePick]
-    public init(picks: [SchedulePick] = []) { self.picks = picks }
-
-    /// `{v: 1, picks: [...]}`.
-    public var json: JSONValue {
-        ["v": 1, "picks": .array(picks.map { ["id": .string($0.id), "at": .string($0.at)] })]
-    }
-
-    /// Reads the validated shape back.
-    init(json: JSONValue) throws(BridgeFailure) {
-        var picks: [SchedulePick] = []
-        for p in json["picks"]?.arrayValue ?? [] {
-            guard let id = p["id"]?.stringValue, let at = p["at"]?.stringValue else {
-                throw BridgeFailure(.badRequest, "each pick needs an id and an at")
-            }
-            picks.append(SchedulePick(id: id, at: at))
-        }
-        self.picks = picks
-    }
-}
-
-/// The site's schedule (the core layer's; the vault keeps it).
+/// The site's schedule (`nr.schedule.v1`, validated by the core's ``ScheduleDocument``).
 public protocol ScheduleService: Sendable {
-    func schedule(site: BridgeSite) async throws(BridgeFailure) -> Schedule
+    func schedule(site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument
     /// Replaces the schedule; returns what is now stored.
-    func setSchedule(_ schedule: Schedule, site: BridgeSite) async throws(BridgeFailure) -> Schedule
+    func setSchedule(_ schedule: ScheduleDocument, site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument
+}
+
+extension BridgeFailure {
+    /// A document the core refused: `bad_request`, naming the path of the bad field.
+    public init(core error: CoreFieldError) { self.init(.badRequest, error.description) }
 }
 
 enum ScheduleOps {
@@ -48,7 +20,9 @@ enum ScheduleOps {
         [
             "schedule.get": { c throws(BridgeFailure) in try await s.schedule(site: c.site).json },
             "schedule.set": { c throws(BridgeFailure) in
-                let stored = try await s.setSchedule(try Schedule(json: c.args), site: c.site).json
+                let doc: ScheduleDocument
+                do throws(CoreFieldError) { doc = try ScheduleDocument(json: c.args, path: "args") } catch { throw BridgeFailure(core: error) }
+                let stored = try await s.setSchedule(doc, site: c.site).json
                 c.emit("schedule.changed", data: stored)
                 return stored
             },
@@ -56,24 +30,20 @@ enum ScheduleOps {
     }
 }
 
-/// One local notification to plan.
-public struct PlannedNotification: Sendable, Equatable {
-    public var id: String
-    public var at: String
-    public var title: String
-    public var body: String?
-    public init(id: String, at: String, title: String, body: String? = nil) {
-        self.id = id
-        self.at = at
-        self.title = title
-        self.body = body
+/// The reminder leads a site asks for (minutes; nil keeps the current one).
+public struct ReminderLeads: Sendable, Equatable {
+    public var sessionMinutes: Int?
+    public var standupMinutes: Int?
+    public init(sessionMinutes: Int? = nil, standupMinutes: Int? = nil) {
+        self.sessionMinutes = sessionMinutes
+        self.standupMinutes = standupMinutes
     }
 }
 
-/// Local notifications for a site.
+/// Reminders for a site: planned by the core from the site's picks and agenda, delivered by the daemon.
 public protocol NotifyService: Sendable {
-    /// Replaces the site's planned notifications; returns how many are planned.
-    func plan(_ notifications: [PlannedNotification], site: BridgeSite) async throws(BridgeFailure) -> Int
+    /// Sets the site's leads (when given) and returns its pending reminders, at most 64, in order.
+    func plan(leads: ReminderLeads, site: BridgeSite) async throws(BridgeFailure) -> [Reminder]
 }
 
 enum NotifyOps {
@@ -82,12 +52,17 @@ enum NotifyOps {
     static func handlers(_ s: any NotifyService) -> [String: BridgeHandler] {
         [
             "notify.plan": { c throws(BridgeFailure) in
-                let list = try c.array("notifications").map { n in
-                    PlannedNotification(id: n["id"]?.stringValue ?? "", at: n["at"]?.stringValue ?? "",
-                                        title: n["title"]?.stringValue ?? "", body: n["body"]?.stringValue)
-                }
-                return ["planned": .integer(try await s.plan(list, site: c.site))]
+                let leads = ReminderLeads(sessionMinutes: c.args["sessionLeadMinutes"]?.intValue.map { Int($0) },
+                                          standupMinutes: c.args["standupLeadMinutes"]?.intValue.map { Int($0) })
+                let plan = try await s.plan(leads: leads, site: c.site)
+                return ["planned": .integer(plan.count), "reminders": .array(plan.map(json))]
             },
         ]
+    }
+
+    static func json(_ r: Reminder) -> JSONValue {
+        .object([JSONMember(key: "id", value: .string(r.id)), JSONMember(key: "item", value: .string(r.item.id)),
+                 JSONMember(key: "title", value: .string(r.title)), JSONMember(key: "kind", value: .string(r.item.kind.rawValue)),
+                 JSONMember(key: "at", value: .string(r.fireAt.rfc3339)), JSONMember(key: "start", value: .string(r.item.start.rfc3339))])
     }
 }

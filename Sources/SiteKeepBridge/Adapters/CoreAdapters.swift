@@ -1,0 +1,211 @@
+public import SiteKeepCore
+public import SiteKeepPartitions
+public import SiteKeepVault
+import SiteKeepJSON
+
+// The bridge's core services (reminders, workflows, inbox, identity) on the partitions, the
+// vault library and the core's state files. Each decodes nothing and decides nothing: the core
+// plans, validates and merges; these only fetch its inputs and store its outputs.
+
+extension BridgeFailure {
+    init(coreFile error: CoreFileError) { self.init(.internal, "SiteKeep's state file \(error)") }
+}
+
+/// The site's agenda, cached in its partition's offline cache (the native-only namespace) under
+/// `sitekeep:agenda`, with the entity tag and source as headers.
+public struct PartitionAgendaCache: AgendaCache {
+    public let partition: Partition
+    public static let key = "sitekeep:agenda"
+    public init(partition: Partition) { self.partition = partition }
+
+    public func current() throws(AgendaError) -> CachedAgenda? {
+        let r: CachedResource?
+        do { r = try partition.cache.resource(for: Self.key) } catch { throw .cache(error.description) }
+        guard let r else { return nil }
+        func header(_ n: String) -> String? { r.headers.first { $0.name == n }?.value }
+        let at = header("X-SiteKeep-Loaded-At").flatMap { Int64($0) }.flatMap(Instant.init(milliseconds:)) ?? .earliest
+        return CachedAgenda(source: header("X-SiteKeep-Source") ?? "", etag: header("ETag"), body: r.body, loadedAt: at)
+    }
+
+    public func store(_ a: CachedAgenda) throws(AgendaError) {
+        var headers = [HeaderField(name: "X-SiteKeep-Source", value: a.source), HeaderField(name: "X-SiteKeep-Loaded-At", value: String(a.loadedAt.milliseconds))]
+        if let e = a.etag { headers.append(HeaderField(name: "ETag", value: e)) }
+        do { try partition.cache.store(CachedResource(url: Self.key, status: 200, headers: headers, body: a.body)) } catch {
+            throw .cache(error.description)
+        }
+    }
+}
+
+extension PartitionAccess {
+    /// The site's schedule and agenda (the empty agenda when none is loaded), as the core reads them.
+    public func coreInputs(_ site: BridgeSite) throws(BridgeFailure) -> (ScheduleDocument, Agenda) {
+        let partition = try with(site) { p throws(PartitionError) in p }
+        let text = try with(site) { p throws(PartitionError) in try p.storage.getItem(ScheduleDocument.storageKey) }
+        let schedule: ScheduleDocument
+        do { schedule = try text.map { t throws(CoreFieldError) in try ScheduleDocument(text: t, path: ScheduleDocument.storageKey) } ?? ScheduleDocument() } catch {
+            throw BridgeFailure(.internal, "the stored schedule is refused (\(error)); write a valid one with schedule.set")
+        }
+        do { return (schedule, try AgendaLoader(cache: PartitionAgendaCache(partition: partition)).currentOrEmpty()) } catch {
+            throw BridgeFailure(.internal, error.description)
+        }
+    }
+}
+
+/// `notify.plan`: the site's leads kept in its core state, the plan computed by the core from the
+/// site's picks and agenda, less what was already delivered.
+public struct CoreNotifyService: NotifyService {
+    public let access: PartitionAccess
+    public let state: CoreStateDirectory
+    public let clock: any CoreClock
+    /// Told after the leads change (the daemon re-plans).
+    public let onChange: @Sendable (BridgeSite) -> Void
+
+    public init(access: PartitionAccess, state: CoreStateDirectory, clock: any CoreClock = SystemClock(),
+                onChange: @escaping @Sendable (BridgeSite) -> Void = { _ in }) {
+        self.access = access; self.state = state; self.clock = clock; self.onChange = onChange
+    }
+
+    public func plan(leads: ReminderLeads, site: BridgeSite) async throws(BridgeFailure) -> [Reminder] {
+        do {
+            var policy = try state.reminderPolicy(site: site.id)
+            if leads.sessionMinutes != nil || leads.standupMinutes != nil {
+                if let m = leads.sessionMinutes { policy.leads[.session] = Int64(m) * 60_000 }
+                if let m = leads.standupMinutes { policy.leads[.standup] = Int64(m) * 60_000 }
+                try state.setReminderPolicy(policy, site: site.id)
+                onChange(site)
+            }
+            let (schedule, agenda) = try access.coreInputs(site)
+            let deliverer = ReminderDeliverer(ledger: FileDeliveryLedger(path: state.deliveredLedger), sink: NoSink(), clock: clock, policy: policy)
+            return try deliverer.pending(ReminderInput(siteID: site.id, schedule: schedule, agenda: agenda))
+        } catch let e as BridgeFailure { throw e } catch let e as CoreFileError { throw BridgeFailure(coreFile: e) } catch {
+            throw BridgeFailure(.internal, "reminders could not be planned")
+        }
+    }
+
+    struct NoSink: NotificationSink { func deliver(_ n: DesktopNotification) throws(DeliveryError) {} }
+}
+
+/// A vault's `workflows/*.json`, read through the vault client (verified like every read).
+public struct VaultWorkflowSource: WorkflowSource {
+    public let vault: Vault
+    public init(vault: Vault) { self.vault = vault }
+    public func files() throws(CoreFileError) -> [(name: String, bytes: [UInt8])] {
+        do {
+            let entries = try vault.list(path: nil).filter { $0.path.string.hasPrefix("workflows/") && $0.path.string.hasSuffix(".json") }
+            return try entries.prefix(200).map { e throws(VaultError) in
+                let p = e.path.string
+                return (String(p.dropFirst("workflows/".count).dropLast(".json".count)), try vault.read(path: p))
+            }.filter { !$0.name.contains("/") }
+        } catch { throw CoreFileError(path: "vault:workflows/", reason: error.description) }
+    }
+}
+
+/// A vault as the core sees it. For a bridge call (`site` given), exactly the vault the bridge's
+/// vault ops would use for that site (one of its own; another site's answers `not_found`); for the
+/// CLI (`site` nil), the vault named, or the only one registered.
+public struct CoreVaultAccess: Sendable {
+    public let library: VaultLibrary
+    public init(library: VaultLibrary) { self.library = library }
+
+    public func vault(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> Vault {
+        if let site { return try LibraryVaultService(library: library).vault(name, site: site).1 }
+        do {
+            let records = try library.records()
+            guard let chosen = name ?? (records.count == 1 ? records[0].name : (records.contains { $0.name == "default" } ? "default" : nil)) else {
+                throw BridgeFailure(.notConfigured, "no vault chosen: name one with --vault")
+            }
+            return try library.vault(named: chosen)
+        } catch let e as BridgeFailure { throw e } catch let e as VaultError { throw BridgeFailure(vault: e) } catch {
+            throw BridgeFailure(.internal, "vault failure")
+        }
+    }
+
+    /// The vault's listing as the inbox reads it (path and blob id).
+    public func listing(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> [VaultListingEntry] {
+        let v = try vault(name, site: site)
+        do { return try v.list(path: nil).map { VaultListingEntry(path: $0.path.string, version: "\($0.blobID)", size: $0.size) } } catch {
+            throw BridgeFailure(vault: error)
+        }
+    }
+}
+
+/// `workflow.*` on the vault's workflows, runs kept in the core's state.
+public struct CoreWorkflowService: WorkflowService {
+    public let source: @Sendable (BridgeSite) throws(BridgeFailure) -> any WorkflowSource
+    public let state: CoreStateDirectory
+    public init(state: CoreStateDirectory, source: @escaping @Sendable (BridgeSite) throws(BridgeFailure) -> any WorkflowSource) {
+        self.state = state
+        self.source = source
+    }
+
+    public func catalogue(site: BridgeSite) async throws(BridgeFailure) -> WorkflowCatalogue {
+        let src = try source(site)
+        do throws(CoreFileError) { return try WorkflowCatalogue(source: src) } catch { throw BridgeFailure(coreFile: error) }
+    }
+
+    func named(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> Workflow {
+        guard let w = try await catalogue(site: site).workflow(named: name) else {
+            throw BridgeFailure(.notFound, "no workflow \(FieldSchema.printable(name)); workflow.list names them")
+        }
+        return w
+    }
+
+    public func run(_ name: String, restart: Bool, site: BridgeSite) async throws(BridgeFailure) -> WorkflowRun {
+        let w = try await named(name, site: site)
+        do {
+            let run = WorkflowRun(w, position: restart ? 0 : (try state.workflowPositions()[name] ?? 0))
+            try state.setWorkflowPosition(run.position, name: name)
+            return run
+        } catch { throw BridgeFailure(coreFile: error) }
+    }
+
+    public func next(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> (run: WorkflowRun, moved: Bool) {
+        let w = try await named(name, site: site)
+        do {
+            var run = WorkflowRun(w, position: try state.workflowPositions()[name] ?? 0)
+            let moved = run.next()
+            try state.setWorkflowPosition(run.position, name: name)
+            return (run, moved)
+        } catch { throw BridgeFailure(coreFile: error) }
+    }
+}
+
+/// `inbox.list` on the vault's listing: each call is a look (the listing is kept as the last seen).
+public struct CoreInboxService: InboxService {
+    public let vaults: CoreVaultAccess
+    public let state: CoreStateDirectory
+    public let marks: any InboxMarksStore
+    public init(vaults: CoreVaultAccess, state: CoreStateDirectory, marks: any InboxMarksStore) {
+        self.vaults = vaults; self.state = state; self.marks = marks
+    }
+
+    public func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem] {
+        let listing = try vaults.listing(site: site)
+        do {
+            let items = Inbox.items(current: listing, lastLooked: try state.inboxLastLooked(), marks: try marks.load())
+            try state.setInboxLastLooked(listing)
+            return items
+        } catch { throw BridgeFailure(coreFile: error) }
+    }
+}
+
+/// `identity.get` from the store's identity settings (`identity.json`), else from `fallback`
+/// (the team key's id and name in custody).
+public struct SettingsIdentityService: IdentityService {
+    public let state: CoreStateDirectory
+    public let fallback: (any IdentityService)?
+    public init(state: CoreStateDirectory, fallback: (any IdentityService)?) {
+        self.state = state
+        self.fallback = fallback
+    }
+
+    public func identity(site: BridgeSite) async throws(BridgeFailure) -> BridgeIdentity {
+        let settings: IdentitySettings?
+        do { settings = try state.identitySettings() } catch { throw BridgeFailure(coreFile: error) }
+        if let p = settings?.identity(forSite: site.id) { return BridgeIdentity(teamID: p.teamID, displayName: p.displayName) }
+        guard let fallback else {
+            throw BridgeFailure(.notFound, "no identity is configured; run 'sitekeep identity set --team ID --name NAME'")
+        }
+        return try await fallback.identity(site: site)
+    }
+}

@@ -1,0 +1,71 @@
+public import SiteKeepJSON
+public import SiteKeepCore
+
+/// Workflows (the vault's `workflows/`), run as tabs by a host.
+public protocol WorkflowService: Sendable {
+    func catalogue(site: BridgeSite) async throws(BridgeFailure) -> WorkflowCatalogue
+    /// Starts (or, with `restart` false, resumes) a run; returns where it is.
+    func run(_ name: String, restart: Bool, site: BridgeSite) async throws(BridgeFailure) -> WorkflowRun
+    /// "next": moves the run on; returns where it is and whether it moved.
+    func next(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> (run: WorkflowRun, moved: Bool)
+}
+
+/// What agents wrote into the vault since the reader last looked.
+public protocol InboxService: Sendable {
+    func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem]
+}
+
+enum WorkflowOps {
+    static let names: Set<String> = ["workflow.list", "workflow.show", "workflow.run", "workflow.next"]
+
+    static func handlers(_ s: any WorkflowService) -> [String: BridgeHandler] {
+        [
+            "workflow.list": { c throws(BridgeFailure) in
+                let cat = try await s.catalogue(site: c.site)
+                return ["workflows": .array(cat.workflows.map { w in
+                            ["name": .string(w.name), "title": .string(w.title), "steps": .integer(w.steps.count)]
+                        }),
+                        "refused": .array(cat.refused.map { .string($0.description) })]
+            },
+            "workflow.show": { c throws(BridgeFailure) in
+                let name = try c.string("name")
+                guard let w = try await s.catalogue(site: c.site).workflow(named: name) else {
+                    throw BridgeFailure(.notFound, "no workflow \(FieldSchema.printable(name)); workflow.list names them")
+                }
+                return ["workflow": w.json]
+            },
+            "workflow.run": { c throws(BridgeFailure) in
+                let run = try await s.run(try c.string("name"), restart: c.args["restart"]?.boolValue ?? false, site: c.site)
+                return position(run, moved: true, tabs: true)
+            },
+            "workflow.next": { c throws(BridgeFailure) in
+                let (run, moved) = try await s.next(try c.string("name"), site: c.site)
+                return position(run, moved: moved, tabs: false)
+            },
+        ]
+    }
+
+    static func position(_ run: WorkflowRun, moved: Bool, tabs: Bool) -> JSONValue {
+        var m = [JSONMember(key: "name", value: .string(run.workflow.name)), JSONMember(key: "position", value: .integer(run.position)),
+                 JSONMember(key: "total", value: .integer(run.workflow.steps.count)), JSONMember(key: "step", value: run.current.json),
+                 JSONMember(key: "done", value: .bool(run.isLast && !moved))]
+        if tabs { m.append(JSONMember(key: "tabs", value: .array(run.workflow.steps.map(\.json)))) }
+        return .object(m)
+    }
+}
+
+enum InboxOps {
+    static let names: Set<String> = ["inbox.list"]
+
+    static func handlers(_ s: any InboxService) -> [String: BridgeHandler] {
+        [
+            "inbox.list": { c throws(BridgeFailure) in
+                let items = try await s.items(site: c.site)
+                return ["items": .array(items.prefix(1000).map { i in
+                    ["path": .string(i.path), "kind": .string(i.kind.rawValue), "size": .integer(i.size),
+                     "unread": .bool(i.unread), "new": .bool(i.isNewSinceLastLook)]
+                })]
+            },
+        ]
+    }
+}

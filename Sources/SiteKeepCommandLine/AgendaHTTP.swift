@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+internal import SiteKeepCore
+
+/// Fetches agenda URLs with `If-None-Match` by running `curl` (`/usr/bin/curl`, or `$SITEKEEP_CURL`).
+///
+/// The only HTTP the native core needs, kept in this one file. curl rather than URLSession:
+/// linking FoundationNetworking (and libcurl with it) would load into every `sitekeep` process,
+/// the many that never fetch included; a child process costs only the commands that fetch. The
+/// URL goes as `--url` after a fixed argument list (no shell, nothing read as an option), only
+/// `http` and `https` are allowed, redirects stay on those, and the body is bounded.
+struct CurlAgendaFetcher: AgendaFetcher {
+    let curl: String
+    let maxBytes = 16 << 20
+
+    init(environment: [String: String]) {
+        curl = environment["SITEKEEP_CURL"] ?? "/usr/bin/curl"
+    }
+
+    func fetch(url: String, ifNoneMatch etag: String?) async throws(AgendaError) -> AgendaFetchResult {
+        guard url.hasPrefix("https://") || url.hasPrefix("http://"), url.utf8.count <= 2048,
+              !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
+            throw .fetchFailed("\(url.prefix(80)) is not an http or https URL")
+        }
+        guard FileManager.default.isExecutableFile(atPath: curl) else { throw .fetchFailed("\(curl) is missing; install curl") }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-fetch-\(UUID().uuidString)")
+        do { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700]) } catch {
+            throw .fetchFailed("cannot make a temporary folder")
+        }
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let body = dir.appendingPathComponent("body").path, headers = dir.appendingPathComponent("headers").path
+        var args = ["--silent", "--show-error", "--location", "--proto", "=http,https", "--proto-redir", "=http,https",
+                    "--max-time", "30", "--max-filesize", String(maxBytes), "--output", body, "--dump-header", headers,
+                    "--write-out", "%{http_code}", "--header", "Accept: application/json"]
+        if let etag, !etag.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) { args += ["--header", "If-None-Match: \(etag)"] }
+        args += ["--url", url]
+        let (status, out) = Self.run(curl, args)
+        guard status == 0 else { throw .fetchFailed("curl exited with \(status)\(out.isEmpty ? "" : ": " + out.prefix(200))") }
+        let code = Int(out.trimmingCharacters(in: .whitespacesAndNewlines).suffix(3)) ?? 0
+        switch code {
+        case 304: return .notModified
+        case 200:
+            guard let bytes = FileManager.default.contents(atPath: body), bytes.count <= maxBytes else { throw .fetchFailed("no body was received") }
+            let head = (try? String(contentsOfFile: headers, encoding: .utf8)) ?? ""
+            // The last response's headers (after redirects): its ETag, if any.
+            let last = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }.last ?? ""
+            let tag = last.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("etag:") }
+                .map { String($0.dropFirst(5)).trimmingCharacters(in: .whitespaces) }
+            return .fetched(body: [UInt8](bytes), etag: tag?.isEmpty == false ? tag : nil)
+        default:
+            throw .fetchFailed("the server answered HTTP \(code)")
+        }
+    }
+
+    /// Runs `path` with `args` (no shell), standard output captured (at most 64 KiB), standard error to the same pipe.
+    static func run(_ path: String, _ args: [String]) -> (Int32, String) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return (127, "no pipe") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let envp: [UnsafeMutablePointer<CChar>?] = (["PATH=/usr/bin:/bin", "LC_ALL=C"] as [String]).map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        close(fds[1])
+        guard rc == 0 else { close(fds[0]); return (127, "cannot run \(path)") }
+        var out = [UInt8]()
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            if out.count < 64 << 10 { out += buf[0..<n] }
+        }
+        close(fds[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (code, String(decoding: out, as: UTF8.self))
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+internal import SiteKeepBridge
+internal import SiteKeepCore
+internal import SiteKeepDesktop
+internal import SiteKeepJSON
+internal import SiteKeepPartitions
+import Synchronization
+
+/// The daemon's native core: delivers every site's reminders as desktop notifications at their
+/// time (``DeliveryLoop``), re-plans when a site's picks or leads change, keeps the "what is
+/// next" snapshot current, and turns a notification's default action into `notify.opened` for
+/// the site's host.
+final class DaemonCore: Sendable {
+    let state: CoreStateDirectory
+    let registry: SiteRegistry
+    let access: PartitionAccess
+    private let loop = Mutex<DeliveryLoop?>(nil)
+    private let dispatcher = Mutex<BridgeDispatcher?>(nil)
+    private let notifier = Mutex<FreedesktopNotifier?>(nil)
+
+    init(home: String, registry: SiteRegistry, access: PartitionAccess) {
+        state = CoreStateDirectory(home: home)
+        self.registry = registry
+        self.access = access
+    }
+
+    /// Re-plan now (picks or leads changed).
+    func replan() { loop.withLock { $0 }?.replan() }
+
+    /// Every site whose partition opens: its picks, agenda and leads.
+    func inputs() -> [(BridgeSite, ReminderInput)] {
+        var out: [(BridgeSite, ReminderInput)] = []
+        for s in registry.sites() {
+            let b = BridgeSite(id: s.id.string, name: s.displayName, origins: s.origins.map(\.serialized), isAppBound: s.isAppBound)
+            guard let (schedule, agenda) = try? access.coreInputs(b), !(schedule.picks.isEmpty && agenda.items.isEmpty) else { continue }
+            let policy = (try? state.reminderPolicy(site: b.id)) ?? .standard
+            out.append((b, ReminderInput(siteID: b.id, schedule: schedule, agenda: agenda, policy: policy)))
+        }
+        return out
+    }
+
+    /// Starts delivering. - Parameter note: where the daemon's messages go (its standard error).
+    func start(dispatcher d: BridgeDispatcher, environment: [String: String], note: @escaping @Sendable (String) -> Void) {
+        dispatcher.withLock { $0 = d }
+        let printed = PrintingNotifier { note("sitekeep serve: \($0)") }
+        let sink: any NotificationSink
+        if environment["SITEKEEP_NOTIFY"] == "print" {
+            sink = printed
+        } else {
+            let desktop = FreedesktopNotifier { [weak self] n in self?.opened(n) }
+            desktop.startListening()
+            notifier.withLock { $0 = desktop }
+            sink = FallbackNotifier(primary: desktop, fallback: printed, note: { note("sitekeep serve: \($0)") })
+        }
+        let names = Mutex<[String: String]>([:])
+        let deliverer = ReminderDeliverer(ledger: FileDeliveryLedger(path: state.deliveredLedger), sink: sink, clock: SystemClock())
+        let state = self.state
+        let latest = Mutex<[NextSnapshot.Source]>([])
+        let l = DeliveryLoop(deliverer: deliverer, inputs: { [weak self] in
+            let all = self?.inputs() ?? []
+            names.withLock { n in for (b, _) in all { n[b.id] = b.name } }
+            latest.withLock { $0 = all.map { NextSnapshot.Source(siteName: $0.0.name, schedule: $0.1.schedule, agenda: $0.1.agenda) } }
+            return all.map(\.1)
+        }, onRound: { result in
+            switch result {
+            case .success(let round):
+                for n in round.delivered { note("sitekeep serve: reminder \(n.late ? "(late) " : "")\(n.key): \(n.title)") }
+                for f in round.failed { note("sitekeep serve: reminder \(f.key) not shown: \(f.reason)") }
+                let sources = latest.withLock { $0 }
+                do {
+                    try CoreFiles.ensureDirectory(state.root)
+                    let pending = round.pending.values.reduce(0) { $0 + $1.count }
+                    try NextSnapshotStore(path: state.nextSnapshot).write(NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil,
+                                                                                              extraBadges: ["reminders": pending]))
+                } catch { note("sitekeep serve: the what-is-next snapshot was not written: \(error)") }
+            case .failure(let e):
+                note("sitekeep serve: reminders stopped for this round: \(e)")
+            }
+        })
+        do { try CoreFiles.ensureDirectory(state.root) } catch { note("sitekeep serve: \(error)") }
+        loop.withLock { $0 = l }
+        l.start()
+    }
+
+    /// The user took a reminder's default action: tell the site's hosts to open its page.
+    private func opened(_ n: DesktopNotification) {
+        guard let url = n.url, let d = dispatcher.withLock({ $0 }) else { return }
+        d.broadcast("notify.opened", data: ["id": .string(n.key), "title": .string(n.title), "url": .string(url)], siteID: n.siteID)
+    }
+
+    func stop() {
+        loop.withLock { l in defer { l = nil }; return l }?.stop()
+        notifier.withLock { n in defer { n = nil }; return n }?.stopListening()
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+@testable import SiteKeepBridge
+import SiteKeepCore
+import SiteKeepJSON
+import SiteKeepTestSupport
+
+/// The native core's ops through the dispatcher: `schedule.set` refuses what the core refuses,
+/// naming the field's path, and stores nothing; workflows step with next.
+@Suite struct CoreOpsTests {
+    /// The hostile corpus through the bridge: every document is refused as `bad_request` (or
+    /// `too_large` for counts the catalogue bounds first), the message names `args.` + the path,
+    /// and the stored schedule is unchanged.
+    @Test func theHostileScheduleCorpusIsRefusedOnTheBridgeWithThePath() async throws {
+        let bed = try Bed()
+        let c = try await bed.connect(InMemoryBridge.promptugal)
+        let good: JSONValue = ["v": 1, "picks": [["id": "kept", "at": 1_793_000_000_000]]]
+        #expect(result(await bed.send(c, op: "schedule.set", args: good)) == good)
+        let data = try Fixtures.data("core/schedule-hostile.json")
+        let cases = try JSONParser.parse(Array(data))["cases"]?.arrayValue ?? []
+        var checked = 0
+        for k in cases {
+            guard let doc = k["document"], case .object = doc, let path = k["path"]?.stringValue else { continue }
+            // A connection per case: schedule.set allows 20 at once on one connection.
+            let reply = await bed.send(try await bed.connect(InMemoryBridge.promptugal), op: "schedule.set", args: doc)
+            guard case .failure(_, let failure) = reply else { Issue.record("\(k["name"] ?? "?") was accepted"); continue }
+            let expected = "args" + path.dropFirst("schedule".count)
+            if failure.code == .badRequest {
+                #expect(failure.message.hasPrefix(expected + " "), "\(k["name"] ?? "?"): \(failure.message)")
+            } else {
+                // The catalogue refuses first what it bounds (more than 1000 picks, unknown members, wrong types).
+                #expect([.tooLarge, .unknownField].contains(failure.code) && failure.message.contains(expected), "\(k["name"] ?? "?"): \(failure)")
+            }
+            checked += 1
+        }
+        #expect(checked >= 35)
+        #expect(result(await bed.send(c, op: "schedule.get", args: .object([]))) == good)
+    }
+
+    @Test func notAtDateIsRefusedThoughItWasAcceptedBefore() async throws {
+        let bed = try Bed()
+        let c = try await bed.connect(InMemoryBridge.promptugal)
+        let reply = await bed.send(c, op: "schedule.set", args: ["v": 1, "picks": [["id": "a", "at": "not a date"]]])
+        #expect(code(reply) == .badRequest)
+        if case .failure(_, let f) = reply { #expect(f.message.hasPrefix("args.picks[0].at ")) }
+    }
+
+    @Test func aWorkflowRunsAsTabsAndStepsWithNext() async throws {
+        let bed = try Bed()
+        let c = try await bed.connect(InMemoryBridge.newsroom)
+        let list = try #require(result(await bed.send(c, op: "workflow.list", args: .object([]))))
+        #expect(list["workflows"]?.arrayValue?.first?["name"] == "morning")
+        let run = try #require(result(await bed.send(c, op: "workflow.run", args: ["name": "morning", "restart": true])))
+        #expect(run["tabs"]?.arrayValue?.count == 2)
+        #expect(run["position"] == 0)
+        let n1 = try #require(result(await bed.send(c, op: "workflow.next", args: ["name": "morning"])))
+        #expect(n1["position"] == 1 && n1["done"] == false && n1["step"]?["query"] == "articles.unread")
+        let n2 = try #require(result(await bed.send(c, op: "workflow.next", args: ["name": "morning"])))
+        #expect(n2["position"] == 1 && n2["done"] == true)
+        #expect(code(await bed.send(c, op: "workflow.show", args: ["name": "nightly"])) == .notFound)
+    }
+}
