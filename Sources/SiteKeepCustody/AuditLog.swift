@@ -24,11 +24,14 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     public let result: String
     /// Age of the presence proof in milliseconds, when one was used.
     public let presenceAgeMs: Int?
+    /// What was signed or changed, in a few words, when the caller said (for the SSH agent:
+    /// the kind of data, an SSHSIG namespace, the bound destination host). Absent in older lines.
+    public let detail: String?
     /// SHA-256 (hex) of the previous line, or the file's genesis value for the first line.
     public let prev: String
 
     enum CodingKeys: String, CodingKey {
-        case seq, time, site, op, key, result, presenceAgeMs = "presence_age_ms", prev
+        case seq, time, site, op, key, result, presenceAgeMs = "presence_age_ms", detail, prev
     }
 }
 
@@ -157,7 +160,7 @@ public final class AuditLog: Sendable {
     /// - Throws: ``CustodyError/io(_:)`` when the line could not be written; the caller must
     ///   then not return the result it was logging.
     public func append(site: String?, op: String, key: String?, result: String,
-                       presenceAgeMs: Int? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
+                       presenceAgeMs: Int? = nil, detail: String? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
         // What to do after the line is written, outside the lock: fsync now (the last fsync is
         // older than the interval), schedule one, or nothing. Other threads append meanwhile.
         enum After { case syncNow(Int32), schedule, nothing }
@@ -178,6 +181,7 @@ public final class AuditLog: Sendable {
             Self.put(",\"key\":", &line); Self.putJSON(key ?? "-", &line)
             Self.put(",\"result\":", &line); Self.putJSON(result, &line)
             if let age = presenceAgeMs { Self.put(",\"presence_age_ms\":", &line); Self.putDecimal(age, &line) }
+            if let detail { Self.put(",\"detail\":", &line); Self.putJSON(detail, &line) }
             Self.put(",\"prev\":\"", &line); Self.put(s.prev, &line); Self.put("\"}", &line)
             let hash = SHA256.hash(line)
             line.append(0x0a)

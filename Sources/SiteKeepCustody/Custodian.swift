@@ -104,12 +104,16 @@ public struct KeyUseContext: Sendable, Equatable {
     public var op: String
     /// A presence proof, checked against `site` when given.
     public var presence: PresenceProof?
+    /// What is being signed, in a few words, for the audit line (no secrets, at most 200
+    /// characters are kept): for the SSH agent the kind of data and the destination.
+    public var detail: String?
 
     /// A context; `site` nil means the local user.
-    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil) {
+    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil, detail: String? = nil) {
         self.site = site
         self.op = op
         self.presence = presence
+        self.detail = detail
     }
 
     /// The local user (CLI).
@@ -232,7 +236,7 @@ public final class Custodian: Sendable {
 
     func log(_ context: KeyUseContext, key: String?, result: String) throws(CustodyError) {
         let age = context.presence.map { $0.ageMilliseconds(clock: configuration.bootClock) }
-        try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age)
+        try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age, detail: context.detail)
     }
 
     /// Logging that must not hide the error being thrown.
