@@ -7,7 +7,7 @@
 //   sitekeep (CLI)  ─ SiteKeepCommandLine
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
 //   SiteKeepBridge  ─ op catalogue, dispatcher, socket server
-//   SiteKeepPartitions │ SiteKeepVault
+//   SiteKeepPartitions │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
         .library(name: "SiteKeepPartitions", targets: ["SiteKeepPartitions"]),
         .library(name: "SiteKeepVault", targets: ["SiteKeepVault"]),
+        .library(name: "SiteKeepAgent", targets: ["SiteKeepAgent"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
@@ -52,6 +53,9 @@ let package = Package(
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
+        // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
+        // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
+        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "CLinux"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // The bridge: op catalogue, dispatcher, daemon.
@@ -62,7 +66,7 @@ let package = Package(
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAudit", "SiteKeepAgent",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
@@ -87,6 +91,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepTestSupport"]),
