@@ -58,6 +58,9 @@ public final class AgentClient {
         guard AgentSocketServer.writeAll(fd, bytes) else { throw .closed }
     }
 
+    /// Says the client sends nothing more (`shutdown(SHUT_WR)`), as a client that exits does.
+    public func finishSending() { _ = shutdown(fd, Int32(SHUT_WR)) }
+
     /// Reads one reply's payload.
     public func readReply() throws(Failure) -> [UInt8] {
         var header = try readExactly(4)
