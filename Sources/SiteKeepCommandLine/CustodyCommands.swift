@@ -478,10 +478,11 @@ enum CustodyCommands {
             .object([JSONMember(key: "seq", value: .integer(e.seq)), JSONMember(key: "time", value: .string(e.time)),
                      JSONMember(key: "site", value: .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
                      JSONMember(key: "key", value: .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
-                     JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null)])
+                     JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null),
+                     JSONMember(key: "detail", value: e.detail.map { .string($0) } ?? .null)])
         })) {
-            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE"], rows: entries.map {
-                ["\($0.seq)", $0.time, $0.site, $0.op, $0.key, $0.result, $0.presenceAgeMs.map { "\($0) ms" } ?? ""]
+            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE", "DETAIL"], rows: entries.map {
+                ["\($0.seq)", $0.time, $0.site, $0.op, $0.key, $0.result, $0.presenceAgeMs.map { "\($0) ms" } ?? "", $0.detail ?? ""]
             }).render { inv.style($0, .bold) }
         }
     }

@@ -132,29 +132,7 @@ enum OpenSSH {
     static var available: Bool { FileManager.default.isExecutableFile(atPath: keygen) }
 }
 
-/// Runs a program with posix_spawn; returns status and standard output.
+/// Runs a program (no shell) and captures its output.
 func run(_ path: String, _ args: [String], stdin: String? = nil, env: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
-    let dir = FileManager.default.temporaryDirectory.path + "/sk-run-" + UUID().uuidString
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    FileManager.default.createFile(atPath: dir + "/in", contents: Data((stdin ?? "").utf8))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, dir + "/in", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    var environment = ProcessInfo.processInfo.environment
-    environment.merge(env) { $1 }
-    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-    let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return (127, "", "cannot run \(path)") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let out = (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? ""
-    let err = (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? ""
-    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    return (code, out, err)
+    ChildProcess.capture(path, args, stdin: stdin, environment: env)
 }
