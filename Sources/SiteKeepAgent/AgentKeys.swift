@@ -107,7 +107,7 @@ extension SSHAgentPolicy {
     public func refusal(of purpose: AgentSignPurpose) -> String? {
         guard enabled else { return "SSH use of this key is off" }
         switch purpose {
-        case .login: return login ? nil : "this key does not log in over SSH ('sitekeep team ssh enable ID --login')"
+        case .login: return login ? nil : "this key does not log in over SSH (enable it again without --no-login)"
         case .sshsig(let ns):
             return permits(namespace: ns) ? nil : "this key does not sign in SSHSIG namespace \(ns) (allowed: \(namespaces?.joined(separator: ", ") ?? "any"))"
         case .other: return otherData ? nil : "this key signs only SSH logins and SSHSIG signatures ('--other-data' allows more)"
