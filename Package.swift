@@ -77,7 +77,7 @@ let package = Package(
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON", "CSodium", "COpenSSL", "CSQLite",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "CSodium", "COpenSSL", "CSQLite",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.

@@ -19,6 +19,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
     BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
     BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
+    BenchGroup(name: "agent", summary: "sign requests over SiteKeep's ssh-agent socket vs OpenSSH's ssh-agent; ssh-keygen -Y sign end to end", run: agentGroup),
 ] }
 
 @main
@@ -61,6 +62,10 @@ struct SiteKeepBench {
                 let rows = try run(settings)
                 if name == "bridge" {
                     print(markdown ? "### bridge\n\n" + bridgeMarkdown : "== bridge ==\n" + bridgeMarkdown)
+                    continue
+                }
+                if name == "agent" {
+                    print(markdown ? "### agent\n\n" + agentMarkdown : "== agent ==\n" + agentMarkdown)
                     continue
                 }
                 if name == "partitions" {
