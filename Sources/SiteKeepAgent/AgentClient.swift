@@ -27,8 +27,9 @@ public final class AgentClient {
         }
     }
 
-    /// Connects to the agent socket at `path`.
-    public init(path: String) throws(Failure) {
+    /// Connects to the agent socket at `path`. With `timeout`, a reply that takes longer is
+    /// ``Failure/closed`` rather than a wait without end.
+    public init(path: String, timeout: Duration? = nil) throws(Failure) {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -44,6 +45,11 @@ public final class AgentClient {
             let e = errno
             close(fd)
             throw .connect(path: path, errno: e)
+        }
+        if let timeout {
+            let c = timeout.components
+            var tv = timeval(tv_sec: Int(c.seconds), tv_usec: Int(c.attoseconds / 1_000_000_000_000))
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         }
         self.fd = fd
     }

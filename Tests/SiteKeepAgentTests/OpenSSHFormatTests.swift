@@ -83,6 +83,10 @@ import SiteKeepTestSupport
         try Data(sig).write(to: URL(fileURLWithPath: f.dir + "/s"))
         let ok = run("/usr/bin/openssl", ["pkeyutl", "-verify", "-pubin", "-inkey", f.dir + "/k.pem", "-rawin", "-in", f.dir + "/m", "-sigfile", f.dir + "/s"])
         #expect(ok.status == 0, "\(ok.out) \(ok.err)")
+        // openssl re-encodes the key to the very same DER (one encoding per key).
+        let der = run("/usr/bin/openssl", ["pkey", "-pubin", "-in", f.dir + "/k.pem", "-outform", "DER", "-out", f.dir + "/k.der"])
+        #expect(der.status == 0, "\(der.err)")
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: f.dir + "/k.der"))) == Ed25519.PublicKey(rawRepresentation: Base64.decode(info.publicKey)).derRepresentation)
         #expect(try Ed25519.PublicKey(derRepresentation: Ed25519.PublicKey(rawRepresentation: Base64.decode(info.publicKey)).derRepresentation)
             .rawRepresentation == Base64.decode(info.publicKey))
     }

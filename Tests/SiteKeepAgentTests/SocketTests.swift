@@ -27,7 +27,7 @@ import Glibc
         let key = try f.sshKey("k")
 
         // One connection: failures, and it keeps answering.
-        let c = try AgentClient(path: server.path)
+        let c = try AgentClient(path: server.path, timeout: .seconds(10))
         #expect(try c.roundTrip([99]) == [AgentMessageType.failure])                             // unknown type
         #expect(try c.roundTrip([13, 0, 0, 0, 200, 1]) == [AgentMessageType.failure])             // truncated inner length
         #expect(try c.roundTrip(signRequest(blob: SSHPublicKey.ed25519([UInt8](repeating: 1, count: 32)).blob, data: [1])) == [AgentMessageType.failure])
@@ -37,16 +37,16 @@ import Glibc
         #expect(key.isValidSignature(sig, for: sshsigData("file")))
 
         // A length over 256 KiB closes that connection only.
-        let big = try AgentClient(path: server.path)
+        let big = try AgentClient(path: server.path, timeout: .seconds(10))
         try big.send(raw: [0x00, 0x04, 0x00, 0x01, 11])
         #expect(Self.readsEnd(big))
         // A message cut short by the client's end closes quietly.
-        let cut = try AgentClient(path: server.path)
+        let cut = try AgentClient(path: server.path, timeout: .seconds(10))
         try cut.send(raw: [0, 0, 0, 9, 13])
         cut.finishSending()
         #expect(Self.readsEnd(cut))
         // The socket still serves new connections and the old one.
-        #expect(try AgentClient(path: server.path).identities().count == 1)
+        #expect(try AgentClient(path: server.path, timeout: .seconds(10)).identities().count == 1)
         #expect(try c.identities().count == 1)
     }
 
@@ -60,7 +60,7 @@ import Glibc
         try await withThrowingTaskGroup(of: Bool.self) { group in
             for i in 0..<4 {
                 group.addTask {
-                    let c = try AgentClient(path: path)
+                    let c = try AgentClient(path: path, timeout: .seconds(10))
                     let data = sshsigData("ns\(i % 2)")
                     for _ in 0..<20 { guard key.isValidSignature(try c.sign(blob: key.blob, data: data), for: data) else { return false } }
                     return true
