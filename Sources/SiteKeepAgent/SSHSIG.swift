@@ -1,5 +1,4 @@
 public import SiteKeepCrypto
-import Foundation
 
 /// OpenSSH's signature format for files and git commits (`ssh-keygen -Y sign`, OpenSSH's
 /// `PROTOCOL.sshsig`): the key signs a small blob naming a namespace (`git`, `file`, ...) and a
@@ -50,13 +49,10 @@ public enum SSHSIG {
         public init?(parsing data: [UInt8]) throws(SSHWireError) {
             guard data.starts(with: SSHSIG.magic) else { return nil }
             var r = SSHReader(Array(data.dropFirst(SSHSIG.magic.count)))
-            let ns = try r.name("SSHSIG namespace", limit: 256)
+            let (ns, hash) = try SSHSIG.readNamespaceAndHash(&r)
             guard !ns.isEmpty else { throw .invalid(field: "SSHSIG namespace", reason: "empty") }
-            _ = try r.string("SSHSIG reserved field", limit: 1024)
-            let name = try r.name("SSHSIG hash algorithm", limit: 16)
-            guard let hash = Hash(rawValue: name) else { throw .invalid(field: "SSHSIG hash algorithm", reason: "\(name) is not sha256 or sha512") }
             let digest = try r.string("SSHSIG message hash", limit: 64)
-            guard digest.count == hash.byteCount else { throw .invalid(field: "SSHSIG message hash", reason: "\(digest.count) bytes for \(name)") }
+            guard digest.count == hash.byteCount else { throw .invalid(field: "SSHSIG message hash", reason: "\(digest.count) bytes for \(hash.rawValue)") }
             try r.expectEnd("SSHSIG signed data")
             namespace = ns
             self.hash = hash
@@ -79,27 +75,25 @@ public enum SSHSIG {
     /// The armoured text `ssh-keygen -Y sign` writes: `-----BEGIN SSH SIGNATURE-----`, the blob
     /// in base64 lines of 70 characters, `-----END SSH SIGNATURE-----`, each line ending in `\n`.
     public static func armor(_ blob: [UInt8]) -> String {
-        let b64 = Array(Base64.encode(blob).utf8)
-        var text = "-----BEGIN SSH SIGNATURE-----\n"
-        var i = 0
-        while i < b64.count {
-            let end = min(i + 70, b64.count)
-            text += String(decoding: b64[i..<end], as: UTF8.self) + "\n"
-            i = end
-        }
-        return text + "-----END SSH SIGNATURE-----\n"
+        PEM.encode(blob, label: "SSH SIGNATURE", lineLength: 70)
     }
 
     /// The blob inside armoured text.
     /// - Throws: ``SSHWireError/invalid(field:reason:)`` without the markers or with bad base64.
     public static func dearmor(_ text: String) throws(SSHWireError) -> [UInt8] {
-        let begin = "-----BEGIN SSH SIGNATURE-----", end = "-----END SSH SIGNATURE-----"
-        guard let b = text.range(of: begin), let e = text.range(of: end, range: b.upperBound..<text.endIndex) else {
-            throw .invalid(field: "SSH signature", reason: "no '\(begin)' ... '\(end)' block")
+        do { return try PEM.decode(text, label: "SSH SIGNATURE") } catch {
+            throw .invalid(field: "SSH signature", reason: "no '-----BEGIN SSH SIGNATURE-----' block of base64")
         }
-        let body = text[b.upperBound..<e.lowerBound].filter { !$0.isWhitespace }
-        guard let blob = try? Base64.decode(String(body)) else { throw .invalid(field: "SSH signature", reason: "the body is not base64") }
-        return blob
+    }
+
+    /// Reads what signed data and signature blobs share after their start: namespace, reserved
+    /// field, hash algorithm.
+    static func readNamespaceAndHash(_ r: inout SSHReader) throws(SSHWireError) -> (String, Hash) {
+        let ns = try r.name("SSHSIG namespace", limit: 256)
+        _ = try r.string("SSHSIG reserved field", limit: 1024)
+        let name = try r.name("SSHSIG hash algorithm", limit: 16)
+        guard let hash = Hash(rawValue: name) else { throw .invalid(field: "SSHSIG hash algorithm", reason: "\(name) is not sha256 or sha512") }
+        return (ns, hash)
     }
 
     /// A parsed signature blob.
@@ -120,11 +114,7 @@ public enum SSHSIG {
             let v = try r.uint32("SSHSIG version")
             guard v == SSHSIG.version else { throw .invalid(field: "SSHSIG version", reason: "\(v) is not 1") }
             publicKey = try SSHPublicKey(blob: try r.string("SSHSIG public key", limit: SSHPublicKey.maximumBlobBytes))
-            namespace = try r.name("SSHSIG namespace", limit: 256)
-            _ = try r.string("SSHSIG reserved field", limit: 1024)
-            let name = try r.name("SSHSIG hash algorithm", limit: 16)
-            guard let h = Hash(rawValue: name) else { throw .invalid(field: "SSHSIG hash algorithm", reason: "\(name) is not sha256 or sha512") }
-            hash = h
+            (namespace, hash) = try SSHSIG.readNamespaceAndHash(&r)
             signature = try r.string("SSHSIG signature", limit: 4096)
             try r.expectEnd("SSHSIG signature")
         }
