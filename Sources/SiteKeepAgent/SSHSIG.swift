@@ -1,4 +1,4 @@
-public import SiteKeepCrypto
+import SiteKeepCrypto
 
 /// OpenSSH's signature format for files and git commits (`ssh-keygen -Y sign`, OpenSSH's
 /// `PROTOCOL.sshsig`): the key signs a small blob naming a namespace (`git`, `file`, ...) and a
