@@ -95,7 +95,7 @@ import Glibc
         chmod(open, 0o755)
         #expect(throws: AgentSocketError.self) { try AgentSocketServer(path: open + "/agent.sock", keys: try f.keys()) }
         let plain = f.dir + "/plain"
-        FileManager.default.createFile(atPath: plain, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: plain, contents: Data("x".utf8))
         #expect(throws: AgentSocketError.self) { try AgentSocketServer(path: plain, keys: try f.keys()) }
         let server = try Self.server(f)
         var st = stat()

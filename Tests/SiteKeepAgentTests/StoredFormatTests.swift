@@ -22,7 +22,7 @@ import Glibc
         try FileManager.default.removeItem(at: home.appendingPathComponent("README.md"))
         chmod(home.path, 0o700)
         for f in try FileManager.default.contentsOfDirectory(atPath: home.path) { chmod(home.appendingPathComponent(f).path, 0o600) }
-        FileManager.default.createFile(atPath: home.appendingPathComponent("keyring.v1.lock").path, contents: nil, attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: home.appendingPathComponent("keyring.v1.lock").path, contents: nil, attributes: [.posixPermissions: 0o600])
 
         let storeHome = StoreHome(path: home.path)
         let custodian = try Custodian(home: storeHome, keyring: FileKeyring(home: storeHome))

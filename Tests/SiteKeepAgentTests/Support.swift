@@ -57,7 +57,7 @@ final class AgentFixture: @unchecked Sendable {
     }
 
     func deny(_ on: Bool) {
-        if on { FileManager.default.createFile(atPath: denyPath, contents: Data()) } else { try? FileManager.default.removeItem(atPath: denyPath) }
+        if on { _ = FileManager.default.createFile(atPath: denyPath, contents: Data()) } else { try? FileManager.default.removeItem(atPath: denyPath) }
     }
 
     /// The audit log's lines from `site`.

@@ -48,7 +48,7 @@ import Glibc
         }
 
         func deny(_ on: Bool) {
-            if on { FileManager.default.createFile(atPath: dir + "/deny", contents: Data()) } else { try? FileManager.default.removeItem(atPath: dir + "/deny") }
+            if on { _ = FileManager.default.createFile(atPath: dir + "/deny", contents: Data()) } else { try? FileManager.default.removeItem(atPath: dir + "/deny") }
         }
 
         /// A sitekeep command in-process, talking to this daemon where it needs to.
