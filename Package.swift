@@ -8,7 +8,7 @@
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
 //   SiteKeepBridge  ─ op catalogue, dispatcher, socket server
 //   SiteKeepVaultRemotes ─ vault server HTTP API (libSiteKeepHTTP.so by dlopen), folder/static remotes, push queue
-//   SiteKeepPartitions │ SiteKeepVault
+//   SiteKeepPartitions │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
@@ -29,6 +29,7 @@ let package = Package(
         // executable links FoundationNetworking/libcurl at start-up.
         .library(name: "SiteKeepHTTP", type: .dynamic, targets: ["SiteKeepHTTP"]),
         .library(name: "SiteKeepCore", targets: ["SiteKeepCore"]),
+        .library(name: "SiteKeepAgent", targets: ["SiteKeepAgent"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
@@ -58,6 +59,9 @@ let package = Package(
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
+        // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
+        // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
+        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "CLinux"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
@@ -81,7 +85,7 @@ let package = Package(
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
@@ -92,7 +96,7 @@ let package = Package(
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
@@ -110,7 +114,8 @@ let package = Package(
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepBridge", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [

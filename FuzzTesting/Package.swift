@@ -48,6 +48,12 @@ let package = Package(
             .product(name: "SiteKeepBridge", package: "SiteKeep"),
             .product(name: "SiteKeepJSON", package: "SiteKeep"),
         ]),
+        // The ssh-agent protocol: framing, request decoding, the connection handler (with a fixed
+        // key source), key blobs, SSHSIG, login requests and session-bind.
+        .executableTarget(name: "FuzzAgent", dependencies: [
+            .product(name: "SiteKeepAgent", package: "SiteKeep"),
+            .product(name: "SiteKeepCustody", package: "SiteKeep"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

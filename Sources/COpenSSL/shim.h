@@ -7,6 +7,9 @@
 #include <openssl/evp.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
+#include <openssl/rsa.h>
+#include <openssl/sha.h>
+#include <openssl/obj_mac.h>
 #include <openssl/bn.h>
 #include <openssl/pem.h>
 #include <openssl/bio.h>

@@ -332,20 +332,38 @@ enum CustodyCommands {
     static let teamSign = CommandSpec(
         path: ["team", "sign"],
         summary: "Sign a message with a team key; prints the signature, never the key",
-        discussion: "The message is read from --message-file (or '-' for stdin). The signature is printed in base64 (raw 64 bytes: Ed25519, or P-256 r||s); --der prints a P-256 signature in DER.",
+        discussion: """
+        The message is read from --message-file (or '-' for stdin). The signature is printed in \
+        base64 (raw 64 bytes: Ed25519, or P-256 r||s); --der prints a P-256 signature in DER. \
+        --ssh-namespace NS prints an armoured SSHSIG signature in namespace NS instead, as \
+        'ssh-keygen -Y sign -n NS' writes it, for 'ssh-keygen -Y verify' (see 'team show --ssh' \
+        for the allowed-signers line).
+        """,
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile, .option("--message-file", value: "PATH", "the message ('-' for stdin)"),
-                  .flag("--der", "P-256 only: print the signature in DER (as openssl expects)")],
+                  .flag("--der", "P-256 only: print the signature in DER (as openssl expects)"),
+                  .option("--ssh-namespace", value: "NS", "print an armoured SSHSIG signature in namespace NS (file, git, ...)")],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep team sign summit --message-file note.txt --passphrase-file pass.txt", "sign a file")]
+        examples: [CommandExample("sitekeep team sign summit --message-file note.txt --passphrase-file pass.txt", "sign a file"),
+                   CommandExample("sitekeep team sign summit --message-file note.txt --ssh-namespace file --passphrase-file pass.txt",
+                                  "an SSHSIG signature that 'ssh-keygen -Y verify -n file' accepts")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
         guard let path = inv.option("--message-file") else {
             throw UsageError("team sign needs --message-file PATH ('-' for stdin)", command: inv.spec.commandLine)
         }
+        if inv.option("--ssh-namespace") != nil, inv.flag("--der") {
+            throw UsageError("--der and --ssh-namespace are different signature forms; give one", command: inv.spec.commandLine)
+        }
         let message = try readMessage(path, inv: inv)
         let store = try StoreContext.open(inv)
         try store.unlockOneShot(inv)
+        if let namespace = inv.option("--ssh-namespace") {
+            let armored = try AgentCommands.sshsig(message, namespace: namespace, keyID: id, custodian: store.custodian)
+            inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "namespace", value: .string(namespace)),
+                              JSONMember(key: "sshsig", value: .string(armored))])) { armored }
+            return
+        }
         let info = try store.custodian.teamKeyInfo(id: id)
         var signature = try store.custodian.sign(keyID: id, message: message, context: KeyUseContext(op: "team.sign"))
         if inv.flag("--der") {
@@ -431,11 +449,12 @@ enum CustodyCommands {
                      JSONMember(key: "site", value: .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
                      JSONMember(key: "key", value: .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
                      JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null),
-                     JSONMember(key: "prompt", value: e.prompt.map { .string($0) } ?? .null)])
+                     JSONMember(key: "prompt", value: e.prompt.map { .string($0) } ?? .null),
+                     JSONMember(key: "detail", value: e.detail.map { .string($0) } ?? .null)])
         })) {
-            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE"], rows: entries.map { e in
+            Table(headers: ["SEQ", "TIME", "SITE", "OP", "KEY", "RESULT", "PRESENCE", "DETAIL"], rows: entries.map { e in
                 ["\(e.seq)", e.time, e.site, e.op, e.key, e.result,
-                 e.presenceAgeMs.map { "\($0) ms" + (e.prompt.map { " (prompt \($0))" } ?? "") } ?? ""]
+                 e.presenceAgeMs.map { "\($0) ms" + (e.prompt.map { " (prompt \($0))" } ?? "") } ?? "", e.detail ?? ""]
             }).render { inv.style($0, .bold) }
         }
     }

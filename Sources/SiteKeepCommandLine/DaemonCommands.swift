@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import Foundation
+internal import SiteKeepAgent
 internal import SiteKeepBridge
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
@@ -21,14 +22,25 @@ enum DaemonCommands {
         it through control.sock beside the bridge socket. Key ops that need presence ask the \
         program in $SITEKEEP_ASKPASS. Stops cleanly on SIGTERM or SIGINT, finishing in-flight \
         requests and flushing the audit log.
+
+        --ssh-agent (or SITEKEEP_SSH_AGENT=1) also serves the ssh-agent protocol on \
+        --ssh-agent-socket, else $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock \
+        (peers of another uid refused): the team keys turned on with 'sitekeep team ssh enable' \
+        sign SSH logins and SSHSIG signatures (git, ssh-keygen -Y sign), each after presence \
+        ($SITEKEEP_ASKPASS, naming the key and the destination host or namespace) and with an \
+        audit line. 'eval "$(sitekeep agent env)"' points ssh at it. Nothing is listed while \
+        locked.
         """,
         options: [UnlockOptions.recoveryFile,
                   .flag("--unlock", "unlock at start with the secret options (else wait for 'sitekeep unlock')"),
                   .option("--team-key", value: "ID", "the team key identity.get reports and key.sign defaults to"),
-                  .option("--idle", value: "MINUTES", "lock after this long unused (default 15)")],
+                  .option("--idle", value: "MINUTES", "lock after this long unused (default 15)"),
+                  .flag("--ssh-agent", "also serve team keys over the ssh-agent protocol (also: SITEKEEP_SSH_AGENT=1)"),
+                  .option("--ssh-agent-socket", value: "PATH", "the ssh-agent socket (default $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep serve --unlock --prf-file prf.bin", "serve, unlocked with a passkey's PRF bytes"),
-                   CommandExample("sitekeep serve --team-key summit --idle 5", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS")],
+                   CommandExample("sitekeep serve --team-key summit --idle 5", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS"),
+                   CommandExample("sitekeep serve --ssh-agent", "also be the SSH agent for ssh, ssh-keygen and git (see 'sitekeep agent env')")],
         printsData: false
     ) { inv in
         let idle = try inv.intOption("--idle", default: 15, range: 1...24 * 60)
@@ -41,7 +53,18 @@ enum DaemonCommands {
         core.start(dispatcher: dispatcher, environment: inv.environment) { inv.note($0) }
         let custodian = store.custodian
         let controlBox = ControlBox()
+        let agentPath = inv.flag("--ssh-agent") || inv.option("--ssh-agent-socket") != nil || inv.environment["SITEKEEP_SSH_AGENT"] == "1"
+            ? try AgentSocketPath.resolve(inv.option("--ssh-agent-socket"), environment: inv.environment) : nil
         try BridgeDaemon.run(dispatcher: dispatcher, environment: inv.environment, ready: { path in
+            if let agentPath {
+                do {
+                    let agent = try SSHAgentService.start(path: agentPath, custodian: custodian, environment: inv.environment) { inv.note($0) }
+                    controlBox.onShutdown { agent.shutdown() }
+                    inv.note("sitekeep serve: ssh-agent on \(agentPath) (eval \"$(sitekeep agent env)\")")
+                } catch {
+                    inv.note("sitekeep serve: no ssh-agent socket: \(error)")
+                }
+            }
             // Under socket activation there is no path of our own: the control socket goes where the
             // bridge socket would (SITEKEEP_SOCK or XDG_RUNTIME_DIR), and nowhere if neither is set.
             guard let bridgePath = path ?? (try? BridgeDaemon.socketPath(environment: inv.environment)) else {
@@ -69,13 +92,50 @@ enum DaemonCommands {
     }
 }
 
-/// The control server, once started (set from the ready callback, stopped at shutdown).
+/// The control server and the other sockets the ready callback starts, stopped at shutdown.
 final class ControlBox: @unchecked Sendable {
-    // @unchecked: `server` is only touched under `lock`.
+    // @unchecked: `server` and `stops` are only touched under `lock`.
     private let lock = NSLock()
     private var server: ControlServer?
+    private var stops: [@Sendable () -> Void] = []
     func set(_ s: ControlServer) { lock.lock(); server = s; lock.unlock() }
-    func shutdown() { lock.lock(); let s = server; server = nil; lock.unlock(); s?.shutdown() }
+    /// Runs `stop` at shutdown, before the control server stops.
+    func onShutdown(_ stop: @escaping @Sendable () -> Void) { lock.lock(); stops.append(stop); lock.unlock() }
+    func shutdown() {
+        lock.lock(); let s = server, pending = stops; server = nil; stops = []; lock.unlock()
+        for stop in pending { stop() }
+        s?.shutdown()
+    }
+}
+
+/// The daemon's ssh-agent socket over its custodian.
+enum SSHAgentService {
+    /// Starts the agent socket at `path`; presence through `$SITEKEEP_ASKPASS` (without it,
+    /// keys are listed but every signature is refused with a note saying why).
+    static func start(path: String, custodian: Custodian, environment: [String: String],
+                      note: @escaping @Sendable (String) -> Void) throws -> AgentSocketServer {
+        let verifier: any PresenceVerifier
+        do {
+            verifier = try AskpassPresenceVerifier.fromEnvironment(environment)
+        } catch {
+            note("sitekeep serve: ssh-agent: \(error); signatures will be refused until the daemon is started with it")
+            verifier = UnavailablePresence(reason: error.description)
+        }
+        let keys = CustodyAgentKeys(custodian: custodian, presence: WindowedAgentPresence(verifier: verifier, lockScope: custodian.lockScope))
+        let server = try AgentSocketServer(path: path, keys: keys) { peer, why in
+            note("sitekeep serve: ssh-agent: refused a request from \(peer.label): \(why)")
+        }
+        server.start()
+        return server
+    }
+}
+
+/// A presence verifier that always refuses, saying why (no askpass program is configured).
+struct UnavailablePresence: PresenceVerifier {
+    let reason: String
+    func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        throw .presenceUnavailable(reason)
+    }
 }
 
 /// What the control socket does.

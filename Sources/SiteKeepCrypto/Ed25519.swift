@@ -21,6 +21,27 @@ public enum Ed25519: Sendable {
             self.rawRepresentation = rawRepresentation
         }
 
+        /// The DER `SubjectPublicKeyInfo` prefix of every Ed25519 key (RFC 8410 §4:
+        /// `SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (0 unused bits) }`), before the
+        /// 32 key bytes.
+        static let spkiPrefix: [UInt8] = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00]
+
+        /// The key as a DER `SubjectPublicKeyInfo` (RFC 8410), 44 bytes: what `openssl pkey
+        /// -pubin` and X.509 tools read.
+        public var derRepresentation: [UInt8] { Self.spkiPrefix + rawRepresentation }
+
+        /// The SubjectPublicKeyInfo as PEM (`-----BEGIN PUBLIC KEY-----`, lines of 64).
+        public var pemRepresentation: String { PEM.encode(derRepresentation, label: "PUBLIC KEY") }
+
+        /// Parses the 44-byte DER `SubjectPublicKeyInfo` form (the only encoding of one key).
+        /// - Throws: ``CryptoError/invalidKeyEncoding(_:)``.
+        public init(derRepresentation der: [UInt8]) throws(CryptoError) {
+            guard der.count == Self.spkiPrefix.count + 32, der.starts(with: Self.spkiPrefix) else {
+                throw .invalidKeyEncoding("not an Ed25519 SubjectPublicKeyInfo")
+            }
+            try self.init(rawRepresentation: Array(der[Self.spkiPrefix.count...]))
+        }
+
         /// Whether `signature` is a valid signature of `message` under this key
         /// (`crypto_sign_verify_detached`, which also rejects non-canonical encodings).
         public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {

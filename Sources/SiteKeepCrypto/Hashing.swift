@@ -40,6 +40,23 @@ public enum SHA256: Sendable {
     }
 }
 
+/// SHA-512 (`crypto_hash_sha512`): the hash `ssh-keygen -Y sign` puts in an SSHSIG signature.
+public enum SHA512: Sendable {
+    /// The digest length, 64.
+    public static let byteCount = 64
+
+    /// The SHA-512 digest of `message`.
+    public static func hash(_ message: some Collection<UInt8>) -> [UInt8] {
+        try? Sodium.ensureInitialized()
+        let input = Array(message)
+        var out = [UInt8](repeating: 0, count: byteCount)
+        input.withUnsafeBufferPointer { src in
+            _ = crypto_hash_sha512(&out, src.baseAddress ?? UnsafePointer(bitPattern: 1)!, UInt64(src.count))
+        }
+        return out
+    }
+}
+
 /// HMAC-SHA256 (RFC 2104) through libsodium's `crypto_auth_hmacsha256_*`, which takes keys of
 /// any length.
 public enum HMACSHA256: Sendable {

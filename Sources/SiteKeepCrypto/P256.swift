@@ -297,13 +297,14 @@ enum OpenSSLKey {
 
 /// RFC 7468 PEM text: one labelled block of base64.
 package enum PEM {
-    /// Encodes DER as a PEM block, 64 characters a line, every line ending in `\n`.
-    package static func encode(_ der: [UInt8], label: String) -> String {
+    /// Encodes DER as a PEM block, 64 characters a line (or `lineLength`: OpenSSH's armour
+    /// uses 70), every line ending in `\n`.
+    package static func encode(_ der: [UInt8], label: String, lineLength: Int = 64) -> String {
         let b64 = Array(Base64.encode(der).utf8)
         var text = "-----BEGIN \(label)-----\n"
         var i = 0
         while i < b64.count {
-            let end = min(i + 64, b64.count)
+            let end = min(i + lineLength, b64.count)
             text += String(decoding: b64[i..<end], as: UTF8.self) + "\n"
             i = end
         }

@@ -27,11 +27,14 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     /// The id of the presence prompt whose approval this use rests on, when one was used
     /// (absent in lines written before prompts had ids).
     public let prompt: String?
+    /// What was signed or changed, in a few words, when the caller said (for the SSH agent:
+    /// the kind of data, an SSHSIG namespace, the bound destination host). Absent in older lines.
+    public let detail: String?
     /// SHA-256 (hex) of the previous line, or the file's genesis value for the first line.
     public let prev: String
 
     enum CodingKeys: String, CodingKey {
-        case seq, time, site, op, key, result, presenceAgeMs = "presence_age_ms", prompt, prev
+        case seq, time, site, op, key, result, presenceAgeMs = "presence_age_ms", prompt, detail, prev
     }
 }
 
@@ -188,7 +191,7 @@ public final class AuditLog: Sendable {
     /// - Throws: ``CustodyError/io(_:)`` when the line could not be written; the caller must
     ///   then not return the result it was logging.
     public func append(site: String?, op: String, key: String?, result: String,
-                       presenceAgeMs: Int? = nil, prompt: String? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
+                       presenceAgeMs: Int? = nil, prompt: String? = nil, detail: String? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
         // What to do after the line is written, outside the lock: fsync now (the last fsync is
         // older than the interval), schedule one, or nothing. Other threads append meanwhile.
         enum After { case syncNow(Int32, AuditAnchor.Head), schedule, nothing }
@@ -210,6 +213,7 @@ public final class AuditLog: Sendable {
             Self.put(",\"result\":", &line); Self.putJSON(result, &line)
             if let age = presenceAgeMs { Self.put(",\"presence_age_ms\":", &line); Self.putDecimal(age, &line) }
             if let prompt { Self.put(",\"prompt\":", &line); Self.putJSON(prompt, &line) }
+            if let detail { Self.put(",\"detail\":", &line); Self.putJSON(detail, &line) }
             Self.put(",\"prev\":\"", &line); Self.put(s.prev, &line); Self.put("\"}", &line)
             let hash = SHA256.hash(line)
             line.append(0x0a)

@@ -110,12 +110,16 @@ public struct KeyUseContext: Sendable, Equatable {
     /// A presence proof. When given, custody checks it again at use: it must be for this
     /// `site`, this `op` and the key used, young enough, and taken in the current unlock.
     public var presence: PresenceProof?
+    /// What is being signed, in a few words, for the audit line (no secrets, at most 200
+    /// characters are kept): for the SSH agent the kind of data and the destination.
+    public var detail: String?
 
     /// A context; `site` nil means the local user.
-    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil) {
+    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil, detail: String? = nil) {
         self.site = site
         self.op = op
         self.presence = presence
+        self.detail = detail
     }
 
     /// The local user (CLI).
@@ -268,7 +272,7 @@ public final class Custodian: Sendable {
     func log(_ context: KeyUseContext, key: String?, result: String) throws(CustodyError) {
         let age = context.presence.map { $0.ageMilliseconds(clock: configuration.bootClock) }
         try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age,
-                            prompt: context.presence?.promptID)
+                            prompt: context.presence?.promptID, detail: context.detail)
     }
 
     /// Logging that must not hide the error being thrown.

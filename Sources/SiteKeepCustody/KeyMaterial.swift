@@ -9,7 +9,7 @@ public struct SigningKeyVersionInfo: Sendable, Equatable, Codable {
     public let created: Int64
     /// The public key, standard base64 (32 raw bytes for Ed25519, SPKI DER for P-256).
     public let publicKey: String
-    /// The public key as PEM (P-256 only).
+    /// The public key as a SubjectPublicKeyInfo PEM (both algorithms; nil only for a damaged record).
     public let publicKeyPEM: String?
     /// `sha256:` and the first 16 hex characters of SHA-256 of the public key bytes.
     public let fingerprint: String
@@ -43,6 +43,8 @@ public struct SigningKeyInfo: Sendable, Equatable, Codable {
     public let created: Int64
     /// Every version, oldest first.
     public let versions: [SigningKeyVersionInfo]
+    /// Whether and for what the key is offered over the SSH agent socket (nil: not offered).
+    public let ssh: SSHAgentPolicy?
 
     /// The current version's public key (base64).
     public var publicKey: String { versions.last?.publicKey ?? "" }
@@ -167,6 +169,8 @@ struct KeyRecord: Codable, Equatable {
     var name: String
     var algorithm: SigningAlgorithm
     var versions: [Version]
+    /// Absent in records written before SSH agent support, and when SSH use is off.
+    var ssh: SSHAgentPolicy? = nil
 
     struct Version: Codable, Equatable {
         var version: Int
@@ -206,9 +210,16 @@ struct KeyRecord: Codable, Equatable {
                 let pk = (try? Base64.decode(v.publicKey)) ?? []
                 return SigningKeyVersionInfo(
                     version: v.version, created: v.created, publicKey: v.publicKey,
-                    publicKeyPEM: algorithm == .p256 ? (try? P256.Signing.PublicKey(derRepresentation: pk))?.pemRepresentation : nil,
+                    publicKeyPEM: Self.pem(pk, algorithm: algorithm),
                     fingerprint: SigningKeyInfo.fingerprint(of: pk), canSign: v.version == current)
-            })
+            }, ssh: ssh)
+    }
+
+    static func pem(_ publicKey: [UInt8], algorithm: SigningAlgorithm) -> String? {
+        switch algorithm {
+        case .ed25519: (try? Ed25519.PublicKey(rawRepresentation: publicKey))?.pemRepresentation
+        case .p256: (try? P256.Signing.PublicKey(derRepresentation: publicKey))?.pemRepresentation
+        }
     }
 
     static func associatedData(store: String, kind: String, id: String, version: Int, algorithm: SigningAlgorithm, publicKey: String) -> [UInt8] {

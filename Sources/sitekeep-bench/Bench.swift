@@ -21,6 +21,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "vault-sync", summary: "vault commit, push, pull and clone vs the sgit CLI through the real vault server", run: vaultSyncGroup),
     BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
     BenchGroup(name: "core", summary: "reminder planning (1,000 picks x 10,000 items) and schedule.set through the daemon, p50/p99", run: coreGroup),
+    BenchGroup(name: "agent", summary: "sign requests over SiteKeep's ssh-agent socket vs OpenSSH's ssh-agent; ssh-keygen -Y sign end to end", run: agentGroup),
 ] }
 
 @main
@@ -69,6 +70,10 @@ struct SiteKeepBench {
                     print(markdown ? "### core\n\n| measurement | value |\n|---|---|" : "== core ==")
                     for (what, value) in coreTable { print(markdown ? "| \(what) | \(value) |" : "  \(what): \(value)") }
                     print("")
+                    continue
+                }
+                if name == "agent" {
+                    print(markdown ? "### agent\n\n" + agentMarkdown : "== agent ==\n" + agentMarkdown)
                     continue
                 }
                 if name == "partitions" {

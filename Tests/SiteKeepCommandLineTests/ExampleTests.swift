@@ -14,6 +14,7 @@ import SiteKeepTestSupport
         "sitekeep call hello --site https://promptugal.news": "needs a running daemon (DaemonTests runs one)",
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
         "sitekeep doctor --keyring file --json": "as above",
+        "sitekeep agent env": "the in-process runner sets no XDG_RUNTIME_DIR, so there is no default socket (the example with --socket runs)",
         "sitekeep init": "prompts on a terminal",
         "sitekeep vault push notes --prf-file prf.bin": "needs a remote the vault server serves (ServerInteropTests push through the real one)",
         "sitekeep vault pull notes --prf-file prf.bin": "needs a remote (VaultSyncCommandTests pull through one)",

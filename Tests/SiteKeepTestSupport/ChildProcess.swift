@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 
 /// Runs a program and waits for it, with `posix_spawn` and `waitpid` (Foundation's `Process`
 /// can hang in `waitUntilExit` inside the test runner here).
@@ -22,5 +23,35 @@ public enum ChildProcess {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Runs `path` with `arguments` (no shell) with `stdin` as its standard input, this
+    /// process's environment plus `environment`, and returns its status and what it wrote to
+    /// standard output and standard error.
+    public static func capture(_ path: String, _ arguments: [String], stdin: String? = nil,
+                               environment: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
+        let dir = FileManager.default.temporaryDirectory.path + "/sk-capture-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        FileManager.default.createFile(atPath: dir + "/in", contents: Data((stdin ?? "").utf8))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, dir + "/in", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { $1 }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return (127, "", "cannot run \(path)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let out = (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? ""
+        let signal = status & 0x7f
+        return (signal == 0 ? (status >> 8) & 0xff : 128 + signal, out, err)
     }
 }

@@ -1,0 +1,145 @@
+public import SiteKeepCustody
+import SiteKeepCrypto
+
+/// Who is at the other end of an agent connection, from `SO_PEERCRED`.
+public struct AgentPeer: Sendable, Equatable {
+    /// The peer's process id when it connected.
+    public let pid: Int32
+    /// The peer's user id.
+    public let uid: UInt32
+    /// The peer's command name (`/proc/PID/comm`), when it could be read.
+    public let command: String?
+
+    public init(pid: Int32, uid: UInt32, command: String?) {
+        self.pid = pid
+        self.uid = uid
+        self.command = command
+    }
+
+    /// `ssh (pid 4242)`: who asks, for the presence prompt (the command name is only a hint:
+    /// a process chooses its own).
+    public var label: String { "\(command ?? "a process") (pid \(pid))" }
+}
+
+/// A team key the agent offers: one whose SSH policy is on.
+public struct AgentIdentity: Sendable, Equatable {
+    /// The team key's id.
+    public let keyID: String
+    /// Its display name.
+    public let name: String
+    /// The version listed (the current, signing one).
+    public let version: Int
+    /// Its algorithm.
+    public let algorithm: SigningAlgorithm
+    /// The key in OpenSSH form.
+    public let publicKey: SSHPublicKey
+    /// What it may sign over SSH.
+    public let policy: SSHAgentPolicy
+    /// The key's wire blob (computed once: every sign request is looked up by it).
+    public let blob: [UInt8]
+
+    public init(keyID: String, name: String, version: Int, algorithm: SigningAlgorithm, publicKey: SSHPublicKey, policy: SSHAgentPolicy) {
+        self.keyID = keyID
+        self.name = name
+        self.version = version
+        self.algorithm = algorithm
+        self.publicKey = publicKey
+        self.policy = policy
+        self.blob = publicKey.blob
+    }
+
+    /// The comment `ssh-add -L` shows: `sitekeep:ID` and the display name.
+    public var comment: String { Self.comment(keyID: keyID, name: name) }
+
+    /// `sitekeep:ID NAME` (just `sitekeep:ID` when the name is the id).
+    public static func comment(keyID: String, name: String) -> String {
+        name.isEmpty || name == keyID ? "sitekeep:\(keyID)" : "sitekeep:\(keyID) \(name)"
+    }
+
+    /// The identity of a team key's public facts, or nil when its SSH policy is off.
+    public init?(_ info: SigningKeyInfo) {
+        guard let policy = info.ssh, policy.enabled, let raw = try? Base64.decode(info.publicKey),
+              let key = try? SSHPublicKey(algorithm: info.algorithm, publicKey: raw) else { return nil }
+        self.init(keyID: info.id, name: info.name, version: info.version, algorithm: info.algorithm, publicKey: key, policy: policy)
+    }
+}
+
+/// What an agent client asks to have signed, as the agent understood the data.
+public enum AgentSignPurpose: Sendable, Equatable {
+    /// An SSH login (a user-authentication request) as `user`, to `destination`.
+    case login(user: String, destination: AgentDestination)
+    /// An SSHSIG signature in `namespace` (`git` for commits, `file` for `ssh-keygen -Y sign`).
+    case sshsig(namespace: String)
+    /// Anything else: `byteCount` bytes the agent cannot interpret.
+    case other(byteCount: Int)
+
+    /// What the presence prompt asks to allow, in a few words.
+    public var prompt: String {
+        switch self {
+        case let .login(user, destination): "log in over SSH as \(user) to \(destination.text)"
+        case .sshsig(let ns): ns == "git" ? "sign a git commit or tag (SSHSIG namespace git)" : "sign data in SSHSIG namespace \(ns)"
+        case .other(let n): "sign \(n) bytes of data that is neither an SSH login nor an SSHSIG"
+        }
+    }
+
+    /// The audit line's detail: the kind of data, the namespace, the bound host.
+    public var auditDetail: String {
+        switch self {
+        case let .login(user, destination): "ssh user-auth as \(user) to \(destination.text)"
+        case .sshsig(let ns): "sshsig namespace \(ns)"
+        case .other(let n): "other data, \(n) bytes"
+        }
+    }
+
+    /// What one presence approval covers: the same key for the same kind of use (the same user
+    /// and destination for a login, the same namespace for an SSHSIG) within the window.
+    public var presenceScope: String {
+        switch self {
+        case let .login(user, d): "login\0\(user)\0\(d.hostKeyFingerprint ?? "?")\0\(d.forwardedThrough.joined(separator: ","))"
+        case .sshsig(let ns): "sshsig\0\(ns)"
+        case .other: "other"
+        }
+    }
+}
+
+extension SSHAgentPolicy {
+    /// Why this policy does not allow `purpose`, or nil when it does.
+    public func refusal(of purpose: AgentSignPurpose) -> String? {
+        guard enabled else { return "SSH use of this key is off" }
+        switch purpose {
+        case .login: return login ? nil : "this key does not log in over SSH (enable it again without --no-login)"
+        case .sshsig(let ns):
+            return permits(namespace: ns) ? nil : "this key does not sign in SSHSIG namespace \(ns) (allowed: \(namespaces?.joined(separator: ", ") ?? "any"))"
+        case .other: return otherData ? nil : "this key signs only SSH logins and SSHSIG signatures ('--other-data' allows more)"
+        }
+    }
+}
+
+/// One signature an agent client asks for, ready for the key source.
+public struct AgentSignRequest: Sendable, Equatable {
+    /// The key.
+    public let identity: AgentIdentity
+    /// The bytes to sign.
+    public let data: [UInt8]
+    /// What they are.
+    public let purpose: AgentSignPurpose
+    /// Who asks.
+    public let peer: AgentPeer
+
+    public init(identity: AgentIdentity, data: [UInt8], purpose: AgentSignPurpose, peer: AgentPeer) {
+        self.identity = identity
+        self.data = data
+        self.purpose = purpose
+        self.peer = peer
+    }
+}
+
+/// Where the agent's keys come from and where they sign: the seam between the protocol and
+/// custody. ``CustodyAgentKeys`` is the one implementation.
+public protocol AgentKeySource: Sendable {
+    /// The keys to offer now (none while locked).
+    func identities() -> [AgentIdentity]
+    /// Signs `request.data` with `request.identity` after its policy, presence and custody
+    /// allow it; returns the SSH signature blob.
+    func sign(_ request: AgentSignRequest) throws(AgentRefusal) -> [UInt8]
+}

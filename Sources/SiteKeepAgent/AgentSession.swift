@@ -1,0 +1,97 @@
+/// One agent connection's protocol state: turns each request into its reply over an
+/// ``AgentKeySource``. Not thread-safe; its connection's thread owns it.
+///
+/// - `REQUEST_IDENTITIES` lists the keys the source offers (the SSH-enabled team keys; none
+///   while locked), with comments naming each key and its display name.
+/// - `SIGN_REQUEST` looks the key up by blob among those (re-reading the source once when a
+///   blob is not among the last listing), classifies the data (an SSH login, an SSHSIG and its
+///   namespace, or other), checks a login against the connection's session bindings and hands
+///   the rest to the source. Flags: the two the protocol defines are for RSA keys and so change
+///   nothing here; any other bit is refused.
+/// - Add, remove, remove-all, smartcard, lock and unlock requests get `SSH_AGENT_FAILURE`.
+/// - Extensions: `session-bind@openssh.com` (``SessionBindings``) and `query`; any other gets
+///   `SSH_AGENT_EXTENSION_FAILURE`.
+/// - Malformed requests and unknown message types get `SSH_AGENT_FAILURE`.
+public final class AgentSession {
+    /// The extensions this agent implements, as `query` lists them.
+    public static let extensions = ["query", "session-bind@openssh.com"]
+
+    private let keys: any AgentKeySource
+    /// Who is connected.
+    public let peer: AgentPeer
+    /// The connection's session bindings.
+    public private(set) var bindings = SessionBindings()
+    private var listed: [AgentIdentity] = []
+    /// Why the last request was refused, for the daemon's log and for tests.
+    public private(set) var lastRefusal: AgentRefusal?
+
+    public init(keys: any AgentKeySource, peer: AgentPeer) {
+        self.keys = keys
+        self.peer = peer
+    }
+
+    /// The reply to one message's payload.
+    public func reply(to payload: [UInt8]) -> AgentReply {
+        lastRefusal = nil
+        do {
+            return try answer(payload)
+        } catch {
+            lastRefusal = error
+            return .failure
+        }
+    }
+
+    private func answer(_ payload: [UInt8]) throws(AgentRefusal) -> AgentReply {
+        let request: AgentRequest
+        do { request = try AgentRequest.decode(payload) } catch { throw .malformed(error.description) }
+        switch request {
+        case .requestIdentities:
+            listed = keys.identities()
+            return .identities(listed.map { ($0.blob, $0.comment) })
+        case let .sign(blob, data, flags):
+            return .signature(try sign(blob: blob, data: data, flags: flags))
+        case .keyManagement:
+            throw .policy("keys enter SiteKeep only through 'sitekeep team'; lock it with 'sitekeep lock'")
+        case let .extension(name, contents):
+            switch name {
+            case "session-bind@openssh.com":
+                try bindings.bind(contents)
+                return .success
+            case "query":
+                var w = SSHWriter()
+                for e in Self.extensions { w.string(e) }
+                return .extensionResponse(name: "query", contents: w.bytes)
+            default:
+                return .extensionFailure
+            }
+        case .unknown(let type):
+            throw .malformed("message type \(type) is not an agent request")
+        }
+    }
+
+    private func sign(blob: [UInt8], data: [UInt8], flags: UInt32) throws(AgentRefusal) -> [UInt8] {
+        guard !bindings.bindFailed else { throw .binding("a session bind failed on this connection, so it signs nothing") }
+        guard flags & ~AgentSignFlags.known == 0 else { throw .malformed("unknown signature flags 0x\(String(flags, radix: 16))") }
+        guard let identity = identity(for: blob) else { throw .unknownKey }
+        let purpose: AgentSignPurpose
+        let sshsig: SSHSIG.SignedData?
+        do { sshsig = try SSHSIG.SignedData(parsing: data) } catch { throw .malformed(error.description) }
+        if let sshsig {
+            purpose = .sshsig(namespace: sshsig.namespace)
+        } else if let login = SSHUserAuthRequest(parsing: data) {
+            guard login.keyBlob == blob, login.algorithm == identity.publicKey.typeName else {
+                throw .malformed("the login request is for another key than the one asked to sign it")
+            }
+            purpose = .login(user: login.user, destination: try bindings.destination(of: login))
+        } else {
+            purpose = .other(byteCount: data.count)
+        }
+        return try keys.sign(AgentSignRequest(identity: identity, data: data, purpose: purpose, peer: peer))
+    }
+
+    private func identity(for blob: [UInt8]) -> AgentIdentity? {
+        if let hit = listed.first(where: { $0.blob == blob }) { return hit }
+        listed = keys.identities()
+        return listed.first { $0.blob == blob }
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+internal import SiteKeepAgent
+internal import SiteKeepCrypto
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+
+/// `agent env`, `team ssh enable|disable`, `team show`: team keys for ssh, ssh-keygen and git.
+enum AgentCommands {
+    static var all: [CommandSpec] { [agentEnv, teamSSHEnable, teamSSHDisable, teamShow] }
+
+    static let agentEnv = CommandSpec(
+        path: ["agent", "env"],
+        summary: "Print the SSH_AUTH_SOCK line for the daemon's ssh-agent socket (as 'ssh-agent -s' does)",
+        discussion: """
+        The daemon serves team keys to ssh, ssh-add, ssh-keygen and git over the ssh-agent \
+        protocol when started with 'sitekeep serve --ssh-agent'. Its socket is --socket, else \
+        $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock. Use it with \
+        eval "$(sitekeep agent env)". A note goes to stderr when nothing answers there yet.
+        """,
+        options: [.option("--socket", value: "PATH", "the agent socket (default: $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"),
+                  .flag("--csh", short: "-c", "print a csh 'setenv' line instead of a Bourne shell one")],
+        examples: [CommandExample("sitekeep agent env", "print 'SSH_AUTH_SOCK=...; export SSH_AUTH_SOCK;' for eval"),
+                   CommandExample("sitekeep agent env --socket /run/user/1000/sitekeep/agent.sock --csh", "the csh form, for a socket named explicitly")]
+    ) { inv in
+        let path = try AgentSocketPath.resolve(inv.option("--socket"), environment: inv.environment)
+        let answering = AgentClient.isAnswering(path: path)
+        if !answering && !inv.settings.json {
+            inv.note("note: nothing answers on \(path) yet; start 'sitekeep serve --ssh-agent'")
+        }
+        inv.emit(.object([JSONMember(key: "SSH_AUTH_SOCK", value: .string(path)), JSONMember(key: "answering", value: .bool(answering))])) {
+            inv.flag("--csh") ? "setenv SSH_AUTH_SOCK \(ShellQuote.quote(path));" : "SSH_AUTH_SOCK=\(ShellQuote.quote(path)); export SSH_AUTH_SOCK;"
+        }
+    }
+
+    static let teamSSHEnable = CommandSpec(
+        path: ["team", "ssh", "enable"],
+        summary: "Offer a team key over the ssh-agent socket, for SSH logins and SSHSIG signatures (git, files)",
+        discussion: """
+        Off by default for every key. Once on, 'ssh-add -L' lists the key and ssh, ssh-keygen \
+        -Y sign and git (gpg.format=ssh) can ask it to sign; each signature still needs presence \
+        (the program in $SITEKEEP_ASKPASS is asked, naming the key, the destination host or the \
+        SSHSIG namespace) and is in the audit log. --namespace (repeatable) limits SSHSIG \
+        signatures to those namespaces (git for commits, file for 'ssh-keygen -Y sign -n file'); \
+        --no-login refuses SSH logins; --other-data allows data that is neither (off: such \
+        bytes could be anything). Turning SSH use on needs the store unlocked. Connections \
+        opened after the change see it.
+        """,
+        arguments: [ArgumentSpec("ID", "the key id")],
+        options: [UnlockOptions.recoveryFile,
+                  .option("--namespace", value: "NS", "allow SSHSIG signatures only in NS (repeatable; default: any namespace)"),
+                  .flag("--no-login", "refuse SSH logins (user-authentication requests)"),
+                  .flag("--other-data", "also sign data that is neither an SSH login nor an SSHSIG")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team ssh enable summit --passphrase-file pass.txt", "offer summit for SSH logins and SSHSIG signatures"),
+                   CommandExample("sitekeep team ssh enable summit --namespace git --no-login --prf-file prf.bin", "let summit sign git commits and nothing else")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let namespaces = inv.options("--namespace")
+        for ns in namespaces where !SSHAgentPolicy.isValidNamespace(ns) {
+            throw UsageError("--namespace '\(ns.prefix(64))' is not an SSH namespace: use 1-64 characters from a-z A-Z 0-9 . _ - @ +", command: inv.spec.commandLine)
+        }
+        let policy = SSHAgentPolicy(enabled: true, login: !inv.flag("--no-login"), namespaces: namespaces.isEmpty ? nil : namespaces,
+                                    otherData: inv.flag("--other-data"))
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy)
+        inv.emit(sshJSON(info)) { "SSH use of \(id): \(policy.summary).\n" + (try? sshLine(info)).map { "  \($0)" }.orEmpty }
+    }
+
+    static let teamSSHDisable = CommandSpec(
+        path: ["team", "ssh", "disable"],
+        summary: "Stop offering a team key over the ssh-agent socket",
+        discussion: "Works while locked. Agent connections opened after this no longer list or use the key.",
+        arguments: [ArgumentSpec("ID", "the key id")],
+        examples: [CommandExample("sitekeep team ssh disable summit", "take summit off the ssh-agent socket")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let store = try StoreContext.open(inv)
+        let info = try store.custodian.setSSHAgentPolicy(keyID: id, nil)
+        inv.emit(sshJSON(info)) { "SSH use of \(id): off." }
+    }
+
+    static let teamShow = CommandSpec(
+        path: ["team", "show"],
+        summary: "Show one team key: fingerprints (SiteKeep's and ssh-keygen's), SPKI PEM, OpenSSH line, SSH use",
+        discussion: """
+        Public facts only; works while locked. The PEM is a SubjectPublicKeyInfo for both \
+        algorithms (openssl pkey -pubin reads it). --ssh prints only the OpenSSH public key line, \
+        for authorized_keys or git's gpg.ssh.allowedSignersFile.
+        """,
+        arguments: [ArgumentSpec("ID", "the key id")],
+        options: [.flag("--ssh", "print only the OpenSSH public key line")],
+        examples: [CommandExample("sitekeep team show summit", "the key's fingerprints, PEM and SSH use"),
+                   CommandExample("sitekeep team show summit --ssh", "the line for authorized_keys or an allowed-signers file")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let store = try StoreContext.open(inv)
+        let info = try store.custodian.teamKeyInfo(id: id)
+        let line = try sshLine(info)
+        if inv.flag("--ssh") {
+            inv.emit(["key": .string(id), "openssh": .string(line)]) { line }
+            return
+        }
+        let key = try sshKey(info)
+        var json = CustodyCommands.keyJSON(info)
+        if case .object(var members) = json {
+            members += [JSONMember(key: "sshFingerprint", value: .string(key.fingerprint)), JSONMember(key: "openssh", value: .string(line))]
+            members.append(JSONMember(key: "ssh", value: sshPolicyJSON(info.ssh)))
+            json = .object(members)
+        }
+        inv.emit(json) {
+            var lines = ["key          \(info.id) (\(info.name))",
+                         "algorithm    \(info.algorithm.rawValue), version \(info.version) of \(info.versions.count)",
+                         "fingerprint  \(key.fingerprint)  (as ssh-keygen -l prints it: \(key.bits) \(key.fingerprint) \(AgentIdentity.comment(keyID: info.id, name: info.name)) (\(key.family)))",
+                         "             \(info.fingerprint)  (SiteKeep's)",
+                         "ssh          \(info.ssh?.summary ?? "off (sitekeep team ssh enable \(info.id))")",
+                         "openssh      \(line)"]
+            if let pem = info.versions.last?.publicKeyPEM { lines.append(pem.trimmingCharacters(in: .newlines)) }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    // MARK: Helpers
+
+    static func sshKey(_ info: SigningKeyInfo) throws -> SSHPublicKey {
+        guard let raw = try? Base64.decode(info.publicKey), let key = try? SSHPublicKey(algorithm: info.algorithm, publicKey: raw) else {
+            throw CommandFailure("key \(info.id)'s public key is damaged", remedy: "check 'sitekeep team list'", code: "damaged")
+        }
+        return key
+    }
+
+    /// The key's OpenSSH public key line, its comment naming the key and its display name.
+    static func sshLine(_ info: SigningKeyInfo) throws -> String {
+        try sshKey(info).authorizedKeysLine(comment: AgentIdentity.comment(keyID: info.id, name: info.name))
+    }
+
+    static func sshPolicyJSON(_ policy: SSHAgentPolicy?) -> JSONValue {
+        guard let policy, policy.enabled else { return .object([JSONMember(key: "enabled", value: .bool(false))]) }
+        return .object([JSONMember(key: "enabled", value: .bool(true)), JSONMember(key: "login", value: .bool(policy.login)),
+                        JSONMember(key: "namespaces", value: policy.namespaces.map { .array($0.map { .string($0) }) } ?? .null),
+                        JSONMember(key: "otherData", value: .bool(policy.otherData))])
+    }
+
+    static func sshJSON(_ info: SigningKeyInfo) -> JSONValue {
+        .object([JSONMember(key: "key", value: .string(info.id)), JSONMember(key: "ssh", value: sshPolicyJSON(info.ssh)),
+                 JSONMember(key: "openssh", value: .string((try? sshLine(info)) ?? ""))])
+    }
+
+    /// An armoured SSHSIG signature of `message` in `namespace` by team key `id`, made through
+    /// custody (`team sign --ssh-namespace`).
+    static func sshsig(_ message: [UInt8], namespace: String, keyID id: String, custodian: Custodian) throws -> String {
+        guard SSHAgentPolicy.isValidNamespace(namespace) else {
+            throw CommandFailure("--ssh-namespace '\(namespace.prefix(64))' is not an SSH namespace", remedy: "use 1-64 characters from a-z A-Z 0-9 . _ - @ +, e.g. file or git", code: "usage")
+        }
+        let info = try custodian.teamKeyInfo(id: id)
+        let key = try sshKey(info)
+        let hash = SSHSIG.Hash.sha512
+        let data = SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message))
+        let signed = try custodian.signature(keyID: id, message: data, context: KeyUseContext(op: "team.sign", detail: "sshsig namespace \(namespace)"))
+        let blob = SSHSIG.blob(publicKey: key.blob, namespace: namespace, hash: hash,
+                               signature: try SSHSignatureBlob.make(algorithm: signed.algorithm, raw: signed.signature))
+        return SSHSIG.armor(blob)
+    }
+}
+
+/// Where the agent socket is: an explicit path, `$SITEKEEP_AGENT_SOCK`, or
+/// `$XDG_RUNTIME_DIR/sitekeep/agent.sock`.
+enum AgentSocketPath {
+    static func resolve(_ explicit: String?, environment: [String: String]) throws -> String {
+        if let p = explicit, !p.isEmpty { return p }
+        if let p = environment["SITEKEEP_AGENT_SOCK"], !p.isEmpty { return p }
+        if let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty { return run + "/sitekeep/agent.sock" }
+        throw CommandFailure("neither SITEKEEP_AGENT_SOCK nor XDG_RUNTIME_DIR is set, so there is no default agent socket",
+                             remedy: "pass --socket PATH (or --ssh-agent-socket PATH to serve), or set XDG_RUNTIME_DIR", code: "no_socket")
+    }
+}
+
+/// POSIX shell quoting for a printed path.
+enum ShellQuote {
+    static func quote(_ s: String) -> String {
+        let safe = s.utf8.allSatisfy { b in
+            (0x30...0x39).contains(b) || (0x41...0x5a).contains(b) || (0x61...0x7a).contains(b) || Array("/._-+:@%,".utf8).contains(b)
+        }
+        return safe && !s.isEmpty ? s : "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+extension Optional where Wrapped == String {
+    var orEmpty: String { self ?? "" }
+}

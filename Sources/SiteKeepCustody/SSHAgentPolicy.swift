@@ -1,0 +1,83 @@
+/// Whether, and for what, a team key is offered over SiteKeep's ssh-agent socket.
+///
+/// Stored with the key's public facts (its keyring record), off by default: a key with no
+/// policy, or with ``enabled`` false, is not listed to SSH clients and signs nothing for them.
+/// The policy narrows what the agent signs; every signature still needs presence and is logged.
+/// It governs the agent socket only: `sitekeep team sign` is the local user's own command.
+public struct SSHAgentPolicy: Sendable, Equatable, Codable {
+    /// Whether the key is listed to SSH clients (`ssh-add -L`) and may sign for them.
+    public var enabled: Bool
+    /// Whether it signs SSH user-authentication requests (logging in with `ssh`).
+    public var login: Bool
+    /// The SSHSIG namespaces it signs (`git` for commits, `file` for `ssh-keygen -Y sign`, ...);
+    /// nil signs any namespace, an empty list none.
+    public var namespaces: [String]?
+    /// Whether it signs data that is neither a user-authentication request nor an SSHSIG
+    /// (off unless asked for: such bytes could be anything).
+    public var otherData: Bool
+
+    /// The most namespaces a policy lists.
+    public static let maximumNamespaces = 32
+
+    /// A policy; namespaces are checked with ``validate()``.
+    public init(enabled: Bool = true, login: Bool = true, namespaces: [String]? = nil, otherData: Bool = false) {
+        self.enabled = enabled
+        self.login = login
+        self.namespaces = namespaces
+        self.otherData = otherData
+    }
+
+    /// Whether an SSHSIG in `namespace` may be signed.
+    public func permits(namespace: String) -> Bool {
+        enabled && (namespaces?.contains(namespace) ?? true)
+    }
+
+    /// Checks the namespaces: 1 to 64 bytes each of `a-z A-Z 0-9 . _ - @ +`, at most
+    /// ``maximumNamespaces`` (the namespaces OpenSSH's tools use are words like `git`, `file`).
+    /// - Throws: ``CustodyError/invalidArgument(_:)``.
+    public func validate() throws(CustodyError) {
+        guard let namespaces else { return }
+        guard namespaces.count <= Self.maximumNamespaces else {
+            throw .invalidArgument("at most \(Self.maximumNamespaces) SSH namespaces, got \(namespaces.count)")
+        }
+        for ns in namespaces where !Self.isValidNamespace(ns) {
+            throw .invalidArgument("'\(ns.prefix(64))' is not an SSH namespace: use 1-64 characters from a-z A-Z 0-9 . _ - @ +")
+        }
+    }
+
+    /// Whether `namespace` is one a policy can name.
+    public static func isValidNamespace(_ namespace: String) -> Bool {
+        let bytes = Array(namespace.utf8)
+        return (1...64).contains(bytes.count) && bytes.allSatisfy { b in
+            (0x61...0x7a).contains(b) || (0x41...0x5a).contains(b) || (0x30...0x39).contains(b) || [0x2e, 0x5f, 0x2d, 0x40, 0x2b].contains(b)
+        }
+    }
+
+    /// A few words for the audit log and `team show`: `login, git, file` or `off`.
+    public var summary: String {
+        guard enabled else { return "off" }
+        var parts: [String] = []
+        if login { parts.append("login") }
+        if let namespaces { parts.append(namespaces.isEmpty ? "no SSHSIG" : "SSHSIG " + namespaces.joined(separator: ",")) } else { parts.append("SSHSIG any namespace") }
+        if otherData { parts.append("other data") }
+        return parts.joined(separator: "; ")
+    }
+}
+
+extension Custodian {
+    /// Sets (or, with nil, removes) the SSH agent policy of team key `id`, keeping everything
+    /// else in its record. Turning SSH use on needs the custodian unlocked, as rotating does;
+    /// turning it off works while locked. The change is in the audit log.
+    /// - Throws: ``CustodyError/keyNotFound(_:)``, ``CustodyError/locked``,
+    ///   ``CustodyError/invalidArgument(_:)``.
+    public func setSSHAgentPolicy(keyID id: String, _ policy: SSHAgentPolicy?) throws(CustodyError) -> SigningKeyInfo {
+        try Self.validateID(id)
+        try policy?.validate()
+        if policy?.enabled == true { _ = try currentMaster() }
+        var record = try loadRecord(kind: ItemKind.teamKey, id: id)
+        record.ssh = policy?.enabled == true ? policy : nil
+        try storeRecord(record, kind: ItemKind.teamKey)
+        try log(KeyUseContext(op: "team.ssh", detail: record.ssh?.summary ?? "off"), key: id, result: "ok")
+        return record.info()
+    }
+}
