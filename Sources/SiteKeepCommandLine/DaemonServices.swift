@@ -1,11 +1,11 @@
 import Foundation
 internal import SiteKeepBridge
 internal import SiteKeepCustody
+internal import SiteKeepPartitions
 
 enum DaemonServices {
     /// The services of `store` for the bridge.
-    static func make(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
-        let registry = try SiteCommands.registry(store)
+    static func make(_ store: StoreContext, registry: SiteRegistry, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
         let access = PartitionAccess(registry: registry)
         // Locking drops the open partitions: when-unlocked data must not outlive the unlock.
         _ = store.custodian.addLockObserver { access.closeAll() }
