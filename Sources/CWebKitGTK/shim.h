@@ -7,6 +7,7 @@
 #include <gtk/gtk.h>
 #include <webkit/webkit.h>
 #include <jsc/jsc.h>
+#include <glib-unix.h>
 
 /* A web view on `session` whose page scripts come from `manager` (both construct-only). */
 static inline WebKitWebView *skb_web_view_new(WebKitNetworkSession *session, WebKitUserContentManager *manager,
@@ -149,4 +150,9 @@ static inline gboolean skb_widget_png(GtkWidget *widget, const char *path) {
     }
     g_object_unref(paintable);
     return ok;
+}
+
+/* Calls fn(context) on the main loop when `signum` (SIGTERM, SIGINT) arrives. */
+static inline guint skb_unix_signal_add(int signum, skb_timer_fn fn, void *context) {
+    return g_unix_signal_add(signum, (GSourceFunc)fn, context);
 }

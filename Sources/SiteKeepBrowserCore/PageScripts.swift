@@ -87,7 +87,8 @@ public enum PageScripts {
         """
         (() => {
           "use strict";
-          if (window.top !== window || !\(originsLiteral(site)).includes(location.origin)) return;
+          const ORIGINS = \(originsLiteral(site));
+          if (window.top !== window || !ORIGINS.includes(location.origin)) return;
           const handlers = window.webkit.messageHandlers;
           document.addEventListener("\(requestEvent)", async (e) => {
             let d;
@@ -111,7 +112,60 @@ public enum PageScripts {
             handlers.\(hostHandler).postMessage(JSON.stringify({ scroll: room > 0 ? Math.min(1, y / room) : 0, dir }));
           };
           window.addEventListener("scroll", () => { if (!timer) timer = setTimeout(report, 150); }, { passive: true });
+          // A link the user clicks to a page off this site leaves through the host before any
+          // request is made (the host opens it in the site's own view or the system browser).
+          document.addEventListener("click", (e) => {
+            if (!e.isTrusted || e.defaultPrevented || e.button !== 0) return;
+            const a = e.target && e.target.closest ? e.target.closest("a[href]") : null;
+            if (!a) return;
+            let u;
+            try { u = new URL(a.href, location.href); } catch (_) { return; }
+            if ((u.protocol !== "http:" && u.protocol !== "https:") || ORIGINS.includes(u.origin)) return;
+            e.preventDefault();
+            handlers.\(hostHandler).postMessage(JSON.stringify({ open: u.href }));
+          }, true);
         })();
+        """
+    }
+
+    /// Host script (isolated world): the kept copy of a page. Parses the page's own HTML as the
+    /// server sent it (an inert document: nothing in it runs), puts the figures (`img`) in as
+    /// `data:` URLs and the style sheets and scripts in as inline text, from `resources`
+    /// (`{absolute URL: {"data": "data:…"} | {"text": "…"}}`), and returns the whole document.
+    /// Shown later at the page's real URL, it runs as the page did: same origin, same storage,
+    /// the bridge still there.
+    public static func inlineDocument(html: String, url: String, resources: JSONValue) -> String {
+        """
+        ((raw, base, map) => {
+          "use strict";
+          const doc = new DOMParser().parseFromString(raw, "text/html");
+          const abs = (v) => { try { return new URL(v, base).href; } catch (_) { return null; } };
+          const get = (v) => { const k = v && abs(v); return k && Object.prototype.hasOwnProperty.call(map, k) ? map[k] : null; };
+          for (const img of doc.querySelectorAll("img[src]")) {
+            const r = get(img.getAttribute("src"));
+            if (r && r.data) { img.setAttribute("src", r.data); img.removeAttribute("srcset"); img.removeAttribute("loading"); }
+          }
+          for (const link of doc.querySelectorAll("link[href]")) {
+            if (!/(^|\\s)stylesheet(\\s|$)/i.test(link.getAttribute("rel") || "")) continue;
+            const r = get(link.getAttribute("href"));
+            if (r && typeof r.text === "string") {
+              const style = doc.createElement("style");
+              if (link.media) style.media = link.media;
+              style.textContent = r.text;
+              link.replaceWith(style);
+            }
+          }
+          for (const script of doc.querySelectorAll("script[src]")) {
+            const r = get(script.getAttribute("src"));
+            if (r && typeof r.text === "string" && !/<\\/script/i.test(r.text)) {
+              script.removeAttribute("src");
+              script.removeAttribute("integrity");
+              script.textContent = r.text;
+            }
+          }
+          const doctype = doc.doctype ? "<!DOCTYPE " + doc.doctype.name + ">\\n" : "";
+          return doctype + doc.documentElement.outerHTML;
+        })(\(literal(.string(html))), \(literal(.string(url))), \(literal(resources)))
         """
     }
 
