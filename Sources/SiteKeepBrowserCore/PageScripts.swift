@@ -175,11 +175,13 @@ public enum PageScripts {
                  return room > 0 ? Math.min(1, window.scrollY / room) : 0; })()
         """
 
-    /// Host script (isolated world): scroll to `fraction` (0…1) of the page.
+    /// Host script (isolated world): scroll to `fraction` (0…1) of the page; the fraction
+    /// reached, or -1 while the page has no layout to scroll in yet.
     public static func scroll(to fraction: Double) -> String {
         let f = fraction.isFinite ? min(1, max(0, fraction)) : 0
         return """
         (() => { const room = Math.max(0, document.documentElement.scrollHeight - window.innerHeight);
+                 if (window.innerHeight === 0 || (room === 0 && \(f) > 0)) return -1;
                  window.scrollTo(0, Math.round(room * \(f))); return room > 0 ? window.scrollY / room : 0; })()
         """
     }

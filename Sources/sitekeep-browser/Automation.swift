@@ -9,7 +9,8 @@ import SiteKeepJSON
 /// ```
 /// {"cmd": "eval", "id": 1, "tab": 0, "js": "document.title"}      page world; "world": "relay" for the relay's
 /// {"cmd": "screenshot", "id": 2, "path": "/tmp/b.png"}             the whole window as PNG
-/// {"cmd": "select", "tab": 1}   {"cmd": "key", "name": "F5"}   {"cmd": "state", "id": 3}   {"cmd": "quit"}
+/// {"cmd": "select", "tab": 1}   {"cmd": "key", "name": "F5"}   {"cmd": "address", "text": "https://…"}
+/// {"cmd": "state", "id": 3}   {"cmd": "quit"}
 /// ```
 ///
 /// For tests and scripts driving the browser; off unless asked for, and only its own stdin
@@ -63,6 +64,11 @@ extension Browser {
             reply(id, ["ok": true])
         case "key":
             if let name = cmd["name"]?.stringValue { pressKey(name) }
+            reply(id, ["ok": true])
+        case "address":
+            // As if typed into the address bar (Ctrl+L) and Enter pressed.
+            guard let text = cmd["text"]?.stringValue else { reply(id, error: "no text"); return }
+            enterAddress(text)
             reply(id, ["ok": true])
         case "state":
             reply(id, ["tabs": .array(tabs.map { t in

@@ -98,7 +98,11 @@ final class Browser {
         _ = skb_connect_switch_page(OpaquePointer(notebook), { _, _, _, ctx in
             let f = Callback<VoidHandler>.from(ctx)
             MainActor.assumeIsolated { f() }
-        }, Callback<VoidHandler>({ [unowned self] in self.scheduleSaveAll() }).retained, releaseCallback)
+        }, Callback<VoidHandler>({ [unowned self] in
+            // The tab being shown is known only after the switch: look once the loop turns.
+            after(milliseconds: 0) { [weak self] in self?.current?.applyPendingScroll() }
+            self.scheduleSaveAll()
+        }).retained, releaseCallback)
         installKeys(win)
         Signal.bool(UnsafeMutableRawPointer(win), "close-request") { [unowned self] in self.quit(); return true }
         _ = skb_unix_signal_add(SIGTERM, { ctx in
@@ -167,9 +171,14 @@ final class Browser {
     }
 
     private func addressEntered() {
-        let text = string(gtk_editable_get_text(skb_editable(UnsafeMutableRawPointer(address))))?
-            .trimmingCharacters(in: .whitespaces) ?? ""
+        let text = string(gtk_editable_get_text(skb_editable(UnsafeMutableRawPointer(address)))) ?? ""
         hideAddress()
+        enterAddress(text)
+    }
+
+    /// What the reader typed into the address bar: the user's own navigation.
+    func enterAddress(_ typed: String) {
+        let text = typed.trimmingCharacters(in: .whitespaces)
         guard !text.isEmpty else { return }
         let url = text.contains("://") || text.hasPrefix("about:") ? text : "https://" + text
         if let t = current {

@@ -236,15 +236,11 @@ final class Tab {
         case WEBKIT_LOAD_FINISHED:
             let gen = generation
             let shownFrom = source
-            if let target = pendingScroll {
-                pendingScroll = nil
+            if pendingScroll != nil {
                 // Layout settles after the load event; scroll once it has.
                 after(milliseconds: 100) { [weak self] in
                     guard let self, self.generation == gen else { return }
-                    self.browser.evaluate(self, PageScripts.scroll(to: target), world: PageScripts.worldName) { value in
-                        if let v = value.flatMap(Double.init) { self.scroll = v }
-                        self.browser.loaded(self, source: shownFrom)
-                    }
+                    self.applyPendingScroll { self.browser.loaded(self, source: shownFrom) }
                 }
             } else {
                 browser.evaluate(self, PageScripts.scrollPosition, world: PageScripts.worldName) { [weak self] value in
@@ -256,6 +252,26 @@ final class Tab {
             if source == .network { keepPage(generation: gen) }
         default:
             break
+        }
+    }
+
+    /// Scrolls to the position being restored. Layout may not be done when the load is (and a
+    /// view that is not shown has no height to scroll in), so it looks again every 100 ms, up to
+    /// 3 s; a tab not shown keeps the target until ``Browser`` shows it and calls this again.
+    func applyPendingScroll(attempt: Int = 0, then done: @escaping @MainActor () -> Void = {}) {
+        guard let target = pendingScroll else { done(); return }
+        browser.evaluate(self, PageScripts.scroll(to: target), world: PageScripts.worldName) { [weak self] value in
+            guard let self, self.pendingScroll == target else { done(); return }
+            let reached = value.flatMap(Double.init) ?? -1
+            if reached >= 0, abs(reached - target) < 0.02 {
+                self.pendingScroll = nil
+                self.scroll = reached
+                done()
+            } else if attempt < 30, gtk_widget_get_mapped(self.widget) != 0 {
+                after(milliseconds: 100) { [weak self] in self?.applyPendingScroll(attempt: attempt + 1, then: done) }
+            } else {
+                done()
+            }
         }
     }
 
@@ -314,7 +330,12 @@ final class Tab {
                 return false
             case .openSite(let other):
                 webkit_policy_decision_ignore(decision)
-                browser.openTab(site: other, url: url)
+                if url == gestureURL {
+                    gestureURL = nil
+                    browser.openTab(site: other, url: url)
+                } else {
+                    browser.note("\(site.name): a navigation to \(other.name) was not made by the user; not opened")
+                }
             case .external(let u):
                 webkit_policy_decision_ignore(decision)
                 openExternally(u)
