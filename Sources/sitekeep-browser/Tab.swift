@@ -129,7 +129,8 @@ final class Tab {
         source = .kept
         generation += 1
         resources.removeAll()
-        webkit_web_view_load_alternate_html(view, String(decoding: page.document, as: UTF8.self), url, nil)
+        // content_uri is what the view shows; base_uri is the document's own URL (its origin).
+        webkit_web_view_load_alternate_html(view, String(decoding: page.document, as: UTF8.self), url, url)
         return true
     }
 
