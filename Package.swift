@@ -18,11 +18,18 @@
 import PackageDescription
 import Foundation
 
-/// Whether pkg-config finds GTK 4 and WebKitGTK 6.0 (Debian: libgtk-4-dev, libwebkitgtk-6.0-dev,
-/// about 220 MB). Without them the browser's executable is left out of the package, so building
-/// the CLI never needs them; `tools/setup --browser` installs them and `tools/test` requires the
-/// browser (its tests fail, saying what to install, when `sitekeep-browser` was not built).
+/// Whether the browser (GTK 4 + WebKitGTK 6.0; Debian: libgtk-4-dev, libwebkitgtk-6.0-dev, about
+/// 220 MB) is part of the package. `SITEKEEP_BROWSER=1` includes it (a build then fails, naming
+/// the packages, where they are missing: tools/test sets it, so CI never skips the browser),
+/// `SITEKEEP_BROWSER=0` leaves it out, and otherwise it is there when pkg-config finds both.
+/// Without them the CLI builds as before. SwiftPM caches this answer per environment: after
+/// installing the packages, build with SITEKEEP_BROWSER=1 (or `swift package purge-cache`).
 let browserAvailable: Bool = {
+    switch ProcessInfo.processInfo.environment["SITEKEEP_BROWSER"] {
+    case "1": return true
+    case "0": return false
+    default: break
+    }
     let pkgConfig = Process()
     pkgConfig.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     pkgConfig.arguments = ["pkg-config", "--exists", "webkitgtk-6.0", "gtk4"]
