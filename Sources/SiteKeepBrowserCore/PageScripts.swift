@@ -102,13 +102,17 @@ public enum PageScripts {
             }
             document.dispatchEvent(new CustomEvent("\(replyEvent)", { detail: JSON.stringify({ id: d.id, reply }) }));
           });
-          let lastY = window.scrollY, timer = 0;
+          // The last position seen, in this world's global: the host's own scrolls (a restored
+          // position) set it too, so they are not taken for the reader's.
+          window.__sitekeepLastY = window.scrollY;
+          let timer = 0;
           const report = () => {
             timer = 0;
             const room = Math.max(0, document.documentElement.scrollHeight - window.innerHeight);
             const y = window.scrollY;
+            const lastY = window.__sitekeepLastY;
             const dir = y > lastY ? "down" : (y < lastY ? "up" : "none");
-            lastY = y;
+            window.__sitekeepLastY = y;
             handlers.\(hostHandler).postMessage(JSON.stringify({ scroll: room > 0 ? Math.min(1, y / room) : 0, dir }));
           };
           window.addEventListener("scroll", () => { if (!timer) timer = setTimeout(report, 150); }, { passive: true });
@@ -182,7 +186,8 @@ public enum PageScripts {
         return """
         (() => { const room = Math.max(0, document.documentElement.scrollHeight - window.innerHeight);
                  if (window.innerHeight === 0 || (room === 0 && \(f) > 0)) return -1;
-                 window.scrollTo(0, Math.round(room * \(f))); return room > 0 ? window.scrollY / room : 0; })()
+                 window.scrollTo(0, Math.round(room * \(f))); window.__sitekeepLastY = window.scrollY;
+                 return room > 0 ? window.scrollY / room : 0; })()
         """
     }
 

@@ -71,7 +71,7 @@ extension Browser {
             enterAddress(text)
             reply(id, ["ok": true])
         case "state":
-            reply(id, ["tabs": .array(tabs.map { t in
+            reply(id, ["tabStrip": .string(tabStripShown ? "shown" : "hidden"), "tabs": .array(tabs.map { t in
                 ["site": .string(t.site.name), "url": .string(t.uri ?? ""), "source": .string(t.source.rawValue), "scroll": .double(t.scroll)]
             })])
         case "quit":

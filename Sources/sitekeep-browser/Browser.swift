@@ -222,8 +222,12 @@ final class Browser {
     /// The tab strip hides while the reader scrolls down and comes back on the way up.
     func scrolled(_ tab: Tab, direction: String) {
         if tab === current {
-            if direction == "down" { gtk_notebook_set_show_tabs(OpaquePointer(notebook), 0) }
-            if direction == "up" || tab.scroll <= 0 { gtk_notebook_set_show_tabs(OpaquePointer(notebook), 1) }
+            let shown = gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0
+            let show = direction == "up" || tab.scroll <= 0 ? true : (direction == "down" ? false : shown)
+            if show != shown {
+                gtk_notebook_set_show_tabs(OpaquePointer(notebook), show ? 1 : 0)
+                automationChannel?.emit(["event": "chrome", "tabStrip": .string(show ? "shown" : "hidden")])
+            }
         }
         scheduleSave(tab.site)
     }
@@ -364,6 +368,8 @@ final class Browser {
     // MARK: - Helpers
 
     func automationEmit(_ value: JSONValue) { automationChannel?.emit(value) }
+
+    var tabStripShown: Bool { gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0 }
 
     func select(_ index: Int) {
         guard tabs.indices.contains(index) else { return }

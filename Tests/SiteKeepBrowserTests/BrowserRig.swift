@@ -145,7 +145,7 @@ final class BrowserRig {
 
     /// Starts the browser under a private D-Bus and Xvfb.
     func launch(_ args: [String], extra: [String: String] = [:]) throws -> BrowserProcess {
-        try BrowserProcess(Spawned("/usr/bin/dbus-run-session", ["--", "xvfb-run", "-a", "-s", "-screen 0 1280x900x24", browser, "--automation", "--size", "1024x700"] + args,
+        try BrowserProcess(Spawned("/usr/bin/dbus-run-session", ["--", "xvfb-run", "-a", browser, "--automation", "--size", "1024x700"] + args,
                                    env: browserEnvironment(extra: extra), log: nil, pipes: true))
     }
 
@@ -203,6 +203,7 @@ final class BrowserRig {
         let target = ProcessInfo.processInfo.environment["SITEKEEP_BROWSER_SCREENSHOTS"] ?? dir.appendingPathComponent("shots").path
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
         let path = (target as NSString).appendingPathComponent(name)
+        usleep(1_500_000)   // the view paints its first frames after the page reports
         let r = try browser.command(["cmd": "screenshot", "path": .string(path)])
         #expect(r["ok"]?.boolValue == true, "the screenshot \(path) was not written")
         #expect(FileManager.default.fileExists(atPath: path))

@@ -6,17 +6,19 @@ enum TestSites {
     static func bridgePage(frameOrigin: String) -> String {
         """
         <!DOCTYPE html>
-        <html><head><title>Site One: the bridge</title><link rel="stylesheet" href="style.css"></head>
-        <body><h1>Site One</h1><p>A page of an app-bound site, calling SiteKeep through <code>window.webkit.messageHandlers.pt</code>.</p>
-        <img src="fig.svg" width="160" height="60" alt="figure">
-        <pre id="out">…</pre>
-        <p>A frame from another origin (it finds no bridge):</p>
-        <iframe id="f" src="\(frameOrigin)/frame.html" width="520" height="70"></iframe>
+        <html><head><title>Site One: the bridge</title><link rel="stylesheet" href="style.css">
         <script>
         window.__results = {};
         window.__events = [];
         window.addEventListener("nr:schedule", (e) => window.__events.push(e.detail));
         window.addEventListener("message", (e) => { if (e.data && e.data.frame) window.__results.frame = e.data; });
+        </script></head>
+        <body><h1>Site One</h1><p>A page of an app-bound site, calling SiteKeep through <code>window.webkit.messageHandlers.pt</code>.</p>
+        <img src="fig.svg" width="160" height="60" alt="figure">
+        <p id="out" style="font: 13px monospace; white-space: pre-wrap; background: #fff; padding: 6px">…</p>
+        <p>A frame from another origin (it finds no bridge):</p>
+        <iframe id="f" src="\(frameOrigin)/frame.html" width="520" height="70"></iframe>
+        <script>
         (async () => {
           const r = window.__results;
           r.ptApp = window.ptApp || null;
@@ -37,7 +39,7 @@ enum TestSites {
             o.onerror = done;
           });
           const show = Object.assign({}, r); delete show.ptApp;
-          document.getElementById("out").textContent = JSON.stringify(show, null, 1).slice(0, 900);
+          document.getElementById("out").textContent = Object.entries(show).map(([k, v]) => k + ": " + JSON.stringify(v)).join("\\n");
           r.done = true;
         })();
         </script></body></html>
