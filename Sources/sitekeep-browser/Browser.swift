@@ -18,7 +18,7 @@ struct BrowserOptions {
 }
 
 /// The window: a tab strip that hides while reading down, no address bar until Ctrl+L, one key
-/// for back (Alt+Left, or the mouse's back button and swipe), F5 to reload (nothing reloads on
+/// for back (Alt+Left, or WebKit's swipe gesture), F5 to reload (nothing reloads on
 /// its own), F9 for the site's reading list, Ctrl+W to close a tab.
 @MainActor
 final class Browser {
