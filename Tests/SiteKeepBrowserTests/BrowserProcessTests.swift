@@ -207,6 +207,27 @@ import Glibc
         #expect(blocked.out.contains("WebKit's sandbox cannot start here") && blocked.out.contains("never turns WebKit's sandbox off"), "\(blocked.out)")
     }
 
+    /// The daemon's control op `sites` (how the browser learns where each site's web data goes):
+    /// app-bound sites only, each with a private folder inside its own site folder; it answers
+    /// while locked and carries no secret.
+    @Test func sitesControlOpNamesAWebFolderInsideEachSite() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        #expect(try rig.cli(["site", "add", "Plain", "--origin", "https://plain.example", "--keyring", "file"]).status == 0)
+        try rig.startDaemon(unlock: false)
+        let answer = try rig.controlSites()
+        #expect(answer["ok"]?.boolValue == true)
+        let sites = answer["sites"]?.arrayValue ?? []
+        #expect(sites.compactMap { $0["name"]?.stringValue }.sorted() == ["Site One", "Site Two"], "only app-bound sites")
+        for s in sites {
+            let id = s["id"]?.stringValue ?? "-"
+            #expect(s["webFolder"]?.stringValue == rig.home + "/sites/" + id + "/web")
+            var st = stat()
+            #expect(stat(rig.home + "/sites/" + id + "/web", &st) == 0 && st.st_mode & 0o077 == 0, "the web folder is not private")
+        }
+        #expect(sites.first { $0["name"]?.stringValue == "Site One" }?["origins"]?.arrayValue?.contains(.string(rig.origins[0])) == true)
+    }
+
     /// Without a daemon the browser says what to start.
     @Test func noDaemonIsAClearError() throws {
         let rig = try BrowserRig()

@@ -100,7 +100,7 @@ final class BrowserRig {
     }
 
     /// Starts `sitekeep serve` and unlocks it through the control socket.
-    func startDaemon() throws {
+    func startDaemon(unlock: Bool = true) throws {
         let approve = dir.appendingPathComponent("approve.sh").path
         try "#!/bin/sh\nexit 0\n".write(toFile: approve, atomically: true, encoding: .utf8)
         chmod(approve, 0o700)
@@ -109,6 +109,7 @@ final class BrowserRig {
         daemon = try Spawned(sitekeep, ["serve", "--keyring", "file"], env: env, log: dir.appendingPathComponent("serve.log").path)
         let control = dir.appendingPathComponent("run/control.sock").path
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: control) { usleep(50_000) }
+        guard unlock else { return }
         let r = try cli(["unlock", "--passphrase-file", passFile, "--keyring", "file"])
         guard r.status == 0 else { throw RigError("sitekeep unlock failed: \(r.out)") }
     }
