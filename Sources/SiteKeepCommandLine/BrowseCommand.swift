@@ -11,7 +11,7 @@ enum BrowseCommand {
         path: ["browse"],
         summary: "Open the focused browser (sitekeep-browser) on your app-bound sites",
         discussion: """
-        Runs sitekeep-browser from beside this sitekeep (or from PATH) in place of this command. Each \
+        Runs sitekeep-browser from beside this sitekeep (or from PATH) and waits for it. Each \
         app-bound site gets views of its own: its own WebKit data store inside the site's folder, and \
         the bridge in the page bound to that site. With SITE (a name, id or origin) it opens that site's \
         saved tabs, or its first page; with a URL, that page; with neither, every saved session. \
@@ -32,13 +32,17 @@ enum BrowseCommand {
                 args += ["--site", site]
             }
         }
+        // A child, waited for (never exec: the command also runs inside other programs, the tests).
         let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = inv.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        execve(browser, argv, envp)
-        let e = errno
-        argv.forEach { free($0) }
-        envp.forEach { free($0) }
-        throw CommandFailure("cannot start \(browser): \(String(cString: strerror(e)))", code: "not_found")
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, browser, nil, nil, argv, envp)
+        guard rc == 0 else { throw CommandFailure("cannot start \(browser): \(String(cString: strerror(rc)))", code: "not_found") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        guard code == 0 else { throw CommandFailure("sitekeep-browser stopped with status \(code) (its message is above)", code: "browser_failed") }
     }
 
     /// `sitekeep-browser` beside this executable, else on PATH.
