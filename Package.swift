@@ -13,7 +13,33 @@
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them)
+//
+//   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON
+//   (a client of the daemon: it links the bridge's wire, never custody, crypto or SQLite)
 import PackageDescription
+import Foundation
+
+/// Whether the browser (GTK 4 + WebKitGTK 6.0; Debian: libgtk-4-dev, libwebkitgtk-6.0-dev, about
+/// 220 MB) is part of the package. `SITEKEEP_BROWSER=1` includes it (a build then fails, naming
+/// the packages, where they are missing: tools/test sets it, so CI never skips the browser),
+/// `SITEKEEP_BROWSER=0` leaves it out, and otherwise it is there when pkg-config finds both.
+/// Without them the CLI builds as before. SwiftPM caches this answer per environment: after
+/// installing the packages, build with SITEKEEP_BROWSER=1 (or `swift package purge-cache`).
+let browserAvailable: Bool = {
+    switch ProcessInfo.processInfo.environment["SITEKEEP_BROWSER"] {
+    case "1": return true
+    case "0": return false
+    default: break
+    }
+    let pkgConfig = Process()
+    pkgConfig.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    pkgConfig.arguments = ["pkg-config", "--exists", "webkitgtk-6.0", "gtk4"]
+    pkgConfig.standardOutput = FileHandle.nullDevice
+    pkgConfig.standardError = FileHandle.nullDevice
+    do { try pkgConfig.run() } catch { return false }
+    pkgConfig.waitUntilExit()
+    return pkgConfig.terminationStatus == 0
+}()
 
 let package = Package(
     name: "SiteKeep",
@@ -33,7 +59,7 @@ let package = Package(
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
-    ],
+    ] + (browserAvailable ? [.executable(name: "sitekeep-browser", targets: ["sitekeep-browser"])] : []),
     targets: [
         // C libraries. Module map + shim header only; no Swift.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -88,6 +114,9 @@ let package = Package(
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
+        // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
+        // scripts, the tab session, the kept-page cache, the daemon link. Only JSON below it.
+        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepJSON"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
         .executableTarget(name: "sitekeep-crashwriter", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
@@ -104,6 +133,9 @@ let package = Package(
                           path: "Tests/SiteKeepBridgeTestDaemon"),
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
+        // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
+        // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
+        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepCrypto"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
@@ -125,6 +157,15 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+if browserAvailable {
+    package.targets += [
+        // GTK 4 + WebKitGTK 6.0: module map and a header of typed helpers (signals, g_object_new, g_idle_add).
+        .systemLibrary(name: "CWebKitGTK", pkgConfig: "webkitgtk-6.0", providers: [.apt(["libwebkitgtk-6.0-dev", "libgtk-4-dev"])]),
+        // The focused browser: a web view per tab, a network session per site, the bridge in the page.
+        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepJSON"]),
+    ]
+}
 
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [

@@ -6,10 +6,11 @@ internal import SiteKeepCrypto
 
 /// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
 /// folder; peers of another uid refused). It is how `sitekeep unlock`, `lock` and `status`
-/// reach the one process that holds unlocked keys. Sites never use it.
+/// reach the one process that holds unlocked keys, and how a web-view host (`sitekeep-browser`)
+/// learns the app-bound sites and where it keeps each one's web data (`sites`). Sites never use it.
 ///
 /// Framing: one request per connection. A JSON header line `{"op": "status" | "lock" |
-/// "unlock", "method": "passphrase" | "prf" | "recovery", "length": N}`, then, for `unlock`,
+/// "unlock" | "sites", "method": "passphrase" | "prf" | "recovery", "length": N}`, then, for `unlock`,
 /// exactly N raw secret bytes (at most ``maximumSecretLength``); the reply is one JSON line. The
 /// secret is received straight into guarded memory (`SecretBytes`), which is wiped and freed
 /// as soon as the handler returns; it is never logged or echoed.

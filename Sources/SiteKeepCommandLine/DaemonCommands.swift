@@ -7,6 +7,7 @@ internal import SiteKeepBridge
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
+internal import SiteKeepPartitions
 
 /// `serve`: the daemon that holds unlocked keys and serves the bridge.
 enum DaemonCommands {
@@ -47,7 +48,8 @@ enum DaemonCommands {
         let store = try StoreContext.open(inv, configuration: CustodianConfiguration(idleLifetime: .seconds(idle * 60)))
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.flag("--unlock") { try store.unlockOneShot(inv) }
-        let (services, core) = try DaemonServices.makeWithCore(store, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        let registry = try SiteCommands.registry(store)
+        let (services, core) = try DaemonServices.makeWithCore(store, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         core.start(dispatcher: dispatcher, environment: inv.environment) { inv.note($0) }
@@ -74,7 +76,7 @@ enum DaemonCommands {
             let controlPath = ControlServer.path(besideBridgeSocket: bridgePath)
             do {
                 let control = try ControlServer(path: controlPath) { op, method, secret in
-                    DaemonControl.handle(op: op, method: method, secret: secret, custodian: custodian)
+                    DaemonControl.handle(op: op, method: method, secret: secret, custodian: custodian, registry: registry)
                 }
                 control.start()
                 controlBox.set(control)
@@ -138,10 +140,22 @@ struct UnavailablePresence: PresenceVerifier {
     }
 }
 
-/// What the control socket does.
+/// What the control socket does: `status`, `lock`, `unlock`, and `sites` (the app-bound sites
+/// for a web-view host: id, name, origins and the folder it keeps the site's web data in; no
+/// secrets, and it works while locked).
 enum DaemonControl {
-    static func handle(op: String, method: String?, secret: UnsafeRawBufferPointer?, custodian: Custodian) -> JSONValue {
+    static func handle(op: String, method: String?, secret: UnsafeRawBufferPointer?, custodian: Custodian, registry: SiteRegistry) -> JSONValue {
         switch op {
+        case "sites":
+            var list: [JSONValue] = []
+            for site in registry.sites() where site.isAppBound {
+                guard let folder = try? registry.webFolder(forIdentifier: site.id) else {
+                    return ["ok": false, "error": .string("cannot create the web folder of \(site.displayName)")]
+                }
+                list.append(["id": .string(site.id.string), "name": .string(site.displayName),
+                             "origins": .array(site.origins.map { .string($0.serialized) }), "webFolder": .string(folder)])
+            }
+            return ["ok": true, "sites": .array(list)]
         case "status":
             return ["ok": true, "unlocked": .bool(custodian.isUnlocked)]
         case "lock":

@@ -3,16 +3,17 @@ internal import SiteKeepBridge
 internal import SiteKeepCustody
 internal import SiteKeepCore
 internal import SiteKeepKeyring
+internal import SiteKeepPartitions
 
 enum DaemonServices {
     /// The services of `store` for the bridge.
-    static func make(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
-        try makeWithCore(store, teamKeyID: teamKeyID, environment: environment).services
+    static func make(_ store: StoreContext, registry: SiteRegistry, teamKeyID: String?, environment: [String: String]) throws -> BridgeServices {
+        try makeWithCore(store, registry: registry, teamKeyID: teamKeyID, environment: environment).services
     }
 
     /// The services and the daemon's native core (reminders, snapshot) sharing one set of partitions.
-    static func makeWithCore(_ store: StoreContext, teamKeyID: String?, environment: [String: String]) throws -> (services: BridgeServices, core: DaemonCore) {
-        let registry = try SiteCommands.registry(store)
+    static func makeWithCore(_ store: StoreContext, registry: SiteRegistry, teamKeyID: String?,
+                             environment: [String: String]) throws -> (services: BridgeServices, core: DaemonCore) {
         // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
         // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
         // partitions here, the presence window, and the vault library (through its key store).

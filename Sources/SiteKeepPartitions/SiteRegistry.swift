@@ -436,6 +436,17 @@ public final class SiteRegistry: Sendable {
         } }
     }
 
+    /// The folder a web-view host keeps the site's web data in (its web engine's data and cache,
+    /// kept pages): `sites/<uuid>/web`, inside the site's own folder, so removing the site removes
+    /// it too. Created 0700 when absent.
+    /// - Throws: ``PartitionError/unknownSite(_:)`` when no such site is registered.
+    public func webFolder(forIdentifier id: SiteID) throws(PartitionError) -> String {
+        guard site(forIdentifier: id) != nil else { throw .unknownSite(id.string) }
+        let path = folder(id) + "/web"
+        try Self.makePrivateDirectory(path)
+        return path
+    }
+
     /// Bytes the site's folder uses on disk.
     public func diskUsage(forIdentifier id: SiteID) -> Int64 {
         let dir = folder(id)

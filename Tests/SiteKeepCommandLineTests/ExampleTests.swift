@@ -129,11 +129,12 @@ import SiteKeepTestSupport
                     if word == "~/notes" { return work.appendingPathComponent("notes").path }
                     return word
                 }
-                if spec.path == ["serve"] {
-                    // The daemon runs until a signal (DaemonTests runs it as a process): parse only.
+                if spec.path == ["serve"] || spec.path == ["browse"] {
+                    // The daemon runs until a signal (DaemonTests runs it as a process), the browser
+                    // until its window closes (SiteKeepBrowserTests runs it): parse only.
                     let parsed = try CommandLineTool.parse(Array(args) + ["--home", work.appendingPathComponent("home").path],
                                                            environment: [:], io: CapturedIO(), commands: CommandRegistry.all)
-                    #expect(parsed.0?.path == ["serve"], "example '\(example.command)' does not parse")
+                    #expect(parsed.0?.path == spec.path, "example '\(example.command)' does not parse")
                     try? FileManager.default.removeItem(at: work)
                     ran += 1
                     continue

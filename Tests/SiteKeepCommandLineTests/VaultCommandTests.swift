@@ -26,7 +26,7 @@ final class InProcessBridge: @unchecked Sendable {
         let custodian = try Custodian(home: home, keyring: try FileKeyring(home: home))
         try custodian.unlock(.passphrase(try SecretBytes(copying: Array("correct horse battery".utf8))))
         let context = StoreContext(home: home, keyring: custodian.keyring, keyringReason: "test", custodian: custodian)
-        let services = try DaemonServices.make(context, teamKeyID: nil, environment: [:])
+        let services = try DaemonServices.make(context, registry: try SiteCommands.registry(context), teamKeyID: nil, environment: [:])
         let run = store.dir.appendingPathComponent("run-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         path = run.appendingPathComponent("bridge.sock").path

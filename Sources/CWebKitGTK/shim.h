@@ -1,0 +1,158 @@
+#pragma once
+/* GTK 4 and WebKitGTK 6.0 for sitekeep-browser, with the few helpers Swift cannot write itself:
+ * g_object_new (variadic) for a web view bound to a network session and a user content manager,
+ * typed signal connections whose C callbacks carry a context pointer (g_signal_connect is a
+ * macro over G_CALLBACK casts), and the g_idle_add hand-off that runs work on GTK's main loop
+ * (while that loop runs, @MainActor jobs and DispatchQueue.main never run). Header-only. */
+#include <gtk/gtk.h>
+#include <webkit/webkit.h>
+#include <jsc/jsc.h>
+#include <glib-unix.h>
+
+/* A web view on `session` whose page scripts come from `manager` (both construct-only). */
+static inline WebKitWebView *skb_web_view_new(WebKitNetworkSession *session, WebKitUserContentManager *manager,
+                                              WebKitSettings *settings) {
+    return WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "network-session", session,
+                                        "user-content-manager", manager, "settings", settings, NULL));
+}
+
+/* Casts Swift cannot spell (GObject's macros). */
+static inline GtkWidget *skb_widget(void *object) { return GTK_WIDGET(object); }
+static inline GObject *skb_object(void *object) { return G_OBJECT(object); }
+static inline GtkWindow *skb_window(void *object) { return GTK_WINDOW(object); }
+static inline GApplication *skb_application(void *object) { return G_APPLICATION(object); }
+static inline GtkEditable *skb_editable(void *object) { return GTK_EDITABLE(object); }
+
+/* --- Running work on the GLib main loop from any thread ------------------------------------ */
+typedef void (*skb_context_fn)(void *context);
+typedef struct { skb_context_fn fn; void *context; } skb_idle_call;
+static gboolean skb_idle_trampoline(gpointer data) {
+    skb_idle_call *call = (skb_idle_call *)data;
+    call->fn(call->context);
+    g_free(call);
+    return G_SOURCE_REMOVE;
+}
+/* Runs fn(context) once on the default main context. Thread-safe. */
+static inline void skb_idle_add(skb_context_fn fn, void *context) {
+    skb_idle_call *call = g_new(skb_idle_call, 1);
+    call->fn = fn;
+    call->context = context;
+    g_idle_add_full(G_PRIORITY_DEFAULT, skb_idle_trampoline, call, NULL);
+}
+/* Calls fn(context) every `ms` milliseconds until it returns FALSE. */
+typedef gboolean (*skb_timer_fn)(void *context);
+static inline guint skb_timeout_add(guint ms, skb_timer_fn fn, void *context) {
+    return g_timeout_add(ms, (GSourceFunc)fn, context);
+}
+
+/* --- Typed signal connections ---------------------------------------------------------------
+ * Each takes a context pointer and a destroy notify (called when the handler is disconnected or
+ * the instance finalised), so Swift can hand over a retained reference. */
+#define SKB_CONNECT(instance, signal, cb, ctx, destroy) \
+    g_signal_connect_data((instance), (signal), G_CALLBACK(cb), (ctx), (GClosureNotify)(destroy), G_CONNECT_DEFAULT)
+typedef void (*skb_destroy_fn)(void *context, void *closure);
+
+/* (instance, ctx) -> void: GtkApplication::activate, GtkEntry::activate, GtkWindow::destroy */
+typedef void (*skb_void_fn)(void *instance, void *context);
+static inline gulong skb_connect_void(void *instance, const char *signal, skb_void_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(instance, signal, cb, ctx, destroy);
+}
+/* (instance, ctx) -> gboolean: GtkWindow::close-request */
+typedef gboolean (*skb_bool_fn)(void *instance, void *context);
+static inline gulong skb_connect_bool(void *instance, const char *signal, skb_bool_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(instance, signal, cb, ctx, destroy);
+}
+/* (instance, GParamSpec*, ctx) -> void: notify::title, notify::uri */
+typedef void (*skb_notify_fn)(void *instance, GParamSpec *pspec, void *context);
+static inline gulong skb_connect_notify(void *instance, const char *signal, skb_notify_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(instance, signal, cb, ctx, destroy);
+}
+/* WebKitWebView::load-changed (view, event, ctx) */
+typedef void (*skb_load_changed_fn)(WebKitWebView *view, WebKitLoadEvent event, void *context);
+static inline gulong skb_connect_load_changed(WebKitWebView *view, skb_load_changed_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(view, "load-changed", cb, ctx, destroy);
+}
+/* WebKitWebView::load-failed (view, event, uri, error, ctx) -> handled */
+typedef gboolean (*skb_load_failed_fn)(WebKitWebView *view, WebKitLoadEvent event, const char *uri, GError *error, void *context);
+static inline gulong skb_connect_load_failed(WebKitWebView *view, skb_load_failed_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(view, "load-failed", cb, ctx, destroy);
+}
+/* WebKitWebView::decide-policy (view, decision, type, ctx) -> handled */
+typedef gboolean (*skb_decide_policy_fn)(WebKitWebView *view, WebKitPolicyDecision *decision, WebKitPolicyDecisionType type, void *context);
+static inline gulong skb_connect_decide_policy(WebKitWebView *view, skb_decide_policy_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(view, "decide-policy", cb, ctx, destroy);
+}
+/* WebKitWebView::resource-load-started (view, resource, request, ctx) */
+typedef void (*skb_resource_fn)(WebKitWebView *view, WebKitWebResource *resource, WebKitURIRequest *request, void *context);
+static inline gulong skb_connect_resource_load_started(WebKitWebView *view, skb_resource_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(view, "resource-load-started", cb, ctx, destroy);
+}
+/* WebKitWebView::web-process-terminated (view, reason, ctx) */
+typedef void (*skb_terminated_fn)(WebKitWebView *view, WebKitWebProcessTerminationReason reason, void *context);
+static inline gulong skb_connect_web_process_terminated(WebKitWebView *view, skb_terminated_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(view, "web-process-terminated", cb, ctx, destroy);
+}
+/* WebKitUserContentManager::script-message-with-reply-received::NAME (manager, value, reply, ctx) -> handled */
+typedef gboolean (*skb_message_reply_fn)(WebKitUserContentManager *manager, JSCValue *value, WebKitScriptMessageReply *reply, void *context);
+static inline gulong skb_connect_message_with_reply(WebKitUserContentManager *manager, const char *name, skb_message_reply_fn cb, void *ctx, skb_destroy_fn destroy) {
+    char *signal = g_strconcat("script-message-with-reply-received::", name, NULL);
+    gulong id = SKB_CONNECT(manager, signal, cb, ctx, destroy);
+    g_free(signal);
+    return id;
+}
+/* WebKitUserContentManager::script-message-received::NAME (manager, value, ctx) */
+typedef void (*skb_message_fn)(WebKitUserContentManager *manager, JSCValue *value, void *context);
+static inline gulong skb_connect_message(WebKitUserContentManager *manager, const char *name, skb_message_fn cb, void *ctx, skb_destroy_fn destroy) {
+    char *signal = g_strconcat("script-message-received::", name, NULL);
+    gulong id = SKB_CONNECT(manager, signal, cb, ctx, destroy);
+    g_free(signal);
+    return id;
+}
+/* GtkEventControllerKey::key-pressed (controller, keyval, keycode, state, ctx) -> handled */
+typedef gboolean (*skb_key_fn)(GtkEventControllerKey *controller, guint keyval, guint keycode, GdkModifierType state, void *context);
+static inline gulong skb_connect_key_pressed(GtkEventController *controller, skb_key_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(controller, "key-pressed", cb, ctx, destroy);
+}
+/* GtkNotebook::switch-page (notebook, page, index, ctx) */
+typedef void (*skb_switch_page_fn)(GtkNotebook *notebook, GtkWidget *page, guint index, void *context);
+static inline gulong skb_connect_switch_page(GtkNotebook *notebook, skb_switch_page_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(notebook, "switch-page", cb, ctx, destroy);
+}
+
+/* --- Async calls with a context pointer ---------------------------------------------------- */
+typedef void (*skb_async_fn)(GObject *source, GAsyncResult *result, void *context);
+/* webkit_web_view_evaluate_javascript in `world` (NULL: the page's world). */
+static inline void skb_evaluate(WebKitWebView *view, const char *script, const char *world, skb_async_fn cb, void *ctx) {
+    webkit_web_view_evaluate_javascript(view, script, -1, world, NULL, NULL, (GAsyncReadyCallback)cb, ctx);
+}
+static inline void skb_resource_data(WebKitWebResource *resource, skb_async_fn cb, void *ctx) {
+    webkit_web_resource_get_data(resource, NULL, (GAsyncReadyCallback)cb, ctx);
+}
+static inline void skb_snapshot(WebKitWebView *view, skb_async_fn cb, void *ctx) {
+    webkit_web_view_get_snapshot(view, WEBKIT_SNAPSHOT_REGION_VISIBLE, WEBKIT_SNAPSHOT_OPTIONS_NONE, NULL, (GAsyncReadyCallback)cb, ctx);
+}
+
+/* A PNG of what `widget` (a whole window) shows now, rendered by its own renderer. */
+static inline gboolean skb_widget_png(GtkWidget *widget, const char *path) {
+    GdkPaintable *paintable = gtk_widget_paintable_new(widget);
+    int w = gtk_widget_get_width(widget), h = gtk_widget_get_height(widget);
+    if (w <= 0 || h <= 0) { g_object_unref(paintable); return FALSE; }
+    GtkSnapshot *snapshot = gtk_snapshot_new();
+    gdk_paintable_snapshot(paintable, snapshot, w, h);
+    GskRenderNode *node = gtk_snapshot_free_to_node(snapshot);
+    gboolean ok = FALSE;
+    if (node) {
+        GskRenderer *renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
+        graphene_rect_t bounds = GRAPHENE_RECT_INIT(0, 0, w, h);
+        GdkTexture *texture = gsk_renderer_render_texture(renderer, node, &bounds);
+        if (texture) { ok = gdk_texture_save_to_png(texture, path); g_object_unref(texture); }
+        gsk_render_node_unref(node);
+    }
+    g_object_unref(paintable);
+    return ok;
+}
+
+/* Calls fn(context) on the main loop when `signum` (SIGTERM, SIGINT) arrives. */
+static inline guint skb_unix_signal_add(int signum, skb_timer_fn fn, void *context) {
+    return g_unix_signal_add(signum, (GSourceFunc)fn, context);
+}

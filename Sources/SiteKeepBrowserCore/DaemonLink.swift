@@ -1,0 +1,254 @@
+import Foundation
+import Glibc
+import Synchronization
+public import SiteKeepJSON
+
+/// Why the browser could not talk to the daemon. Each case says what to do.
+public enum DaemonLinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No daemon answers at the socket.
+    case notRunning(String)
+    /// The daemon refused (its error code and message).
+    case refused(code: String, message: String)
+    /// The daemon's answer was not what the protocol says.
+    case protocolViolation(String)
+    /// The connection closed.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .notRunning(let path): "no SiteKeep daemon answers at \(path); start it with 'sitekeep serve' (and 'sitekeep unlock')"
+        case .refused(let code, let message): "the daemon refused: \(code): \(message)"
+        case .protocolViolation(let what): "the daemon's answer breaks the protocol: \(what)"
+        case .closed: "the daemon closed the connection"
+        }
+    }
+}
+
+/// What the browser needs from the daemon, and nothing more: the app-bound sites (with the
+/// folder each keeps its web data in) and one bridge connection per view, bound to a site.
+public protocol DaemonLink: Sendable {
+    /// The app-bound sites.
+    func sites() throws(DaemonLinkError) -> [BrowserSite]
+    /// Opens a connection and binds it to the site of `origin` (`hello`). `onEvent` and
+    /// `onClose` are called on the connection's reader thread.
+    func open(origin: String, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
+              onClose: @escaping @Sendable () -> Void) throws(DaemonLinkError) -> any BridgeChannel
+}
+
+/// One bridge connection, bound to one site by its `hello`.
+public protocol BridgeChannel: AnyObject, Sendable {
+    /// The protocol version `hello` returned.
+    var version: Int { get }
+    /// The ops `hello` listed for the site.
+    var ops: [String] { get }
+    /// Sends `op` with `args` for the connection's site; `reply` runs on the reader thread.
+    func send(op: String, args: JSONValue, reply: @escaping @Sendable (PageReply) -> Void)
+    /// Closes the connection; pending requests are answered with an error.
+    func close()
+}
+
+/// The daemon on its Unix sockets: the bridge socket (`$SITEKEEP_SOCK`, else
+/// `$XDG_RUNTIME_DIR/sitekeep/bridge.sock`) and `control.sock` beside it, newline-delimited JSON.
+public struct SocketDaemonLink: DaemonLink {
+    public let bridgePath: String
+    public var controlPath: String { (bridgePath as NSString).deletingLastPathComponent + "/control.sock" }
+
+    public init(bridgePath: String) { self.bridgePath = bridgePath }
+
+    /// The daemon's socket for this environment.
+    public init(environment: [String: String]) throws(DaemonLinkError) {
+        if let s = environment["SITEKEEP_SOCK"], !s.isEmpty { self.init(bridgePath: s); return }
+        guard let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty else {
+            throw .notRunning("$XDG_RUNTIME_DIR/sitekeep/bridge.sock (neither SITEKEEP_SOCK nor XDG_RUNTIME_DIR is set)")
+        }
+        self.init(bridgePath: run + "/sitekeep/bridge.sock")
+    }
+
+    public func sites() throws(DaemonLinkError) -> [BrowserSite] {
+        let fd = try DaemonSocket.connect(controlPath)
+        defer { Glibc.close(fd) }
+        guard DaemonSocket.writeAll(fd, Array(#"{"op":"sites","length":0}"#.utf8) + [0x0a]) else { throw .closed }
+        var lines = LineReader()
+        guard let line = try lines.next(fd) else { throw .closed }
+        let value: JSONValue
+        do { value = try JSONParser.parse(line, limits: .document) } catch { throw .protocolViolation("control reply is not JSON") }
+        guard value["ok"]?.boolValue == true else {
+            let message = value["error"]?.stringValue ?? "unknown error"
+            if message == "unknown control op" {
+                throw .refused(code: "unsupported", message: "this daemon has no 'sites' control op; update sitekeep")
+            }
+            throw .refused(code: "control", message: message)
+        }
+        guard let list = value["sites"]?.arrayValue else { throw .protocolViolation("control reply lacks sites") }
+        return try list.map { s throws(DaemonLinkError) -> BrowserSite in
+            guard let id = s["id"]?.stringValue, let name = s["name"]?.stringValue,
+                  let origins = s["origins"]?.arrayValue?.compactMap(\.stringValue), !origins.isEmpty,
+                  let folder = s["webFolder"]?.stringValue, folder.hasPrefix("/") else {
+                throw .protocolViolation("a site lacks id, name, origins or webFolder")
+            }
+            return BrowserSite(id: id, name: name, origins: origins, webFolder: folder)
+        }
+    }
+
+    public func open(origin: String, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
+                     onClose: @escaping @Sendable () -> Void) throws(DaemonLinkError) -> any BridgeChannel {
+        let fd = try DaemonSocket.connect(bridgePath)
+        var lines = LineReader()
+        let hello: JSONValue = ["v": 1, "id": 0, "op": "hello", "args": ["origin": .string(origin)]]
+        guard DaemonSocket.writeAll(fd, Array(JSONSerializer.string(hello, style: .compact).utf8) + [0x0a]) else {
+            Glibc.close(fd); throw .closed
+        }
+        do {
+            guard let line = try lines.next(fd) else { throw DaemonLinkError.closed }
+            guard let reply = try? JSONParser.parse(line, limits: .document) else { throw DaemonLinkError.protocolViolation("hello reply is not JSON") }
+            guard reply["ok"]?.boolValue == true else {
+                let r = PageReply.from(frame: reply).json["error"]
+                throw DaemonLinkError.refused(code: r?["code"]?.stringValue ?? "internal", message: r?["message"]?.stringValue ?? "")
+            }
+            guard let v = reply["result"]?["version"]?.intValue,
+                  let ops = reply["result"]?["ops"]?.arrayValue?.compactMap(\.stringValue) else {
+                throw DaemonLinkError.protocolViolation("hello reply lacks version or ops")
+            }
+            return SocketBridgeChannel(fd: fd, version: Int(v), ops: ops, reader: lines, onEvent: onEvent, onClose: onClose)
+        } catch let e as DaemonLinkError {
+            Glibc.close(fd)
+            throw e
+        } catch {
+            Glibc.close(fd)
+            throw .closed
+        }
+    }
+}
+
+/// A pipelined bridge connection: requests are written as they come, a reader thread matches
+/// replies to requests by id and passes events on.
+final class SocketBridgeChannel: BridgeChannel {
+    private struct State {
+        var nextID: Int64 = 1
+        var pending: [Int64: @Sendable (PageReply) -> Void] = [:]
+        var closed = false
+    }
+    let version: Int
+    let ops: [String]
+    private let fd: Int32
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+
+    init(fd: Int32, version: Int, ops: [String], reader: LineReader, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
+         onClose: @escaping @Sendable () -> Void) {
+        self.fd = fd
+        self.version = version
+        self.ops = ops
+        let box = ReaderBox(reader)
+        Thread.detachNewThread { [self] in
+            var reader = box.take()
+            while true {
+                let line: [UInt8]?
+                do { line = try reader.next(fd) } catch { line = nil }
+                guard let line else { break }
+                guard let frame = try? JSONParser.parse(line, limits: .document) else { continue }
+                if let name = frame["event"]?.stringValue {
+                    onEvent(name, frame["data"] ?? .null)
+                    continue
+                }
+                guard let id = frame["id"]?.intValue else { continue }
+                let callback = state.withLock { $0.pending.removeValue(forKey: id) }
+                callback?(PageReply.from(frame: frame))
+            }
+            let orphans = state.withLock { s -> [@Sendable (PageReply) -> Void] in
+                s.closed = true
+                defer { s.pending.removeAll() }
+                return Array(s.pending.values)
+            }
+            for o in orphans { o(.error("internal", "the connection to the SiteKeep daemon closed")) }
+            Glibc.close(fd)
+            onClose()
+        }
+    }
+
+    func send(op: String, args: JSONValue, reply: @escaping @Sendable (PageReply) -> Void) {
+        let id: Int64? = state.withLock { s in
+            guard !s.closed else { return nil }
+            defer { s.nextID += 1 }
+            s.pending[s.nextID] = reply
+            return s.nextID
+        }
+        guard let id else { reply(.error("internal", "the connection to the SiteKeep daemon is closed")); return }
+        let frame: JSONValue = ["v": 1, "id": .int(id), "op": .string(op), "args": args]
+        let bytes = Array(JSONSerializer.string(frame, style: .compact).utf8) + [0x0a]
+        let ok = writeLock.withLock { _ in DaemonSocket.writeAll(fd, bytes) }
+        if !ok, let callback = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+            callback(.error("internal", "the connection to the SiteKeep daemon closed"))
+        }
+    }
+
+    func close() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+}
+
+/// Hands a reader to the reader thread.
+private final class ReaderBox: @unchecked Sendable {
+    // @unchecked: written once before the thread starts, taken once by it.
+    private var reader: LineReader
+    init(_ reader: LineReader) { self.reader = reader }
+    func take() -> LineReader { reader }
+}
+
+/// Newline-delimited frames from a socket, at most 16 MiB each (longer ones are skipped).
+struct LineReader {
+    private var buffer: [UInt8] = []
+    private var start = 0
+    static let maxFrame = 16 << 20
+
+    mutating func next(_ fd: Int32) throws(DaemonLinkError) -> [UInt8]? {
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            if let nl = buffer[start...].firstIndex(of: 0x0a) {
+                var line = Array(buffer[start..<nl])
+                start = nl + 1
+                if start > 1 << 20 { buffer.removeFirst(start); start = 0 }
+                if line.last == 0x0d { line.removeLast() }
+                if line.isEmpty { continue }
+                return line
+            }
+            if buffer.count - start > Self.maxFrame { throw .protocolViolation("a frame longer than 16 MiB") }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 { if errno == EINTR { continue }; return nil }
+            if n == 0 { return nil }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+}
+
+/// Unix-socket calls. (The bridge's own socket target replaces this when the wire is split out.)
+enum DaemonSocket {
+    static func connect(_ path: String) throws(DaemonLinkError) -> Int32 {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: addr.sun_path), !bytes.contains(0) else {
+            throw .notRunning("\(path) (not a usable socket path)")
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw .notRunning(path) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { Glibc.close(fd); throw .notRunning(path) }
+        return fd
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + off, $0.count - off, Int32(MSG_NOSIGNAL)) }
+            if n < 0 { if errno == EINTR { continue }; return false }
+            off += n
+        }
+        return true
+    }
+}

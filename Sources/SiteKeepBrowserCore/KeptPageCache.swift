@@ -1,0 +1,200 @@
+public import Foundation
+import Glibc
+import Synchronization
+import SiteKeepJSON
+
+/// Why a page could not be kept.
+public enum KeptPageError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The page alone is larger than the whole budget.
+    case tooLarge(bytes: Int, budget: Int64)
+    /// A file of the cache could not be written.
+    case storage(String)
+
+    public var description: String {
+        switch self {
+        case .tooLarge(let bytes, let budget): "the page is \(bytes) bytes, more than the kept-page budget of \(budget) bytes"
+        case .storage(let what): "the kept-page cache cannot be written: \(what)"
+        }
+    }
+}
+
+/// A kept copy of a page: the document with its figures, styles and scripts inlined, ready to be
+/// shown at its real URL (so it keeps its own origin, storage and bridge).
+public struct KeptPage: Sendable, Equatable {
+    public var url: String
+    public var title: String?
+    public var document: [UInt8]
+    public var keptAt: Date
+}
+
+/// Every article a site's views open is kept here, in the site's own web folder, so it can be
+/// shown offline. Content-addressed: a document is stored once under the SHA-256 of its bytes
+/// (`objects/<2 hex>/<64 hex>`), and each URL has a small manifest naming its object
+/// (`pages/<SHA-256 of the URL>.json`). A copy whose bytes no longer match its name is treated as
+/// absent and removed. The cache keeps within a size budget by dropping the least recently
+/// used pages first. Files are 0600 in 0700 folders and replaced atomically.
+public final class KeptPageCache: Sendable {
+    /// The cache's folder.
+    public let folder: String
+    /// The most bytes the kept documents may use together.
+    public let budget: Int64
+    private let digest: @Sendable ([UInt8]) -> String
+    private let lock = Mutex(())
+
+    /// - Parameters:
+    ///   - digest: SHA-256 of the bytes as 64 lower-case hex digits (the browser passes GLib's;
+    ///     the core links no crypto library).
+    public init(folder: String, budget: Int64, digest: @escaping @Sendable ([UInt8]) -> String) {
+        self.folder = folder
+        self.budget = budget
+        self.digest = digest
+    }
+
+    /// The URL a page is kept under: the fragment is not part of the page.
+    public static func key(for url: String) -> String {
+        if let hash = url.firstIndex(of: "#") { return String(url[..<hash]) }
+        return url
+    }
+
+    private func manifestPath(_ url: String) -> String { folder + "/pages/" + digest(Array(Self.key(for: url).utf8)) + ".json" }
+    private func objectPath(_ name: String) -> String { folder + "/objects/" + name.prefix(2) + "/" + name }
+
+    /// Keeps `document` for `url`, then drops least recently used pages beyond the budget.
+    public func keep(url: String, title: String?, document: [UInt8], now: Date = Date()) throws(KeptPageError) {
+        guard Int64(document.count) <= budget else { throw .tooLarge(bytes: document.count, budget: budget) }
+        try lock.withLock { _ throws(KeptPageError) in
+            let name = digest(document)
+            guard name.count == 64, name.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
+                throw .storage("the digest function did not return 64 hex digits")
+            }
+            let object = objectPath(name)
+            if !FileManager.default.fileExists(atPath: object) {
+                try Self.makeFolder(folder + "/objects/" + name.prefix(2))
+                try Self.writeAtomically(object, document)
+            }
+            let manifest: JSONValue = [
+                "v": 1, "url": .string(Self.key(for: url)), "title": title.map { .string($0) } ?? .null,
+                "object": .string(name), "bytes": .int(Int64(document.count)),
+                "keptAt": .double(now.timeIntervalSince1970), "usedAt": .double(now.timeIntervalSince1970),
+            ]
+            try Self.makeFolder(folder + "/pages")
+            try Self.writeAtomically(manifestPath(url), Array(JSONSerializer.string(manifest, style: .compact).utf8))
+            try enforceBudgetLocked()
+        }
+    }
+
+    /// The kept copy of `url`, or nil when there is none or it is damaged (then it is removed).
+    public func page(for url: String, now: Date = Date()) -> KeptPage? {
+        lock.withLock { _ -> KeptPage? in
+            guard let entry = readManifest(manifestPath(url)), entry.url == Self.key(for: url) else { return nil }
+            guard let bytes = FileManager.default.contents(atPath: objectPath(entry.object)).map(Array.init),
+                  digest(bytes) == entry.object else {
+                unlink(manifestPath(url))
+                unlink(objectPath(entry.object))
+                return nil
+            }
+            var used = entry.json
+            if case .object(var members) = used {
+                members.removeAll { $0.key == "usedAt" }
+                members.append(JSONMember(key: "usedAt", value: .double(now.timeIntervalSince1970)))
+                used = .object(members)
+                try? Self.writeAtomically(manifestPath(url), Array(JSONSerializer.string(used, style: .compact).utf8))
+            }
+            return KeptPage(url: entry.url, title: entry.title, document: bytes, keptAt: Date(timeIntervalSince1970: entry.keptAt))
+        }
+    }
+
+    /// Whether a copy of `url` is kept (without checking its bytes).
+    public func contains(url: String) -> Bool {
+        lock.withLock { _ in readManifest(manifestPath(url)).map { FileManager.default.fileExists(atPath: objectPath($0.object)) } ?? false }
+    }
+
+    /// Bytes the kept documents use (each object counted once).
+    public func usage() -> Int64 {
+        lock.withLock { _ in usageLocked() }
+    }
+
+    private struct Entry {
+        var path: String
+        var url: String
+        var title: String?
+        var object: String
+        var bytes: Int64
+        var keptAt: Double
+        var usedAt: Double
+        var json: JSONValue
+    }
+
+    private func readManifest(_ path: String) -> Entry? {
+        guard let data = FileManager.default.contents(atPath: path),
+              let v = try? JSONParser.parse(Array(data), limits: .document),
+              v["v"]?.intValue == 1, let url = v["url"]?.stringValue, let object = v["object"]?.stringValue,
+              object.count == 64, object.allSatisfy({ $0.isHexDigit }), let bytes = v["bytes"]?.intValue else { return nil }
+        return Entry(path: path, url: url, title: v["title"]?.stringValue, object: object, bytes: bytes,
+                     keptAt: v["keptAt"]?.doubleValue ?? 0, usedAt: v["usedAt"]?.doubleValue ?? 0, json: v)
+    }
+
+    private func entries() -> [Entry] {
+        let dir = folder + "/pages"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.filter { $0.hasSuffix(".json") }.compactMap { readManifest(dir + "/" + $0) }
+    }
+
+    private func usageLocked() -> Int64 {
+        var seen = Set<String>()
+        var total: Int64 = 0
+        for e in entries() where seen.insert(e.object).inserted { total += e.bytes }
+        return total
+    }
+
+    /// Drops least recently used pages until the budget holds, then objects no page names.
+    private func enforceBudgetLocked() throws(KeptPageError) {
+        var list = entries().sorted { $0.usedAt < $1.usedAt }
+        func total(_ l: [Entry]) -> Int64 {
+            var seen = Set<String>()
+            return l.reduce(0) { seen.insert($1.object).inserted ? $0 + $1.bytes : $0 }
+        }
+        while total(list) > budget, !list.isEmpty {
+            unlink(list.removeFirst().path)
+        }
+        let live = Set(list.map(\.object))
+        let objects = folder + "/objects"
+        for sub in (try? FileManager.default.contentsOfDirectory(atPath: objects)) ?? [] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: objects + "/" + sub)) ?? [] where !live.contains(name) {
+                unlink(objects + "/" + sub + "/" + name)
+            }
+        }
+    }
+
+    static func makeFolder(_ path: String) throws(KeptPageError) {
+        var parts: [String] = []
+        var p = path
+        while !p.isEmpty, p != "/", !FileManager.default.fileExists(atPath: p) {
+            parts.append(p)
+            p = (p as NSString).deletingLastPathComponent
+        }
+        for dir in parts.reversed() where mkdir(dir, 0o700) != 0 && errno != EEXIST {
+            throw .storage("cannot create \(dir): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Writes `bytes` to a new temporary file beside `path` (O_EXCL, 0600), syncs it, renames it
+    /// over `path` and syncs the folder: a reader sees the old file or the new one, never a part.
+    static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(KeptPageError) {
+        let dir = (path as NSString).deletingLastPathComponent
+        let temp = dir + "/.tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storage("cannot create \(temp): \(String(cString: strerror(errno)))") }
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { close(fd); unlink(temp); throw .storage("cannot write \(temp)") }
+            off += n
+        }
+        guard fsync(fd) == 0, close(fd) == 0 else { unlink(temp); throw .storage("cannot sync \(temp)") }
+        guard rename(temp, path) == 0 else { unlink(temp); throw .storage("cannot rename into \(path)") }
+        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
+    }
+}

@@ -1,0 +1,433 @@
+import CWebKitGTK
+import Foundation
+import Glibc
+import SiteKeepBrowserCore
+import SiteKeepJSON
+
+/// What the command line asked for.
+struct BrowserOptions {
+    /// Pages to open (each on its app-bound site); empty: restore the saved sessions.
+    var urls: [String] = []
+    /// Sites to open (name, id or origin); empty with no URLs: every site with a saved session.
+    var sites: [String] = []
+    var keptBudget: Int64 = 256 << 20
+    /// Machine-readable events on stdout and commands on stdin (tests and scripts).
+    var automation = false
+    var width: Int32 = 1024
+    var height: Int32 = 768
+}
+
+/// The window: a tab strip that hides while reading down, no address bar until Ctrl+L, one key
+/// for back (Alt+Left, or WebKit's swipe gesture), F5 to reload (nothing reloads on
+/// its own), F9 for the site's reading list, Ctrl+W to close a tab.
+@MainActor
+final class Browser {
+    let link: any DaemonLink
+    let policy: NavigationPolicy
+    let options: BrowserOptions
+    var automation: Bool { options.automation }
+    private let app: UnsafeMutablePointer<GtkApplication>
+    private var window: UnsafeMutablePointer<GtkWidget>?
+    private var notebook: UnsafeMutablePointer<GtkWidget>!
+    private var addressRevealer: UnsafeMutablePointer<GtkWidget>!
+    private var address: UnsafeMutablePointer<GtkWidget>!
+    private var readingRevealer: UnsafeMutablePointer<GtkWidget>!
+    private var readingList: UnsafeMutablePointer<GtkWidget>!
+    private var contexts: [String: SiteContext] = [:]
+    private(set) var tabs: [Tab] = []
+    private var saveScheduled: Set<String> = []
+    private var quitting = false
+    private let automationChannel: Automation?
+
+    init(link: any DaemonLink, sites: [BrowserSite], options: BrowserOptions) {
+        self.link = link
+        self.policy = NavigationPolicy(sites: sites)
+        self.options = options
+        app = gtk_application_new("org.sitekeep.Browser", G_APPLICATION_NON_UNIQUE)
+        automationChannel = options.automation ? Automation() : nil
+        Signal.void(UnsafeMutableRawPointer(app), "activate") { [unowned self] in self.activate() }
+    }
+
+    func run() -> Int32 {
+        g_application_run(skb_application(UnsafeMutableRawPointer(app)), 0, nil)
+    }
+
+    func note(_ text: String) {
+        FileHandle.standardError.write(Data("sitekeep-browser: \(text)\n".utf8))
+        automationChannel?.emit(["event": "note", "text": .string(text)])
+    }
+
+    // MARK: - Window
+
+    private func activate() {
+        let win = gtk_application_window_new(app)!
+        window = win
+        gtk_window_set_title(skb_window(UnsafeMutableRawPointer(win)), "SiteKeep")
+        gtk_window_set_default_size(skb_window(UnsafeMutableRawPointer(win)), options.width, options.height)
+
+        let box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0)!
+        address = gtk_entry_new()
+        gtk_entry_set_placeholder_text(cast(address), "Address on one of your sites (Enter to go, Esc to close)")
+        addressRevealer = gtk_revealer_new()
+        gtk_revealer_set_child(OpaquePointer(addressRevealer), address)
+        gtk_revealer_set_reveal_child(OpaquePointer(addressRevealer), 0)
+        gtk_box_append(cast(box), addressRevealer)
+
+        notebook = gtk_notebook_new()
+        gtk_notebook_set_scrollable(OpaquePointer(notebook), 1)
+        gtk_widget_set_vexpand(notebook, 1)
+        gtk_widget_set_hexpand(notebook, 1)
+
+        readingList = gtk_list_box_new()
+        let scroller = gtk_scrolled_window_new()!
+        gtk_scrolled_window_set_child(OpaquePointer(scroller), readingList)
+        gtk_widget_set_size_request(scroller, 280, -1)
+        readingRevealer = gtk_revealer_new()
+        gtk_revealer_set_transition_type(OpaquePointer(readingRevealer), GTK_REVEALER_TRANSITION_TYPE_SLIDE_LEFT)
+        gtk_revealer_set_child(OpaquePointer(readingRevealer), scroller)
+        gtk_revealer_set_reveal_child(OpaquePointer(readingRevealer), 0)
+
+        let row = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 0)!
+        gtk_box_append(cast(row), notebook)
+        gtk_box_append(cast(row), readingRevealer)
+        gtk_widget_set_vexpand(row, 1)
+        gtk_box_append(cast(box), row)
+        gtk_window_set_child(skb_window(UnsafeMutableRawPointer(win)), box)
+
+        Signal.void(UnsafeMutableRawPointer(address), "activate") { [unowned self] in self.addressEntered() }
+        _ = skb_connect_switch_page(OpaquePointer(notebook), { _, _, _, ctx in
+            let f = Callback<VoidHandler>.from(ctx)
+            MainActor.assumeIsolated { f() }
+        }, Callback<VoidHandler>({ [unowned self] in
+            // The tab being shown is known only after the switch: look once the loop turns.
+            after(milliseconds: 0) { [weak self] in self?.current?.applyPendingScroll() }
+            self.scheduleSaveAll()
+        }).retained, releaseCallback)
+        installKeys(win)
+        Signal.bool(UnsafeMutableRawPointer(win), "close-request") { [unowned self] in self.quit(); return true }
+        _ = skb_unix_signal_add(SIGTERM, { ctx in
+            MainActor.assumeIsolated { Unmanaged<Browser>.fromOpaque(ctx!).takeUnretainedValue().quit() }
+            return 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+        _ = skb_unix_signal_add(SIGINT, { ctx in
+            MainActor.assumeIsolated { Unmanaged<Browser>.fromOpaque(ctx!).takeUnretainedValue().quit() }
+            return 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+
+        openInitialTabs()
+        gtk_window_present(skb_window(UnsafeMutableRawPointer(win)))
+        automationChannel?.start(self)
+        automationChannel?.emit(["event": "ready", "tabs": .int(Int64(tabs.count))])
+    }
+
+    private func installKeys(_ win: UnsafeMutablePointer<GtkWidget>) {
+        let keys = gtk_event_controller_key_new()!
+        gtk_event_controller_set_propagation_phase(keys, GTK_PHASE_CAPTURE)
+        typealias Key = @MainActor (UInt32, GdkModifierType) -> Bool
+        let onKey: Key = { [unowned self] keyval, state in self.key(keyval, state) }
+        _ = skb_connect_key_pressed(keys, { _, keyval, _, state, ctx in
+            let f = Callback<Key>.from(ctx)
+            return MainActor.assumeIsolated { f(keyval, state) } ? 1 : 0
+        }, Callback(onKey).retained, releaseCallback)
+        gtk_widget_add_controller(win, keys)
+    }
+
+    private func key(_ keyval: UInt32, _ state: GdkModifierType) -> Bool {
+        let ctrl = state.rawValue & GDK_CONTROL_MASK.rawValue != 0
+        let alt = state.rawValue & GDK_ALT_MASK.rawValue != 0
+        switch (keyval, ctrl, alt) {
+        case (UInt32(GDK_KEY_l), true, false), (UInt32(GDK_KEY_L), true, false):
+            showAddress(); return true
+        case (UInt32(GDK_KEY_Escape), false, false) where gtk_revealer_get_reveal_child(OpaquePointer(addressRevealer)) != 0:
+            hideAddress(); return true
+        case (UInt32(GDK_KEY_Left), false, true), (UInt32(GDK_KEY_Back), _, _):
+            current?.goBack(); return true
+        case (UInt32(GDK_KEY_F5), _, _), (UInt32(GDK_KEY_r), true, false):
+            current?.reload(); return true
+        case (UInt32(GDK_KEY_F9), _, _):
+            toggleReadingList(); return true
+        case (UInt32(GDK_KEY_w), true, false):
+            if let t = current { close(t) }; return true
+        case (UInt32(GDK_KEY_Tab), true, false):
+            let n = gtk_notebook_get_n_pages(OpaquePointer(notebook))
+            if n > 0 { gtk_notebook_set_current_page(OpaquePointer(notebook), (gtk_notebook_get_current_page(OpaquePointer(notebook)) + 1) % n) }
+            return true
+        default:
+            return false
+        }
+    }
+
+    private func showAddress() {
+        let editable = skb_editable(UnsafeMutableRawPointer(address))
+        gtk_editable_set_text(editable, current?.uri ?? "")
+        gtk_revealer_set_reveal_child(OpaquePointer(addressRevealer), 1)
+        gtk_widget_grab_focus(address)
+        gtk_editable_select_region(editable, 0, -1)
+    }
+
+    private func hideAddress() {
+        gtk_revealer_set_reveal_child(OpaquePointer(addressRevealer), 0)
+        if let t = current { gtk_widget_grab_focus(t.widget) }
+    }
+
+    private func addressEntered() {
+        let text = string(gtk_editable_get_text(skb_editable(UnsafeMutableRawPointer(address)))) ?? ""
+        hideAddress()
+        enterAddress(text)
+    }
+
+    /// What the reader typed into the address bar: the user's own navigation.
+    func enterAddress(_ typed: String) {
+        let text = typed.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return }
+        let url = text.contains("://") || text.hasPrefix("about:") ? text : "https://" + text
+        if let t = current {
+            switch policy.decide(url, in: t.site) {
+            case .stay: t.load(url)
+            case .openSite(let s): openTab(site: s, url: url)
+            case .external(let u): openExternally(u)
+            case .refuse(let why): note(why)
+            }
+        } else if let s = policy.site(owning: url) {
+            openTab(site: s, url: url)
+        } else {
+            openExternally(url)
+        }
+    }
+
+    private func toggleReadingList() {
+        let shown = gtk_revealer_get_reveal_child(OpaquePointer(readingRevealer)) != 0
+        gtk_revealer_set_reveal_child(OpaquePointer(readingRevealer), shown ? 0 : 1)
+        guard !shown, let t = current else { return }
+        t.context.readingState { [weak self] entries in self?.showReading(entries, site: t.site) }
+    }
+
+    private func showReading(_ entries: [ReadingEntry], site: BrowserSite) {
+        while let child = gtk_widget_get_first_child(readingList) { gtk_list_box_remove(OpaquePointer(readingList), child) }
+        let header = gtk_label_new("\(site.name): reading")!
+        gtk_widget_add_css_class(header, "heading")
+        gtk_list_box_append(OpaquePointer(readingList), header)
+        if entries.isEmpty { gtk_list_box_append(OpaquePointer(readingList), gtk_label_new("nothing recorded yet")) }
+        let mark = ["read": "✓ read", "partial": "◐ part read", "unread": "○ unread"]
+        for e in entries {
+            var line = "\(mark[e.state] ?? e.state)  \(e.id)"
+            if e.state == "partial", let p = e.progress { line += String(format: "  %.0f%%", p * 100) }
+            let l = gtk_label_new(line)!
+            gtk_label_set_xalign(OpaquePointer(l), 0)
+            gtk_label_set_ellipsize(OpaquePointer(l), PANGO_ELLIPSIZE_MIDDLE)
+            gtk_list_box_append(OpaquePointer(readingList), l)
+        }
+    }
+
+    /// The tab strip hides while the reader scrolls down and comes back on the way up.
+    func scrolled(_ tab: Tab, direction: String) {
+        if tab === current {
+            let shown = gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0
+            let show = direction == "up" || tab.scroll <= 0 ? true : (direction == "down" ? false : shown)
+            if show != shown {
+                gtk_notebook_set_show_tabs(OpaquePointer(notebook), show ? 1 : 0)
+                automationChannel?.emit(["event": "chrome", "tabStrip": .string(show ? "shown" : "hidden")])
+            }
+        }
+        scheduleSave(tab.site)
+    }
+
+    // MARK: - Tabs
+
+    var current: Tab? {
+        let i = Int(gtk_notebook_get_current_page(OpaquePointer(notebook)))
+        guard i >= 0, let page = gtk_notebook_get_nth_page(OpaquePointer(notebook), Int32(i)) else { return nil }
+        return tabs.first { $0.widget == page }
+    }
+
+    private func context(for site: BrowserSite) -> SiteContext? {
+        if let c = contexts[site.id] { return c }
+        do {
+            let c = try SiteContext(site: site, link: link, keptBudget: options.keptBudget)
+            contexts[site.id] = c
+            return c
+        } catch {
+            note("\(site.name): \(error)")
+            return nil
+        }
+    }
+
+    @discardableResult
+    func openTab(site: BrowserSite, url: String?, restoreScroll: Double? = nil, select: Bool = true) -> Tab? {
+        guard let ctx = context(for: site) else { return nil }
+        let tab = Tab(context: ctx, browser: self)
+        tabs.append(tab)
+        let index = gtk_notebook_append_page(OpaquePointer(notebook), tab.widget, tab.label)
+        gtk_notebook_set_tab_reorderable(OpaquePointer(notebook), tab.widget, 1)
+        gtk_notebook_set_show_tabs(OpaquePointer(notebook), 1)
+        if select { gtk_notebook_set_current_page(OpaquePointer(notebook), index) }
+        let target = url ?? site.startURL
+        if let restoreScroll { tab.restore(target, scroll: restoreScroll) } else { tab.load(target) }
+        scheduleSave(site)
+        return tab
+    }
+
+    func close(_ tab: Tab) {
+        guard let i = tabs.firstIndex(where: { $0 === tab }) else { return }
+        let n = gtk_notebook_page_num(OpaquePointer(notebook), tab.widget)
+        if n >= 0 { gtk_notebook_remove_page(OpaquePointer(notebook), n) }
+        tab.close()
+        tabs.remove(at: i)
+        scheduleSave(tab.site)
+    }
+
+    private func openInitialTabs() {
+        if !options.urls.isEmpty {
+            for url in options.urls {
+                if let s = policy.site(owning: url) { openTab(site: s, url: url) } else { note("\(url) is not on an app-bound site; not opened") }
+            }
+            gtk_notebook_set_current_page(OpaquePointer(notebook), 0)
+            return
+        }
+        let chosen: [BrowserSite] = options.sites.isEmpty ? policy.sites : policy.sites.filter { s in
+            options.sites.contains { $0 == s.id || $0 == s.name || s.owns(url: $0) }
+        }
+        var activeIndex: Int32?
+        for site in chosen {
+            guard let ctx = context(for: site) else { continue }
+            let session = ctx.loadSession()
+            if session.tabs.isEmpty {
+                if !options.sites.isEmpty { openTab(site: site, url: nil, select: false) }
+                continue
+            }
+            for (i, t) in session.tabs.enumerated() {
+                guard let tab = openTab(site: site, url: t.url, restoreScroll: t.scroll, select: false) else { continue }
+                if let title = t.title { gtk_label_set_text(OpaquePointer(tab.label), title) }
+                if i == session.active, activeIndex == nil { activeIndex = Int32(tabs.count - 1) }
+            }
+        }
+        if tabs.isEmpty, let first = chosen.first ?? policy.sites.first { openTab(site: first, url: nil) }
+        gtk_notebook_set_current_page(OpaquePointer(notebook), activeIndex ?? 0)
+    }
+
+    // MARK: - Sessions
+
+    /// The session of `site` as the window shows it now.
+    private func session(of site: BrowserSite) -> TabSession {
+        let mine = orderedTabs().filter { $0.site.id == site.id }
+        let list = mine.map { TabSession.Tab(url: $0.uri ?? site.startURL, title: $0.title, scroll: $0.scroll) }
+        let active = current.flatMap { c in mine.firstIndex { $0 === c } }
+        return TabSession(tabs: list, active: active)
+    }
+
+    private func orderedTabs() -> [Tab] {
+        let n = Int(gtk_notebook_get_n_pages(OpaquePointer(notebook)))
+        return (0..<n).compactMap { i in
+            let page = gtk_notebook_get_nth_page(OpaquePointer(notebook), Int32(i))
+            return tabs.first { $0.widget == page }
+        }
+    }
+
+    private func scheduleSaveAll() { for c in contexts.values { scheduleSave(c.site) } }
+
+    /// Saves `site`'s session within a second, once however many changes come.
+    func scheduleSave(_ site: BrowserSite) {
+        guard !quitting, saveScheduled.insert(site.id).inserted else { return }
+        after(milliseconds: 1000) { [weak self] in
+            guard let self, !self.quitting else { return }
+            self.saveScheduled.remove(site.id)
+            guard let ctx = self.contexts[site.id] else { return }
+            ctx.save(self.session(of: site))
+        }
+    }
+
+    func changed(_ tab: Tab) {
+        if tab === current, let t = tab.title { gtk_window_set_title(skb_window(UnsafeMutableRawPointer(window!)), "\(t) — \(tab.site.name)") }
+        scheduleSave(tab.site)
+    }
+
+    func loaded(_ tab: Tab, source: PageSource) {
+        scheduleSave(tab.site)
+        automationChannel?.emit(["event": "loaded", "tab": .int(Int64(tabs.firstIndex { $0 === tab } ?? -1)),
+                                 "site": .string(tab.site.name), "url": .string(tab.uri ?? ""),
+                                 "source": .string(source.rawValue), "scroll": .double(tab.scroll)])
+    }
+
+    func kept(_ tab: Tab, url: String) {
+        automationChannel?.emit(["event": "kept", "tab": .int(Int64(tabs.firstIndex { $0 === tab } ?? -1)), "url": .string(url)])
+    }
+
+    /// Saves every site's session, waits for the daemon, and quits.
+    func quit() {
+        guard !quitting else { return }
+        for c in contexts.values {
+            let s = session(of: c.site)
+            if !c.saveAndWait(s) { note("\(c.site.name): the session could not be saved") }
+        }
+        quitting = true
+        for t in tabs { t.close() }
+        automationChannel?.emit(["event": "quit"])
+        g_application_quit(skb_application(UnsafeMutableRawPointer(app)))
+    }
+
+    // MARK: - Helpers
+
+    func automationEmit(_ value: JSONValue) { automationChannel?.emit(value) }
+
+    var tabStripShown: Bool { gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0 }
+
+    func select(_ index: Int) {
+        guard tabs.indices.contains(index) else { return }
+        let n = gtk_notebook_page_num(OpaquePointer(notebook), tabs[index].widget)
+        if n >= 0 { gtk_notebook_set_current_page(OpaquePointer(notebook), n) }
+    }
+
+    /// The keys the window answers, by name (automation): F5, F9, ctrl+l, alt+left, escape.
+    func pressKey(_ name: String) {
+        let keys: [String: (Int32, UInt32)] = [
+            "f5": (GDK_KEY_F5, 0), "f9": (GDK_KEY_F9, 0), "ctrl+l": (GDK_KEY_l, GDK_CONTROL_MASK.rawValue),
+            "alt+left": (GDK_KEY_Left, GDK_ALT_MASK.rawValue), "escape": (GDK_KEY_Escape, 0),
+        ]
+        guard let (k, m) = keys[name.lowercased()] else { return }
+        _ = key(UInt32(k), GdkModifierType(rawValue: m))
+    }
+
+    /// Opens `url` in the system's browser (`xdg-open`), never through a shell.
+    func openExternally(_ url: String) {
+        automationChannel?.emit(["event": "external", "url": .string(url)])
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("xdg-open"), strdup(url), nil]
+        defer { for a in argv { free(a) } }
+        let rc = posix_spawnp(&pid, "xdg-open", nil, nil, argv, environ)
+        if rc != 0 { note("cannot run xdg-open for \(url): \(String(cString: strerror(rc))) (install xdg-utils)"); return }
+        // Reap it without blocking the window.
+        let child = pid
+        Thread.detachNewThread { var st: Int32 = 0; _ = waitpid(child, &st, 0) }
+    }
+
+    /// Evaluates `script` in `tab` (`world` nil: the page's own) and passes the result as JSON text.
+    func evaluate(_ tab: Tab, _ script: String, world: String?, done: @escaping @MainActor (String?) -> Void) {
+        evaluateValue(tab, script, world: world) { value in done(jsonText(value)) }
+    }
+
+    /// As ``evaluate(_:_:world:done:)`` for a script whose value is a string: passes the string.
+    func evaluateString(_ tab: Tab, _ script: String, world: String?, done: @escaping @MainActor (String?) -> Void) {
+        evaluateValue(tab, script, world: world) { value in done(text(value)) }
+    }
+
+    private func evaluateValue(_ tab: Tab, _ script: String, world: String?, done: @escaping @MainActor (OpaquePointer?) -> Void) {
+        typealias Done = @MainActor (UnsafeMutablePointer<GObject>?, OpaquePointer?) -> Void
+        let cb: Done = { source, result in
+            var error: UnsafeMutablePointer<GError>?
+            let value = webkit_web_view_evaluate_javascript_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
+            if let error { g_error_free(error) }
+            done(value)
+            if let value { g_object_unref(UnsafeMutableRawPointer(value)) }
+        }
+        skb_evaluate(tab.view, script, world, { source, result, ctx in
+            let b = Unmanaged<Callback<Done>>.fromOpaque(ctx!).takeRetainedValue()
+            MainActor.assumeIsolated { b.fn(source, result) }
+        }, Callback(cb).retained)
+    }
+
+    /// A PNG of the whole window.
+    func screenshot(_ path: String) -> Bool {
+        guard let window else { return false }
+        return skb_widget_png(window, path) != 0
+    }
+}

@@ -1,0 +1,463 @@
+import CWebKitGTK
+import Foundation
+import SiteKeepBrowserCore
+import SiteKeepJSON
+
+/// How a tab's current page came to be shown.
+enum PageSource: String {
+    /// Loaded from the network.
+    case network
+    /// A kept copy, shown at its real URL.
+    case kept
+}
+
+/// One tab: a web view of one site, on that site's network session, with its own bridge
+/// connection bound to the site by the host (`hello` with the site's origin, never one the page
+/// names), and its own user content manager.
+@MainActor
+final class Tab {
+    let context: SiteContext
+    unowned let browser: Browser
+    let view: UnsafeMutablePointer<WebKitWebView>
+    let label: UnsafeMutablePointer<GtkWidget>
+    private var channel: (any BridgeChannel)?
+    private(set) var source: PageSource = .network
+    /// The scroll position to restore after the next load (0…1), if any.
+    var pendingScroll: Double?
+    /// The last scroll position the relay reported (0…1).
+    var scroll: Double = 0
+    /// Subresources of the page being loaded, for its kept copy.
+    private var resources: [OpaquePointer] = []
+    /// Bumped at every new load: work for an older page is dropped.
+    private var generation = 0
+    /// The last URL a navigation by the user's own gesture asked for (only such navigations may
+    /// open the system browser).
+    private var gestureURL: String?
+    private var lastExternal = Date.distantPast
+
+    var site: BrowserSite { context.site }
+    var viewKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(view) }
+    var widget: UnsafeMutablePointer<GtkWidget> { skb_widget(UnsafeMutableRawPointer(view)) }
+    var uri: String? { string(webkit_web_view_get_uri(view)) }
+    var title: String? { string(webkit_web_view_get_title(view)) }
+
+    init(context: SiteContext, browser: Browser) {
+        self.context = context
+        self.browser = browser
+        let settings = webkit_settings_new()!
+        webkit_settings_set_enable_developer_extras(settings, 0)
+        webkit_settings_set_javascript_can_open_windows_automatically(settings, 0)
+        webkit_settings_set_enable_back_forward_navigation_gestures(settings, 1)
+        if browser.automation { webkit_settings_set_enable_write_console_messages_to_stdout(settings, 1) }
+        var bridgeBox: ((String?, PendingReply) -> Void)?
+        var hostBox: ((String?) -> Void)?
+        let manager = context.makeManager(bridge: { text, reply in bridgeBox?(text, reply) }, hostMessage: { text in hostBox?(text) })
+        view = skb_web_view_new(context.session, manager, settings)
+        g_object_unref(UnsafeMutableRawPointer(manager))
+        g_object_unref(UnsafeMutableRawPointer(settings))
+        label = gtk_label_new(context.site.name)
+        gtk_label_set_ellipsize(OpaquePointer(label), PANGO_ELLIPSIZE_END)
+        gtk_label_set_max_width_chars(OpaquePointer(label), 24)
+        gtk_label_set_width_chars(OpaquePointer(label), 14)
+        bridgeBox = { [unowned self] text, reply in self.bridgeRequest(text, reply: reply) }
+        hostBox = { [unowned self] text in self.hostMessage(text) }
+        connectSignals()
+        openChannel()
+    }
+
+    // MARK: - Bridge
+
+    private func openChannel() {
+        guard let origin = site.pageOrigins.first else { return }
+        do {
+            channel = try browser.link.open(origin: origin, onEvent: { [weak self] name, data in
+                onMainLoop { self?.deliver(event: name, data: data) }
+            }, onClose: {})
+        } catch {
+            browser.note("\(site.name): no bridge connection for this tab (\(error))")
+        }
+    }
+
+    /// A page's request, from the relay. Answered with the daemon's reply, or refused when the
+    /// view is not on its site (the relay checks `location.origin`; the host checks the view).
+    private func bridgeRequest(_ text: String?, reply: PendingReply) {
+        guard let uri, site.owns(url: uri) else {
+            reply.answer(.error("forbidden_origin", "this view is not on \(site.name)"))
+            return
+        }
+        guard let text else { reply.answer(.error("bad_request", "postMessage takes an object {op, ...args}")); return }
+        switch PageRequest.parse(text) {
+        case .failure(let r): reply.answer(r)
+        case .success(let request):
+            guard let channel else { reply.answer(.error("internal", "no connection to the SiteKeep daemon")); return }
+            let box = UncheckedBox(reply)
+            channel.send(op: request.op, args: request.args) { r in
+                onMainLoop { box.value.answer(r) }
+            }
+        }
+    }
+
+    /// A daemon event (`schedule.changed`, …) becomes the page's own event (`nr:schedule`).
+    private func deliver(event name: String, data: JSONValue) {
+        guard let uri, site.owns(url: uri), let script = PageScripts.dispatch(event: name, data: data) else { return }
+        browser.evaluate(self, script, world: nil) { _ in }
+    }
+
+    private func hostMessage(_ text: String?) {
+        guard let text, let m = try? JSONParser.parse(Array(text.utf8), limits: .message) else { return }
+        if let s = m["scroll"]?.doubleValue, s.isFinite {
+            scroll = min(1, max(0, s))
+            browser.scrolled(self, direction: m["dir"]?.stringValue ?? "none")
+        } else if let url = m["open"]?.stringValue {
+            gestureURL = url
+            navigate(to: url)
+        }
+    }
+
+    // MARK: - Loading
+
+    /// Loads `url` from the network.
+    func load(_ url: String) {
+        source = .network
+        webkit_web_view_load_uri(view, url)
+    }
+
+    /// Shows the kept copy of `url` at its real URL; false when none is kept.
+    @discardableResult
+    func showKept(_ url: String) -> Bool {
+        guard let page = context.kept.page(for: url) else { return false }
+        source = .kept
+        generation += 1
+        resources.removeAll()
+        // content_uri is what the view shows; base_uri is the document's own URL (its origin).
+        webkit_web_view_load_alternate_html(view, String(decoding: page.document, as: UTF8.self), url, url)
+        return true
+    }
+
+    /// Opens `url` at launch: the kept copy when there is one (a restored tab is not reloaded
+    /// unless asked), else the network.
+    func restore(_ url: String, scroll: Double) {
+        pendingScroll = scroll
+        self.scroll = scroll
+        if !showKept(url) { load(url) }
+    }
+
+    /// F5: fetch the page again from the network.
+    func reload() {
+        pendingScroll = scroll
+        if source == .kept, let uri { load(uri) } else { source = .network; webkit_web_view_reload(view) }
+    }
+
+    func goBack() {
+        if webkit_web_view_can_go_back(view) != 0 { webkit_web_view_go_back(view) }
+    }
+
+    /// Applies the navigation policy to `url` asked for in this view.
+    func navigate(to url: String) {
+        switch browser.policy.decide(url, in: site) {
+        case .stay: load(url)
+        case .openSite(let other): browser.openTab(site: other, url: url)
+        case .external(let u): openExternally(u)
+        case .refuse(let why): browser.note(why)
+        }
+    }
+
+    /// Hands `url` to the system browser, only for a navigation the user asked for, at most once
+    /// every two seconds (a page cannot start browsers in a loop).
+    private func openExternally(_ url: String) {
+        guard url == gestureURL, Date().timeIntervalSince(lastExternal) > 2 else {
+            browser.note("\(site.name): a navigation to \(url) was not made by the user; not opened")
+            return
+        }
+        gestureURL = nil
+        lastExternal = Date()
+        browser.openExternally(url)
+    }
+
+    private func connectSignals() {
+        let raw = UnsafeMutableRawPointer(view)
+        typealias Load = @MainActor (WebKitLoadEvent) -> Void
+        let onLoad: Load = { [unowned self] event in self.loadChanged(event) }
+        _ = skb_connect_load_changed(view, { _, event, ctx in
+            let f = Callback<Load>.from(ctx)
+            MainActor.assumeIsolated { f(event) }
+        }, Callback(onLoad).retained, releaseCallback)
+
+        typealias Failed = @MainActor (String?, UnsafeMutablePointer<GError>?) -> Bool
+        let onFailed: Failed = { [unowned self] uri, error in self.loadFailed(uri, error) }
+        _ = skb_connect_load_failed(view, { _, _, uri, error, ctx in
+            let f = Callback<Failed>.from(ctx)
+            return MainActor.assumeIsolated { f(string(uri), error) } ? 1 : 0
+        }, Callback(onFailed).retained, releaseCallback)
+
+        typealias Decide = @MainActor (UnsafeMutablePointer<WebKitPolicyDecision>?, WebKitPolicyDecisionType) -> Bool
+        let onDecide: Decide = { [unowned self] decision, type in self.decide(decision, type) }
+        _ = skb_connect_decide_policy(view, { _, decision, type, ctx in
+            let f = Callback<Decide>.from(ctx)
+            return MainActor.assumeIsolated { f(decision, type) } ? 1 : 0
+        }, Callback(onDecide).retained, releaseCallback)
+
+        typealias Resource = @MainActor (OpaquePointer?) -> Void
+        let onResource: Resource = { [unowned self] resource in
+            if let resource, self.source == .network {
+                g_object_ref(UnsafeMutableRawPointer(resource))
+                self.resources.append(resource)
+            }
+        }
+        _ = skb_connect_resource_load_started(view, { _, resource, _, ctx in
+            let f = Callback<Resource>.from(ctx)
+            MainActor.assumeIsolated { f(resource) }
+        }, Callback(onResource).retained, releaseCallback)
+
+        typealias Terminated = @MainActor () -> Void
+        let onTerminated: Terminated = { [unowned self] in
+            // Never reload on our own: show the kept copy, or leave the view as it is.
+            self.browser.note("\(self.site.name): the page's web process ended")
+            if let uri = self.uri { self.showKept(uri) }
+        }
+        _ = skb_connect_web_process_terminated(view, { _, _, ctx in
+            let f = Callback<Terminated>.from(ctx)
+            MainActor.assumeIsolated { f() }
+        }, Callback(onTerminated).retained, releaseCallback)
+
+        Signal.notify(raw, "title") { [unowned self] in
+            gtk_label_set_text(OpaquePointer(self.label), self.title ?? self.site.name)
+            self.browser.changed(self)
+        }
+    }
+
+    private func loadChanged(_ event: WebKitLoadEvent) {
+        switch event {
+        case WEBKIT_LOAD_STARTED:
+            if source == .network {
+                generation += 1
+                for r in resources { g_object_unref(UnsafeMutableRawPointer(r)) }
+                resources.removeAll()
+            }
+        case WEBKIT_LOAD_FINISHED:
+            let gen = generation
+            let shownFrom = source
+            if pendingScroll != nil {
+                // Layout settles after the load event; scroll once it has.
+                after(milliseconds: 100) { [weak self] in
+                    guard let self, self.generation == gen else { return }
+                    self.applyPendingScroll { self.browser.loaded(self, source: shownFrom) }
+                }
+            } else {
+                browser.evaluate(self, PageScripts.scrollPosition, world: PageScripts.worldName) { [weak self] value in
+                    guard let self else { return }
+                    if let v = value.flatMap(Double.init) { self.scroll = v }
+                    self.browser.loaded(self, source: shownFrom)
+                }
+            }
+            if source == .network { keepPage(generation: gen) }
+        default:
+            break
+        }
+    }
+
+    /// Scrolls to the position being restored. Layout may not be done when the load is (and a
+    /// view that is not shown has no height to scroll in), so it looks again every 100 ms, up to
+    /// 3 s; a tab not shown keeps the target until ``Browser`` shows it and calls this again.
+    func applyPendingScroll(attempt: Int = 0, then done: @escaping @MainActor () -> Void = {}) {
+        guard let target = pendingScroll else { done(); return }
+        browser.evaluate(self, PageScripts.scroll(to: target), world: PageScripts.worldName) { [weak self] value in
+            guard let self, self.pendingScroll == target else { done(); return }
+            let reached = value.flatMap(Double.init) ?? -1
+            if reached >= 0, abs(reached - target) < 0.02 {
+                self.pendingScroll = nil
+                self.scroll = reached
+                done()
+            } else if attempt < 30, gtk_widget_get_mapped(self.widget) != 0 {
+                after(milliseconds: 100) { [weak self] in self?.applyPendingScroll(attempt: attempt + 1, then: done) }
+            } else {
+                done()
+            }
+        }
+    }
+
+    /// A failed main-frame load: offline (or the site down), show the kept copy at the real URL.
+    private func loadFailed(_ failing: String?, _ error: UnsafeMutablePointer<GError>?) -> Bool {
+        guard let failing, site.owns(url: failing), source == .network else { return false }
+        if let error, error.pointee.domain == webkit_policy_error_quark() { return false }
+        if context.kept.contains(url: failing) {
+            browser.note("\(site.name): \(failing) could not be loaded; showing the kept copy")
+            after(milliseconds: 0) { [weak self] in self?.showKept(failing) }
+            return true
+        }
+        return false
+    }
+
+    // MARK: - Policy
+
+    private func decide(_ decision: UnsafeMutablePointer<WebKitPolicyDecision>?, _ type: WebKitPolicyDecisionType) -> Bool {
+        guard let decision else { return false }
+        let specific = OpaquePointer(decision)
+        switch type {
+        case WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION:
+            // Main frame and subframes alike (WebKitGTK does not say which): remember what the
+            // user asked for; the main frame's target is checked when its response arrives.
+            if let action = webkit_navigation_policy_decision_get_navigation_action(specific),
+               webkit_navigation_action_is_user_gesture(action) != 0,
+               let url = string(webkit_uri_request_get_uri(webkit_navigation_action_get_request(action))) {
+                gestureURL = url
+            }
+            return false
+        case WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION:
+            // window.open and target=_blank: never a new window; a tab of the right site, or the system browser.
+            webkit_policy_decision_ignore(decision)
+            if let action = webkit_navigation_policy_decision_get_navigation_action(specific),
+               let url = string(webkit_uri_request_get_uri(webkit_navigation_action_get_request(action))) {
+                if webkit_navigation_action_is_user_gesture(action) != 0 { gestureURL = url }
+                switch browser.policy.decide(url, in: site) {
+                case .stay: browser.openTab(site: site, url: url)
+                case .openSite(let other): browser.openTab(site: other, url: url)
+                case .external(let u): openExternally(u)
+                case .refuse(let why): browser.note(why)
+                }
+            }
+            return true
+        case WEBKIT_POLICY_DECISION_TYPE_RESPONSE:
+            guard webkit_response_policy_decision_is_main_frame_main_resource(specific) != 0 else { return false }
+            let request = webkit_response_policy_decision_get_request(specific)
+            guard let url = string(webkit_uri_request_get_uri(request)) else { return false }
+            switch browser.policy.decide(url, in: site) {
+            case .stay:
+                if webkit_response_policy_decision_is_mime_type_supported(specific) == 0 {
+                    browser.note("\(site.name): \(url) is not a page (no downloads here)")
+                    webkit_policy_decision_ignore(decision)
+                    return true
+                }
+                return false
+            case .openSite(let other):
+                webkit_policy_decision_ignore(decision)
+                if url == gestureURL {
+                    gestureURL = nil
+                    browser.openTab(site: other, url: url)
+                } else {
+                    browser.note("\(site.name): a navigation to \(other.name) was not made by the user; not opened")
+                }
+            case .external(let u):
+                webkit_policy_decision_ignore(decision)
+                openExternally(u)
+            case .refuse(let why):
+                webkit_policy_decision_ignore(decision)
+                browser.note(why)
+            }
+            return true
+        default:
+            return false
+        }
+    }
+
+    // MARK: - Kept pages
+
+    /// Keeps the page just loaded: its HTML as the server sent it, with figures, style sheets
+    /// and scripts inlined from what WebKit loaded, in the site's kept-page cache.
+    private func keepPage(generation gen: Int) {
+        guard let url = uri, site.owns(url: url), let main = webkit_web_view_get_main_resource(view) else { return }
+        if let response = webkit_web_resource_get_response(main) {
+            let status = webkit_uri_response_get_status_code(response)
+            let mime = string(webkit_uri_response_get_mime_type(response)) ?? ""
+            guard status == 200, mime == "text/html" else { return }
+        }
+        let subresources = resources.filter { $0 != main }
+        let collector = ResourceCollector(count: subresources.count + 1) { [weak self] parts in
+            guard let self, self.generation == gen else { return }
+            self.compose(url: url, parts: parts, generation: gen)
+        }
+        fetch(main, index: 0, into: collector)
+        for (i, r) in subresources.enumerated() { fetch(r, index: i + 1, into: collector) }
+    }
+
+    private func fetch(_ resource: OpaquePointer, index: Int, into collector: ResourceCollector) {
+        let uri = string(webkit_web_resource_get_uri(resource)) ?? ""
+        let mime = webkit_web_resource_get_response(resource).flatMap { string(webkit_uri_response_get_mime_type($0)) } ?? ""
+        typealias Done = @MainActor (UnsafeMutablePointer<GObject>?, OpaquePointer?) -> Void
+        let done: Done = { source, result in
+            var length: gsize = 0
+            var error: UnsafeMutablePointer<GError>?
+            let bytes: [UInt8]
+            if let data = webkit_web_resource_get_data_finish(OpaquePointer(source), result, &length, &error) {
+                bytes = Array(UnsafeBufferPointer(start: data, count: Int(length)))
+                g_free(data)
+            } else {
+                if let error { g_error_free(error) }
+                bytes = []
+            }
+            collector.add(index: index, part: ResourcePart(url: uri, mime: mime, bytes: bytes))
+        }
+        skb_resource_data(resource, { source, result, ctx in
+            let b = Unmanaged<Callback<Done>>.fromOpaque(ctx!).takeRetainedValue()
+            MainActor.assumeIsolated { b.fn(source, result) }
+        }, Callback(done).retained)
+    }
+
+    private func compose(url: String, parts: [ResourcePart], generation gen: Int) {
+        guard let main = parts.first, !main.bytes.isEmpty else { return }
+        var map: [JSONMember] = []
+        var total = main.bytes.count
+        for p in parts.dropFirst() where !p.bytes.isEmpty && p.bytes.count <= 8 << 20 {
+            total += p.bytes.count
+            if total > 32 << 20 { break }
+            let type = p.mime.lowercased()
+            if type == "text/css" || type.hasSuffix("javascript") || type == "text/ecmascript" {
+                map.append(JSONMember(key: p.url, value: ["text": .string(String(decoding: p.bytes, as: UTF8.self))]))
+            } else if type.hasPrefix("image/") {
+                map.append(JSONMember(key: p.url, value: ["data": .string("data:\(type);base64," + Data(p.bytes).base64EncodedString())]))
+            }
+        }
+        let script = PageScripts.inlineDocument(html: String(decoding: main.bytes, as: UTF8.self), url: url, resources: .object(map))
+        browser.evaluateString(self, script, world: PageScripts.worldName) { [weak self] document in
+            guard let self, self.generation == gen, let document else { return }
+            do {
+                try self.context.kept.keep(url: url, title: self.title, document: Array(document.utf8))
+                self.browser.kept(self, url: url)
+            } catch {
+                self.browser.note("\(self.site.name): \(url) was not kept: \(error)")
+            }
+        }
+    }
+
+    /// Closes the tab's connection and drops what it holds.
+    func close() {
+        channel?.close()
+        channel = nil
+        for r in resources { g_object_unref(UnsafeMutableRawPointer(r)) }
+        resources.removeAll()
+    }
+}
+
+struct ResourcePart {
+    var url: String
+    var mime: String
+    var bytes: [UInt8]
+}
+
+/// Gathers the asynchronous reads of a page's resources; calls `done` once all have answered.
+@MainActor
+final class ResourceCollector {
+    private var parts: [ResourcePart?]
+    private var left: Int
+    private let done: @MainActor ([ResourcePart]) -> Void
+
+    init(count: Int, done: @escaping @MainActor ([ResourcePart]) -> Void) {
+        parts = Array(repeating: nil, count: count)
+        left = count
+        self.done = done
+    }
+
+    func add(index: Int, part: ResourcePart) {
+        guard parts.indices.contains(index), parts[index].map({ _ in false }) ?? true else { return }
+        parts[index] = part
+        left -= 1
+        if left == 0 { done(parts.compactMap { $0 }) }
+    }
+}
+
+/// Carries a main-thread object through a @Sendable closure that comes back to the main loop.
+struct UncheckedBox<T>: @unchecked Sendable {
+    // @unchecked: the value is only touched on the main thread (the closure hops back there first).
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+import SiteKeepBrowserCore
+import SiteKeepCrypto
+import SiteKeepJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let one = BrowserSite(id: "11111111-1111-4111-8111-111111111111", name: "One",
+                      origins: ["https://promptugal.news:443", "http://127.0.0.1:8001"], webFolder: "/s/1/web")
+let two = BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Two", origins: ["http://127.0.0.1:8002"], webFolder: "/s/2/web")
+
+@Suite struct NavigationPolicyTests {
+    let policy = NavigationPolicy(sites: [one, two])
+
+    /// Ports tell sites apart (WebKit's own allow lists ignore them); default ports are one origin.
+    @Test func originsAreComparedWithTheirPorts() {
+        #expect(one.owns(url: "http://127.0.0.1:8001/a?b#c"))
+        #expect(!one.owns(url: "http://127.0.0.1:8002/"))
+        #expect(!one.owns(url: "http://127.0.0.1/"))
+        #expect(one.owns(url: "https://PROMPTUGAL.news/x") && one.owns(url: "https://promptugal.news:443/"))
+        #expect(!one.owns(url: "http://promptugal.news/"), "http is another origin than https")
+        #expect(!one.owns(url: "https://www.promptugal.news/"), "a subdomain is another origin")
+        #expect(one.pageOrigins == ["https://promptugal.news", "http://127.0.0.1:8001"])
+    }
+
+    @Test func aViewStaysOnItsSite() {
+        #expect(policy.decide("http://127.0.0.1:8001/next", in: one) == .stay)
+        #expect(policy.decide("http://127.0.0.1:8002/", in: one) == .openSite(two))
+        #expect(policy.decide("https://example.org/", in: one) == .external("https://example.org/"))
+        #expect(policy.decide("http://localhost:8001/", in: one) == .external("http://localhost:8001/"), "localhost is not 127.0.0.1")
+        #expect(policy.decide("mailto:a@b.c", in: one) == .external("mailto:a@b.c"))
+        for url in ["javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "blob:http://127.0.0.1:8001/x", "about:config"] {
+            guard case .refuse = policy.decide(url, in: one) else { Issue.record("\(url) was not refused"); continue }
+        }
+    }
+}
+
+@Suite struct PageRequestTests {
+    @Test func theOpAndTheRestAreTheArguments() throws {
+        let r = try PageRequest.parse(#"{"op":"storage.set","key":"k","value":"v"}"#).get()
+        #expect(r.op == "storage.set")
+        #expect(r.args == ["key": "k", "value": "v"])
+    }
+
+    @Test func malformedMessagesAndHelloAreRefused() {
+        for (text, code) in [("[1]", "bad_request"), ("{\"key\":1}", "bad_request"), ("not json", "bad_request"),
+                             (#"{"op":"hello","origin":"https://evil.example"}"#, "not_allowed")] {
+            guard case .failure(let reply) = PageRequest.parse(text) else { Issue.record("\(text) was accepted"); continue }
+            #expect(reply.json["error"]?["code"]?.stringValue == code, "\(text)")
+        }
+        guard case .failure(let big) = PageRequest.parse("{\"op\":\"x\",\"v\":\"" + String(repeating: "a", count: 1 << 20) + "\"}") else {
+            Issue.record("an oversized message was accepted"); return
+        }
+        #expect(big.json["error"]?["code"]?.stringValue == "too_large")
+    }
+
+    @Test func daemonRepliesBecomePageReplies() throws {
+        let ok = PageReply.from(frame: try JSONParser.parse(Array(#"{"id":3,"ok":true,"result":{"value":"x"}}"#.utf8)))
+        #expect(ok.text == #"{"ok":true,"result":{"value":"x"}}"#)
+        let no = PageReply.from(frame: try JSONParser.parse(Array(#"{"id":3,"ok":false,"error":{"code":"not_allowed","message":"m"}}"#.utf8)))
+        #expect(no.json["error"]?["code"]?.stringValue == "not_allowed")
+    }
+}
+
+@Suite struct PageScriptsTests {
+    @Test func eventsBecomeNrEvents() {
+        #expect(PageScripts.pageEventName(for: "schedule.changed") == "nr:schedule")
+        #expect(PageScripts.pageEventName(for: "vault.changed") == "nr:vault")
+        #expect(PageScripts.pageEventName(for: "schedule.set") == nil)
+        #expect(PageScripts.pageEventName(for: "a\"b.changed") == nil)
+        let js = PageScripts.dispatch(event: "schedule.changed", data: ["note": "</script>\u{2028}"]) ?? ""
+        #expect(js.contains("\"nr:schedule\"") && js.contains("\\u2028") && !js.contains("\u{2028}"))
+    }
+
+    /// Both scripts check the top frame and the site's own origins, and the relay is the only
+    /// code that names the isolated handler.
+    @Test func scriptsCheckTheTopFrameAndOrigin() {
+        let relay = PageScripts.relay(site: one)
+        let shim = PageScripts.pageShim(site: one, version: 1, ops: ["hello", "storage.get"])
+        for s in [relay, shim] {
+            #expect(s.contains("window.top !== window"))
+            #expect(s.contains(#"["https://promptugal.news","http://127.0.0.1:8001"]"#))
+        }
+        #expect(relay.contains("handlers.pt.postMessage"))
+        #expect(!shim.contains("\"hello\""), "ptApp.ops lists hello")
+        #expect(shim.contains(#"ops: Object.freeze(["storage.get"])"#))
+    }
+}
+
+@Suite struct TabSessionTests {
+    /// A session is restored into this site's views only: URLs of other origins are dropped (a
+    /// page could have put them there with tabs.set), and the active index follows.
+    @Test func foreignURLsAreDroppedOnRestore() throws {
+        let saved: JSONValue = ["tabs": [["url": "https://evil.example/"], ["url": "http://127.0.0.1:8001/a", "scroll": 0.4, "title": "A"],
+                                         ["url": "http://127.0.0.1:8001/b", "scroll": 7.0]], "active": 2]
+        let s = TabSession(result: saved, site: one)
+        #expect(s.tabs.map(\.url) == ["http://127.0.0.1:8001/a", "http://127.0.0.1:8001/b"])
+        #expect(s.tabs[1].scroll == 1, "scroll is clamped to 0…1")
+        #expect(s.active == 1)
+        #expect(s.arguments["active"]?.intValue == 1)
+        #expect(s.arguments["tabs"]?.arrayValue?.first?["title"]?.stringValue == "A")
+    }
+}
+
+@Suite struct KeptPageCacheTests {
+    static let digest: @Sendable ([UInt8]) -> String = { bytes in SHA256.hash(bytes).map { String(format: "%02x", $0) }.joined() }
+
+    func cache(budget: Int64 = 1 << 20) throws -> (KeptPageCache, String) {
+        var template = Array("\(NSTemporaryDirectory())/kept.XXXXXX".utf8CString)
+        let dir = String(cString: mkdtemp(&template)!)
+        return (KeptPageCache(folder: dir + "/kept", budget: budget, digest: Self.digest), dir)
+    }
+
+    /// A document is stored under the SHA-256 of its bytes, once, whatever the URL; the fragment is not part of the page.
+    @Test func contentAddressed() throws {
+        let (c, dir) = try cache()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let doc = Array("<p>article</p>".utf8)
+        try c.keep(url: "http://127.0.0.1:8001/a#top", title: "A", document: doc)
+        try c.keep(url: "http://127.0.0.1:8001/a-copy", title: "A", document: doc)
+        let name = Self.digest(doc)
+        #expect(FileManager.default.fileExists(atPath: "\(dir)/kept/objects/\(name.prefix(2))/\(name)"))
+        #expect(c.usage() == Int64(doc.count), "one object for two URLs")
+        #expect(c.page(for: "http://127.0.0.1:8001/a")?.document == doc)
+        #expect(c.page(for: "http://127.0.0.1:8001/a")?.title == "A")
+        #expect(c.page(for: "http://127.0.0.1:8001/b") == nil)
+        var st = stat()
+        #expect(stat("\(dir)/kept/objects/\(name.prefix(2))/\(name)", &st) == 0 && st.st_mode & 0o077 == 0, "kept files are private")
+    }
+
+    /// A copy whose bytes do not match its name is not shown, and is removed.
+    @Test func damagedCopiesAreDropped() throws {
+        let (c, dir) = try cache()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let doc = Array("<p>original</p>".utf8)
+        try c.keep(url: "http://127.0.0.1:8001/a", title: nil, document: doc)
+        let name = Self.digest(doc)
+        try Data("<p>tampered</p>".utf8).write(to: URL(fileURLWithPath: "\(dir)/kept/objects/\(name.prefix(2))/\(name)"))
+        #expect(c.page(for: "http://127.0.0.1:8001/a") == nil)
+        #expect(!c.contains(url: "http://127.0.0.1:8001/a"))
+    }
+
+    /// Past the budget the least recently used pages go first; a page larger than the budget is refused.
+    @Test func sizeBudget() throws {
+        let (c, dir) = try cache(budget: 250)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let page = { (n: Int) in [UInt8](repeating: UInt8(n), count: 100) }
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        try c.keep(url: "http://x/1", title: nil, document: page(1), now: t0)
+        try c.keep(url: "http://x/2", title: nil, document: page(2), now: t0.addingTimeInterval(1))
+        _ = c.page(for: "http://x/1", now: t0.addingTimeInterval(2))   // 1 read again: 2 is now the oldest use
+        try c.keep(url: "http://x/3", title: nil, document: page(3), now: t0.addingTimeInterval(3))
+        #expect(c.usage() <= 250)
+        #expect(c.contains(url: "http://x/1") && c.contains(url: "http://x/3"))
+        #expect(!c.contains(url: "http://x/2"), "the least recently used page was not dropped")
+        let objects = try FileManager.default.subpathsOfDirectory(atPath: dir + "/kept/objects").filter { $0.count > 3 }
+        #expect(objects.count == 2, "an object no page names was left behind")
+        #expect(throws: KeptPageError.tooLarge(bytes: 300, budget: 250)) { try c.keep(url: "http://x/4", title: nil, document: [UInt8](repeating: 4, count: 300)) }
+    }
+}

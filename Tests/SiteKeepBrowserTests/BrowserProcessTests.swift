@@ -1,0 +1,243 @@
+import Foundation
+import Testing
+import SiteKeepJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The browser as a real process under Xvfb, against a real `sitekeep serve` and two test sites on
+/// loopback (ports differ). Serialized: each browser is a few hundred MB of web processes.
+@Suite(.serialized) struct BrowserProcessTests {
+    /// The page calls schedule.get, storage.set and key.sign (refused for its site) and the test
+    /// reads the results back from the page; a cross-origin iframe finds no bridge; Site Two
+    /// cannot read Site One's localStorage or IndexedDB, and each site's web data is on disk in
+    /// its own web folder only.
+    @Test func bridgeInThePageAndSitesApart() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        try rig.write(rig.ports[0], "index.html", TestSites.bridgePage(frameOrigin: rig.origins[1]))
+        try rig.write(rig.ports[0], "style.css", TestSites.style)
+        try rig.write(rig.ports[0], "fig.svg", TestSites.figure)
+        try rig.write(rig.ports[1], "frame.html", TestSites.framePage)
+        try rig.write(rig.ports[1], "index.html", TestSites.isolationPage)
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        try rig.startServer(rig.ports[1])
+
+        let b = try rig.launch([rig.origins[0] + "/index.html"])
+        _ = try b.waitForLoads(1)
+        let r = try b.evalUntil(0, "window.__results && window.__results.done && window.__results.frame ? window.__results : null")
+        // window.ptApp: the protocol version and the ops hello listed for Site One (hello itself left out).
+        #expect(r["ptApp"]?["version"]?.intValue == 1)
+        let ops = r["ptApp"]?["ops"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(ops.contains("schedule.get") && ops.contains("storage.set") && !ops.contains("key.sign") && !ops.contains("hello"))
+        #expect(r["schedule"]?["ok"]?["v"]?.intValue == 1, "schedule.get: \(r["schedule"].map { JSONSerializer.string($0) } ?? "-")")
+        #expect(r["schedule"]?["ok"]?["picks"]?.arrayValue?.isEmpty == true)
+        #expect(r["set"]?["ok"] == .object([]), "storage.set: \(r["set"].map { JSONSerializer.string($0) } ?? "-")")
+        #expect(r["get"]?["ok"]?["value"]?.stringValue == "dark")
+        #expect(r["sign"]?["error"]?.stringValue == "not_allowed", "key.sign: \(r["sign"].map { JSONSerializer.string($0) } ?? "-")")
+        #expect(r["hello"]?["error"]?.stringValue == "not_allowed", "a page may not send hello")
+        // The cross-origin frame inside Site One's page: no window.webkit.messageHandlers.pt, no ptApp.
+        #expect(r["frame"]?["pt"]?.boolValue == false)
+        #expect(r["frame"]?["ptApp"]?.stringValue == "undefined")
+        #expect(r["frame"]?["local"]?.isNull == true)
+        // What the page stored went to Site One's partition, through the daemon.
+        let stored = try rig.cli(["call", "storage.get", "--site", rig.origins[0], "--args", #"{"key":"theme"}"#, "--json"])
+        #expect(stored.out.contains("dark"), "\(stored.out)")
+        try rig.screenshot(b, name: "browser-bridge.png")
+
+        // Site Two, in its own tab and network session.
+        try b.command(["cmd": "address", "text": .string(rig.origins[1] + "/index.html")])
+        _ = try b.waitForLoads(2)
+        let two = try b.evalUntil(1, "window.__results && window.__results.done ? window.__results : null")
+        #expect(two["local"]?.isNull == true, "Site Two read Site One's localStorage")
+        #expect(two["idb"]?.isNull == true, "Site Two read Site One's IndexedDB")
+        #expect(two["ptApp"]?["ops"]?.arrayValue?.contains(.string("schedule.get")) == false, "Site Two is not on schedule.get's list")
+        try rig.screenshot(b, name: "browser-site-two.png")
+        try b.quit()
+
+        // On disk: each site's web data lives in its own folder, as the daemon named it.
+        let one = try rig.webFolder(of: "Site One"), other = try rig.webFolder(of: "Site Two")
+        #expect(one.hasPrefix(rig.home + "/sites/") && other.hasPrefix(rig.home + "/sites/") && one != other)
+        #expect(BrowserRig.folder(one + "/data", contains: "site-one-local-7f3a"), "Site One's localStorage is not in its folder")
+        #expect(!BrowserRig.folder(other, contains: "site-one-local-7f3a"), "Site One's localStorage is in Site Two's folder")
+        #expect(!BrowserRig.folder(other, contains: "site-one-idb-7f3a"), "Site One's IndexedDB is in Site Two's folder")
+        #expect(BrowserRig.folder(other + "/data", contains: "site-two-local-9c1e"), "Site Two's localStorage is not in its folder")
+        #expect(!BrowserRig.folder(one, contains: "site-two-local-9c1e"), "Site Two's localStorage is in Site One's folder")
+    }
+
+    /// A daemon event (schedule.changed, caused by another tab's schedule.set) reaches the page
+    /// as its own `nr:schedule` event.
+    @Test func daemonEventsBecomePageEvents() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        try rig.write(rig.ports[0], "index.html", TestSites.bridgePage(frameOrigin: rig.origins[1]))
+        try rig.write(rig.ports[1], "frame.html", TestSites.framePage)
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        try rig.startServer(rig.ports[1])
+        let b = try rig.launch([rig.origins[0] + "/index.html", rig.origins[0] + "/index.html?second"])
+        _ = try b.waitForLoads(2)
+        _ = try b.evalUntil(1, "window.__results && window.__results.done ? true : null")
+        _ = try b.evalUntil(0, "window.__results && window.__results.done ? true : null")
+        _ = try b.eval(1, #"window.webkit.messageHandlers.pt.postMessage({op: "schedule.set", v: 1, picks: [{id: "talk-42", at: "2026-11-29T10:00:00Z"}]}).then(() => 1)"#)
+        let events = try b.evalUntil(0, "window.__events.length ? window.__events : null")
+        #expect(events.arrayValue?.first?["picks"]?.arrayValue?.first?["id"]?.stringValue == "talk-42")
+        try b.quit()
+    }
+
+    /// The design's own test: two tabs, scroll, go offline (server stopped), quit, relaunch: both
+    /// tabs come back at their positions, shown from their kept copies at their real URLs.
+    @Test func relaunchRestoresTabsFromKeptCopiesOffline() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        for name in ["a", "b"] { try rig.write(rig.ports[0], "\(name).html", TestSites.article(name.uppercased())) }
+        try rig.write(rig.ports[0], "style.css", TestSites.style)
+        try rig.write(rig.ports[0], "fig.svg", TestSites.figure)
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        let urls = [rig.origins[0] + "/a.html", rig.origins[0] + "/b.html"]
+        let targets = [0.5, 0.25]
+        let first = try rig.launch(urls)
+        _ = try first.waitForLoads(2)
+        for (i, url) in urls.enumerated() {
+            try first.waitFor("the kept copy of \(url)") { $0["event"]?.stringValue == "kept" && $0["url"]?.stringValue == url }
+            try first.command(["cmd": "select", "tab": .int(Int64(i))])
+            _ = try first.evalUntil(i, "document.visibilityState === 'visible' ? true : null")
+            _ = try first.eval(i, "window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) * \(targets[i])); 1")
+            // The relay reports the position (debounced); the browser keeps it for tabs.set.
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                let state = try first.command(["cmd": "state"])
+                if let s = state["tabs"]?.arrayValue?[i]["scroll"]?.doubleValue, abs(s - targets[i]) < 0.02 { break }
+                usleep(100_000)
+            }
+        }
+        // Reading down hid the tab strip.
+        #expect(first.events.contains { $0["event"]?.stringValue == "chrome" && $0["tabStrip"]?.stringValue == "hidden" },
+                "the tab strip did not hide while reading down")
+        rig.stopServer(rig.ports[0])
+        try first.quit()
+        let saved = try rig.cli(["call", "tabs.get", "--site", rig.origins[0], "--json"])
+        #expect(saved.out.contains("a.html") && saved.out.contains("b.html"), "tabs.get after quit: \(saved.out)")
+
+        // Offline relaunch with no URL: the saved session comes back.
+        #expect(!canConnect(port: rig.ports[0]), "the test site is still up")
+        let second = try rig.launch([])
+        let loads = try second.waitForLoads(2)
+        for (i, url) in urls.enumerated() {
+            let load = try #require(loads.first { $0["url"]?.stringValue == url }, "\(url) was not restored")
+            #expect(load["source"]?.stringValue == "kept", "\(url) was not shown from its kept copy")
+            try second.command(["cmd": "select", "tab": .int(Int64(i))])
+            let position = try second.evalUntil(i, """
+                (() => { const room = document.documentElement.scrollHeight - innerHeight;
+                         const f = room > 0 ? scrollY / room : 0;
+                         return Math.abs(f - \(targets[i])) < 0.02 ? f : null; })()
+                """, timeout: 15)
+            #expect(abs((position.doubleValue ?? -1) - targets[i]) < 0.02, "tab \(i) at \(position), not \(targets[i])")
+            let where_ = try second.eval(i, "[location.href, document.title, getComputedStyle(document.body).backgroundColor, document.images[0] && document.images[0].naturalWidth]")
+            #expect(where_?.arrayValue?.first?.stringValue == url, "the kept copy is not shown at its real URL")
+            #expect(where_?.arrayValue?[2].stringValue == "rgb(244, 241, 234)", "the kept copy lost its style sheet")
+            #expect(where_?.arrayValue?[3].intValue == 160, "the kept copy lost its figure")
+            if i == 1 {
+                // Reading back up brings the tab strip back (it hides while reading down).
+                // A restored position is not the reader scrolling: the tab strip stays.
+                #expect(try second.command(["cmd": "state"])["tabStrip"]?.stringValue == "shown")
+                try rig.screenshot(second, name: "browser-offline-restored.png")
+            }
+        }
+        // The kept copy still has its own origin: the bridge answers there.
+        let bridge = try second.evalUntil(1, #"window.__r || (window.webkit.messageHandlers.pt.postMessage({op: "storage.set", key: "offline", value: "yes"}).then(v => window.__r = {ok: v}, e => window.__r = {error: e.code}), null)"#)
+        #expect(bridge["ok"] == .object([]), "the bridge from a kept page: \(JSONSerializer.string(bridge))")
+        try second.quit()
+    }
+
+    /// A page's own navigation to another origin (foreign or another app-bound site) does not
+    /// move its view; what the reader types for a foreign site goes to the system browser, and
+    /// another app-bound site opens in a tab of its own.
+    @Test func navigationStaysOnTheSite() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        try rig.write(rig.ports[0], "a.html", TestSites.article("A"))
+        try rig.write(rig.ports[0], "leave.html", TestSites.selfNavigatingPage)
+        try rig.write(rig.ports[1], "index.html", TestSites.isolationPage)
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        try rig.startServer(rig.ports[1])
+        let foreign = "http://localhost:\(rig.ports[1])/index.html"
+        let otherSite = rig.origins[1] + "/index.html"
+        let b = try rig.launch([rig.origins[0] + "/a.html"])
+        _ = try b.waitForLoads(1)
+        for (n, target) in [foreign, otherSite].enumerated() {
+            let page = rig.origins[0] + "/leave.html#" + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            try b.command(["cmd": "address", "text": .string(page)])
+            _ = try b.waitForLoads(2 + n)
+            _ = try b.evalUntil(0, "window.__tried ? true : null")
+            usleep(1_500_000)
+            let state = try b.command(["cmd": "state"])
+            #expect(state["tabs"]?.arrayValue?.count == 1, "the page opened a tab by itself (to \(target))")
+            #expect(state["tabs"]?.arrayValue?.first?["url"]?.stringValue == page, "the page moved its view off its site (to \(target))")
+        }
+        #expect((try? String(contentsOfFile: rig.externalLog, encoding: .utf8)) == nil, "a page started the system browser by itself")
+
+        // What the reader types: a foreign site goes to the system browser…
+        try b.command(["cmd": "address", "text": .string("http://localhost:\(rig.ports[1])/typed")])
+        try b.waitFor("the system browser") { $0["event"]?.stringValue == "external" }
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: rig.externalLog) { usleep(100_000) }
+        #expect((try? String(contentsOfFile: rig.externalLog, encoding: .utf8))?.contains("http://localhost:\(rig.ports[1])/typed") == true)
+        // …and another app-bound site opens in a tab of its own, on its own session.
+        try b.command(["cmd": "address", "text": .string(otherSite)])
+        let loads = try b.waitForLoads(4)
+        #expect(loads.last?["site"]?.stringValue == "Site Two")
+        #expect(loads.last?["tab"]?.intValue == 1)
+        try b.quit()
+    }
+
+    /// Where WebKit's sandbox cannot run, the browser says why and stops; it never runs pages
+    /// without it (and refuses the variable that would turn it off).
+    @Test func sandboxProblemsStopTheBrowserWithAReason() throws {
+        let rig = try BrowserRig()
+        let off = try Spawned.run(rig.browser, ["--automation"], env: rig.browserEnvironment(extra: ["WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS": "1"]))
+        #expect(off.status == 69)
+        #expect(off.out.contains("does not run pages without WebKit's sandbox"), "\(off.out)")
+        // A user namespace in which no further user namespace may be made: bubblewrap fails there.
+        let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" --automation"
+        let blocked = try Spawned.run("/usr/bin/unshare", ["-U", "-r", "/bin/sh", "-c", script, rig.browser], env: rig.browserEnvironment())
+        #expect(blocked.status == 69, "\(blocked.out)")
+        #expect(blocked.out.contains("WebKit's sandbox cannot start here") && blocked.out.contains("never turns WebKit's sandbox off"), "\(blocked.out)")
+    }
+
+    /// The daemon's control op `sites` (how the browser learns where each site's web data goes):
+    /// app-bound sites only, each with a private folder inside its own site folder; it answers
+    /// while locked and carries no secret.
+    @Test func sitesControlOpNamesAWebFolderInsideEachSite() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        #expect(try rig.cli(["site", "add", "Plain", "--origin", "https://plain.example", "--keyring", "file"]).status == 0)
+        try rig.startDaemon(unlock: false)
+        let answer = try rig.controlSites()
+        #expect(answer["ok"]?.boolValue == true)
+        let sites = answer["sites"]?.arrayValue ?? []
+        #expect(sites.compactMap { $0["name"]?.stringValue }.sorted() == ["Site One", "Site Two"], "only app-bound sites")
+        for s in sites {
+            let id = s["id"]?.stringValue ?? "-"
+            #expect(s["webFolder"]?.stringValue == rig.home + "/sites/" + id + "/web")
+            var st = stat()
+            #expect(stat(rig.home + "/sites/" + id + "/web", &st) == 0 && st.st_mode & 0o077 == 0, "the web folder is not private")
+        }
+        #expect(sites.first { $0["name"]?.stringValue == "Site One" }?["origins"]?.arrayValue?.contains(.string(rig.origins[0])) == true)
+    }
+
+    /// Without a daemon the browser says what to start.
+    @Test func noDaemonIsAClearError() throws {
+        let rig = try BrowserRig()
+        let r = try Spawned.run(rig.browser, [], env: rig.browserEnvironment())
+        #expect(r.status == 69)
+        #expect(r.out.contains("no SiteKeep daemon answers") && r.out.contains("sitekeep serve"), "\(r.out)")
+        // `sitekeep browse` runs the same browser (from beside sitekeep) and says how it stopped.
+        var env = rig.browserEnvironment()
+        env["SITEKEEP_HOME"] = rig.home
+        let browse = try Spawned.run(rig.sitekeep, ["browse", "Site One"], env: env)
+        #expect(browse.status == 1 && browse.out.contains("no SiteKeep daemon answers") && browse.out.contains("sitekeep-browser stopped with status 69"), "\(browse.out)")
+    }
+}

@@ -1,0 +1,103 @@
+/// The pages the two loopback test sites serve.
+enum TestSites {
+    /// Site One's page: calls the bridge (schedule.get, storage.set/get, key.sign), writes
+    /// localStorage and IndexedDB, embeds a frame from Site Two's origin, and records what the
+    /// frame found in `window.__results.frame`. Results land in `window.__results` (`done` last).
+    static func bridgePage(frameOrigin: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html><head><title>Site One: the bridge</title><link rel="stylesheet" href="style.css">
+        <script>
+        window.__results = {};
+        window.__events = [];
+        window.addEventListener("nr:schedule", (e) => window.__events.push(e.detail));
+        window.addEventListener("message", (e) => { if (e.data && e.data.frame) window.__results.frame = e.data; });
+        </script></head>
+        <body><h1>Site One</h1><p>A page of an app-bound site, calling SiteKeep through <code>window.webkit.messageHandlers.pt</code>.</p>
+        <img src="fig.svg" width="160" height="60" alt="figure">
+        <p id="out" style="font: 13px monospace; white-space: pre-wrap; background: #fff; padding: 6px">…</p>
+        <p>A frame from another origin (it finds no bridge):</p>
+        <iframe id="f" src="\(frameOrigin)/frame.html" width="520" height="70"></iframe>
+        <script>
+        (async () => {
+          const r = window.__results;
+          r.ptApp = window.ptApp || null;
+          const pt = window.webkit && window.webkit.messageHandlers && window.webkit.messageHandlers.pt;
+          async function call(name, msg) {
+            try { r[name] = { ok: await pt.postMessage(msg) }; } catch (e) { r[name] = { error: e.code, message: e.message }; }
+          }
+          await call("schedule", { op: "schedule.get" });
+          await call("set", { op: "storage.set", key: "theme", value: "dark" });
+          await call("get", { op: "storage.get", key: "theme" });
+          await call("sign", { op: "key.sign", key: "summit", data: "aGk=" });
+          await call("hello", { op: "hello", origin: "http://evil.example" });
+          localStorage.setItem("secret", "site-one-local-7f3a");
+          await new Promise((done) => {
+            const o = indexedDB.open("db", 1);
+            o.onupgradeneeded = () => o.result.createObjectStore("s");
+            o.onsuccess = () => { const t = o.result.transaction("s", "readwrite"); t.objectStore("s").put("site-one-idb-7f3a", "secret"); t.oncomplete = done; t.onerror = done; };
+            o.onerror = done;
+          });
+          const show = Object.assign({}, r); delete show.ptApp;
+          document.getElementById("out").textContent = Object.entries(show).map(([k, v]) => k + ": " + JSON.stringify(v)).join("\\n");
+          r.done = true;
+        })();
+        </script></body></html>
+        """
+    }
+
+    /// Site Two's frame page, embedded cross-origin in Site One: reports whether it can see the bridge.
+    static let framePage = """
+        <!DOCTYPE html><title>frame</title><body style="font: 13px sans-serif; background: #fee">
+        <script>
+        const h = window.webkit && window.webkit.messageHandlers;
+        const found = { frame: true, webkit: typeof window.webkit, pt: !!(h && h.pt), ptApp: typeof window.ptApp, local: localStorage.getItem("secret") };
+        document.body.textContent = "cross-origin frame: " + JSON.stringify(found);
+        parent.postMessage(found, "*");
+        </script></body>
+        """
+
+    /// Site Two's page: looks for Site One's localStorage and IndexedDB values.
+    static let isolationPage = """
+        <!DOCTYPE html><html><head><title>Site Two</title></head><body style="font-family: sans-serif">
+        <h1>Site Two</h1><pre id="out">…</pre>
+        <script>
+        window.__results = {};
+        (async () => {
+          const r = window.__results;
+          r.ptApp = window.ptApp || null;
+          r.local = localStorage.getItem("secret");
+          r.idb = await new Promise((done) => {
+            const o = indexedDB.open("db", 1);
+            o.onupgradeneeded = () => o.result.createObjectStore("s");
+            o.onsuccess = () => { const q = o.result.transaction("s").objectStore("s").get("secret"); q.onsuccess = () => done(q.result === undefined ? null : q.result); q.onerror = () => done("error"); };
+            o.onerror = () => done("error");
+          });
+          localStorage.setItem("mine", "site-two-local-9c1e");
+          document.getElementById("out").textContent = "Site One's values seen here: " + JSON.stringify({ local: r.local, idb: r.idb });
+          r.done = true;
+        })();
+        </script></body></html>
+        """
+
+    /// A long article, with a figure and a style sheet (both kept inline with it).
+    static func article(_ name: String) -> String {
+        let paragraphs = (1...120).map { "<p>Paragraph \($0) of article \(name). The reader left off somewhere in here; SiteKeep keeps the place.</p>" }.joined(separator: "\n")
+        return """
+        <!DOCTYPE html><html><head><title>Article \(name)</title><link rel="stylesheet" href="style.css"></head>
+        <body><h1>Article \(name)</h1><img src="fig.svg" width="160" height="60" alt="figure">
+        \(paragraphs)
+        <p><a id="away" href="http://localhost:9/elsewhere">A link to another site</a></p>
+        </body></html>
+        """
+    }
+
+    /// A page that, once loaded, navigates itself (no user gesture) to the URL after its `#`.
+    static let selfNavigatingPage = """
+        <!DOCTYPE html><title>Leaving</title><h1>This page tries to leave its site</h1>
+        <script>setTimeout(() => { window.__tried = true; location.href = decodeURIComponent(location.hash.slice(1)); }, 300);</script>
+        """
+
+    static let style = "body { background: #f4f1ea; color: #222; font: 16px/1.5 serif; max-width: 44em; margin: 1em auto } h1 { color: #5a3d1e }"
+    static let figure = ##"<svg xmlns="http://www.w3.org/2000/svg" width="160" height="60"><rect width="160" height="60" rx="8" fill="#b5452f"/><text x="80" y="38" font-size="20" text-anchor="middle" fill="#fff" font-family="sans-serif">figure</text></svg>"##
+}
