@@ -17,6 +17,7 @@ import PackageDescription
 let package = Package(
     name: "SiteKeep",
     products: [
+        .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
         .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
@@ -37,6 +38,9 @@ let package = Package(
         // Header-only Linux shims: prctl, SO_PEERCRED, CLOCK_BOOTTIME.
         .systemLibrary(name: "CLinux"),
 
+        // System plumbing every layer shares: errno as a value, atomic file replacement, whole
+        // reads and writes, private folders, file locks, child processes. Glibc only.
+        .target(name: "SiteKeepSystem"),
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
@@ -80,6 +84,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bridge-testd", dependencies: ["SiteKeepBridge", "SiteKeepCustody", "SiteKeepCrypto"],
                           path: "Tests/SiteKeepBridgeTestDaemon"),
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
+        .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
