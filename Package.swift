@@ -44,6 +44,7 @@ let browserAvailable: Bool = {
 let package = Package(
     name: "SiteKeep",
     products: [
+        .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
         .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
@@ -70,6 +71,9 @@ let package = Package(
         // Header-only Linux shims: prctl, SO_PEERCRED, CLOCK_BOOTTIME.
         .systemLibrary(name: "CLinux"),
 
+        // System plumbing every layer shares: errno as a value, atomic file replacement, whole
+        // reads and writes, private folders, file locks, child processes. Glibc only.
+        .target(name: "SiteKeepSystem"),
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
@@ -132,6 +136,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bridge-testd", dependencies: ["SiteKeepBridge", "SiteKeepCustody", "SiteKeepCrypto"],
                           path: "Tests/SiteKeepBridgeTestDaemon"),
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
+        .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).

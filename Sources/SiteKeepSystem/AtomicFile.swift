@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Replaces a file atomically: a reader sees the old content or the new, never a mix, and a
+/// crash at any point leaves one of the two.
+///
+/// The one implementation every SiteKeep writer uses: a new temporary file beside the target
+/// (created with `O_EXCL | O_NOFOLLOW` and the final mode, so it is never readable by others
+/// and never a link planted in advance), every byte written, `fsync`, `rename` over the target,
+/// then `fsync` of the folder so the rename itself is durable. On failure the temporary file is
+/// removed and the target is untouched.
+///
+/// ```swift
+/// try AtomicFile.replace("/home/u/.local/share/sitekeep/sites.json", with: bytes)
+/// ```
+public enum AtomicFile {
+    private static let counter = Atomic<UInt64>(0)
+
+    /// The temporary name for `path`: a dot file in the same folder, unique per process and call.
+    static func temporaryPath(for path: String) -> String {
+        let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let folder = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return "\(folder.isEmpty ? "" : folder)/.\(name).tmp-\(getpid())-\(n)-\(ts.tv_nsec)"
+    }
+
+    /// Replaces `path` with `bytes` (file mode `mode`, 0600 by default).
+    /// - Throws: ``SystemError`` naming the step and the file that failed.
+    public static func replace(_ path: String, with bytes: UnsafeRawBufferPointer, mode: UInt32 = 0o600) throws(SystemError) {
+        var tmp = temporaryPath(for: path)
+        var fd: Int32 = -1
+        for _ in 0..<8 {
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
+            if fd >= 0 || Errno.current != .fileExists { break }
+            tmp = temporaryPath(for: path)
+        }
+        guard fd >= 0 else { throw .current("create", tmp) }
+        var keep = false
+        defer { if !keep { unlink(tmp) } }
+        do {
+            defer { close(fd) }
+            // The mode given to open is filtered by the umask; set it exactly.
+            guard fchmod(fd, mode_t(mode)) == 0 else { throw SystemError.current("set the mode of", tmp) }
+            do { try FileIO.writeAll(fd, bytes) } catch { throw SystemError("write", tmp, errno: error) }
+            guard fsync(fd) == 0 else { throw SystemError.current("fsync", tmp) }
+        }
+        guard rename(tmp, path) == 0 else { throw .current("rename \(tmp) to", path) }
+        keep = true
+        try FileIO.syncFolder(folder(of: path))
+    }
+
+    /// ``replace(_:with:mode:)`` for an array.
+    public static func replace(_ path: String, with bytes: [UInt8], mode: UInt32 = 0o600) throws(SystemError) {
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try replace(path, with: raw, mode: mode) } }
+        try result.get()
+    }
+
+    /// The folder part of `path` (`.` when it has none, `/` for a file in the root).
+    public static func folder(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+    }
+}

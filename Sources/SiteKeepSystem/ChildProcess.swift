@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs other programs: directly (never through a shell), in their own process group so a
+/// script's children are stopped with it, with standard input and output on `/dev/null` unless
+/// asked otherwise, and waited for with `waitpid` (Foundation's `Process` waits on `SIGCHLD` and
+/// was seen to hang inside test runners here).
+public struct ChildProcess: Sendable {
+    /// The child's process id (also its process group id).
+    public let pid: Int32
+
+    /// How a child ended.
+    public enum Termination: Sendable, Equatable, CustomStringConvertible {
+        /// It exited with this status.
+        case exited(Int32)
+        /// A signal ended it.
+        case signalled(Int32)
+
+        /// The shell's convention: the exit status, or 128 + the signal.
+        public var status: Int32 {
+            switch self {
+            case .exited(let s): s
+            case .signalled(let s): 128 + s
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .exited(let s): "exited with status \(s)"
+            case .signalled(let s): "was killed by signal \(s)"
+            }
+        }
+    }
+
+    /// Where a standard stream of the child goes.
+    public enum Stream: Sendable, Equatable {
+        /// `/dev/null`.
+        case null
+        /// The parent's own stream.
+        case inherit
+        /// This file descriptor of the parent (duplicated into the child).
+        case descriptor(Int32)
+    }
+
+    /// Starts `program` (an absolute path) with `arguments` (argv[1...]) and `environment`
+    /// (`NAME=value` strings; the parent's environment when nil).
+    /// - Throws: ``SystemError`` when the program cannot be started.
+    public static func spawn(_ program: String, arguments: [String], environment: [String]? = nil,
+                             stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null,
+                             ownProcessGroup: Bool = true) throws(SystemError) -> ChildProcess {
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        if ownProcessGroup {
+            posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attr, 0)
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for (fd, stream) in [(Int32(0), stdin), (1, stdout), (2, stderr)] {
+            switch stream {
+            case .inherit: break
+            case .null: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+            case .descriptor(let source): posix_spawn_file_actions_adddup2(&actions, source, fd)
+            }
+        }
+        func cStrings(_ list: [String]) -> [UnsafeMutablePointer<CChar>?] { list.map { strdup($0) } + [nil] }
+        let argv = cStrings([program] + arguments)
+        defer { argv.forEach { free($0) } }
+        var pid: Int32 = 0
+        let rc: Int32
+        if let environment {
+            let envp = cStrings(environment)
+            defer { envp.forEach { free($0) } }
+            rc = posix_spawn(&pid, program, &actions, &attr, argv, envp)
+        } else {
+            rc = posix_spawn(&pid, program, &actions, &attr, argv, environ)
+        }
+        guard rc == 0 else { throw SystemError("run", program, errno: Errno(rawValue: rc)) }
+        return ChildProcess(pid: pid)
+    }
+
+    /// Whether it has ended (without waiting); reaps it when it has.
+    public func poll() -> Termination? {
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, WNOHANG)
+        return r == pid ? Self.decode(status) : nil
+    }
+
+    /// Waits for it to end.
+    public func wait() -> Termination {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if Errno.current != .interrupted { return .exited(127) }
+        }
+        return Self.decode(status)
+    }
+
+    /// Waits at most `timeout`; on time-out its whole process group gets `SIGTERM`, then
+    /// `SIGKILL` a second later, and the result is nil.
+    public func wait(timeout: Duration) -> Termination? {
+        let deadline = ContinuousClock.now + timeout
+        var sleep: UInt32 = 200
+        while ContinuousClock.now < deadline {
+            if let t = poll() { return t }
+            usleep(sleep)
+            sleep = min(sleep * 2, 20_000)
+        }
+        stop()
+        return nil
+    }
+
+    /// Ends its process group: `SIGTERM`, up to a second's grace, then `SIGKILL`; reaps it.
+    public func stop(grace: Duration = .seconds(1)) {
+        kill(-pid, SIGTERM)
+        kill(pid, SIGTERM)
+        let killAt = ContinuousClock.now + grace
+        while ContinuousClock.now < killAt {
+            if poll() != nil { kill(-pid, SIGKILL); return }
+            usleep(5_000)
+        }
+        kill(-pid, SIGKILL)
+        kill(pid, SIGKILL)
+        _ = wait()
+    }
+
+    /// Runs `program` to the end (or until `timeout`); nil on time-out.
+    public static func run(_ program: String, arguments: [String], environment: [String]? = nil,
+                           timeout: Duration? = nil) throws(SystemError) -> Termination? {
+        let child = try spawn(program, arguments: arguments, environment: environment)
+        guard let timeout else { return child.wait() }
+        return child.wait(timeout: timeout)
+    }
+
+    static func decode(_ status: Int32) -> Termination {
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+    }
+}

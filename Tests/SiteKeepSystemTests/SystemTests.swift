@@ -1,0 +1,259 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+@testable import SiteKeepSystem
+
+private func scratchFolder() throws -> String {
+    var template = Array((NSTemporaryDirectory() + "/sitekeep-system-XXXXXX").utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    try #require(made != nil)
+    return String(cString: made!)
+}
+
+private func mode(_ path: String) -> UInt32 {
+    var st = stat()
+    _ = lstat(path, &st)
+    return UInt32(st.st_mode & 0o7777)
+}
+
+private func entries(_ folder: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+}
+
+@Suite struct AtomicFileTests {
+    @Test func replacesTheContentWithTheModeAskedWhateverTheUmask() throws {
+        let dir = try scratchFolder()
+        let file = dir + "/data.json"
+        let old = umask(0)
+        defer { umask(old) }
+        try AtomicFile.replace(file, with: Array("first".utf8))
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "first")
+        #expect(mode(file) == 0o600)
+        try AtomicFile.replace(file, with: Array("second".utf8), mode: 0o644)
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "second")
+        #expect(mode(file) == 0o644)
+        #expect(entries(dir) == ["data.json"], "no temporary file is left behind")
+    }
+
+    @Test func aSymbolicLinkAtTheTargetIsReplacedNotFollowed() throws {
+        let dir = try scratchFolder()
+        let victim = dir + "/victim"
+        try "keep me".write(toFile: victim, atomically: false, encoding: .utf8)
+        #expect(symlink(victim, dir + "/link") == 0)
+        try AtomicFile.replace(dir + "/link", with: Array("new".utf8))
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me")
+        #expect(try String(contentsOfFile: dir + "/link", encoding: .utf8) == "new")
+        var st = stat()
+        #expect(lstat(dir + "/link", &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG)
+    }
+
+    @Test func aFailedReplaceLeavesTheTargetAndNoTemporaryFile() throws {
+        let dir = try scratchFolder()
+        let file = dir + "/data"
+        try AtomicFile.replace(file, with: Array("good".utf8))
+        // A folder in the way of the rename: rename(2) of a file over a folder fails (EISDIR).
+        let blocked = dir + "/blocked"
+        #expect(mkdir(blocked, 0o700) == 0)
+        #expect(throws: SystemError.self) { try AtomicFile.replace(blocked, with: Array("x".utf8)) }
+        do {
+            try AtomicFile.replace(blocked, with: Array("x".utf8))
+        } catch {
+            #expect(error.description.contains(blocked), "the error names the file: \(error)")
+        }
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "good")
+        #expect(entries(dir) == ["blocked", "data"])
+    }
+
+    @Test func writersRacingOnOneFileLeaveOneWholeVersion() async throws {
+        let dir = try scratchFolder()
+        let file = dir + "/race"
+        let versions = (0..<16).map { i in [UInt8](repeating: UInt8(65 + i), count: 64 << 10) }
+        await withTaskGroup(of: Void.self) { group in
+            for v in versions { group.addTask { for _ in 0..<8 { try? AtomicFile.replace(file, with: v) } } }
+        }
+        let final = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+        #expect(versions.contains(final), "the file is exactly one writer's version, never a mix")
+        #expect(entries(dir) == ["race"])
+    }
+
+    @Test func folderOfAPath() {
+        #expect(AtomicFile.folder(of: "/a/b/c") == "/a/b")
+        #expect(AtomicFile.folder(of: "/c") == "/")
+        #expect(AtomicFile.folder(of: "c") == ".")
+    }
+}
+
+@Suite struct FileIOTests {
+    @Test func readsRegularFilesOnlyWithinTheLimitAndNeverThroughALink() throws {
+        let dir = try scratchFolder()
+        #expect(try FileIO.readRegularFile(dir + "/none", limit: 10) == .missing)
+        #expect(try FileIO.readRegularFile(dir + "/none/deeper", limit: 10) == .missing)
+        try AtomicFile.replace(dir + "/small", with: [1, 2, 3])
+        #expect(try FileIO.readRegularFile(dir + "/small", limit: 3) == .bytes([1, 2, 3]))
+        #expect(throws: SystemError.self) { try FileIO.readRegularFile(dir + "/small", limit: 2) }
+        #expect(symlink(dir + "/small", dir + "/link") == 0)
+        do {
+            _ = try FileIO.readRegularFile(dir + "/link", limit: 10)
+            Issue.record("a symbolic link was followed")
+        } catch {
+            #expect(error.description.contains("symbolic link"))
+        }
+        #expect(mkfifo(dir + "/fifo", 0o600) == 0)
+        #expect(throws: SystemError.self) { try FileIO.readRegularFile(dir + "/fifo", limit: 10) }
+        #expect(throws: SystemError.self) { try FileIO.readRegularFile(dir, limit: 10) }
+    }
+
+    @Test func writeAllWritesEverythingThroughAPipe() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0) }
+        let readEnd = fds[0]
+        let group = DispatchGroup()
+        let box = ReceiveBox()
+        DispatchQueue.global().async(group: group) {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                box.append(chunk[0..<n])
+            }
+        }
+        try FileIO.writeAll(fds[1], bytes)
+        close(fds[1])
+        group.wait()
+        close(fds[0])
+        #expect(box.bytes == bytes)
+    }
+
+    @Test func writeAllReportsTheErrorNumber() {
+        #expect(throws: Errno(rawValue: EBADF)) { try FileIO.writeAll(-1, [1]) }
+    }
+}
+
+private final class ReceiveBox: @unchecked Sendable {
+    // @unchecked: written by one reader thread, read after it finished (DispatchGroup.wait).
+    var bytes: [UInt8] = []
+    func append(_ s: ArraySlice<UInt8>) { bytes.append(contentsOf: s) }
+}
+
+@Suite struct PrivateFolderTests {
+    @Test func createsPrivateFoldersAndRefusesOpenOnesWithoutChangingThem() throws {
+        let dir = try scratchFolder()
+        try PrivateFolder.ensure(dir + "/a")
+        #expect(mode(dir + "/a") == 0o700)
+        #expect(PrivateFolder.problem(with: dir + "/a") == nil)
+        try PrivateFolder.ensure(dir + "/p/q/r", createParents: true)
+        #expect(mode(dir + "/p/q/r") == 0o700)
+
+        #expect(mkdir(dir + "/open", 0o700) == 0 && chmod(dir + "/open", 0o755) == 0)
+        do {
+            try PrivateFolder.ensure(dir + "/open")
+            Issue.record("an open folder was accepted")
+        } catch {
+            #expect(error.description.contains("chmod 700 \(dir)/open"))
+        }
+        #expect(mode(dir + "/open") == 0o755, "SiteKeep never changes the mode of a folder it did not create")
+        #expect(PrivateFolder.problem(with: dir + "/open") == .openToOthers(mode: 0o755))
+
+        try AtomicFile.replace(dir + "/file", with: [1])
+        #expect(PrivateFolder.problem(with: dir + "/file") == .notADirectory)
+        #expect(symlink(dir + "/a", dir + "/link") == 0)
+        #expect(PrivateFolder.problem(with: dir + "/link") == .notADirectory, "a link to a private folder is not one")
+        #expect(PrivateFolder.problem(with: dir + "/none") == .missing)
+    }
+}
+
+@Suite struct FileLockTests {
+    @Test func holdersTakeTurns() async throws {
+        let dir = try scratchFolder()
+        let lock = dir + "/lock"
+        let counter = UnsafeCounter()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<200 {
+                        _ = try? FileLock.withLock(lock) { () throws(Errno) in
+                            // A non-atomic read-modify-write: only exclusion keeps it exact.
+                            let v = counter.value
+                            sched_yield()
+                            counter.value = v + 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(counter.value == 1600)
+        #expect(mode(lock) == 0o600)
+    }
+
+    @Test func theBodysErrorComesBackAsIs() {
+        let dir = (try? scratchFolder()) ?? "/tmp"
+        do {
+            try FileLock.withLock(dir + "/lock") { () throws(Errno) in throw Errno.brokenPipe }
+        } catch {
+            guard case .body(let e) = error else { Issue.record("expected the body's error"); return }
+            #expect(e == .brokenPipe)
+        }
+    }
+}
+
+private final class UnsafeCounter: @unchecked Sendable {
+    // @unchecked: deliberately unsynchronised; the test checks that FileLock serialises it.
+    var value = 0
+}
+
+@Suite struct ChildProcessTests {
+    @Test func exitStatusesAndSignals() throws {
+        #expect(try ChildProcess.run("/bin/true", arguments: []) == .exited(0))
+        #expect(try ChildProcess.run("/bin/sh", arguments: ["-c", "exit 7"]) == .exited(7))
+        #expect(try ChildProcess.run("/bin/sh", arguments: ["-c", "kill -9 $$"]) == .signalled(9))
+        #expect(ChildProcess.Termination.signalled(9).status == 137)
+        #expect(throws: SystemError.self) { try ChildProcess.run("/nonexistent/program", arguments: []) }
+    }
+
+    @Test func aTimeOutStopsTheWholeProcessGroup() throws {
+        let dir = try scratchFolder()
+        let marker = dir + "/grandchild.pid"
+        // The script starts a grandchild that would outlive it, then hangs.
+        let start = ContinuousClock.now
+        let result = try ChildProcess.run("/bin/sh", arguments: ["-c", "sleep 30 & echo $! > \(marker); wait"],
+                                          timeout: .milliseconds(300))
+        #expect(result == nil)
+        #expect(ContinuousClock.now - start < .seconds(5))
+        let text = try String(contentsOfFile: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let grandchild = try #require(Int32(text))
+        usleep(100_000)
+        // Gone, or a zombie waiting for whoever adopted it (a sandbox's pid 1 may not reap).
+        let state = (try? String(contentsOfFile: "/proc/\(grandchild)/stat", encoding: .utf8))
+            .flatMap { $0.split(separator: ")").last?.split(separator: " ").first }.map(String.init)
+        #expect(state == nil || state == "Z", "the grandchild was stopped with its group (state \(state ?? "gone"))")
+    }
+
+    @Test func environmentIsExactlyWhatWasGiven() throws {
+        let dir = try scratchFolder()
+        let out = dir + "/env"
+        let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { close(fd) }
+        let child = try ChildProcess.spawn("/usr/bin/env", arguments: [], environment: ["ONLY=this"], stdout: .descriptor(fd))
+        #expect(child.wait() == .exited(0))
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "ONLY=this\n")
+    }
+}
+
+@Suite struct ErrnoTests {
+    @Test func descriptionsAndRetries() throws {
+        #expect(Errno.noSuchFileOrDirectory.description == "No such file or directory")
+        #expect(SystemError("rename", "/a", errno: .fileExists).description == "cannot rename /a: File exists")
+        #expect(SystemError("read", "/a", reason: "it is not a regular file").description == "cannot read /a: it is not a regular file")
+        var calls = 0
+        let r = try Errno.retryingOnInterrupt { () -> Int32 in
+            calls += 1
+            if calls < 3 { errno = EINTR; return -1 }
+            return 5
+        }
+        #expect(r == 5 && calls == 3)
+        #expect(throws: Errno.noSuchFileOrDirectory) { try Errno.retryingOnInterrupt { () -> Int32 in errno = ENOENT; return -1 } }
+    }
+}
