@@ -57,6 +57,8 @@ let package = Package(
         .library(name: "SiteKeepHTTP", type: .dynamic, targets: ["SiteKeepHTTP"]),
         .library(name: "SiteKeepCore", targets: ["SiteKeepCore"]),
         .library(name: "SiteKeepAgent", targets: ["SiteKeepAgent"]),
+        .library(name: "SiteKeepSocket", targets: ["SiteKeepSocket"]),
+        .library(name: "SiteKeepBridgeProtocol", targets: ["SiteKeepBridgeProtocol"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
@@ -91,7 +93,7 @@ let package = Package(
         .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
-        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "CLinux"]),
+        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
@@ -107,8 +109,16 @@ let package = Package(
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
         .target(name: "SiteKeepDesktop", dependencies: ["CGioLoader", "SiteKeepCore"]),
+        // Unix-socket plumbing shared by the bridge, control and ssh-agent sockets: listening in a
+        // private folder, socket activation, SO_PEERCRED, the client's owner checks, an accept
+        // loop with one thread per connection and a draining stop.
+        .target(name: "SiteKeepSocket", dependencies: ["SiteKeepSystem", "CLinux"]),
+        // The bridge's wire without its engine: messages, error codes, BridgeClient, the control
+        // socket's protocol and where a store's daemon listens. JSON and sockets only, so a
+        // web-view host links it without custody, SQLite or OpenSSL.
+        .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge"]),
@@ -149,15 +159,15 @@ let package = Package(
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
             "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
-            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepTestSupport",
+            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepSocket", "SiteKeepTestSupport",
         ]),
     ],
     swiftLanguageModes: [.v6]

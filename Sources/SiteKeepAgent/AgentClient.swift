@@ -1,4 +1,5 @@
 import Glibc
+internal import SiteKeepSocket
 
 /// A small client of the agent protocol, for any agent socket (SiteKeep's or OpenSSH's):
 /// `sitekeep agent env` uses it to check the socket answers, the benchmark to drive both agents
@@ -61,7 +62,7 @@ public final class AgentClient {
 
     /// Sends raw bytes as they are (for tests of malformed input).
     public func send(raw bytes: [UInt8]) throws(Failure) {
-        guard AgentSocketServer.writeAll(fd, bytes) else { throw .closed }
+        guard UnixSocket.writeAll(fd, bytes) else { throw .closed }
     }
 
     /// Says the client sends nothing more (`shutdown(SHUT_WR)`), as a client that exits does.

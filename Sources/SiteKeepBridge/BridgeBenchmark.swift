@@ -1,5 +1,6 @@
 import Glibc
 import Foundation
+import SiteKeepSocket
 import Synchronization
 public import SiteKeepJSON
 public import SiteKeepCustody
@@ -286,7 +287,9 @@ final class SSHAgentConnection: @unchecked Sendable {
     // @unchecked: used by one benchmark thread at a time.
     private let fd: Int32
 
-    init(path: String) throws(BridgeError) { fd = try UnixSocket.connect(path: path) }
+    init(path: String) throws(BridgeError) {
+        do { fd = try UnixSocket.connectUnchecked(path: path) } catch { throw BridgeError(error) }
+    }
     deinit { close(fd) }
 
     /// SSH2_AGENTC_REQUEST_IDENTITIES (11) → SSH2_AGENT_IDENTITIES_ANSWER (12): the key blobs.

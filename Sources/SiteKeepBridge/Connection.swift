@@ -1,16 +1,5 @@
 import Synchronization
-
-/// The credentials of the process at the other end of a Unix socket (`SO_PEERCRED`).
-public struct PeerCredentials: Sendable, Equatable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-}
+public import SiteKeepSocket
 
 /// One caller's connection: bound to one site by its `hello`, with its own rate-limit buckets.
 ///

@@ -1,157 +1,146 @@
 import Glibc
 import Foundation
-import Synchronization
 public import SiteKeepJSON
+public import SiteKeepSocket
+public import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 
 /// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
-/// folder; peers of another uid refused). It is how `sitekeep unlock`, `lock` and `status`
-/// reach the one process that holds unlocked keys, and how a web-view host (`sitekeep-browser`)
-/// learns the app-bound sites and where it keeps each one's web data (`sites`). Sites never use it.
+/// folder; peers of another uid refused), speaking ``ControlWire`` version 2. It is how the
+/// `sitekeep` command line reaches the one process that holds a store's unlocked keys
+/// (`unlock`, `lock`, `status`, and `run`: a whole command run inside the daemon), and how a
+/// web-view host (`sitekeep-browser`) learns the app-bound sites (`sites`). Sites never use it.
 ///
-/// Framing: one request per connection. A JSON header line `{"op": "status" | "lock" |
-/// "unlock" | "sites", "method": "passphrase" | "prf" | "recovery", "length": N}`, then, for `unlock`,
-/// exactly N raw secret bytes (at most ``maximumSecretLength``); the reply is one JSON line. The
-/// secret is received straight into guarded memory (`SecretBytes`), which is wiped and freed
-/// as soon as the handler returns; it is never logged or echoed.
+/// Every connection is one request on a thread of its own (``SocketListener``), so a long
+/// command never holds up `lock`. A request that names a store (`"store"`) is refused with
+/// `wrong_store` unless it is the store this daemon serves; `unlock`, `lock` and `run` must name
+/// it. An unlock secret is received straight into guarded memory (``SecretBytes``), wiped and
+/// freed as soon as the handler returns; it is never logged or echoed.
 public final class ControlServer: Sendable {
-    /// What the daemon does for each request. `secret` is only valid during the call.
-    public typealias Handler = @Sendable (_ op: String, _ method: String?, _ secret: UnsafeRawBufferPointer?) -> JSONValue
-
-    public let path: String
-    /// The longest unlock secret a request may carry: 64 KiB, the command line's passphrase limit.
-    public static let maximumSecretLength = 64 << 10
-    private let listener: Int32
-    private let handler: Handler
-    private let stopping = Mutex(false)
-
-    /// Listens at `path` (a stale socket is replaced).
-    public init(path: String, handler: @escaping Handler) throws(BridgeError) {
-        self.path = path
-        self.listener = try UnixSocket.listen(path: path)
-        self.handler = handler
+    /// One control request's header.
+    public struct Request: Sendable {
+        /// `status`, `lock`, `unlock`, `sites`, `run`, or whatever else a client sent.
+        public let op: String
+        /// The whole header, for ops that carry more (`run`'s argv, cwd, env, tty).
+        public let header: JSONValue
+        /// `unlock`'s method: `passphrase`, `prf` or `recovery`.
+        public var method: String? { header["method"]?.stringValue }
     }
 
-    /// The control socket's path for a bridge socket path: `control.sock` in the same folder.
-    public static func path(besideBridgeSocket bridge: String) -> String {
-        (bridge as NSString).deletingLastPathComponent + "/control.sock"
+    /// Answers a one-line op. `secret` is only valid during the call.
+    public typealias Handler = @Sendable (_ request: Request, _ secret: UnsafeRawBufferPointer?) -> JSONValue
+    /// Serves a `run` session on `connection` (``ControlFrame``s) until it sends `exit`.
+    public typealias Session = @Sendable (_ request: Request, _ connection: SocketConnection) -> Void
+
+    public var path: String? { listener.path }
+    /// The id of the store this daemon serves.
+    public let storeID: String
+    private let storeLabel: String
+    private let listener: SocketListener
+    private let handler: Handler
+    private let session: Session
+
+    /// Listens at `path` (a stale socket is replaced).
+    /// - Parameters:
+    ///   - storeID: the store this daemon serves; requests naming another are refused.
+    ///   - storeLabel: how a refusal names it (the store's folder).
+    public init(path: String, storeID: String, storeLabel: String, handler: @escaping Handler,
+                session: @escaping Session) throws(BridgeError) {
+        self.storeID = storeID
+        self.storeLabel = storeLabel
+        self.handler = handler
+        self.session = session
+        do { listener = try SocketListener(path: path) } catch { throw BridgeError(error) }
     }
 
     /// Starts the accept thread.
     public func start() {
-        Thread.detachNewThread { [self] in
-            while !stopping.withLock({ $0 }) {
-                let fd = accept(listener, nil, nil)
-                if fd < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                serve(fd)
-                close(fd)
-            }
-        }
+        listener.start { [self] connection in serve(connection) }
     }
 
-    /// Stops accepting and removes the socket.
+    /// Stops accepting, lets running requests finish, and removes the socket.
     public func shutdown() {
-        stopping.withLock { $0 = true }
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        unlink(path)
+        listener.shutdown()
     }
 
-    private func reply(_ fd: Int32, _ value: JSONValue) {
-        _ = UnixSocket.writeAll(fd, JSONSerializer.bytes(value) + [0x0a])
+    private static func reply(_ connection: SocketConnection, _ value: JSONValue) {
+        _ = connection.writer.send(JSONSerializer.bytes(value))
     }
 
-    private func serve(_ fd: Int32) {
-        var tv = timeval(tv_sec: 10, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        guard let peer = UnixSocket.peerCredentials(fd), peer.uid == getuid() else {
-            reply(fd, ["ok": false, "error": "forbidden_peer"])
+    private static func refuse(_ connection: SocketConnection, _ code: String, _ message: String) {
+        reply(connection, ["ok": false, "code": .string(code), "error": .string(message)])
+    }
+
+    private func serve(_ connection: SocketConnection) {
+        let fd = connection.fd
+        UnixSocket.setReceiveTimeout(fd, seconds: 10)
+        UnixSocket.setSendTimeout(fd, seconds: 10)
+        guard connection.isSameUser else {
+            Self.refuse(connection, "forbidden_peer", "the SiteKeep daemon serves only its own user")
             return
         }
-        // The header line, at most 1 KiB.
-        var header: [UInt8] = []
-        var byte: UInt8 = 0
-        while header.count < 1024 {
-            let n = recv(fd, &byte, 1, 0)
-            if n <= 0 { return }
-            if byte == 0x0a { break }
-            header.append(byte)
-        }
-        guard let value = try? JSONParser.parse(header, limits: .message),
-              var reader = try? JSONObjectReader(value, path: "control"),
-              let op = try? reader.string("op") else {
-            reply(fd, ["ok": false, "error": "bad_request"])
+        guard let header = Self.readHeader(fd) else {
+            Self.refuse(connection, "bad_request", "the control request is not one JSON object line")
             return
         }
-        let method = try? reader.optionalString("method")
-        let length = (try? reader.optional("length")?.intValue).flatMap { $0 } ?? 0
-        guard (try? reader.finish()) != nil, length >= 0, length <= Self.maximumSecretLength else {
-            reply(fd, ["ok": false, "error": "bad_request"])
+        guard let op = header["op"]?.stringValue else {
+            Self.refuse(connection, "bad_request", "the control request names no op")
+            return
+        }
+        let request = Request(op: op, header: header)
+        if let v = header["v"], v != .int(Int64(ControlWire.version)) {
+            Self.refuse(connection, "version", "this daemon speaks control version \(ControlWire.version); restart it or the client so both are the same build")
+            return
+        }
+        let allowed: Set<String> = op == "run" ? ["v", "op", "store", "argv", "cwd", "env", "tty"] : ["v", "op", "store", "method", "length"]
+        if let unknown = header.objectValue?.first(where: { !allowed.contains($0.key) }) {
+            Self.refuse(connection, "bad_request", "the control request has an unknown field '\(unknown.key)'")
+            return
+        }
+        let store = header["store"]?.stringValue
+        if let store, store != storeID {
+            Self.refuse(connection, "wrong_store", "the daemon on \(path ?? "this socket") serves the store in \(storeLabel), not the one asked for")
+            return
+        }
+        if store == nil, ["unlock", "lock", "run"].contains(op) {
+            Self.refuse(connection, "bad_request", "\(op) must name the store it means")
+            return
+        }
+        if op == "run" {
+            UnixSocket.setReceiveTimeout(fd, seconds: 0)
+            session(request, connection)
+            return
+        }
+        let length = header["length"]?.intValue ?? 0
+        guard length >= 0, length <= ControlWire.maximumSecretLength else {
+            Self.refuse(connection, "bad_request", "an unlock secret is at most \(ControlWire.maximumSecretLength) bytes")
             return
         }
         guard length > 0 else {
-            reply(fd, handler(op, method ?? nil, nil))
+            Self.reply(connection, handler(request, nil))
             return
         }
         // Received straight into guarded memory (sodium_malloc; wiped when freed), never an array.
         var complete = false
         guard let secret = try? SecretBytes(count: Int(length), initializingWith: { (buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-            var got = 0
-            while got < buffer.count {
-                let n = recv(fd, buffer.baseAddress! + got, buffer.count - got, 0)
-                if n < 0, errno == EINTR { continue }
-                if n <= 0 { return }
-                got += n
-            }
-            complete = true
+            complete = ControlFrame.receiveExactly(fd, into: buffer)
         }), complete else { return }
-        let answer = secret.withUnsafeBytes { handler(op, method ?? nil, $0) }
-        reply(fd, answer)
+        let answer = secret.withUnsafeBytes { handler(request, $0) }
+        Self.reply(connection, answer)
     }
-}
 
-/// The CLI's side of the control socket.
-public enum ControlClient {
-    /// Sends one request; returns the reply, or nil when no daemon listens at `path`.
-    ///
-    /// Before a byte is sent (the header, let alone an unlock secret) the socket is checked as
-    /// every client checks it (``UnixSocket/connect(path:)``): its folder private to this user,
-    /// the socket file this user's, and the listener's `SO_PEERCRED` uid this user's.
-    /// - Throws: ``BridgeError/untrustedSocket(path:reason:)`` when a check fails.
-    public static func send(path: String, op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil) throws(BridgeError) -> JSONValue? {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return nil }
-        let fd: Int32
-        do { fd = try UnixSocket.connect(path: path) } catch {
-            if case .untrustedSocket = error { throw error }
-            return nil
-        }
-        defer { close(fd) }
-        var header: [JSONMember] = [JSONMember(key: "op", value: .string(op))]
-        if let method { header.append(JSONMember(key: "method", value: .string(method))) }
-        header.append(JSONMember(key: "length", value: .integer(secret?.count ?? 0)))
-        guard UnixSocket.writeAll(fd, JSONSerializer.bytes(.object(header)) + [0x0a]) else { throw .connectionClosed }
-        if let secret, secret.count > 0 {
-            var off = 0
-            while off < secret.count {
-                let n = Glibc.send(fd, secret.baseAddress! + off, secret.count - off, Int32(MSG_NOSIGNAL))
-                if n <= 0 { throw .connectionClosed }
-                off += n
-            }
-        }
-        var line: [UInt8] = []
+    /// The header line, at most ``ControlWire/maximumHeaderBytes``, as a JSON object.
+    private static func readHeader(_ fd: Int32) -> JSONValue? {
+        var header: [UInt8] = []
         var byte: UInt8 = 0
-        while line.count < 65536 {
+        while header.count < ControlWire.maximumHeaderBytes {
             let n = recv(fd, &byte, 1, 0)
-            if n <= 0 { break }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { return nil }
             if byte == 0x0a { break }
-            line.append(byte)
+            header.append(byte)
         }
-        guard let value = try? JSONParser.parse(line, limits: .message) else { throw .protocolViolation("the daemon's control reply is not JSON") }
+        guard let value = try? JSONParser.parse(header, limits: .message), case .object = value else { return nil }
         return value
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import Foundation
+import SiteKeepSocket
 import Synchronization
 public import SiteKeepJSON
 

@@ -55,7 +55,7 @@ enum BridgeCommands {
                 throw UsageError("--args is not valid JSON: \(error)", command: inv.spec.commandLine)
             }
         }
-        let path = try BridgeDaemon.socketPath(environment: inv.environment)
+        let path = try DaemonSockets.bridge(environment: inv.environment)
         let client: BridgeClient
         do { client = try BridgeClient.connect(path: path, timeout: .seconds(90)) } catch {
             throw CommandFailure("no daemon answers at \(path)", remedy: "start it with 'sitekeep serve' (or set SITEKEEP_SOCK)", code: "no_daemon")

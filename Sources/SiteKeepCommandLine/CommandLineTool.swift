@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import Foundation
+import Synchronization
 internal import SiteKeepHardening
 public import SiteKeepJSON
 
@@ -20,6 +21,11 @@ public enum CommandLineTool {
         .flag("--no-color", "no colour even on a terminal (NO_COLOR does the same)"),
         .flag("--help", short: "-h", "show help for the command"),
     ]
+
+    /// Whether this process is the `sitekeep` executable (``processMain()``), not a host or a test
+    /// running commands in-process: only then may `unlock` start a daemon from this binary.
+    static var isCommandLineProcess: Bool { commandLineProcess.load(ordering: .relaxed) }
+    private static let commandLineProcess = Atomic<Bool>(false)
 
     /// Options that would put a secret in argv; refused with a pointer to the file form.
     static let forbiddenSecretOptions: [String: String] = [
@@ -53,6 +59,7 @@ public enum CommandLineTool {
 
     /// Hardening, then the command line of this process; returns the exit status.
     public static func processMain() async -> Int32 {
+        commandLineProcess.store(true, ordering: .relaxed)
         do {
             try ProcessHardening.apply()
         } catch {
@@ -64,17 +71,31 @@ public enum CommandLineTool {
     }
 
     /// Runs one command line and returns its exit status. Testable: pass a ``CapturedIO``.
+    ///
+    /// When a daemon serves the command's store, a key-using command runs inside it
+    /// (``RemoteRun``) and this returns the daemon's exit status.
     public static func run(arguments: [String], environment: [String: String], io: any ToolIO,
                            commands: [CommandSpec] = CommandRegistry.all) async -> Int32 {
+        await run(arguments: arguments, environment: environment, io: io, commands: commands, hosted: nil)
+    }
+
+    /// ``run(arguments:environment:io:commands:)`` inside the daemon: `hosted` is the daemon's
+    /// open store, which the command uses instead of opening its own.
+    static func run(arguments: [String], environment: [String: String], io: any ToolIO,
+                    commands: [CommandSpec] = CommandRegistry.all, hosted: StoreContext?) async -> Int32 {
         let wantsJSON = arguments.contains("--json")
         do {
-            let (spec, invocation, help) = try parse(arguments, environment: environment, io: io, commands: commands)
+            let (spec, parsed, help) = try parse(arguments, environment: environment, io: io, commands: commands)
             if let help {
                 io.write(help)
                 return ExitStatus.success.rawValue
             }
-            guard let spec, let invocation else { return ExitStatus.success.rawValue }
-            _ = spec
+            guard spec != nil, var invocation = parsed else { return ExitStatus.success.rawValue }
+            if let hosted {
+                invocation.hosted = hosted
+            } else if let status = try RemoteRun.forward(arguments, invocation) {
+                return status
+            }
             try await invocation.spec.run(invocation)
             return ExitStatus.success.rawValue
         } catch let error as UsageError {

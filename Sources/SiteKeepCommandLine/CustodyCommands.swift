@@ -3,6 +3,7 @@ internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
 internal import SiteKeepKeyring
+internal import SiteKeepBridgeProtocol
 
 /// `init`, `unlock`, `lock`, `status`, `slot …`, `team …`, `prf salt`, `log …`.
 enum CustodyCommands {
@@ -29,7 +30,24 @@ enum CustodyCommands {
         examples: [CommandExample("sitekeep init", "create the store, asking for a passphrase twice"),
                    CommandExample("sitekeep init --passphrase-file pass.txt --json", "create it from a file, for scripts")]
     ) { inv in
-        let store = try StoreContext.open(inv)
+        // A failed init leaves nothing behind: the folder goes if this command created it.
+        // The outermost folder that does not exist yet is the one to remove (init makes parents).
+        var created: String? = nil
+        var folder = inv.settings.home
+        while !folder.isEmpty, folder != "/", !FileManager.default.fileExists(atPath: folder) {
+            created = folder
+            folder = (folder as NSString).deletingLastPathComponent
+        }
+        do {
+            try initializeStore(inv)
+        } catch {
+            if let created { try? FileManager.default.removeItem(atPath: created) }
+            throw error
+        }
+    }
+
+    private static func initializeStore(_ inv: Invocation) throws {
+        let store = try StoreContext.open(inv, creating: true)
         guard try !store.custodian.isInitialized() else { throw CustodyError.alreadyInitialized }
         var parameters: Argon2id.Parameters? = nil
         if inv.option("--argon2-iterations") != nil || inv.option("--argon2-memory") != nil {
@@ -67,28 +85,49 @@ enum CustodyCommands {
 
     static let unlock = CommandSpec(
         path: ["unlock"],
-        summary: "Unlock the store (checks the secret; the daemon keeps it unlocked)",
+        summary: "Unlock the store once: the daemon keeps it unlocked (started here if none runs)",
         discussion: """
-        Opens a slot with your passphrase, PRF bytes or recovery code. When the daemon \
-        ('sitekeep serve') runs, it is handed the secret and stays unlocked until 'sitekeep lock' \
-        or its idle lifetime; otherwise this checks the secret and each key-using command \
-        unlocks for itself. Failed attempts back off exponentially, and the wait survives restarts.
+        Opens a slot with your passphrase, PRF bytes or recovery code and hands it to the daemon \
+        serving this store, which stays unlocked until 'sitekeep lock', its idle lock \
+        (--idle-lock, default 15 minutes) or the login session locking. Commands that use keys \
+        then run inside the daemon and ask for nothing, as with ssh-agent or gpg-agent. When no \
+        daemon runs, one is started (detached, logging to daemon.log in the store); \
+        --no-autostart (or SITEKEEP_NO_AUTOSTART=1) only checks the secret instead, and each \
+        key-using command then unlocks for itself. Failed attempts back off exponentially, and \
+        the wait survives restarts.
         """,
-        options: [UnlockOptions.recoveryFile],
+        options: [UnlockOptions.recoveryFile,
+                  .flag("--no-autostart", "do not start a daemon when none runs; only check the secret"),
+                  .option("--idle-lock", value: "DURATION", "for a daemon started here: lock after this long unused (e.g. 90s, 15m, 2h; default 15m)")],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep unlock", "unlock with the passphrase, typed without echo"),
-                   CommandExample("sitekeep unlock --prf-file prf.bin", "unlock with 32 bytes from a passkey's PRF")]
+        examples: [CommandExample("sitekeep unlock", "unlock with the passphrase, typed without echo; start the daemon if none runs"),
+                   CommandExample("sitekeep unlock --prf-file prf.bin --idle-lock 30m", "unlock with 32 bytes from a passkey's PRF; lock after 30 idle minutes")]
     ) { inv in
         let store = try StoreContext.open(inv)
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
-        if let daemon = try DaemonLink.find(inv) {
+        if let idle = inv.option("--idle-lock") { _ = try IdleLock.parse(idle, command: inv.spec.commandLine) }
+        var daemon = try DaemonLink.find(inv)
+        let autostart = !inv.flag("--no-autostart") && inv.environment["SITEKEEP_NO_AUTOSTART"] != "1" && CommandLineTool.isCommandLineProcess
+        if daemon == nil, autostart {
+            if let other = DaemonLink.otherStoreDaemon(inv) {
+                throw CommandFailure("the daemon on \((try? DaemonSockets.control(environment: inv.environment)) ?? "the control socket") serves the store in \(other), not this one",
+                                     remedy: "lock and stop that daemon first, or give this store its own sockets: SITEKEEP_SOCK=$XDG_RUNTIME_DIR/sitekeep-b/bridge.sock sitekeep unlock --home \(inv.settings.home)",
+                                     code: "wrong_store")
+            }
+            // Read the secret first: a typo in a file name should not leave a daemon behind.
+            let secret = try UnlockInput.read(inv)
+            daemon = try DaemonLink.start(inv)
+            try daemon!.unlock(secret)
+        } else if let daemon {
             // The daemon checks the secret itself (and keeps the back-off); the secret is read once.
-            try daemon.unlock(inv)
-            inv.emit(["unlocked": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lifetime." }
+            try daemon.unlock(try UnlockInput.read(inv))
+        }
+        if daemon != nil {
+            inv.emit(["unlocked": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lock." }
         } else {
             try store.unlockOneShot(inv)
-            inv.emit(["unlocked": true, "daemon": false]) {
-                "The secret unlocks this store. No daemon runs, so nothing stays unlocked: start 'sitekeep serve' to keep keys unlocked, or pass the secret to each command."
+            inv.emit(["unlocked": false, "daemon": false, "secretChecked": true]) {
+                "The secret unlocks this store. No daemon runs, so nothing stays unlocked: run 'sitekeep unlock' without --no-autostart (or 'sitekeep serve') to keep keys unlocked, or pass the secret to each command."
             }
         }
     }
@@ -102,6 +141,8 @@ enum CustodyCommands {
         if let daemon = try DaemonLink.find(inv) {
             try daemon.lock()
             inv.say("Locked.")
+        } else if let other = DaemonLink.otherStoreDaemon(inv) {
+            inv.say("No daemon serves this store, so nothing is unlocked (the daemon running serves \(other)).")
         } else {
             inv.say("No daemon runs, so nothing is unlocked.")
         }
@@ -117,7 +158,8 @@ enum CustodyCommands {
         let s = try store.custodian.status()
         let daemon = try DaemonLink.find(inv)
         let unlocked = try daemon?.isUnlocked() ?? false
-        inv.emit(.object([
+        let other = daemon == nil ? DaemonLink.otherStoreDaemon(inv) : nil
+        var members = [
             JSONMember(key: "initialized", value: .bool(s.initialized)),
             JSONMember(key: "unlocked", value: .bool(unlocked)),
             JSONMember(key: "daemon", value: .bool(daemon != nil)),
@@ -127,11 +169,17 @@ enum CustodyCommands {
             JSONMember(key: "keyringLocation", value: .string(s.keyringLocation)),
             JSONMember(key: "slots", value: .integer(s.slotCount)),
             JSONMember(key: "unlockBackoffSeconds", value: .integer(s.unlockBackoffSeconds)),
-        ])) {
+        ]
+        if let daemon {
+            members.append(JSONMember(key: "controlSocket", value: .string(daemon.controlPath)))
+            if let pid = daemon.pid { members.append(JSONMember(key: "daemonPid", value: .int(pid))) }
+        }
+        if let other { members.append(JSONMember(key: "otherStoreDaemon", value: .string(other))) }
+        inv.emit(.object(members)) {
             [
                 "store      \(s.storeID) (\(s.home))",
                 "state      \(!s.initialized ? "not initialised: run 'sitekeep init'" : (unlocked ? "unlocked (daemon)" : "locked"))",
-                "daemon     \(daemon != nil ? "running" : "not running")",
+                "daemon     \(daemon.map { "running (pid \($0.pid.map(String.init) ?? "?"), \($0.controlPath))" } ?? (other.map { "none for this store (the daemon running serves \($0))" } ?? "not running"))",
                 "keyring    \(s.keyringKind.rawValue): \(s.keyringLocation)",
                 "slots      \(s.slotCount)",
             ].joined(separator: "\n") + (s.unlockBackoffSeconds > 0 ? "\nback-off   next unlock attempt in \(s.unlockBackoffSeconds) s" : "")

@@ -4,6 +4,8 @@
 import Foundation
 internal import SiteKeepAgent
 internal import SiteKeepBridge
+internal import SiteKeepBridgeProtocol
+internal import SiteKeepKeyring
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
@@ -35,21 +37,30 @@ enum DaemonCommands {
         options: [UnlockOptions.recoveryFile,
                   .flag("--unlock", "unlock at start with the secret options (else wait for 'sitekeep unlock')"),
                   .option("--team-key", value: "ID", "the team key identity.get reports and key.sign defaults to"),
-                  .option("--idle", value: "MINUTES", "lock after this long unused (default 15)"),
+                  .option("--idle-lock", value: "DURATION", "lock after this long unused: 90s, 15m, 2h (default 15m), like ssh-add -t"),
+                  .option("--idle", value: "MINUTES", "the same as --idle-lock, in minutes (older spelling)"),
                   .flag("--ssh-agent", "also serve team keys over the ssh-agent protocol (also: SITEKEEP_SSH_AGENT=1)"),
                   .option("--ssh-agent-socket", value: "PATH", "the ssh-agent socket (default $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep serve --unlock --prf-file prf.bin", "serve, unlocked with a passkey's PRF bytes"),
-                   CommandExample("sitekeep serve --team-key summit --idle 5", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS"),
+                   CommandExample("sitekeep serve --team-key summit --idle-lock 5m", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS"),
                    CommandExample("sitekeep serve --ssh-agent", "also be the SSH agent for ssh, ssh-keygen and git (see 'sitekeep agent env')")],
         printsData: false
     ) { inv in
-        let idle = try inv.intOption("--idle", default: 15, range: 1...24 * 60)
-        let store = try StoreContext.open(inv, configuration: CustodianConfiguration(idleLifetime: .seconds(idle * 60)))
+        let idleSeconds: Int
+        if let text = inv.option("--idle-lock") {
+            idleSeconds = try IdleLock.parse(text, command: inv.spec.commandLine)
+        } else {
+            idleSeconds = try inv.intOption("--idle", default: IdleLock.defaultSeconds / 60, range: 1...24 * 60) * 60
+        }
+        var store = try StoreContext.open(inv, configuration: CustodianConfiguration(idleLifetime: .seconds(idleSeconds)))
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.flag("--unlock") { try store.unlockOneShot(inv) }
         let registry = try SiteCommands.registry(store)
-        let (services, core) = try DaemonServices.makeWithCore(store, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        // One registry and one vault library for the bridge and for every command run here.
+        store.shared = SharedStoreServices(registry: registry, library: VaultCommands.library(store))
+        let hosted = store
+        let (services, core) = try DaemonServices.makeWithCore(hosted, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         core.start(dispatcher: dispatcher, environment: inv.environment) { inv.note($0) }
@@ -57,6 +68,7 @@ enum DaemonCommands {
         let controlBox = ControlBox()
         let agentPath = inv.flag("--ssh-agent") || inv.option("--ssh-agent-socket") != nil || inv.environment["SITEKEEP_SSH_AGENT"] == "1"
             ? try AgentSocketPath.resolve(inv.option("--ssh-agent-socket"), environment: inv.environment) : nil
+        let environment = inv.environment
         try BridgeDaemon.run(dispatcher: dispatcher, environment: inv.environment, ready: { path in
             if let agentPath {
                 do {
@@ -69,21 +81,23 @@ enum DaemonCommands {
             }
             // Under socket activation there is no path of our own: the control socket goes where the
             // bridge socket would (SITEKEEP_SOCK or XDG_RUNTIME_DIR), and nowhere if neither is set.
-            guard let bridgePath = path ?? (try? BridgeDaemon.socketPath(environment: inv.environment)) else {
+            guard let bridgePath = path ?? (try? DaemonSockets.bridge(environment: inv.environment)) else {
                 inv.note("sitekeep serve: serving the socket systemd passed; no control socket (set SITEKEEP_SOCK or XDG_RUNTIME_DIR), so unlock with --unlock at start")
                 return
             }
-            let controlPath = ControlServer.path(besideBridgeSocket: bridgePath)
+            let controlPath = DaemonSockets.besideBridge(bridgePath)
             do {
-                let control = try ControlServer(path: controlPath) { op, method, secret in
-                    DaemonControl.handle(op: op, method: method, secret: secret, custodian: custodian, registry: registry)
-                }
+                let control = try ControlServer(path: controlPath, storeID: custodian.storeID, storeLabel: hosted.home.path, handler: { request, secret in
+                    DaemonControl.handle(request, secret: secret, custodian: custodian, registry: registry, home: hosted.home.path)
+                }, session: { request, connection in
+                    RemoteSession.serve(request, connection, hosted: hosted, environment: environment)
+                })
                 control.start()
                 controlBox.set(control)
             } catch {
                 inv.note("sitekeep serve: no control socket (\(error)); unlock with --unlock at start")
             }
-            inv.note("sitekeep serve: listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked")")
+            inv.note("sitekeep serve: store \(hosted.home.path); listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked"); idle lock after \(idleSeconds) s")
         }, onStopped: {
             core.stop()
             controlBox.shutdown()
@@ -144,8 +158,10 @@ struct UnavailablePresence: PresenceVerifier {
 /// for a web-view host: id, name, origins and the folder it keeps the site's web data in; no
 /// secrets, and it works while locked).
 enum DaemonControl {
-    static func handle(op: String, method: String?, secret: UnsafeRawBufferPointer?, custodian: Custodian, registry: SiteRegistry) -> JSONValue {
-        switch op {
+    static func handle(_ request: ControlServer.Request, secret: UnsafeRawBufferPointer?, custodian: Custodian,
+                       registry: SiteRegistry, home: String) -> JSONValue {
+        let method = request.method
+        switch request.op {
         case "sites":
             var list: [JSONValue] = []
             for site in registry.sites() where site.isAppBound {
@@ -157,12 +173,13 @@ enum DaemonControl {
             }
             return ["ok": true, "sites": .array(list)]
         case "status":
-            return ["ok": true, "unlocked": .bool(custodian.isUnlocked)]
+            return ["ok": true, "unlocked": .bool(custodian.isUnlocked), "store": .string(custodian.storeID), "home": .string(home),
+                    "pid": .int(Int64(getpid()))]
         case "lock":
             custodian.lock()
             return ["ok": true]
         case "unlock":
-            guard let secret, secret.count > 0 else { return ["ok": false, "error": "no unlock secret was sent"] }
+            guard let secret, secret.count > 0 else { return ["ok": false, "code": "no_secret", "error": "no unlock secret was sent"] }
             do {
                 let bytes = try SecretBytes(copying: secret)
                 let unlockSecret: UnlockSecret
@@ -175,12 +192,12 @@ enum DaemonControl {
                 try custodian.unlock(unlockSecret)
                 return ["ok": true, "unlocked": true]
             } catch let e as CustodyError {
-                return ["ok": false, "error": .string(e.description)]
+                return ["ok": false, "code": "unlock_failed", "error": .string(e.description)]
             } catch {
                 return ["ok": false, "error": "unlock failed"]
             }
         default:
-            return ["ok": false, "error": "unknown control op"]
+            return ["ok": false, "code": "bad_request", "error": "unknown control op"]
         }
     }
 }

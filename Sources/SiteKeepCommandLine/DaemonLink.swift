@@ -1,43 +1,61 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import Foundation
-internal import SiteKeepBridge
+internal import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
 
-/// The CLI's link to a running daemon (`sitekeep serve`) through its control socket, for
-/// `unlock`, `lock` and `status`.
+/// The CLI's link to the daemon serving its store (`sitekeep serve`) through the control
+/// socket, for `unlock`, `lock` and `status`. Every request names the store id, so a daemon
+/// serving another store refuses it (`wrong_store`) and this link reports no daemon for ours.
 struct DaemonLink: Sendable {
     let controlPath: String
+    let storeID: String
+    /// The daemon's process id, as it reported it.
+    var pid: Int64? = nil
 
-    /// The daemon's control socket for this environment, when a daemon answers there.
+    /// The daemon serving the store in `home`, when one answers; nil when none does.
+    /// - Throws: when a listener cannot be trusted (named, never silently skipped).
     static func find(_ inv: Invocation) throws -> DaemonLink? {
-        guard let bridge = try? BridgeDaemon.socketPath(environment: inv.environment) else { return nil }
-        let link = DaemonLink(controlPath: ControlServer.path(besideBridgeSocket: bridge))
+        guard let storeID = StoreContext.storeID(home: inv.settings.home),
+              let path = try? DaemonSockets.control(environment: inv.environment) else { return nil }
+        var link = DaemonLink(controlPath: path, storeID: storeID)
         do {
-            guard try ControlClient.send(path: link.controlPath, op: "status") != nil else { return nil }
+            guard let reply = try ControlClient.send(path: path, store: storeID, op: "status") else { return nil }
+            if reply["ok"] != .bool(true) { return nil }   // wrong_store, or an older daemon
+            link.pid = reply["pid"]?.intValue
         } catch {
-            // A listener we cannot trust is named, never silently skipped: the user meant a daemon.
             guard case let .untrustedSocket(path, reason) = error else { return nil }
             throw CommandFailure("refusing to talk to \(path), nothing was sent: \(reason)", code: "untrusted_socket")
         }
         return link
     }
 
+    /// Another store's daemon listening where this store's would: its folder, for messages.
+    static func otherStoreDaemon(_ inv: Invocation) -> String? {
+        guard let path = try? DaemonSockets.control(environment: inv.environment),
+              let reply = try? ControlClient.send(path: path, store: nil, op: "status"),
+              reply["ok"] == .bool(true), let home = reply["home"]?.stringValue, home != inv.settings.home else { return nil }
+        return home
+    }
+
     private func request(_ op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil) throws -> JSONValue {
-        guard let reply = try ControlClient.send(path: controlPath, op: op, method: method, secret: secret) else {
-            throw CommandFailure("the daemon stopped answering at \(controlPath)", remedy: "start it again with 'sitekeep serve'", code: "no_daemon")
+        guard let reply = try ControlClient.send(path: controlPath, store: storeID, op: op, method: method, secret: secret) else {
+            throw CommandFailure("the daemon stopped answering at \(controlPath)", remedy: "start it again with 'sitekeep unlock' or 'sitekeep serve'", code: "no_daemon")
         }
         if reply["ok"] != .bool(true) {
-            throw CommandFailure(reply["error"]?.stringValue ?? "the daemon refused the request", code: "daemon")
+            throw CommandFailure(reply["error"]?.stringValue ?? "the daemon refused the request", code: reply["code"]?.stringValue ?? "daemon")
         }
         return reply
     }
 
-    /// Hands the daemon the invocation's unlock secret (read as for a one-shot unlock).
-    func unlock(_ inv: Invocation) throws {
+    /// Hands the daemon an unlock secret (it checks it itself and keeps the back-off).
+    func unlock(_ input: UnlockInput) throws {
         let method: String
         let secret: SecretBytes
-        switch try UnlockInput.read(inv).take() {
+        switch input.take() {
         case .passphrase(let s): method = "passphrase"; secret = s
         case .prf(let s): method = "prf"; secret = s
         case .recoveryCode(let s): method = "recovery"; secret = s
@@ -50,4 +68,58 @@ struct DaemonLink: Sendable {
     func lock() throws { _ = try request("lock") }
 
     func isUnlocked() throws -> Bool { try request("status")["unlocked"] == .bool(true) }
+
+    /// Starts `sitekeep serve` for the store of `inv`, detached (its own session, output to
+    /// `daemon.log` in the store), and waits until it answers; the link to it.
+    static func start(_ inv: Invocation) throws -> DaemonLink {
+        guard let executable = Bundle.main.executablePath ?? CommandLine.arguments.first.map({ $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }) else {
+            throw CommandFailure("cannot tell where the sitekeep executable is", remedy: "start the daemon yourself with 'sitekeep serve'", code: "no_daemon")
+        }
+        var arguments = [executable, "serve", "--home", inv.settings.home, "--keyring", inv.settings.keyring]
+        if let idle = inv.option("--idle-lock") { arguments += ["--idle-lock", idle] }
+        let log = inv.settings.home + "/daemon.log"
+        let pid = try DaemonSpawn.detached(arguments, environment: inv.environment, log: log)
+        // Wait (up to 10 s) for its control socket to answer for this store.
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let link = try find(inv) { return link }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let tail = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").suffix(3).joined(separator: "; ") ?? ""
+                throw CommandFailure("the daemon exited at start\(tail.isEmpty ? "" : ": " + tail)", remedy: "see \(log), or run 'sitekeep serve' to see why", code: "no_daemon")
+            }
+            usleep(20_000)
+        }
+        throw CommandFailure("the daemon did not answer within 10 s", remedy: "see \(log)", code: "no_daemon")
+    }
+}
+
+/// Spawning the daemon detached from the terminal.
+enum DaemonSpawn {
+    /// Starts `arguments` in a new session with stdin from /dev/null and stdout/stderr appended
+    /// to `log` (0600); returns its pid. The child is not waited for: it outlives this process.
+    static func detached(_ arguments: [String], environment: [String: String], log: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(0x80 /* POSIX_SPAWN_SETSID */ | POSIX_SPAWN_SETSIGMASK))
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in argv { free(p) }; for p in envp { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
+        guard rc == 0 else {
+            throw CommandFailure("could not start the daemon (\(String(cString: strerror(rc))))", remedy: "start it yourself with 'sitekeep serve'", code: "no_daemon")
+        }
+        return pid
+    }
 }

@@ -25,6 +25,8 @@ public struct Invocation: Sendable {
     let flags: Set<String>
     /// Positional arguments, in order.
     public let arguments: [String]
+    /// The daemon's open store, when this command runs inside the daemon (``RemoteSession``).
+    var hosted: StoreContext?
 
     /// The value of a positional by its spec name (`NAME`), or nil if absent.
     public func argument(_ name: String) -> String? {

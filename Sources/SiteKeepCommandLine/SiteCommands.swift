@@ -12,7 +12,8 @@ enum SiteCommands {
 
     /// The site registry of a store, its storage keys provided by the custodian.
     static func registry(_ store: StoreContext) throws -> SiteRegistry {
-        try SiteRegistry(home: URL(fileURLWithPath: store.home.path), keys: store.custodian)
+        if let shared = store.shared { return shared.registry }
+        return try SiteRegistry(home: URL(fileURLWithPath: store.home.path), keys: store.custodian)
     }
 
     /// A site named by its UUID or by one of its origins.

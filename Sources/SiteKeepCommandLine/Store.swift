@@ -3,6 +3,8 @@
 #endif
 import Foundation
 internal import SiteKeepCrypto
+internal import SiteKeepPartitions
+internal import SiteKeepVault
 public import SiteKeepKeyring
 public import SiteKeepCustody
 
@@ -17,11 +19,46 @@ public struct StoreContext: Sendable {
     public let keyring: any KeyringBackend
     public let keyringReason: String
     public let custodian: Custodian
+    /// The daemon's shared registry and vault library, when this is the store a daemon serves:
+    /// every command run inside the daemon then uses the same instances as the bridge.
+    var shared: SharedStoreServices?
 
     static let markerName = "keyring-backend"
 
-    /// Opens the store of `inv`'s `--home` with its `--keyring` choice.
-    public static func open(_ inv: Invocation, configuration: CustodianConfiguration = CustodianConfiguration()) throws -> StoreContext {
+    /// The id of the store in `home` (its `store-id` file), or nil when there is no store there.
+    /// Reads one small file; opens no keyring.
+    static func storeID(home: String) -> String? {
+        guard let text = try? String(contentsOfFile: home + "/store-id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }
+
+    /// Whether `home` holds a store made by `init` (a store id and a keyring or audit trail of
+    /// its initialisation), as opposed to nothing or the half folder old builds left behind.
+    static func exists(home: String) -> Bool {
+        guard storeID(home: home) != nil else { return false }
+        var st = stat()
+        if stat(home + "/keyring-state", &st) == 0 { return true }
+        return stat(home + "/audit.log", &st) == 0 && st.st_size > 0
+    }
+
+    /// Opens the store of `inv`'s `--home` with its `--keyring` choice. Inside the daemon this is
+    /// the daemon's own open store.
+    /// - Parameter creating: true only for `init`; every other command refuses a folder that
+    ///   holds no store, and creates nothing there.
+    public static func open(_ inv: Invocation, configuration: CustodianConfiguration = CustodianConfiguration(),
+                            creating: Bool = false) throws -> StoreContext {
+        if let hosted = inv.hosted {
+            guard hosted.home.path == inv.settings.home else {
+                throw CommandFailure("this daemon serves the store in \(hosted.home.path), not \(inv.settings.home)", code: "wrong_store")
+            }
+            return hosted
+        }
+        if !creating, !exists(home: inv.settings.home) {
+            throw CommandFailure("there is no SiteKeep store in \(inv.settings.home)",
+                                 remedy: "create one with 'sitekeep init --home \(inv.settings.home)', or point --home (or SITEKEEP_HOME) at your store",
+                                 code: "no_store")
+        }
         let home = StoreHome(path: inv.settings.home)
         let marker = home.path + "/" + markerName
         let recorded = (try? String(contentsOfFile: marker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -57,13 +94,33 @@ public struct StoreContext: Sendable {
 
     /// Unlocks this process's custodian with the secret the invocation names: `--prf-file`,
     /// `--recovery-file`, else the passphrase (`--passphrase-file` or a prompt).
+    ///
+    /// Inside the daemon this unlocks the daemon itself (as `gpg-agent` caches a key its client
+    /// unlocked): with the secret the command gives, or typed at the client's terminal; with
+    /// neither, it fails saying the daemon is locked.
     public func unlockOneShot(_ inv: Invocation) throws {
-        guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
         if custodian.isUnlocked { return }
+        guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
+        if inv.hosted != nil, !inv.io.canPrompt, !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
+            throw CommandFailure("the daemon serving this store is locked",
+                                 remedy: "run 'sitekeep unlock' (once; the daemon then keeps the store unlocked until 'sitekeep lock' or its idle lock)",
+                                 code: "locked")
+        }
         let secret = try UnlockInput.read(inv)
         try inv.withProgress("Unlocking") { () throws in
             try custodian.unlock(secret.take())
         }
+    }
+}
+
+/// What a daemon shares with the commands it runs: one site registry and one vault library
+/// (their caches register with custody's lock scope, so `lock` clears them for everyone).
+final class SharedStoreServices: Sendable {
+    let registry: SiteRegistry
+    let library: VaultLibrary
+    init(registry: SiteRegistry, library: VaultLibrary) {
+        self.registry = registry
+        self.library = library
     }
 }
 

@@ -13,6 +13,7 @@ enum VaultCommands {
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {
+        if let shared = store.shared { return shared.library }
         let registry = VaultRegistry(file: store.home.path + "/vaults.json")
         let custodian = store.custodian
         return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import SiteKeepJSON
 @testable import SiteKeepBridge
+import SiteKeepSocket
 
 /// One raw connection to the daemon: frames written and read as bytes, so two replies can be
 /// compared byte for byte.
@@ -10,7 +11,7 @@ final class RawConnection {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
+    init(_ path: String) throws { fd = try UnixSocket.connectUnchecked(path: path) }
     deinit { close(fd) }
 
     /// Sends `frame` and returns the next reply line (without its newline).
@@ -90,7 +91,7 @@ final class RawConnection {
                               stdoutPath: f.path + "/serve.out", stderrPath: f.path + "/serve.err",
                               environment: ["SITEKEEP_SOCK": sock, "HOME": f.path])
             for _ in 0..<400 {
-                if let fd = try? UnixSocket.connect(path: sock) { close(fd); break }
+                if let fd = try? UnixSocket.connectUnchecked(path: sock) { close(fd); break }
                 usleep(50_000)
             }
             return d

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SiteKeepAgent
+import SiteKeepSocket
 import SiteKeepCustody
 #if canImport(Glibc)
 import Glibc
@@ -104,7 +105,7 @@ import Glibc
         server.shutdown()
         #expect(!FileManager.default.fileExists(atPath: server.path))
         // A stale socket (left by a daemon that died: nobody listens) is replaced.
-        close(try AgentSocketServer.listen(path: server.path))
+        close(try UnixSocket.listen(path: server.path))
         #expect(FileManager.default.fileExists(atPath: server.path))
         let again = try Self.server(f)
         #expect(try AgentClient(path: again.path).identities().isEmpty)

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import SiteKeepTestSupport
 @testable import SiteKeepBridge
+import SiteKeepSocket
 
 /// Every client checks the socket before it sends a byte (issue 12, defect 3): a fake daemon
 /// that another user could have placed never receives the unlock secret, and the error names
@@ -14,7 +15,7 @@ import SiteKeepTestSupport
     /// Sends the unlock secret to `path` as the CLI does; returns the error, if any.
     func unlock(_ path: String) -> BridgeError? {
         do {
-            _ = try Self.secret.withUnsafeBytes { try ControlClient.send(path: path, op: "unlock", method: "passphrase", secret: $0) }
+            _ = try Self.secret.withUnsafeBytes { try ControlClient.send(path: path, store: "a-store", op: "unlock", method: "passphrase", secret: $0) }
             return nil
         } catch let e as BridgeError { return e } catch { return .protocolViolation("unexpected \(error)") }
     }

@@ -2,6 +2,7 @@ import Glibc
 import Foundation
 import Synchronization
 public import SiteKeepJSON
+import SiteKeepSocket
 
 /// A blocking client for the daemon's socket: connect, `hello`, call ops, receive events.
 ///
@@ -44,8 +45,19 @@ public final class BridgeClient: Sendable {
     ///   benchmark or latency-bound caller may set ~100 µs; the default blocks at once).
     public static func connect(path: String? = nil, timeout: Duration = .seconds(30), spin: Duration = .zero) throws(BridgeError) -> BridgeClient {
         let p: String
-        if let path { p = path } else { p = try BridgeDaemon.socketPath() }
-        return BridgeClient(fd: try UnixSocket.connect(path: p), timeout: timeout, spin: spin)
+        if let path { p = path } else { p = try DaemonSockets.bridge(environment: ProcessInfo.processInfo.environment) }
+        do { return BridgeClient(fd: try UnixSocket.connect(path: p, remedy: clientRemedy), timeout: timeout, spin: spin) } catch {
+            throw BridgeError(error)
+        }
+    }
+
+    /// What a client tells the user when it refuses a socket.
+    public static let clientRemedy = "start 'sitekeep serve' yourself and point SITEKEEP_SOCK into a folder only you can enter (mode 0700), or unset it to use $XDG_RUNTIME_DIR/sitekeep/bridge.sock"
+
+    /// A client over a socket that is already connected (the caller checked it); the client
+    /// owns and closes it.
+    public static func adopting(fd: Int32, timeout: Duration = .seconds(30), spin: Duration = .zero) -> BridgeClient {
+        BridgeClient(fd: fd, timeout: timeout, spin: spin)
     }
 
     /// Closes the connection.

@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+import Synchronization
+internal import SiteKeepBridge
+internal import SiteKeepBridgeProtocol
+internal import SiteKeepCrypto
+internal import SiteKeepJSON
+internal import SiteKeepSocket
+
+/// The daemon's side of `run` (see ``RemoteRun``): one command line of a client, run in the
+/// daemon against its store (its unlocked custodian, its registry, its vault library), with
+/// standard streams, prompts and standard input relayed as ``ControlFrame``s.
+enum RemoteSession {
+    /// Runs the command `request` carries on `connection` and sends its exit status.
+    static func serve(_ request: ControlServer.Request, _ connection: SocketConnection, hosted: StoreContext,
+                      environment: [String: String]) {
+        let header = request.header
+        guard let argv = header["argv"]?.arrayValue?.compactMap(\.stringValue), !argv.isEmpty else {
+            _ = connection.writer.send(JSONSerializer.bytes(["ok": false, "code": "bad_request", "error": "run needs argv"]))
+            return
+        }
+        let tty = header["tty"]
+        let io = RemoteIO(connection: connection,
+                          outputIsTerminal: tty?["stdout"]?.boolValue ?? false,
+                          errorIsTerminal: tty?["stderr"]?.boolValue ?? false,
+                          canPrompt: tty?["prompt"]?.boolValue ?? false)
+        var env = environment
+        for member in header["env"]?.objectValue ?? [] where ["TERM", "NO_COLOR", "COLUMNS"].contains(member.key) {
+            if let v = member.value.stringValue { env[member.key] = v }
+        }
+        if header["env"]?["NO_COLOR"] == nil { env["NO_COLOR"] = nil }
+        let runEnvironment = env
+        let done = DispatchSemaphore(value: 0)
+        let status = Mutex<Int32>(1)
+        let run = { @Sendable in
+            let s = await CommandLineTool.run(arguments: argv, environment: runEnvironment, io: io, hosted: hosted)
+            status.withLock { $0 = s }
+            done.signal()
+        }
+        Task { await run() }
+        done.wait()
+        io.send(.exit, ControlFrame.number(UInt32(bitPattern: status.withLock { $0 })))
+    }
+}
+
+/// A client's standard streams and terminal, across the control socket.
+final class RemoteIO: ToolIO, @unchecked Sendable {
+    // @unchecked: writes go through the connection's serialised writer; reads happen only on
+    // the one thread running the command (prompts and standard input are asked in turn).
+    private let connection: SocketConnection
+    let outputIsTerminal: Bool
+    let errorIsTerminal: Bool
+    let canPrompt: Bool
+
+    init(connection: SocketConnection, outputIsTerminal: Bool, errorIsTerminal: Bool, canPrompt: Bool) {
+        self.connection = connection
+        self.outputIsTerminal = outputIsTerminal
+        self.errorIsTerminal = errorIsTerminal
+        self.canPrompt = canPrompt
+    }
+
+    /// Sends one frame (header and payload in one write, so frames from two threads never mix).
+    func send(_ kind: ControlFrame.Kind, _ payload: [UInt8]) {
+        var offset = 0
+        repeat {
+            let end = min(payload.count, offset + ControlFrame.maximumPayload)
+            let part = payload[offset..<end]
+            _ = connection.writer.send([kind.rawValue] + ControlFrame.number(UInt32(part.count)) + part, terminator: nil)
+            offset = end
+        } while offset < payload.count
+    }
+
+    func write(_ text: String) { send(.stdout, Array(text.utf8)) }
+    func writeBytes(_ bytes: [UInt8]) { send(.stdout, bytes) }
+    func writeError(_ text: String) { send(.stderr, Array(text.utf8)) }
+
+    private static var gone: CommandFailure {
+        CommandFailure("the client went away before the command finished", code: "cancelled")
+    }
+
+    /// Reads the client's answer to a prompt or stdin request straight into `buffer` (guarded
+    /// memory the caller owns); the rest of a longer answer is read and dropped.
+    private func receiveAnswer(_ kind: ControlFrame.Kind, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let fd = connection.fd
+        while true {
+            guard let (got, length) = ControlFrame.receiveHeader(fd) else { throw Self.gone }
+            let kept = min(length, buffer.count)
+            guard ControlFrame.receiveExactly(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<kept])) else { throw Self.gone }
+            if length > kept {
+                var rest = [UInt8](repeating: 0, count: length - kept)
+                guard rest.withUnsafeMutableBytes({ ControlFrame.receiveExactly(fd, into: $0) }) else { throw Self.gone }
+                SecureMemory.zero(&rest)
+            }
+            if got == .cancel { throw CommandFailure("interrupted", code: "cancelled") }
+            if got == kind { return kept }
+        }
+    }
+
+    func readStandardInput(limit: Int) throws -> [UInt8] {
+        send(.stdin, ControlFrame.number(UInt32(min(limit + 1, Int(UInt32.max)))))
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: ControlFrame.maximumPayload)
+        defer { SecureMemory.zero(&chunk) }
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try receiveAnswer(.stdin, into: $0) }
+            if n == 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+            if out.count > limit {
+                try drainStandardInput()
+                throw CommandFailure("standard input is larger than \(limit) bytes")
+            }
+        }
+        return out
+    }
+
+    private func drainStandardInput() throws {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        defer { SecureMemory.zero(&scratch) }
+        while try scratch.withUnsafeMutableBytes({ try receiveAnswer(.stdin, into: $0) }) > 0 {}
+    }
+
+    func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        send(.stdin, ControlFrame.number(UInt32(buffer.count)))
+        var filled = 0
+        while true {
+            let n = try receiveAnswer(.stdin, into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            if n == 0 { return filled }
+            filled += n
+            if filled == buffer.count {
+                try drainStandardInput()
+                return filled
+            }
+        }
+    }
+
+    func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard canPrompt else {
+            throw CommandFailure("no terminal to prompt on", remedy: "pass the secret with a file option (or '-' for stdin)")
+        }
+        send(.prompt, JSONSerializer.bytes(["prompt": .string(prompt), "secret": true]))
+        return try receiveAnswer(.prompt, into: buffer)
+    }
+}

@@ -1,0 +1,177 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
+import Synchronization
+import SiteKeepSystem
+
+/// One accepted connection, as a listener hands it to its handler: the descriptor, the peer's
+/// credentials, and a receive that knows about the listener's shutdown.
+///
+/// After the handler answered a request it calls ``answered()``: the next ``receive(into:)``
+/// then looks for the following request for a few microseconds (yielding the CPU between
+/// looks) before it sleeps in `poll`, because waking a sleeping thread on the other core costs
+/// ~20 µs on a small VM. When the listener stops, receive switches to draining: it returns what
+/// has already arrived without waiting, then end of stream, so in-flight requests are answered.
+public final class SocketConnection: @unchecked Sendable {
+    // @unchecked: `spinUntil` and `draining` are touched only by the one thread serving this
+    // connection (receive/answered are called from the handler, on that thread).
+    /// The connected socket. The listener closes it (through ``writer``) after the handler
+    /// returns; the handler must not close it itself.
+    public let fd: Int32
+    /// Serialised, close-safe writes to this connection (events from other threads too).
+    public let writer: SocketWriter
+    /// The peer's credentials; nil when `SO_PEERCRED` failed (treat as a stranger).
+    public let peer: PeerCredentials?
+    private let wake: Int32
+    private let stopping: @Sendable () -> Bool
+    private let spinNanoseconds: UInt64
+    private var spinUntil: UInt64 = 0
+    private var draining = false
+
+    init(fd: Int32, peer: PeerCredentials?, wake: Int32, spinNanoseconds: UInt64, stopping: @escaping @Sendable () -> Bool) {
+        self.fd = fd
+        self.writer = SocketWriter(fd: fd)
+        self.peer = peer
+        self.wake = wake
+        self.spinNanoseconds = spinNanoseconds
+        self.stopping = stopping
+    }
+
+    /// Whether the peer runs as this process's user.
+    public var isSameUser: Bool { peer?.uid == getuid() }
+
+    /// Whether the listener is draining (stopping).
+    public var isDraining: Bool { draining }
+
+    /// Starts the look-before-sleeping window (call after sending a reply).
+    public func answered() {
+        if !draining { spinUntil = UnixSocket.monotonicNanoseconds() + spinNanoseconds }
+    }
+
+    /// Reads what has arrived into `chunk`: the count (> 0), or 0 at the end (the peer closed,
+    /// an error, or nothing left while draining).
+    public func receive(into chunk: UnsafeMutableRawBufferPointer) -> Int {
+        while true {
+            if spinUntil != 0, stopping() { spinUntil = 0 }   // poll then sees the wake pipe
+            if !draining, spinUntil != 0 {
+                let n = recv(fd, chunk.baseAddress, chunk.count, Int32(MSG_DONTWAIT))
+                if n > 0 { spinUntil = 0; return n }
+                if n == 0 { return 0 }
+                if errno == EINTR { continue }
+                guard errno == EAGAIN || errno == EWOULDBLOCK else { return 0 }
+                if UnixSocket.monotonicNanoseconds() >= spinUntil { spinUntil = 0 } else { sched_yield() }
+                continue
+            }
+            if !draining {
+                var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+                let n = poll(&fds, 2, -1)
+                if n < 0 { if errno == EINTR { continue } else { return 0 } }
+                if fds[1].revents != 0 {
+                    // Stopping: answer what has already arrived, then end.
+                    draining = true
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                    continue
+                }
+            }
+            let n = recv(fd, chunk.baseAddress, chunk.count, 0)
+            if n < 0 && errno == EINTR { continue }
+            return n > 0 ? n : 0
+        }
+    }
+}
+
+/// A Unix-socket server's accept loop, shared by the bridge, the control socket and the
+/// ssh-agent socket: one thread per connection, peers' credentials read at accept, and a
+/// graceful stop.
+///
+/// ``shutdown()`` stops accepting, lets every connection answer what it has already received
+/// (see ``SocketConnection/receive(into:)``), waits for every handler to return, removes the
+/// socket file it created, then runs `onStopped`.
+public final class SocketListener: Sendable {
+    /// The socket path, when this listener created the socket (nil for an inherited one).
+    public let path: String?
+    private let listener: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let stopping = Atomic<Bool>(false)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let connections = DispatchGroup()
+    private let spinNanoseconds: UInt64
+    private let onStopped: @Sendable () -> Void
+
+    /// Listens at `path` (see ``UnixSocket/listen(path:what:)``).
+    /// - Parameter spin: how long a connection looks for the next request before it sleeps.
+    public convenience init(path: String, what: String = "a SiteKeep daemon", spin: Duration = .microseconds(50),
+                            onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
+        let fd = try UnixSocket.listen(path: path, what: what)
+        do { try self.init(listener: fd, path: path, spin: spin, onStopped: onStopped) } catch {
+            close(fd)
+            unlink(path)
+            throw error
+        }
+    }
+
+    /// Serves an already listening socket (systemd socket activation passes fd 3); `path`, when
+    /// given, is removed at shutdown.
+    public init(listener: Int32, path: String? = nil, spin: Duration = .microseconds(50),
+                onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw .call("pipe", errno: .current) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        self.listener = listener
+        self.path = path
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        let c = spin.components
+        spinNanoseconds = UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
+        self.onStopped = onStopped
+    }
+
+    /// Whether ``shutdown()`` has begun.
+    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    /// Starts the accept thread; `handle` runs on a thread of its own for each connection, and
+    /// the connection is closed when it returns.
+    public func start(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
+        Thread.detachNewThread { [self] in acceptLoop(handle) }
+    }
+
+    /// Stops gracefully (see the type's discussion) and returns when everything is closed.
+    public func shutdown() {
+        if !stopping.exchange(true, ordering: .acquiringAndReleasing) {
+            var one: UInt8 = 1
+            _ = write(wakeWrite, &one, 1)
+        }
+        stopped.wait()
+        stopped.signal()   // let any other waiter through too
+    }
+
+    private func acceptLoop(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
+        while !stopping.load(ordering: .acquiring) {
+            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&fds, 2, -1)
+            if n < 0 { if errno == EINTR { continue } else { break } }
+            if fds[1].revents != 0 { break }
+            guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { continue }   // EMFILE, ECONNABORTED…: go on serving
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let connection = SocketConnection(fd: fd, peer: UnixSocket.peerCredentials(fd), wake: wakeRead,
+                                              spinNanoseconds: spinNanoseconds) { [self] in stopping.load(ordering: .relaxed) }
+            connections.enter()
+            Thread.detachNewThread { [self] in
+                handle(connection)
+                connection.writer.close()
+                connections.leave()
+            }
+        }
+        close(listener)
+        if let path { unlink(path) }
+        connections.wait()
+        onStopped()
+        stopped.signal()
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepJSON
+import SiteKeepTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The command line as a client of its store's daemon (issue 13, item 1): unlock once, then
+/// key-using commands run inside the daemon with no secret and no terminal; after `lock` or the
+/// idle lock each fails with a clear error; a daemon serves one store; a client that went
+/// through the daemon never opened the keyring; a store that does not exist is an error.
+@Suite(.serialized) struct DaemonClientTests {
+    /// A store with a team key, a `when-unlocked` site holding a value and a vault of that site,
+    /// plus the environment of a private daemon for it.
+    final class Bed: @unchecked Sendable {
+        let store: CLIStore
+        let sitekeep: String
+        let run: String
+        let env: [String: String]
+        var daemon: pid_t = 0
+
+        init() async throws {
+            sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+            let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+            store = try CLIStore()
+            _ = try await store.initialize()
+            run = store.dir.appendingPathComponent("run").path
+            env = ["SITEKEEP_SOCK": run + "/bridge.sock", "SITEKEEP_HOME": store.home, "SITEKEEP_KEYRING": "file",
+                   "HOME": store.dir.path, "NO_COLOR": "1", "SITEKEEP_NO_AUTOSTART": "", "XDG_RUNTIME_DIR": ""]
+            #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
+            #expect(await store.run(["site", "add", "Drafts", "--origin", "https://drafts.example", "--app-bound",
+                                     "--protection", "when-unlocked", "--passphrase-file", store.passFile]).status == 0)
+            #expect(await store.run(["site", "storage", "set", "https://drafts.example", "greeting", "hello drafts",
+                                     "--passphrase-file", store.passFile]).status == 0)
+            let folder = store.dir.appendingPathComponent("notes").path
+            #expect(makeVault(sgit, folder, keyText: "n pass:nvault01", file: "n.txt", contents: "vault text\n"))
+            let key = try store.file("n.key", Array("n pass:nvault01".utf8))
+            #expect(await store.run(["vault", "add", "notes", "--path", folder, "--key-file", key, "--site", "https://drafts.example",
+                                     "--passphrase-file", store.passFile]).status == 0)
+        }
+
+        /// Runs the real `sitekeep` with no terminal and standard input from nothing.
+        func cli(_ args: [String], stdin: String = "", extra: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture(sitekeep, args, stdin: stdin, environment: env.merging(extra) { $1 })
+        }
+
+        func serve(_ args: [String] = []) throws {
+            let envList = env.merging(["SITEKEEP_ASKPASS": ""]) { $1 }.map { "\($0.key)=\($0.value)" }
+            daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"] + args, env: envList))
+            for _ in 0..<200 where !FileManager.default.fileExists(atPath: run + "/control.sock") { usleep(25_000) }
+            try #require(FileManager.default.fileExists(atPath: run + "/control.sock"), "the daemon did not start")
+        }
+
+        func stop() {
+            guard daemon > 0 else { return }
+            kill(daemon, SIGTERM)
+            var status: Int32 = 0
+            for _ in 0..<200 { if waitpid(daemon, &status, WNOHANG) == daemon { break }; usleep(25_000) }
+            kill(daemon, SIGKILL)
+            daemon = 0
+        }
+        deinit { stop() }
+
+        /// The three commands of the must-show, with no secret given and no terminal.
+        func keyCommands() -> [(name: String, result: (status: Int32, out: String, err: String))] {
+            let message = (try? store.file("m.txt", Array("sign me".utf8))) ?? ""
+            return [("team sign", cli(["team", "sign", "summit", "--message-file", message])),
+                    ("vault cat", cli(["vault", "cat", "notes", "n.txt"])),
+                    ("site storage get", cli(["site", "storage", "get", "https://drafts.example", "greeting"]))]
+        }
+    }
+
+    @Test func unlockOnceThenWorkWithNoSecretUntilLock() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        try bed.serve()
+        // Before unlock: a clear "locked" error, not a passphrase prompt that cannot be answered.
+        for (name, r) in bed.keyCommands() {
+            #expect(r.status == 1 && r.err.contains("the daemon serving this store is locked") && r.err.contains("sitekeep unlock"), "\(name): \(r.err)")
+        }
+        let unlocked = bed.cli(["unlock", "--passphrase-file", bed.store.passFile, "--json"])
+        #expect(unlocked.status == 0, "\(unlocked.err)")
+        #expect(try JSONParser.parse(unlocked.out)["daemon"] == .bool(true))
+        let results = bed.keyCommands()
+        for (name, r) in results { #expect(r.status == 0, "\(name): \(r.err)") }
+        #expect(results[0].result.out.trimmingCharacters(in: .whitespacesAndNewlines).count == 88, "an Ed25519 signature in base64")
+        #expect(results[1].result.out == "vault text\n")
+        #expect(results[2].result.out == "hello drafts\n")
+        // Output, errors and exit statuses come back as they would from a one-shot run.
+        let missing = bed.cli(["vault", "cat", "notes", "nope.txt"])
+        #expect(missing.status == 1 && missing.err.contains("nope.txt"), "\(missing.err)")
+        let usage = bed.cli(["team", "sign"])
+        #expect(usage.status == 64, "\(usage.err)")
+        // Standard input reaches the command inside the daemon; relative paths are the client's.
+        let fromStdin = bed.cli(["team", "sign", "summit", "--message-file", "-"], stdin: "sign me")
+        #expect(fromStdin.status == 0 && fromStdin.out == results[0].result.out, "\(fromStdin.err)")
+        let relative = ChildProcess.capture("/bin/sh", ["-c", "cd \"$1\" && \"$2\" team sign summit --message-file m.txt", "sh", bed.store.dir.path, bed.sitekeep],
+                                            environment: bed.env)
+        #expect(relative.status == 0 && relative.out == results[0].result.out, "\(relative.err)")
+
+        #expect(bed.cli(["lock"]).status == 0)
+        for (name, r) in bed.keyCommands() {
+            #expect(r.status == 1 && r.err.contains("locked") && !r.out.contains("hello drafts"), "\(name) after lock: \(r.err)")
+        }
+    }
+
+    @Test func theIdleLockLocksTheDaemon() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        try bed.serve(["--idle-lock", "2s"])
+        #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
+        #expect(bed.cli(["site", "storage", "get", "https://drafts.example", "greeting"]).status == 0)
+        sleep(4)
+        for (name, r) in bed.keyCommands() {
+            #expect(r.status == 1 && r.err.contains("locked"), "\(name) after the idle lifetime: \(r.err)")
+        }
+    }
+
+    /// A client that went through the daemon never opened the keyring file, let alone read keys.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace")))
+    func aDaemonClientNeverOpensTheKeyring() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        try bed.serve()
+        #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
+        let trace = bed.store.dir.appendingPathComponent("trace").path
+        let message = try bed.store.file("m.txt", Array("sign me".utf8))
+        let traced = ChildProcess.capture("/usr/bin/strace", ["-f", "-e", "trace=open,openat,connect", "-o", trace,
+                                                             bed.sitekeep, "team", "sign", "summit", "--message-file", message],
+                                          environment: bed.env)
+        #expect(traced.status == 0, "\(traced.err)")
+        let calls = try String(contentsOfFile: trace, encoding: .utf8)
+        #expect(calls.contains("control.sock"), "the client talked to the daemon")
+        #expect(!calls.contains("keyring"), "the client opened the keyring:\n\(calls)")
+        // The check can fail: the same command with no daemon opens the keyring itself.
+        bed.stop()
+        let oneShot = ChildProcess.capture("/usr/bin/strace", ["-f", "-e", "trace=open,openat", "-o", trace,
+                                                              bed.sitekeep, "team", "sign", "summit", "--message-file", message,
+                                                              "--passphrase-file", bed.store.passFile], environment: bed.env)
+        #expect(oneShot.status == 0, "\(oneShot.err)")
+        #expect(try String(contentsOfFile: trace, encoding: .utf8).contains("keyring.v1"))
+    }
+
+    /// A daemon serves one store: another store's unlock, status and lock never reach it.
+    @Test func aDaemonServesOneStoreAndSaysWhich() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        try bed.serve()
+        #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
+        let other = try CLIStore()
+        _ = try await other.initialize()
+        let home = ["--home", other.home]
+        let unlockB = bed.cli(["unlock", "--passphrase-file", other.passFile] + home)
+        #expect(unlockB.status == 1 && unlockB.err.contains("serves the store in \(bed.store.home)"), "\(unlockB.err)")
+        let statusB = try JSONParser.parse(bed.cli(["status", "--json"] + home).out)
+        #expect(statusB["daemon"] == .bool(false) && statusB["unlocked"] == .bool(false))
+        #expect(statusB["otherStoreDaemon"] == .string(bed.store.home))
+        #expect(bed.cli(["lock"] + home).out.contains("No daemon serves this store"))
+        // Store A is still unlocked, and B's key commands run here, for themselves.
+        #expect(try JSONParser.parse(bed.cli(["status", "--json"]).out)["unlocked"] == .bool(true))
+        #expect(bed.cli(["team", "add", "b-key", "--passphrase-file", other.passFile] + home).status == 0)
+        #expect(bed.cli(["team", "list"]).out.contains("b-key") == false, "B's key went into A's store")
+    }
+
+    /// `unlock` with no daemon starts one (detached), so a plain shell can unlock once and work.
+    @Test func unlockStartsADaemonWhenNoneRuns() async throws {
+        let bed = try await Bed()
+        let r = bed.cli(["unlock", "--passphrase-file", bed.store.passFile, "--idle-lock", "5m"])
+        #expect(r.status == 0, "\(r.err)")
+        let status = try JSONParser.parse(bed.cli(["status", "--json"]).out)
+        defer {
+            if let pid = status["daemonPid"]?.intValue { kill(pid_t(pid), SIGTERM) }
+        }
+        #expect(status["daemon"] == .bool(true) && status["unlocked"] == .bool(true), "\(status)")
+        #expect(status["daemonPid"]?.intValue != nil)
+        #expect(bed.cli(["site", "storage", "get", "https://drafts.example", "greeting"]).out == "hello drafts\n")
+        // --no-autostart only checks the secret.
+        let quiet = try await Bed()
+        let checked = quiet.cli(["unlock", "--passphrase-file", quiet.store.passFile, "--no-autostart", "--json"])
+        #expect(checked.status == 0, "\(checked.err)")
+        #expect(try JSONParser.parse(checked.out)["daemon"] == .bool(false))
+        #expect(try JSONParser.parse(quiet.cli(["status", "--json"]).out)["daemon"] == .bool(false))
+    }
+
+    /// Every command but init refuses a folder with no store, and creates nothing there; a
+    /// failed init leaves nothing behind.
+    @Test func aStoreThatDoesNotExistIsAnErrorAndCreatesNothing() async throws {
+        let dir = try Fixtures.temporaryDirectory("sk-nostore")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let typo = dir.appendingPathComponent("typo").path
+        for args in [["site", "list"], ["site", "add", "X", "--origin", "https://x.example"], ["team", "list"], ["vault", "list"], ["status"]] {
+            let r = await runTool(args + ["--home", typo, "--keyring", "file"])
+            #expect(r.status == 1 && r.err.contains("no SiteKeep store in \(typo)") && r.err.contains("sitekeep init"), "\(args): \(r.err)")
+            #expect(!FileManager.default.fileExists(atPath: typo), "\(args) created \(typo)")
+        }
+        let deep = dir.appendingPathComponent("new/a/b").path
+        let failed = await runTool(["init", "--home", deep, "--keyring", "file", "--passphrase-file", dir.appendingPathComponent("missing").path])
+        #expect(failed.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("new").path), "a failed init left its folder")
+    }
+}
