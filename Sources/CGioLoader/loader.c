@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct sk_variant sk_variant;
 typedef struct sk_context sk_context;
@@ -149,4 +150,90 @@ void sk_gio_listen_free(sk_gio_listener *l) {
 void sk_gio_listen_stop(sk_gio_listener *l) {
     __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
     api.context_wakeup(l->context);
+}
+
+sk_gio_connection *sk_gio_system_bus(sk_gio_error **error) {
+    return (sk_gio_connection *)api.bus_get_sync(1 /* G_BUS_TYPE_SYSTEM */, NULL, error);
+}
+
+int sk_gio_name_has_owner(sk_gio_connection *c, const char *name) {
+    sk_gio_error *error = NULL;
+    sk_variant *reply = api.call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                      "NameHasOwner", api.variant_new("(s)", name), "(b)", 0, 2000, NULL, &error);
+    if (reply == NULL) { sk_gio_error_free(error); return -1; }
+    int owned = 0;
+    api.variant_get(reply, "(b)", &owned);
+    api.variant_unref(reply);
+    return owned ? 1 : 0;
+}
+
+struct sk_gio_lock_watch {
+    sk_gio_connection *session;
+    sk_gio_connection *system;
+    char *logind_path;
+    sk_context *context;
+    sk_gio_lock_callback callback;
+    void *user;
+    unsigned subscriptions[3];
+    volatile int stop;
+};
+
+static void on_screensaver(void *conn, const char *sender, const char *path, const char *iface, const char *name,
+                           sk_variant *parameters, void *user) {
+    (void)conn; (void)sender; (void)path; (void)iface; (void)name;
+    sk_gio_lock_watch *w = user;
+    int active = 0;
+    api.variant_get(parameters, "(b)", &active);
+    if (active) w->callback(0, w->user);
+}
+
+static void on_logind_lock(void *conn, const char *sender, const char *path, const char *iface, const char *name,
+                           sk_variant *parameters, void *user) {
+    (void)conn; (void)sender; (void)iface; (void)name; (void)parameters;
+    sk_gio_lock_watch *w = user;
+    if (w->logind_path && path && strcmp(path, w->logind_path) != 0) return;
+    w->callback(1, w->user);
+}
+
+sk_gio_lock_watch *sk_gio_lock_watch_new(sk_gio_connection *session, sk_gio_connection *system,
+                                         const char *logind_session_path, sk_gio_lock_callback callback, void *context) {
+    sk_gio_lock_watch *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->session = session;
+    w->system = system;
+    w->logind_path = logind_session_path ? strdup(logind_session_path) : NULL;
+    w->callback = callback;
+    w->user = context;
+    w->context = api.context_new();
+    return w;
+}
+
+void sk_gio_lock_watch_run(sk_gio_lock_watch *w) {
+    api.context_push(w->context);
+    if (w->session) {
+        w->subscriptions[0] = api.signal_subscribe(w->session, NULL, "org.freedesktop.ScreenSaver", "ActiveChanged",
+                                                   NULL, NULL, 0, on_screensaver, w, NULL);
+        w->subscriptions[1] = api.signal_subscribe(w->session, NULL, "org.gnome.ScreenSaver", "ActiveChanged",
+                                                   NULL, NULL, 0, on_screensaver, w, NULL);
+    }
+    if (w->system)
+        w->subscriptions[2] = api.signal_subscribe(w->system, "org.freedesktop.login1", "org.freedesktop.login1.Session",
+                                                   "Lock", NULL, NULL, 0, on_logind_lock, w, NULL);
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) api.context_iteration(w->context, 1);
+    if (w->session) { api.signal_unsubscribe(w->session, w->subscriptions[0]); api.signal_unsubscribe(w->session, w->subscriptions[1]); }
+    if (w->system) api.signal_unsubscribe(w->system, w->subscriptions[2]);
+    while (api.context_iteration(w->context, 0)) {}
+    api.context_pop(w->context);
+}
+
+void sk_gio_lock_watch_stop(sk_gio_lock_watch *w) {
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+    api.context_wakeup(w->context);
+}
+
+void sk_gio_lock_watch_free(sk_gio_lock_watch *w) {
+    if (!w) return;
+    api.context_unref(w->context);
+    free(w->logind_path);
+    free(w);
 }

@@ -39,6 +39,9 @@ public struct ControlFrame: Sendable, Equatable {
     public enum Kind: UInt8, Sendable {
         /// Daemon → client: bytes for standard output.
         case stdout = 0x6f   // "o"
+        /// Daemon → client: raw bytes for standard output (file contents, unchanged), as
+        /// opposed to text.
+        case stdoutBytes = 0x62   // "b"
         /// Daemon → client: bytes for standard error.
         case stderr = 0x65   // "e"
         /// Daemon → client: ask the user (payload: JSON `{"prompt": text, "secret": bool}`);

@@ -1,4 +1,5 @@
 import Foundation
+internal import SiteKeepDesktop
 internal import SiteKeepCrypto
 internal import SiteKeepHardening
 internal import SiteKeepJSON
@@ -103,10 +104,22 @@ enum DoctorExtensions {
             checks.append(DoctorCheck(group: "store", name: "home", ok: !loose,
                                       detail: loose ? "\(inv.settings.home) is readable by others; run chmod 700 on it" : "\(inv.settings.home) (0700)"))
         } else {
-            checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (not created yet; 'sitekeep init' creates it)"))
+            checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (no store yet; 'sitekeep init' creates it, and no other command does)"))
         }
         checks += keyringChecks(inv)
+        checks.append(sessionLockCheck(inv))
         return checks
+    }
+
+    /// What the daemon watches to lock with the login session (`ActiveChanged`, logind `Lock`).
+    static func sessionLockCheck(_ inv: Invocation) -> DoctorCheck {
+        guard let watcher = SessionLockWatcher.start(environment: inv.environment, onLock: { _ in }) else {
+            return DoctorCheck(group: "daemon", name: "session lock", ok: true,
+                               detail: "nothing to watch here (no session bus screensaver and no logind); the daemon locks on 'sitekeep lock' and its idle lock only")
+        }
+        defer { watcher.stop() }
+        return DoctorCheck(group: "daemon", name: "session lock", ok: true,
+                           detail: "the daemon locks when the session locks: it watches " + watcher.sources.joined(separator: " and "))
     }
 
     /// Which keyring `--keyring` selects here, and what that means at rest. Probes only: it

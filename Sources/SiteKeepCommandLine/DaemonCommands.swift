@@ -8,6 +8,7 @@ internal import SiteKeepBridgeProtocol
 internal import SiteKeepKeyring
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
+internal import SiteKeepDesktop
 internal import SiteKeepJSON
 internal import SiteKeepPartitions
 
@@ -96,6 +97,14 @@ enum DaemonCommands {
                 controlBox.set(control)
             } catch {
                 inv.note("sitekeep serve: no control socket (\(error)); unlock with --unlock at start")
+            }
+            // Lock with the login session: the screensaver's ActiveChanged, logind's Lock.
+            if let watcher = SessionLockWatcher.start(environment: inv.environment, onLock: { source in
+                if custodian.isUnlocked { inv.note("sitekeep serve: the session locked (\(source)); locking") }
+                custodian.lock()
+            }) {
+                controlBox.onShutdown { watcher.stop() }
+                inv.note("sitekeep serve: locks with the session: watching \(watcher.sources.joined(separator: " and "))")
             }
             inv.note("sitekeep serve: store \(hosted.home.path); listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked"); idle lock after \(idleSeconds) s")
         }, onStopped: {

@@ -132,10 +132,14 @@ enum RemoteRun {
                                      remedy: "see the daemon's output; run the command again", code: "daemon")
             }
             switch kind {
-            case .stdout, .stderr:
+            case .stdout, .stdoutBytes, .stderr:
                 var payload = [UInt8](repeating: 0, count: length)
                 guard payload.withUnsafeMutableBytes({ ControlFrame.receiveExactly(fd, into: $0) }) else { continue }
-                if kind == .stdout { io.writeBytes(payload) } else { io.writeError(String(decoding: payload, as: UTF8.self)) }
+                switch kind {
+                case .stdout: io.write(String(decoding: payload, as: UTF8.self))
+                case .stdoutBytes: io.writeBytes(payload)
+                default: io.writeError(String(decoding: payload, as: UTF8.self))
+                }
             case .exit:
                 var payload = [UInt8](repeating: 0, count: length)
                 _ = payload.withUnsafeMutableBytes { ControlFrame.receiveExactly(fd, into: $0) }

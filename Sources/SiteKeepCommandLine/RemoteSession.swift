@@ -73,7 +73,7 @@ final class RemoteIO: ToolIO, @unchecked Sendable {
     }
 
     func write(_ text: String) { send(.stdout, Array(text.utf8)) }
-    func writeBytes(_ bytes: [UInt8]) { send(.stdout, bytes) }
+    func writeBytes(_ bytes: [UInt8]) { send(.stdoutBytes, bytes) }
     func writeError(_ text: String) { send(.stderr, Array(text.utf8)) }
 
     private static var gone: CommandFailure {

@@ -3,6 +3,7 @@ import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepJSON
 import SiteKeepTestSupport
+import SiteKeepDesktop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -199,5 +200,44 @@ import Glibc
         let failed = await runTool(["init", "--home", deep, "--keyring", "file", "--passphrase-file", dir.appendingPathComponent("missing").path])
         #expect(failed.status == 1)
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("new").path), "a failed init left its folder")
+    }
+}
+
+/// The daemon locks when the login session locks (issue 13): the screensaver's
+/// `ActiveChanged(true)` on the session bus, sent here by `gdbus emit` on the private bus
+/// tools/test starts.
+@Suite(.serialized) struct SessionLockTests {
+    static var sessionBus: String? { ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] }
+
+    @Test(.enabled(if: sessionBus != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/gdbus")))
+    func theScreensaverLockingLocksTheDaemon() async throws {
+        let bed = try await DaemonClientTests.Bed()
+        defer { bed.stop() }
+        let bus = try #require(Self.sessionBus)
+        let envList = bed.env.merging(["DBUS_SESSION_BUS_ADDRESS": bus, "SITEKEEP_ASKPASS": ""]) { $1 }.map { "\($0.key)=\($0.value)" }
+        bed.daemon = try #require(DaemonTests.spawn(bed.sitekeep, ["serve"], env: envList))
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: bed.run + "/control.sock") { usleep(25_000) }
+        #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
+        #expect(try JSONParser.parse(bed.cli(["status", "--json"]).out)["unlocked"] == .bool(true))
+        // The screensaver turning off (false) is not a lock.
+        let emit = ["emit", "--session", "--object-path", "/org/freedesktop/ScreenSaver", "--signal", "org.freedesktop.ScreenSaver.ActiveChanged"]
+        #expect(ChildProcess.run("/usr/bin/gdbus", emit + ["false"], environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus)"]) == 0)
+        usleep(500_000)
+        #expect(try JSONParser.parse(bed.cli(["status", "--json"]).out)["unlocked"] == .bool(true))
+        #expect(ChildProcess.run("/usr/bin/gdbus", emit + ["true"], environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus)"]) == 0)
+        var unlocked = true
+        for _ in 0..<40 where unlocked {
+            usleep(100_000)
+            unlocked = try JSONParser.parse(bed.cli(["status", "--json"]).out)["unlocked"] == .bool(true)
+        }
+        #expect(!unlocked, "the daemon stayed unlocked after the session locked")
+        let r = bed.cli(["site", "storage", "get", "https://drafts.example", "greeting"])
+        #expect(r.status == 1 && r.err.contains("locked"), "\(r.err)")
+    }
+
+    @Test func logindSessionPathsAreEscapedAsSdBusDoes() {
+        #expect(SessionLockWatcher.logindSessionPath("c2") == "/org/freedesktop/login1/session/c2")
+        #expect(SessionLockWatcher.logindSessionPath("2") == "/org/freedesktop/login1/session/_32")
+        #expect(SessionLockWatcher.logindSessionPath("a-b") == "/org/freedesktop/login1/session/a_2db")
     }
 }

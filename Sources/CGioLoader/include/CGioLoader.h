@@ -40,6 +40,24 @@ void sk_gio_listen_run(sk_gio_listener *l);
 void sk_gio_listen_stop(sk_gio_listener *l);
 void sk_gio_listen_free(sk_gio_listener *l);
 
+/* The system bus (a new reference), or NULL with *error. */
+sk_gio_connection *sk_gio_system_bus(sk_gio_error **error);
+
+/* Whether `name` has an owner on `c` (org.freedesktop.DBus.NameHasOwner); -1 on error. */
+int sk_gio_name_has_owner(sk_gio_connection *c, const char *name);
+
+/* Session lock signals: the screensaver's ActiveChanged(true) (org.freedesktop.ScreenSaver and
+ * org.gnome.ScreenSaver) on `session`, and logind's Session.Lock on `system` for the object path
+ * `logind_session_path` (or any session's when NULL). Either bus may be NULL. `callback` gets
+ * 0 for the screensaver, 1 for logind. Run, stop and free as the action listener above. */
+typedef void (*sk_gio_lock_callback)(int source, void *context);
+typedef struct sk_gio_lock_watch sk_gio_lock_watch;
+sk_gio_lock_watch *sk_gio_lock_watch_new(sk_gio_connection *session, sk_gio_connection *system,
+                                         const char *logind_session_path, sk_gio_lock_callback callback, void *context);
+void sk_gio_lock_watch_run(sk_gio_lock_watch *w);
+void sk_gio_lock_watch_stop(sk_gio_lock_watch *w);
+void sk_gio_lock_watch_free(sk_gio_lock_watch *w);
+
 /* GDBusError codes SiteKeep tells apart. */
 enum {
     SK_GIO_DBUS_ERROR_SERVICE_UNKNOWN = 2,
