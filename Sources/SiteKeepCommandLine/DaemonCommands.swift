@@ -37,7 +37,8 @@ enum DaemonCommands {
                   .option("--team-key", value: "ID", "the team key identity.get reports and key.sign defaults to"),
                   .option("--idle", value: "MINUTES", "lock after this long unused (default 15)"),
                   .flag("--ssh-agent", "also serve team keys over the ssh-agent protocol (also: SITEKEEP_SSH_AGENT=1)"),
-                  .option("--ssh-agent-socket", value: "PATH", "the ssh-agent socket (default $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)")],
+                  .option("--ssh-agent-socket", value: "PATH", "the ssh-agent socket (default $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"),
+                  DaemonVaultSync.everyOption, DaemonVaultSync.meteredOption],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep serve --unlock --prf-file prf.bin", "serve, unlocked with a passkey's PRF bytes"),
                    CommandExample("sitekeep serve --team-key summit --idle 5", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS"),
@@ -49,8 +50,13 @@ enum DaemonCommands {
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.flag("--unlock") { try store.unlockOneShot(inv) }
         let registry = try SiteCommands.registry(store)
-        let (services, core) = try DaemonServices.makeWithCore(store, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        let (made, core) = try DaemonServices.makeWithCore(store, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        // Vaults with a remote sync on an interval while unlocked (issue 14); vault.status reports it.
+        let vaultSync = try DaemonVaultSync.make(store, inv: inv)
+        var services = made
+        if let vaultSync { services.vault = vaultSync.vaultService(VaultCommands.library(store)) }
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
+        vaultSync?.start(dispatcher)
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         core.start(dispatcher: dispatcher, environment: inv.environment) { inv.note($0) }
         let custodian = store.custodian
@@ -85,6 +91,7 @@ enum DaemonCommands {
             }
             inv.note("sitekeep serve: listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked")")
         }, onStopped: {
+            vaultSync?.stop()
             core.stop()
             controlBox.shutdown()
             custodian.lock()
