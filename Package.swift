@@ -98,7 +98,7 @@ let package = Package(
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
         // orchestration and the durable push queue. HTTP goes through libSiteKeepHTTP.so (dlopen).
-        .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"]),
+        .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepSystem"]),
         // URLSession (FoundationNetworking, libcurl) behind a C ABI; depends on nothing of SiteKeep.
         .target(name: "SiteKeepHTTP"),
         // The native core's rules: schedule (nr.schedule.v1), agenda, reminders, calendar export,

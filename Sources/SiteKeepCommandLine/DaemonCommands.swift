@@ -41,7 +41,8 @@ enum DaemonCommands {
                   .option("--idle-lock", value: "DURATION", "lock after this long unused: 90s, 15m, 2h (default 15m), like ssh-add -t"),
                   .option("--idle", value: "MINUTES", "the same as --idle-lock, in minutes (older spelling)"),
                   .flag("--ssh-agent", "also serve team keys over the ssh-agent protocol (also: SITEKEEP_SSH_AGENT=1)"),
-                  .option("--ssh-agent-socket", value: "PATH", "the ssh-agent socket (default $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)")],
+                  .option("--ssh-agent-socket", value: "PATH", "the ssh-agent socket (default $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"),
+                  DaemonVaultSync.everyOption, DaemonVaultSync.meteredOption],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep serve --unlock --prf-file prf.bin", "serve, unlocked with a passkey's PRF bytes"),
                    CommandExample("sitekeep serve --team-key summit --idle-lock 5m", "serve locked (unlock later), lock after 5 idle minutes; key uses are approved by $SITEKEEP_ASKPASS"),
@@ -61,8 +62,13 @@ enum DaemonCommands {
         // One registry and one vault library for the bridge and for every command run here.
         store.shared = SharedStoreServices(registry: registry, library: VaultCommands.library(store))
         let hosted = store
-        let (services, core) = try DaemonServices.makeWithCore(hosted, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        let (made, core) = try DaemonServices.makeWithCore(hosted, registry: registry, teamKeyID: inv.option("--team-key"), environment: inv.environment)
+        // Vaults with a remote sync on an interval while unlocked (issue 14); vault.status reports it.
+        let vaultSync = try DaemonVaultSync.make(hosted, inv: inv)
+        var services = made
+        if let vaultSync { services.vault = vaultSync.vaultService(VaultCommands.library(hosted)) }
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
+        vaultSync?.start(dispatcher)
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         core.start(dispatcher: dispatcher, environment: inv.environment) { inv.note($0) }
         let custodian = store.custodian
@@ -108,6 +114,7 @@ enum DaemonCommands {
             }
             inv.note("sitekeep serve: store \(hosted.home.path); listening on \(path ?? "the socket systemd passed"); control at \(controlPath); \(custodian.isUnlocked ? "unlocked" : "locked"); idle lock after \(idleSeconds) s")
         }, onStopped: {
+            vaultSync?.stop()
             core.stop()
             controlBox.shutdown()
             custodian.lock()

@@ -176,7 +176,8 @@ public struct SGSendRemote: VaultObjectStore {
         }
         let files = doc["files"]?.arrayValue ?? doc.arrayValue
         guard let files else { throw malformed("list") }
-        return files.compactMap { $0.stringValue.flatMap(FileIDs.validate) }
+        // Store files, and a pack vault's packs (§7.3), which only the fetch of a pull reads.
+        return files.compactMap { $0.stringValue.flatMap { FileIDs.validate($0) ?? PackFile.parse($0)?.fileID } }
     }
 
     public func write(_ files: [StoredFile]) throws(VaultError) {

@@ -328,11 +328,12 @@ public final class VaultSyncService: Sendable {
         return sent
     }
 
-    /// One sync round for the daemon: due queued pushes, a pull of `origin`, then a push of
-    /// what the merge made. Answers the pull.
+    /// One sync round for the daemon (``VaultSyncScheduler``): due queued pushes, a pull of
+    /// `origin`, then, unless the merge left conflicts, a push of this device's commits (the
+    /// merge's, and what `vault.save` committed meanwhile; a failure stays queued). Answers the pull.
     public func sync(name: String) throws(VaultError) -> PullOutcome {
         let pulled = try pull(name: name)
-        if case .merged? = pulled.merge?.kind { _ = try? push(name: name) }
+        if pulled.merge?.kind != .conflicts, try library.vault(named: name).mergeState() == nil { _ = try? push(name: name) }
         return pulled
     }
 }

@@ -4,39 +4,24 @@ import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepVault
 
-/// The stand-in SG/Send server (`tools/lib/sgit-standin-server.py`) on loopback, started with
-/// the Python of sgit's virtualenv and stopped by pid.
-final class StandInServer {
-    let process: Process
-    let url: String
-
-    init(dataDir: String, sgit: String) throws {
-        let python = URL(fileURLWithPath: sgit).deletingLastPathComponent().appendingPathComponent("python").path
-        let script = Interop.packageRoot.appendingPathComponent("tools/lib/sgit-standin-server.py").path
-        let portFile = dataDir + ".port"
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script, dataDir, portFile]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var port: String?
-        for _ in 0..<200 {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), !text.isEmpty { port = text; break }
-            usleep(25_000)
+/// The real vault server tools/test started on loopback (SG/Send's app, disk storage): its URL
+/// and access token by environment, and a vault id no other test uses.
+enum RealVaultServer {
+    static func url() throws -> String {
+        guard let u = ProcessInfo.processInfo.environment["SITEKEEP_TEST_VAULT_SERVER"], !u.isEmpty else {
+            throw FixtureFailure(description: "SITEKEEP_TEST_VAULT_SERVER is not set: run the tests through tools/test, which starts the real vault server (sgraph-ai-app-send in .venv-server)")
         }
-        guard let port else {
-            process.terminate()
-            throw FixtureFailure(description: "the stand-in server (\(script)) did not start")
-        }
-        url = "http://127.0.0.1:\(port)"
+        return u
     }
 
-    func stop() {
-        // SIGKILL: children of the test runner may inherit SIGTERM ignored.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    static func token() throws -> String {
+        guard let t = ProcessInfo.processInfo.environment["SITEKEEP_TEST_VAULT_TOKEN"], !t.isEmpty else {
+            throw FixtureFailure(description: "SITEKEEP_TEST_VAULT_TOKEN is not set: run the tests through tools/test")
+        }
+        return t
     }
+
+    static func freshVaultID() -> String { "sk" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(14)) }
 }
 
 /// A second sgit clone that pushed through the server: its key reached the branch index
@@ -49,14 +34,13 @@ struct SecondCloneTests {
         let f = try SgitFixture.get()
         let base = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: base) }
-        let server = try StandInServer(dataDir: base + "/server", sgit: f.sgit)
-        defer { server.stop() }
-        let keyText = "two clones pass:twocl001"
+        let url = try RealVaultServer.url(), token = try RealVaultServer.token()
+        let keyText = "two clones pass:\(RealVaultServer.freshVaultID())"
         let a = base + "/a", b = base + "/b"
-        try Interop.must(f.sgit, ["init", "a", "--vault-key", keyText, "--base-url", server.url], cwd: base, home: f.home)
+        try Interop.must(f.sgit, ["init", "a", "--vault-key", keyText], cwd: base, home: f.home)
         try Data("from a\n".utf8).write(to: URL(fileURLWithPath: a + "/a.txt"))
         try Interop.must(f.sgit, ["commit", "-m", "a one"], cwd: a, home: f.home)
-        try Interop.must(f.sgit, ["push", "--base-url", server.url], cwd: a, home: f.home)
+        try Interop.must(f.sgit, ["push", "--base-url", url, "--token", token], cwd: a, home: f.home)
 
         // SiteKeep registers clone A: the signers its index lists now are pinned.
         let dir = try temporaryDirectory()
@@ -66,11 +50,11 @@ struct SecondCloneTests {
         #expect(try library.vault(named: "a").read(path: "a.txt") == Array("from a\n".utf8))
 
         // Clone B (its own clone branch and signing key), a commit, a push through the server.
-        try Interop.must(f.sgit, ["clone", keyText, "b", "--base-url", server.url], cwd: base, home: f.home)
+        try Interop.must(f.sgit, ["clone", keyText, "b", "--base-url", url, "--token", token], cwd: base, home: f.home)
         try Data("from b\n".utf8).write(to: URL(fileURLWithPath: b + "/b.txt"))
         try Interop.must(f.sgit, ["commit", "-m", "b one"], cwd: b, home: f.home)
-        try Interop.must(f.sgit, ["push"], cwd: b, home: f.home)
-        try Interop.must(f.sgit, ["pull"], cwd: a, home: f.home)
+        try Interop.must(f.sgit, ["push", "--base-url", url, "--token", token], cwd: b, home: f.home)
+        try Interop.must(f.sgit, ["pull", "--base-url", url, "--token", token], cwd: a, home: f.home)
         let sgitVerify = try Interop.must(f.sgit, ["check", "verify"], cwd: a, home: f.home)
         #expect(String(decoding: sgitVerify.stdout, as: UTF8.self).contains("0 bad"))
 

@@ -179,7 +179,12 @@ public struct PartitionScheduleService: ScheduleService {
 /// `default`). A vault of another site answers `not_found` exactly as an unknown name does.
 public struct LibraryVaultService: VaultService {
     public let library: VaultLibrary
-    public init(library: VaultLibrary) { self.library = library }
+    /// The daemon's sync state of a vault by name (push queue, last round), when it syncs.
+    public let syncStatus: (@Sendable (String) -> BridgeVaultSync)?
+    public init(library: VaultLibrary, syncStatus: (@Sendable (String) -> BridgeVaultSync)? = nil) {
+        self.library = library
+        self.syncStatus = syncStatus
+    }
 
     func vault(_ name: String?, site: BridgeSite) throws(BridgeFailure) -> (String, Vault) {
         var chosen = name
@@ -197,7 +202,11 @@ public struct LibraryVaultService: VaultService {
         do {
             try v.requireServedHead()
             let s = try v.status()
-            return BridgeVaultStatus(vault: name, state: .clean, head: s.headCommit.map { "\($0)" }, files: try v.list(path: nil).count)
+            let conflicts = try v.mergeState()?.conflicts ?? []
+            let sync = syncStatus?(name)
+            let waiting = !conflicts.isEmpty || (sync?.queued ?? 0) > 0
+            return BridgeVaultStatus(vault: name, state: waiting ? .pending : .clean, head: s.headCommit.map { "\($0)" }, files: try v.list(path: nil).count,
+                                     queued: sync?.queued ?? 0, conflicts: conflicts, lastSyncMs: sync?.lastSyncMs, lastSyncError: sync?.lastSyncError)
         } catch { throw BridgeFailure(vault: error) }
     }
     public func list(vault: String?, path: String?, site: BridgeSite) async throws(BridgeFailure) -> [BridgeVaultEntry] {

@@ -9,11 +9,35 @@ public struct BridgeVaultStatus: Sendable, Equatable {
     public var state: State
     public var head: String?
     public var files: Int
-    public init(vault: String, state: State, head: String?, files: Int) {
+    /// Pushes waiting in the vault's durable queue.
+    public var queued: Int
+    /// Paths in conflict since the last merge (resolve them with `sitekeep vault resolve`).
+    public var conflicts: [String]
+    /// When the daemon last synced the vault (ms since the epoch), and that round's error.
+    public var lastSyncMs: Int64?
+    public var lastSyncError: String?
+    public init(vault: String, state: State, head: String?, files: Int, queued: Int = 0, conflicts: [String] = [],
+                lastSyncMs: Int64? = nil, lastSyncError: String? = nil) {
         self.vault = vault
         self.state = state
         self.head = head
         self.files = files
+        self.queued = queued
+        self.conflicts = conflicts
+        self.lastSyncMs = lastSyncMs
+        self.lastSyncError = lastSyncError
+    }
+}
+
+/// What the daemon's sync knows of one vault (its push queue, its last round).
+public struct BridgeVaultSync: Sendable, Equatable {
+    public var queued: Int
+    public var lastSyncMs: Int64?
+    public var lastSyncError: String?
+    public init(queued: Int, lastSyncMs: Int64?, lastSyncError: String?) {
+        self.queued = queued
+        self.lastSyncMs = lastSyncMs
+        self.lastSyncError = lastSyncError
     }
 }
 
@@ -49,7 +73,8 @@ enum VaultOps {
             "vault.status": { c throws(BridgeFailure) in
                 let st = try await s.status(vault: c.optionalString("vault"), site: c.site)
                 return ["vault": .string(st.vault), "state": .string(st.state.rawValue), "head": .string(st.head),
-                        "files": .integer(st.files)]
+                        "files": .integer(st.files), "queued": .integer(st.queued), "conflicts": .array(st.conflicts.map { .string($0) }),
+                        "last_sync_ms": st.lastSyncMs.map { .int($0) } ?? .null, "last_sync_error": .string(st.lastSyncError)]
             },
             "vault.list": { c throws(BridgeFailure) in
                 let path = try c.optionalString("path").map { p throws(BridgeFailure) in try checkedPath(p, allowRoot: true) }

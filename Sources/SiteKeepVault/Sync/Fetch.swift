@@ -64,8 +64,15 @@ extension Vault {
     /// admits. Objects already held are never fetched (ids are immutable): the walk stops at
     /// a commit or tree already present, which the store's order makes safe (children are
     /// stored before what refers to them, so a present object has its closure).
+    ///
+    /// A pack vault's objects (feature `packs`, §7.3) come from the packs this clone has not
+    /// absorbed, through a ``PackedRemote``, and are verified the same way; the packs are
+    /// recorded as absorbed once their objects are stored.
     func fetch(_ head: ObjectID, from remote: any VaultObjectStore, state: RemoteState, trust: any SignerTrust) throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])]) {
         let local = LocalObjectStore(vaultRoot: root)
+        let packed = (state.parsedIndex?.features.contains(Self.packsFeature) ?? false) && !local.hasObject(head)
+            ? try PackedRemote(remote: remote, head: head, absorbed: try absorbedPacks(), limits: options.limits) : nil
+        let remote: any VaultObjectStore = packed ?? remote
         var report = FetchReport()
         var staged: [(ObjectID, [UInt8])] = []       // discovery order (parents first)
         var seen = Set<ObjectID>()
@@ -152,6 +159,7 @@ extension Vault {
         }
         // Store children before what refers to them: reverse discovery order.
         try local.write(staged.reversed().map { StoredFile(fileID: $0.0.fileID, bytes: $0.1) } + keyFiles)
+        if let packed { try recordAbsorbed(packed.taken) }
         return (report, signers)
     }
 

@@ -97,6 +97,12 @@ extension Vault {
         head = try resolveHead()
         guard let mine = head.commitID else { return PushOutcome(head: nil, objects: 0, upToDate: true) }
         let state = try remoteState(remote)
+        // A pack vault's readers find objects only in packs (sgit's clone takes no loose
+        // object): loose objects pushed there would break every later clone. Refused until
+        // SiteKeep writes packs.
+        if (state.parsedIndex?.features ?? head.index?.features ?? []).contains(Self.packsFeature) {
+            throw .readOnly(reason: "this is a pack vault (feature packs): SiteKeep reads its packs but cannot write them yet, and loose objects would be invisible to sgit clones; push it with sgit")
+        }
         if state.head == mine, clone.registered { return PushOutcome(head: mine, objects: 0, upToDate: true) }
         var remoteTrees = Set<ObjectID>(), remoteBlobs = Set<ObjectID>(), remoteCommits = Set<ObjectID>()
         if let theirs = state.head {

@@ -1,0 +1,170 @@
+public import SiteKeepVault
+import SiteKeepSystem
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the last background sync of one vault did, for `vault.status`.
+public struct VaultSyncState: Sendable, Equatable {
+    /// When the last round for this vault ended (ms since the epoch), nil before the first.
+    public var lastSyncMs: Int64?
+    /// Its error, nil when it succeeded.
+    public var lastError: String?
+    /// Pushes still queued (durable, `PushQueue`).
+    public var queued: Int
+    /// Paths in conflict since the last merge (`merge_state.json`).
+    public var conflicts: [String]
+}
+
+/// The daemon's periodic sync (issue 14, item 7): on its own thread, every `interval` while
+/// custody is unlocked, and at once when it becomes unlocked, each vault that has a remote is
+/// synced (``VaultSyncService/sync(name:)``: due queued pushes, a pull and merge, then a push of
+/// local commits). A pull that changed the head is reported through `onChanged` (the daemon
+/// sends `vault.changed` to the owning site's connections). Nothing runs while locked, or while
+/// `isMetered` says the link is metered.
+public final class VaultSyncScheduler: Sendable {
+    public let service: VaultSyncService
+    public let interval: Duration
+    private let isUnlocked: @Sendable () -> Bool
+    private let isMetered: @Sendable () -> Bool
+    private let onChanged: @Sendable (_ vault: String, _ siteID: String?, _ outcome: PullOutcome) -> Void
+    private let note: @Sendable (String) -> Void
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private struct State { var running = false, stopped = false, rounds = 0; var last: [String: (Int64, String?)] = [:] }
+    private let state = Mutex(State())
+    /// How often the lock state is looked at between rounds (an unlock syncs within this).
+    static let poll: Duration = .seconds(1)
+
+    public init(service: VaultSyncService, interval: Duration, isUnlocked: @escaping @Sendable () -> Bool,
+                isMetered: @escaping @Sendable () -> Bool = { false },
+                onChanged: @escaping @Sendable (_ vault: String, _ siteID: String?, _ outcome: PullOutcome) -> Void,
+                note: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.service = service
+        self.interval = interval
+        self.isUnlocked = isUnlocked
+        self.isMetered = isMetered
+        self.onChanged = onChanged
+        self.note = note
+    }
+
+    /// Rounds run so far (each over every vault with a remote).
+    public var rounds: Int { state.withLock { $0.rounds } }
+
+    /// Starts the thread (once).
+    public func start() {
+        let go = state.withLock { s -> Bool in
+            guard !s.running, !s.stopped else { return false }
+            s.running = true
+            return true
+        }
+        guard go else { return }
+        let thread = Thread { [self] in loop() }
+        thread.name = "sitekeep-vault-sync"
+        thread.start()
+    }
+
+    /// Runs a round now (when unlocked and not metered).
+    public func syncNow() { wake.signal() }
+
+    /// Stops the thread, waiting for a round in progress to end.
+    public func stop() {
+        let wasRunning = state.withLock { s -> Bool in
+            defer { s.stopped = true }
+            return s.running && !s.stopped
+        }
+        guard wasRunning else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    /// The vault's sync state: the last round's time and error, what waits, what conflicts.
+    public func status(vault name: String) -> VaultSyncState {
+        let last = state.withLock { $0.last[name] }
+        var out = VaultSyncState(lastSyncMs: last?.0, lastError: last?.1, queued: 0, conflicts: [])
+        if let v = try? service.library.vault(named: name) {
+            out.queued = (try? PushQueue(vaultRoot: v.root).entries().count) ?? 0
+            out.conflicts = (try? v.mergeState()?.conflicts) ?? []
+        }
+        return out
+    }
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    private func loop() {
+        defer { finished.signal() }
+        var wasUnlocked = false
+        var due = ContinuousClock.now
+        while !isStopped {
+            let unlocked = isUnlocked()
+            let forced = wake.wait(timeout: .now()) == .success
+            if unlocked && (!wasUnlocked || forced || ContinuousClock.now >= due) {
+                if isMetered() {
+                    note("sitekeep serve: vault sync skipped: the network link is metered")
+                } else {
+                    round()
+                }
+                due = ContinuousClock.now.advanced(by: interval)
+            }
+            wasUnlocked = unlocked
+            if isStopped { break }
+            let nap = min(Self.poll, max(.milliseconds(10), due - ContinuousClock.now))
+            let ms = Int(nap.components.seconds * 1000 + nap.components.attoseconds / 1_000_000_000_000_000)
+            if wake.wait(timeout: .now() + .milliseconds(ms)) == .success { wake.signal() }
+        }
+    }
+
+    /// One round over every vault that has a remote, each on its own (one failing does not stop the rest).
+    func round() {
+        let names = Set(((try? service.remotes.all()) ?? []).map(\.vault))
+        let records = ((try? service.library.records()) ?? []).filter { names.contains($0.name) }
+        for r in records {
+            if isStopped || !isUnlocked() { break }
+            var error: String?
+            do {
+                let before = try service.library.vault(named: r.name).status().headCommit
+                let outcome = try service.sync(name: r.name)
+                let after = try service.library.vault(named: r.name).status().headCommit
+                if after != before || !(outcome.merge?.conflicts.isEmpty ?? true) { onChanged(r.name, r.siteID, outcome) }
+            } catch let e {
+                error = e.description
+                note("sitekeep serve: vault \(r.name) did not sync: \(e.description)")
+            }
+            let now = VaultSyncService.nowMs()
+            state.withLock { $0.last[r.name] = (now, error) }
+        }
+        state.withLock { $0.rounds += 1 }
+    }
+}
+
+/// Whether the system's network link is metered, as NetworkManager says (its `Metered`
+/// property on the system bus: 1 yes or 3 guessed yes), read with `busctl`; false where
+/// NetworkManager or busctl is absent.
+public enum NetworkMetering {
+    public static func networkManagerSaysMetered() -> Bool {
+        let candidates: [String] = ["/usr/bin/busctl", "/bin/busctl"]
+        guard let busctl = candidates.first(where: { path in access(path, X_OK) == 0 }) else { return false }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return false }
+        let child = try? ChildProcess.spawn(busctl, arguments: ["--system", "--timeout=2", "get-property", "org.freedesktop.NetworkManager",
+                                                                "/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager", "Metered"],
+                                            stdout: .descriptor(fds[1]))
+        close(fds[1])
+        defer { close(fds[0]) }
+        guard let child else { return false }
+        var out: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 256)
+        while out.count < 4096 {
+            let n = read(fds[0], &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            out += buffer[0..<n]
+        }
+        guard child.wait(timeout: Duration.seconds(5)) == ChildProcess.Termination.exited(0) else { child.stop(); return false }
+        // "u 1"
+        let words = String(decoding: out, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        return words.count == 2 && (words[1] == "1" || words[1] == "3")
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepBridge
+import SiteKeepJSON
+import SiteKeepTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sitekeep serve --sync-every N` as a real process against the real vault server: nothing
+/// syncs while locked; at unlock the site's vault is pulled and the site's bridge connection gets
+/// `vault.changed`; local commits go up; a conflicting edit shows in `vault.status`; with
+/// `--metered` nothing syncs in the background.
+@Suite(.serialized) struct DaemonVaultSyncTests {
+    final class Daemon: @unchecked Sendable {
+        // @unchecked: used by one test at a time.
+        let pid: pid_t
+        let sock: String
+        let home: String
+        var stopped = false
+        init(pid: pid_t, sock: String, home: String) { self.pid = pid; self.sock = sock; self.home = home }
+        func unlock(_ pass: String) async {
+            let r = await runTool(["unlock", "--passphrase-file", pass, "--home", home], environment: ["SITEKEEP_SOCK": sock])
+            #expect(r.status == 0, "unlock: \(r.err)")
+        }
+        func lock() async {
+            #expect(await runTool(["lock", "--home", home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
+        }
+        func stop() {
+            guard !stopped else { return }
+            stopped = true
+            kill(pid, SIGTERM)
+            var st: Int32 = 0
+            for _ in 0..<200 { if waitpid(pid, &st, WNOHANG) == pid { return }; usleep(50_000) }
+            kill(pid, SIGKILL)
+            waitpid(pid, &st, 0)
+        }
+    }
+
+    func start(_ store: CLIStore, _ extra: [String], tag: String) throws -> Daemon {
+        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let run = store.dir.appendingPathComponent("run-\(tag)")
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+        let pid = try #require(DaemonTests.spawn(sitekeep, ["serve", "--keyring", "file"] + extra, env: env))
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        return Daemon(pid: pid, sock: sock, home: store.home)
+    }
+
+    /// The next `vault.changed` within `seconds`, skipping other events.
+    func changed(_ c: BridgeClient, within seconds: Int) -> JSONValue? {
+        let deadline = Date().addingTimeInterval(Double(seconds))
+        while Date() < deadline {
+            guard let e = try? c.nextEvent(timeout: .seconds(1)) else { continue }
+            if e.name == "vault.changed" { return e.data }
+        }
+        return nil
+    }
+
+    @Test func syncsAtUnlockAndOnAnIntervalReportsChangesAndConflictsAndSkipsMeteredLinks() async throws {
+        let url = try #require(VaultSyncCommandTests.server, "run through tools/test: it starts the real vault server")
+        let token = try #require(VaultSyncCommandTests.token)
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
+        let id = "skdsync" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
+        let keyText = "daemon sync phrase \(UUID().uuidString.prefix(6)):\(id)"
+        let a = store.dir.appendingPathComponent("a").path
+        func sg(_ args: [String]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture("/bin/sh", ["-c", "cd \"$0\" && exec \"$@\"", a, sgit] + args, environment: ["HOME": store.dir.path, "NO_COLOR": "1"])
+        }
+        func sgPush(_ file: String, _ text: String) throws {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: a + "/" + file))
+            #expect(sg(["commit", "-m", file]).status == 0)
+            let p = sg(["push", "--base-url", url, "--token", token])
+            #expect(p.status == 0, "sgit push: \(p.err)")
+        }
+        func cat(_ path: String) async -> String? {
+            let r = await store.run(["vault", "cat", "mine", path, "--passphrase-file", store.passFile, "--json"])
+            guard r.status == 0, let b64 = try? JSONParser.parse(r.out)["data_b64"]?.stringValue else { return nil }
+            return String(decoding: Data(base64Encoded: b64) ?? Data(), as: UTF8.self)
+        }
+        #expect(ChildProcess.run(sgit, ["init", a, "--vault-key", keyText]) == 0)
+        try sgPush("hello.txt", "one\n")
+        let keyFile = try store.file("vault.key", Array(keyText.utf8))
+        let tokenFile = try store.file("token.txt", Array((token + "\n").utf8))
+        let clone = await store.run(["vault", "clone", url, "mine", "--key-file", keyFile, "--token-file", tokenFile,
+                                     "--site", "https://promptugal.news", "--passphrase-file", store.passFile])
+        #expect(clone.status == 0, "\(clone.err)")
+
+        // Locked: nothing syncs.
+        let daemon = try start(store, ["--sync-every", "2"], tag: "sync")
+        defer { daemon.stop() }
+        let client = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        defer { client.close() }
+        _ = try client.hello(origin: "https://promptugal.news")
+        let other = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        defer { other.close() }
+        _ = try other.hello(origin: "https://web-summit.sgit.ai")
+        try sgPush("hello.txt", "two from sgit\n")
+        usleep(3_000_000)
+        #expect(await cat("hello.txt") == "one\n", "a locked daemon does not sync")
+
+        // Unlock: the pull happens at once, and the site hears of it.
+        await daemon.unlock(store.passFile)
+        let first = try #require(changed(client, within: 30), "no vault.changed after the unlock")
+        #expect(first["vault"] == .string("mine") && first["merge"] == .string("fast-forward"), "\(first)")
+        #expect(await cat("hello.txt") == "two from sgit\n")
+        #expect(changed(other, within: 1) == nil, "another site's connection hears nothing of this vault")
+        let status = try client.call("vault.status", args: ["vault": "mine"])
+        #expect(status["state"] == .string("clean") && status["queued"] == .integer(0) && status["conflicts"] == .array([]), "\(status)")
+        #expect(status["last_sync_ms"]?.intValue != nil, "\(status)")
+
+        // A change on the server arrives on the interval, without an unlock.
+        try sgPush("later.txt", "on the interval\n")
+        let second = try #require(changed(client, within: 30), "no vault.changed on the interval")
+        #expect(second["fetched"]?.intValue ?? 0 > 0, "\(second)")
+        #expect(await cat("later.txt") == "on the interval\n")
+
+        // A local commit (made while the daemon is locked) goes up at the next unlock.
+        await daemon.lock()
+        #expect(await store.run(["vault", "write", "mine", "local.txt", "--passphrase-file", store.passFile], stdin: Array("from SiteKeep\n".utf8)).status == 0)
+        // And a conflicting pair of edits: sgit's on the server, SiteKeep's local.
+        #expect(await store.run(["vault", "write", "mine", "hello.txt", "--passphrase-file", store.passFile], stdin: Array("SiteKeep's\n".utf8)).status == 0)
+        try sgPush("hello.txt", "sgit's\n")
+        await daemon.unlock(store.passFile)
+        let third = try #require(changed(client, within: 30), "no vault.changed for the conflicting merge")
+        #expect(third["merge"] == .string("conflicts") && third["conflicts"] == .array(["hello.txt"]), "\(third)")
+        let conflicted = try client.call("vault.status", args: ["vault": "mine"])
+        #expect(conflicted["state"] == .string("pending") && conflicted["conflicts"] == .array(["hello.txt"]), "\(conflicted)")
+        // Resolved (ours): the merge commit and local.txt go up on the next round.
+        #expect(await store.run(["vault", "resolve", "mine", "hello.txt", "--ours", "--passphrase-file", store.passFile]).status == 0)
+        var seen = false
+        for _ in 0..<30 where !seen {
+            usleep(1_000_000)
+            let p = sg(["pull", "--base-url", url, "--token", token])
+            seen = p.status == 0 && sg(["cat", "local.txt"]).out == "from SiteKeep\n"
+        }
+        #expect(seen, "the daemon pushed the local commits")
+        #expect(sg(["cat", "hello.txt"]).out == "SiteKeep's\n")
+        let after = try client.call("vault.status", args: ["vault": "mine"])
+        #expect(after["state"] == .string("clean") && after["queued"] == .integer(0), "\(after)")
+        daemon.stop()
+
+        // --metered: unlocked, nothing syncs in the background.
+        let metered = try start(store, ["--sync-every", "1", "--metered"], tag: "metered")
+        defer { metered.stop() }
+        let mc = try BridgeClient.connect(path: metered.sock, timeout: .seconds(30))
+        defer { mc.close() }
+        _ = try mc.hello(origin: "https://promptugal.news")
+        try sgPush("metered.txt", "waits\n")
+        await metered.unlock(store.passFile)
+        #expect(changed(mc, within: 4) == nil, "a metered link syncs nothing")
+        #expect(await cat("metered.txt") == nil)
+        #expect(try mc.call("vault.status", args: ["vault": "mine"])["last_sync_ms"] == .null)
+    }
+}
