@@ -4,7 +4,7 @@ import Foundation
 
 /// Thin wrappers over the socket calls the server and client use. Return codes become
 /// ``BridgeError/socket(call:errno:)`` here, once.
-enum UnixSocket {
+package enum UnixSocket {
     /// Polls `fd` without sleeping for up to `spinNanoseconds` (yielding the CPU between looks),
     /// so a reply that comes within that time is read without a wake-up; true when it is readable.
     /// Clients opt in: a cross-core wake-up costs ~20 µs on a small VM, a spin costs CPU.
@@ -49,7 +49,7 @@ enum UnixSocket {
     /// ``ControlClient``, the benchmark) connects through here.
     /// - Throws: ``BridgeError/untrustedSocket(path:reason:)`` naming what was wrong and the fix;
     ///   ``BridgeError/socket(call:errno:)`` when nothing listens (no such file, refused).
-    static func connect(path: String) throws(BridgeError) -> Int32 {
+    package static func connect(path: String) throws(BridgeError) -> Int32 {
         let folder = (path as NSString).deletingLastPathComponent
         if let problem = privateFolderProblem(folder.isEmpty ? "." : folder) {
             throw .untrustedSocket(path: path, reason: "\(problem), so another user could have put a listener there; " + Self.remedy)
@@ -187,7 +187,7 @@ enum UnixSocket {
     }
 
     /// Writes all of `bytes`; false when the peer is gone or the send timed out.
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { raw in
             var off = 0
             while off < raw.count {

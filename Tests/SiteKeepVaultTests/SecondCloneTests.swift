@@ -3,6 +3,7 @@ import Testing
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepVault
+import SiteKeepTesting
 
 /// The stand-in SG/Send server (`tools/lib/sgit-standin-server.py`) on loopback, started with
 /// the Python of sgit's virtualenv and stopped by pid.
