@@ -41,6 +41,11 @@ let browserAvailable: Bool = {
     return pkgConfig.terminationStatus == 0
 }()
 
+/// The audit's fault switches (`AuditFaults`: checks turned off to prove the audit notices) exist
+/// only in debug builds, where the tests run: a release build has neither the switches nor the
+/// code paths they select.
+let faultsInDebugOnly: [SwiftSetting] = [.define("SITEKEEP_FAULTS", .when(configuration: .debug))]
+
 let package = Package(
     name: "SiteKeep",
     products: [
@@ -61,6 +66,9 @@ let package = Package(
         .library(name: "SiteKeepBridgeProtocol", targets: ["SiteKeepBridgeProtocol"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
+        // Test support (in-memory services and keys), for the fuzz package; never linked by a
+        // production executable.
+        .library(name: "SiteKeepTesting", targets: ["SiteKeepTesting"]),
         .executable(name: "sitekeep", targets: ["sitekeep"]),
     ] + (browserAvailable ? [.executable(name: "sitekeep-browser", targets: ["sitekeep-browser"])] : []),
     targets: [
@@ -90,7 +98,7 @@ let package = Package(
         // Custody: the only layer that holds unwrapped keys.
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
-        .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"]),
+        .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
         .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
@@ -121,7 +129,7 @@ let package = Package(
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge"]),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge"], swiftSettings: faultsInDebugOnly),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
@@ -140,12 +148,18 @@ let package = Package(
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
+            "SiteKeepTesting",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
-        .executableTarget(name: "sitekeep-bridge-testd", dependencies: ["SiteKeepBridge", "SiteKeepCustody", "SiteKeepCrypto"],
+        .executableTarget(name: "sitekeep-bridge-testd", dependencies: ["SiteKeepBridge", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepTesting"],
                           path: "Tests/SiteKeepBridgeTestDaemon"),
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
+        // In-memory stand-ins (bridge services, site storage keys, vault keys, a signing audit
+        // file) for tests, the test daemon, the fuzz targets and the benchmarks: kept out of Sources/.
+        .target(name: "SiteKeepTesting", dependencies: ["SiteKeepBridge", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
+                                                        "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem"],
+                path: "Tests/SiteKeepTesting"),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
@@ -155,19 +169,19 @@ let package = Package(
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
+        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDesktop", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting"]),
+        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"], swiftSettings: faultsInDebugOnly),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDesktop", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
             "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
-            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepSocket", "SiteKeepTestSupport",
+            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepSocket", "SiteKeepTestSupport", "SiteKeepTesting",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 public import Foundation
 public import SiteKeepPartitions
+import SiteKeepCustody
 import Synchronization
 
 /// The result of one probe on one site.
@@ -201,7 +202,7 @@ public enum IsolationAudit {
     /// As ``run(in:sites:probes:)`` with checks switched off (to prove the audit notices).
     package static func run(in directory: URL, sites count: Int, probes: [any Probe], faults: AuditFaults) throws -> AuditReport {
         guard count >= 2 else { throw PartitionError.invalidValue("the audit needs at least 2 sites, got \(count)") }
-        let registry = try SiteRegistry(home: directory.appendingPathComponent("audit-store"), keys: EphemeralKeyProvider(), faults: faults)
+        let registry = try SiteRegistry(home: directory.appendingPathComponent("audit-store"), keys: ScratchStoreKeys(), faults: faults)
         let origins = ["https://newsroom.sgit.ai", "https://web-summit.sgit.ai", "https://promptugal.news",
                        "http://127.0.0.1:8080", "http://localhost:8443"]
         var sites: [AuditSite] = []
@@ -232,5 +233,25 @@ public enum IsolationAudit {
         return AuditReport(sites: sites.map { .init(id: $0.id.string, origin: $0.origin.serialized) },
                            probes: probes.map { .init(name: $0.name, summary: $0.summary) },
                            results: results)
+    }
+}
+
+/// The audit's own storage keys for its scratch store: random, held only for the run and never
+/// persisted, because the store is made for the audit and deleted after it (the audit must not
+/// touch the user's keys). Not a stand-in: this is how the audit keeps its store apart.
+final class ScratchStoreKeys: SiteStorageKeyProvider {
+    private let keys = Mutex<[String: SymmetricKeyHandle]>([:])
+
+    func storageKey(forSite siteID: String, protection: ProtectionClass) throws -> SymmetricKeyHandle {
+        try keys.withLock { k in
+            if let h = k[siteID] { return h }
+            let h = try SymmetricKeyHandle.random()
+            k[siteID] = h
+            return h
+        }
+    }
+
+    func destroyStorageKey(forSite siteID: String, protection: ProtectionClass) throws {
+        keys.withLock { _ = $0.removeValue(forKey: siteID) }
     }
 }

@@ -170,4 +170,4 @@ public struct BridgeServices: Sendable {
 }
 
 /// CLOCK_BOOTTIME now, in nanoseconds (custody's clock).
-func bootNanos() -> Int64 { Int64(truncatingIfNeeded: BootClock.system.nanoseconds()) }
+package func bootNanos() -> Int64 { Int64(truncatingIfNeeded: BootClock.system.nanoseconds()) }

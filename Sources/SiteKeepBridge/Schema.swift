@@ -135,7 +135,7 @@ extension FieldSchema {
     }
 
     /// A key as it may appear in a message: at most 64 characters, control characters escaped.
-    static func printable(_ key: String) -> String {
+    package static func printable(_ key: String) -> String {
         let cut = key.unicodeScalars.prefix(64).map { s -> String in
             s.value < 0x20 || s.value == 0x7f ? "\\u{\(String(s.value, radix: 16))}" : String(s)
         }.joined()

@@ -16,7 +16,7 @@ import SiteKeepCrypto
 public final class Partition: Sendable {
     /// The site this partition belongs to.
     public let site: SiteID
-    let core: PartitionCore
+    package let core: PartitionCore
     private let closed = Mutex(false)
     private let release: @Sendable () -> Void
 
@@ -337,7 +337,7 @@ extension PartitionCore {
                 guard let record = try? JSONDecoder().decode(CacheEntryRecord.self, from: Data(entryBytes)) else { throw damage }
                 let bodyName = "sha256:" + record.sha256
                 let bk = storedKey(.cacheBody, bodyName, scope: rs)
-                if !faults.contains(.skipValueBinding), row.ref != bk { throw damage }
+                if !faults.skipsValueBinding, row.ref != bk { throw damage }
                 guard let bodyRow = try fetch(db, .cacheBody, bk) else { throw damage }
                 let body = try open(.cacheBody, storedKey: bk, sealed: bodyRow.v, expectedName: bodyName, scope: ks).value
                 guard Hex.encode(SHA256.hash(body)) == record.sha256 else { throw damage }

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
-import SiteKeepCustody
+package import SiteKeepCustody
 import SiteKeepCrypto
 
 /// The mutable state behind a partition's lock. Not Sendable: only reached inside `Mutex.withLock`.
@@ -119,7 +119,7 @@ func validUTF8String(_ bytes: UnsafeRawBufferPointer) -> String? {
 /// One site's database connection and keys: the single owner of the connection.
 ///
 /// All work happens inside one `Mutex`; batches take the key scopes once.
-final class PartitionCore: Sendable {
+package final class PartitionCore: Sendable {
     let site: SiteID
     let limits: PartitionLimits
     let faults: AuditFaults
@@ -138,12 +138,7 @@ final class PartitionCore: Sendable {
     private let rowKey: SymmetricKeyHandle
     private let state: Mutex<PartitionBox>
 
-    static let schema = """
-        CREATE TABLE meta(name TEXT PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID;
-        CREATE TABLE kv(ns INTEGER NOT NULL, k BLOB NOT NULL, v BLOB NOT NULL, size INTEGER NOT NULL,
-                        used INTEGER NOT NULL DEFAULT 0, ref BLOB, PRIMARY KEY(ns, k)) WITHOUT ROWID;
-        CREATE INDEX kv_used ON kv(ns, used);
-        """
+    static var schema: String { PartitionSQL.schema }
     static let headerText = "sitekeep-partition-v1"
 
     private init(site: SiteID, path: String, key: SymmetricKeyHandle, rowKey: SymmetricKeyHandle,
@@ -151,7 +146,7 @@ final class PartitionCore: Sendable {
         self.site = site; self.path = path; self.key = key; self.rowKey = rowKey
         self.siteBytes = Array(site.string.utf8)
         self.limits = limits; self.faults = faults
-        let binds = !faults.contains(.skipValueBinding)
+        let binds = !faults.skipsValueBinding
         self.bindsRows = binds
         var messages = [[UInt8]](repeating: [], count: 1 + PartitionNamespace.allCases.count)
         var ads = messages
@@ -280,10 +275,12 @@ final class PartitionCore: Sendable {
 
     func associatedData(namespace: String, storedKey: [UInt8]) -> [UInt8] {
         var ad: [UInt8] = Array("SKP1".utf8)
-        if faults.contains(.skipValueBinding) {
+        #if SITEKEEP_FAULTS
+        if faults.skipsValueBinding {
             appendLengthPrefixed(siteBytes, to: &ad)
             return ad
         }
+        #endif
         ad.reserveCapacity(4 + 12 + siteBytes.count + namespace.utf8.count + storedKey.count)
         appendLengthPrefixed(siteBytes, to: &ad)
         appendLengthPrefixed(namespace.utf8, to: &ad)
@@ -293,7 +290,7 @@ final class PartitionCore: Sendable {
 
     /// The keyed hash a row's name is stored as (as an array; the row paths use
     /// ``storedKey(_:name:scope:)``).
-    func storedKey(_ ns: PartitionNamespace, _ name: String, scope: borrowing KeyScope) -> [UInt8] {
+    package func storedKey(_ ns: PartitionNamespace, _ name: String, scope: borrowing KeyScope) -> [UInt8] {
         name.withRowBytes { n in storedKey(ns, name: n, scope: scope).bytes }
     }
 
@@ -327,7 +324,7 @@ final class PartitionCore: Sendable {
     /// Runs `body` with the key scopes open once: `ks` seals and opens under the storage key,
     /// `rs` hashes names under the row key. (One custody scope serves as both, taking just the
     /// storage key's lock and the row key's HMAC state's.)
-    func withKeys<R>(_ body: (borrowing KeyScope, borrowing KeyScope) throws(PartitionError) -> R) throws(PartitionError) -> R {
+    package func withKeys<R>(_ body: (borrowing KeyScope, borrowing KeyScope) throws(PartitionError) -> R) throws(PartitionError) -> R {
         try key.withScope(macKey: rowKey) { (scope: borrowing KeyScope) throws(PartitionError) -> R in
             try body(scope, scope)
         }
@@ -354,7 +351,7 @@ final class PartitionCore: Sendable {
     }
 
     /// Seals a row as an array (the offline cache's and the benchmark breakdown's form).
-    func seal(_ ns: PartitionNamespace, name: String, storedKey: [UInt8], value: [UInt8], scope: borrowing KeyScope) throws(PartitionError) -> [UInt8] {
+    package func seal(_ ns: PartitionNamespace, name: String, storedKey: [UInt8], value: [UInt8], scope: borrowing KeyScope) throws(PartitionError) -> [UInt8] {
         try name.withRowBytes { (n) throws(PartitionError) -> [UInt8] in
             try storedKey.withBytes { (k) throws(PartitionError) -> [UInt8] in
                 try value.withBytes { (v) throws(PartitionError) -> [UInt8] in
@@ -738,7 +735,7 @@ final class PartitionCore: Sendable {
                 for row in rows {
                     let opened = try open(ns, storedKey: row.k, sealed: row.v, expectedName: nil, scope: ks)
                     // The name inside must hash to the row's stored key (a row moved within the namespace fails).
-                    if !faults.contains(.skipValueBinding), storedKey(ns, opened.name, scope: rs) != row.k {
+                    if !faults.skipsValueBinding, storedKey(ns, opened.name, scope: rs) != row.k {
                         throw PartitionError.damaged(site: site.string, reason: .authenticationFailed(namespace: ns.rawValue))
                     }
                     out.append(opened)

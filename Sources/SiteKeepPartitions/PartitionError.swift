@@ -145,12 +145,25 @@ public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConve
     }
 }
 
-/// Checks the audit can switch off to prove it notices. Only SiteKeep's own modules can set them.
+/// Checks the audit can switch off to prove it notices. Only SiteKeep's own modules can set them,
+/// and only in a debug build (`SITEKEEP_FAULTS`, defined by Package.swift for debug only): a
+/// release build has no fault to set and none of the code paths a fault selects.
 package struct AuditFaults: OptionSet, Sendable {
     package let rawValue: Int
     package init(rawValue: Int) { self.rawValue = rawValue }
+    #if SITEKEEP_FAULTS
     /// `site(forOrigin:)` compares scheme and host only (a deliberately broken origin check).
     package static let originMatchIgnoresPort = AuditFaults(rawValue: 1 << 0)
     /// Values are sealed without binding namespace and row key, and the inner name is not checked.
     package static let skipValueBinding = AuditFaults(rawValue: 1 << 1)
+    #endif
+
+    /// Whether values are sealed and opened unbound (``skipValueBinding``); false in a release build.
+    var skipsValueBinding: Bool {
+        #if SITEKEEP_FAULTS
+        contains(.skipValueBinding)
+        #else
+        false
+        #endif
+    }
 }

@@ -2,7 +2,8 @@ internal import CSQLite
 import Foundation
 
 /// An SQLite failure, translated once at the boundary.
-struct SQLiteFailure: Error, Sendable {
+/// (`package`: the partitions benchmark in sitekeep-bench drives plain SQLite through it.)
+package struct SQLiteFailure: Error, Sendable {
     let code: Int32
     let message: String
     var isCorruption: Bool {
@@ -12,7 +13,7 @@ struct SQLiteFailure: Error, Sendable {
 }
 
 /// One SQLite connection. Not Sendable: exactly one ``PartitionCore`` (behind its Mutex) owns it.
-final class SQLiteConnection {
+package final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
     /// Statements found by a small slot number rather than by hashing their SQL text (the row
@@ -25,7 +26,7 @@ final class SQLiteConnection {
     /// acknowledged write survives kill -9 *and* power loss (NORMAL would survive kill -9 too, but
     /// may lose the last commits on power loss; the issue asks that every acknowledged write
     /// survive, so we pay the fsync).
-    init(path: String, create: Bool) throws(SQLiteFailure) {
+    package init(path: String, create: Bool) throws(SQLiteFailure) {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -63,7 +64,7 @@ final class SQLiteConnection {
     }
 
     /// Runs SQL that returns no rows we need; `sql` may hold several statements separated by `;`.
-    func exec(_ sql: String) throws(SQLiteFailure) {
+    package func exec(_ sql: String) throws(SQLiteFailure) {
         for part in sql.split(separator: ";") where !part.allSatisfy(\.isWhitespace) {
             let st = try SQLiteStatement(connection: handle, sql: String(part), persistent: false)
             while try st.step() {}
@@ -71,7 +72,7 @@ final class SQLiteConnection {
     }
 
     /// A cached prepared statement, reset and unbound.
-    func statement(_ sql: String) throws(SQLiteFailure) -> SQLiteStatement {
+    package func statement(_ sql: String) throws(SQLiteFailure) -> SQLiteStatement {
         if let st = statements[sql] {
             st.reset()
             return st
@@ -103,7 +104,7 @@ final class SQLiteConnection {
     }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction; rolls back when it throws.
-    func transaction<R, E: Error>(_ body: () throws(E) -> R) throws(TransactionFailure<E>) -> R {
+    package func transaction<R, E: Error>(_ body: () throws(E) -> R) throws(TransactionFailure<E>) -> R {
         do { try exec("BEGIN IMMEDIATE") } catch { throw .sqlite(error) }
         let result: R
         do {
@@ -120,13 +121,13 @@ final class SQLiteConnection {
     }
 }
 
-enum TransactionFailure<E: Error>: Error {
+package enum TransactionFailure<E: Error>: Error {
     case sqlite(SQLiteFailure)
     case body(E)
 }
 
 /// A prepared statement; finalized in `deinit`.
-final class SQLiteStatement {
+package final class SQLiteStatement {
     private let handle: OpaquePointer
     private let db: OpaquePointer
 
@@ -143,12 +144,12 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
-    func reset() {
+    package func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
 
-    func bind(_ index: Int32, _ bytes: [UInt8]) throws(SQLiteFailure) {
+    package func bind(_ index: Int32, _ bytes: [UInt8]) throws(SQLiteFailure) {
         let rc = bytes.withUnsafeBytes { raw in
             sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), sitekeep_sqlite_transient())
         }
@@ -163,7 +164,7 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db))) }
     }
 
-    func bind(_ index: Int32, _ value: Int64) throws(SQLiteFailure) {
+    package func bind(_ index: Int32, _ value: Int64) throws(SQLiteFailure) {
         let rc = sqlite3_bind_int64(handle, index, value)
         guard rc == SQLITE_OK else { throw SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db))) }
     }
@@ -173,7 +174,7 @@ final class SQLiteStatement {
     }
 
     /// Steps once: true when a row is available, false when done.
-    func step() throws(SQLiteFailure) -> Bool {
+    package func step() throws(SQLiteFailure) -> Bool {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }
@@ -183,12 +184,12 @@ final class SQLiteStatement {
     }
 
     /// Steps to completion (for writes).
-    func run() throws(SQLiteFailure) {
+    package func run() throws(SQLiteFailure) {
         while try step() {}
         sqlite3_reset(handle)
     }
 
-    func blob(_ column: Int32) -> [UInt8]? {
+    package func blob(_ column: Int32) -> [UInt8]? {
         guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let p = sqlite3_column_blob(handle, column) else { return [] }

@@ -344,7 +344,11 @@ public final class SiteRegistry: Sendable {
 
     /// The site that lists `origin` (canonical forms compared for equality), or nil.
     public func site(forOrigin origin: Origin) -> Site? {
+        #if SITEKEEP_FAULTS
         let ignorePort = faults.contains(.originMatchIgnoresPort)
+        #else
+        let ignorePort = false
+        #endif
         return current { st in
             st.sites.values.sorted { $0.id < $1.id }.first { site in
                 site.origins.contains { o in

@@ -32,6 +32,18 @@ struct SiteKeepBench {
         var settings = Settings()
         var names: [String] = []
         var args = CommandLine.arguments.dropFirst()
+        if args.first == "bridge-harness" {
+            // `sitekeep-bench bridge-harness WORKDIR REQUESTS`: the bridge group's harness at a
+            // small size, for SiteKeepBridgeTests/BenchmarkTests (the harness must keep working).
+            let a = Array(args)
+            guard a.count == 3, let requests = Int(a[2]), requests > 0 else { usage("bridge-harness needs WORKDIR REQUESTS") }
+            do {
+                print(try BridgeBenchmark.run(requests: requests, workDir: a[1]).markdown, terminator: "")
+            } catch {
+                fail("bridge-harness: \(error)")
+            }
+            return
+        }
         while let a = args.popFirst() {
             switch a {
             case "--markdown": markdown = true

@@ -216,20 +216,20 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         progress(settings, "vault.load: deriving the keys (PBKDF2 600k) and opening the vault")
         let keys = try SgitKeys.derive(fromKeyText: try SecretBytes(copying: Array(keyText.utf8)))
         let vault = try Vault.open(path: vaultDir, keys: keys)
-        for _ in 0..<50 { _ = try VaultBridgeReplies.load(vault, path: fileName) }
+        for _ in 0..<50 { _ = try vaultLoadReply(vault, path: fileName) }
         var samples: [Double] = []
         let loadRounds = max(10, settings.rounds), perRound = 200
         for _ in 0..<loadRounds {
             for _ in 0..<perRound {
                 let start = now()
-                let reply = try VaultBridgeReplies.load(vault, path: fileName)
+                let reply = try vaultLoadReply(vault, path: fileName)
                 samples.append(Double(now() - start) / 1e9)
                 withExtendedLifetime(reply) {}
             }
         }
         let p50 = percentile(samples, 50), p99 = percentile(samples, 99)
         let ok = p99 < 0.001
-        table.rows.append([String(format: "`VaultBridgeReplies.load` of the 4 KiB file on an open vault, in-process, %d calls: p50", samples.count),
+        table.rows.append([String(format: "the `vault.load` reply (file read, checked, base64) of the 4 KiB file on an open vault, in-process, %d calls: p50", samples.count),
                            String(format: "%.1f µs", p50 * 1e6), "", ""])
         table.rows.append(["… p99", String(format: "%.1f µs", p99 * 1e6), "< 1 ms (whole daemon round trip; bridge group)", ok ? "ok" : "MISSED"])
         if !ok { table.missed.append("vault.load p99") }
@@ -283,4 +283,16 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
     extraTables["vault"] = table
     if sink.value == 0x5a { FileHandle.standardError.write(Data(" \n".utf8)) }
     return rows
+}
+
+/// What the bridge's `vault.load` builds in-process for one file: the blob read and checked on
+/// an open vault, and a reply carrying its bytes in base64.
+private func vaultLoadReply(_ vault: Vault, path: String) throws -> JSONValue {
+    let (entry, bytes) = try vault.file(at: path)
+    return .object([
+        JSONMember(key: "path", value: .string(path)),
+        JSONMember(key: "size", value: .int(Int64(bytes.count))),
+        JSONMember(key: "content_type", value: .string(entry.contentType)),
+        JSONMember(key: "content", value: .string(Base64.encode(bytes))),
+    ])
 }

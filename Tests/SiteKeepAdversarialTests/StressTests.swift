@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SiteKeepPartitions
+import SiteKeepTesting
 
 /// Many threads on many sites at once, straight through the registry (the bridge's many
 /// clients over the socket are BridgeStressTests).

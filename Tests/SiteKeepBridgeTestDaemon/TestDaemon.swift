@@ -2,6 +2,7 @@ import Foundation
 import SiteKeepBridge
 import SiteKeepCrypto
 import SiteKeepCustody
+import SiteKeepTesting
 
 /// The bridge daemon on in-memory services, for the bridge's process-level tests (SIGTERM,
 /// socket activation, peers of another uid). Not installed; `sitekeep serve` is the real daemon.
@@ -11,18 +12,6 @@ import SiteKeepCustody
 struct TestDaemon {
     static func main() {
         let env = ProcessInfo.processInfo.environment
-        let args = CommandLine.arguments
-        if args.count >= 3, args[1] == "bench" {
-            // `sitekeep-bridge-testd bench WORKDIR [REQUESTS]`: BridgeBenchmark until tools/bench wires it.
-            do {
-                let report = try BridgeBenchmark.run(requests: args.count > 3 ? Int(args[3]) ?? 4000 : 4000, workDir: args[2])
-                FileHandle.standardOutput.write(Data(report.markdown.utf8))
-            } catch {
-                FileHandle.standardError.write(Data("bench: \(error)\n".utf8))
-                exit(1)
-            }
-            return
-        }
         do {
             let audit = try GroupSyncAuditLog(path: env["SITEKEEP_TEST_AUDIT"] ?? "/dev/null")
             let seed: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0x40 + $0 * 7) }

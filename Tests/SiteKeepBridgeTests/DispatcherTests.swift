@@ -5,6 +5,7 @@ import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
+import SiteKeepTesting
 
 @Suite struct CatalogueTests {
     @Test func bundledCatalogueHasTheDesignOps() throws {

@@ -7,6 +7,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
 import SiteKeepSocket
+import SiteKeepTesting
 
 /// A server on a fresh temp socket; stopped by `stop()`.
 struct LiveServer {
@@ -295,14 +296,16 @@ extension BlockingTests {
 
 extension BlockingTests {
 @Suite struct BenchmarkTests {
-    /// The harness end to end, in the test daemon's process (`sitekeep-bridge-testd bench`), so
-    /// its threads and child processes never compete with the test runner's cooperative pool.
-    @Test(.enabled(if: BlockingTests.DaemonProcessTests.available && FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-agent")
+    /// The harness end to end, in the benchmark driver's process (`sitekeep-bench bridge-harness`:
+    /// the harness lives in sitekeep-bench, never in a production target), so its threads and
+    /// child processes never compete with the test runner's cooperative pool.
+    static let bench = packageRoot + "/.build/debug/sitekeep-bench"
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: BenchmarkTests.bench) && FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-agent")
                    && FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-add")))
     func harnessDrivesBothSubjects() throws {
         let dir = try tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let d = try DaemonProcess(executable: DaemonProcess.binary, arguments: ["bench", dir, "100"], environment: ["PATH": "/usr/bin:/bin"])
+        let d = try DaemonProcess(executable: Self.bench, arguments: ["bridge-harness", dir, "100"], environment: ["PATH": "/usr/bin:/bin"])
         let out = String(decoding: d.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         d.process.waitUntilExit()
         #expect(d.process.terminationStatus == 0)

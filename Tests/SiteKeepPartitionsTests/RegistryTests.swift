@@ -3,6 +3,7 @@ import Testing
 import SiteKeepCustody
 import Synchronization
 @testable import SiteKeepPartitions
+import SiteKeepTesting
 
 @Suite struct RegistryTests {
     @Test func addListLookupAndPersist() throws {

@@ -4,6 +4,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
 @testable import SiteKeepVault
+import SiteKeepTesting
 
 func temporaryDirectory() throws -> String {
     let p = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-vt-\(UUID().uuidString)").path
@@ -57,36 +58,6 @@ struct LibraryTests {
         #expect(try lib.records().isEmpty)
         #expect(throws: VaultError.unknownVault(name: "notes")) { try store.keys(forVault: "notes") }
         #expect(throws: VaultError.unknownVault(name: "notes")) { try lib.remove(name: "notes") }
-    }
-
-    @Test("bridge replies: status, list, load carry facts and plaintext, never a key")
-    func bridgeReplies() throws {
-        let f = try SgitFixture.get()
-        let v = try Vault.open(path: f.plainPath, keys: f.plainKeys)
-        let status = try VaultBridgeReplies.status(v)
-        #expect(status["vault_id"] == "itest01")
-        #expect(status["signature"] == "verified")
-        #expect(status["read_only"] == false)
-        let list = try VaultBridgeReplies.list(v, path: "docs")
-        #expect(list["entries"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == ["docs/a.txt", "docs/new.txt", "docs/sub/deep/d.md"])
-        let load = try VaultBridgeReplies.load(v, path: SgitFixture.nfd)
-        #expect(load["data_b64"]?.stringValue.flatMap { try? Base64.decode($0) } == Array("decomposed".utf8))
-        #expect(load["content_type"] == "text/plain")
-        let all = JSONSerializer.string(.array([status, list, load]))
-        let hex = try Vectors.hex(f.plainKeys)
-        #expect(!all.contains(hex.read) && !all.contains(hex.write ?? "-") && !all.contains("interop pass"))
-        #expect(throws: VaultError.self) { try VaultBridgeReplies.load(v, path: "../etc/passwd") }
-    }
-
-    @Test("benchmark helpers run and report sane numbers")
-    func benchmarkHelpers() throws {
-        let f = try SgitFixture.get()
-        let cat = try VaultBenchmark.catLatency(vaultPath: f.plainPath, keys: f.plainKeys, file: "docs/a.txt", iterations: 5)
-        #expect(cat.iterations == 5 && cat.p50 > 0 && cat.p50 <= cat.p99)
-        let load = try VaultBenchmark.loadLatency(vault: try Vault.open(path: f.plainPath, keys: f.plainKeys), file: "docs/a.txt", iterations: 20)
-        #expect(load.p50 > 0)
-        let aes = try VaultBenchmark.aesGCMDecrypt(bytes: 4096, iterations: 10)
-        #expect(aes.viaHandleMBps > 0 && aes.rawMBps > 0)
     }
 }
 

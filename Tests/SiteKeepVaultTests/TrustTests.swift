@@ -4,6 +4,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
 @testable import SiteKeepVault
+import SiteKeepTesting
 
 /// A registered copy of a fixture vault: its library (keys in memory, registry in a temp dir).
 struct RegisteredVault {

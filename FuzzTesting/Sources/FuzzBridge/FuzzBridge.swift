@@ -1,5 +1,6 @@
 import SiteKeepBridge
 import SiteKeepJSON
+import SiteKeepTesting
 
 /// The dispatcher on in-memory services (every op configured, presence approved).
 let dispatcher: BridgeDispatcher? = {

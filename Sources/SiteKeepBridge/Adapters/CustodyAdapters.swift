@@ -5,7 +5,7 @@ public import SiteKeepCustody
 
 extension BridgeFailure {
     /// The bridge code for a custody error.
-    init(custody error: CustodyError) {
+    package init(custody error: CustodyError) {
         switch error {
         case .locked: self.init(.locked, "SiteKeep is locked; run `sitekeep unlock`")
         case .notInitialized: self.init(.notConfigured, "SiteKeep is not set up; run `sitekeep init`")

@@ -2,7 +2,9 @@ import Glibc
 import Foundation
 import SiteKeepSocket
 import Synchronization
-public import SiteKeepJSON
+public import SiteKeepBridge
+import SiteKeepJSON
+import SiteKeepSystem
 
 /// An append-only audit file for signing: each line is written (`write(2)`) before
 /// ``append(_:)`` returns, and a background thread makes them durable with one `fdatasync` per
@@ -46,7 +48,8 @@ public final class GroupSyncAuditLog: SigningAuditSink {
         let ok = state.withLock { s -> Bool in
             guard !s.closed else { return false }
             s.dirty = true
-            return UnixSocket.writeAllFile(s.fd, line)
+            do { try FileIO.writeAll(s.fd, line) } catch { return false }
+            return true
         }
         guard ok else { throw BridgeFailure(.internal, "the audit log could not be written; nothing was signed") }
     }
@@ -73,20 +76,6 @@ public final class GroupSyncAuditLog: SigningAuditSink {
                 s.closed = true
                 Glibc.close(s.fd)
             }
-        }
-    }
-}
-
-extension UnixSocket {
-    static func writeAllFile(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 { if errno == EINTR { continue } else { return false } }
-                off += n
-            }
-            return true
         }
     }
 }

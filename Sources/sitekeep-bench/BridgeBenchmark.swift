@@ -6,6 +6,8 @@ public import SiteKeepJSON
 public import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepKeyring
+import SiteKeepBridge
+import SiteKeepTesting
 
 /// `key.sign` over the daemon's socket against `ssh-agent` signing over its socket, with the same
 /// algorithm, driven by the same client harness (one timing loop; only the transport differs).

@@ -1,14 +1,16 @@
+public import SiteKeepBridge
 public import SiteKeepCore
 public import SiteKeepJSON
 public import SiteKeepCustody
+import SiteKeepPartitions
 import Synchronization
 import Foundation
 
 // In-memory services: the bridge's tests, its fuzz target, its benchmark and the test daemon run
-// on these. The daemon proper wires adapters to the partitions, custody and vault layers.
+// on these (test support only: no production target links this module). The daemon proper
+// wires adapters to the partitions, custody and vault layers.
 
-/// A fixed site table with a small origin canonicaliser (lower-case scheme and host, trailing dot
-/// removed, default port dropped; http only for loopback; no userinfo, path, query or fragment).
+/// A fixed site table whose origins are canonicalised by the real ``Origin`` rule.
 public struct InMemorySites: SiteResolver {
     public let sites: [BridgeSite]
 
@@ -28,33 +30,8 @@ public struct InMemorySites: SiteResolver {
     /// The table never changes: every site in it stays current.
     public func isCurrent(_ site: BridgeSite) -> Bool { sites.contains(site) }
 
-    static func canonical(_ origin: String) -> String? {
-        guard origin.utf8.count <= 512, let schemeEnd = origin.range(of: "://") else { return nil }
-        let scheme = origin[..<schemeEnd.lowerBound].lowercased()
-        var rest = Substring(origin[schemeEnd.upperBound...])
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        var port: Int?
-        if let colon = rest.lastIndex(of: ":") {
-            guard let p = Int(rest[rest.index(after: colon)...]), p > 0, p < 65536,
-                  rest[rest.index(after: colon)...].allSatisfy(\.isASCII) else { return nil }
-            port = p
-            rest = rest[..<colon]
-        }
-        var host = rest.lowercased()
-        if host.hasSuffix(".") { host.removeLast() }
-        guard !host.isEmpty, host.utf8.count <= 253,
-              host.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x2e }),
-              !host.hasPrefix("."), !host.contains("..") else { return nil }
-        let loopback = host == "localhost" || host == "127.0.0.1"
-        let defaultPort: Int
-        switch scheme {
-        case "https": defaultPort = 443
-        case "http" where loopback: defaultPort = 80
-        default: return nil
-        }
-        if let port, port != defaultPort { return "\(scheme)://\(host):\(port)" }
-        return "\(scheme)://\(host)"
-    }
+    /// The real origin rule (``Origin``), serialised: the fake parses origins as production does.
+    static func canonical(_ origin: String) -> String? { (try? Origin(parsing: origin))?.serialized }
 }
 
 /// Grants presence per use (site, op, key); a grant serves that use for 60 s (a presence
@@ -280,16 +257,16 @@ public final class InMemoryVault: VaultService {
 /// The standard in-memory set-up: the design's three team sites (app-bound), one more app-bound
 /// site on no explicit list, and one site that is not app-bound.
 public enum InMemoryBridge {
-    public static let promptugal = BridgeSite(id: "00000000-0000-4000-8000-000000000001", name: "Promptugal",
-                                              origins: ["https://promptugal.news"], isAppBound: true)
-    public static let webSummit = BridgeSite(id: "00000000-0000-4000-8000-000000000002", name: "Web Summit",
-                                             origins: ["https://web-summit.sgit.ai"], isAppBound: true)
-    public static let newsroom = BridgeSite(id: "00000000-0000-4000-8000-000000000003", name: "Newsroom",
-                                            origins: ["https://newsroom.sgit.ai"], isAppBound: true)
-    public static let reader = BridgeSite(id: "00000000-0000-4000-8000-000000000004", name: "Reader",
-                                          origins: ["https://reader.example"], isAppBound: true)
-    public static let stranger = BridgeSite(id: "00000000-0000-4000-8000-000000000005", name: "Stranger",
-                                            origins: ["https://stranger.example"], isAppBound: false)
+    /// A site whose origin is in the canonical form the real ``Origin`` gives (`https://host:443`),
+    /// as the daemon's registry hands sites to the bridge.
+    static func site(_ id: String, _ name: String, _ origin: String, appBound: Bool) -> BridgeSite {
+        BridgeSite(id: id, name: name, origins: [InMemorySites.canonical(origin) ?? origin], isAppBound: appBound)
+    }
+    public static let promptugal = site("00000000-0000-4000-8000-000000000001", "Promptugal", "https://promptugal.news", appBound: true)
+    public static let webSummit = site("00000000-0000-4000-8000-000000000002", "Web Summit", "https://web-summit.sgit.ai", appBound: true)
+    public static let newsroom = site("00000000-0000-4000-8000-000000000003", "Newsroom", "https://newsroom.sgit.ai", appBound: true)
+    public static let reader = site("00000000-0000-4000-8000-000000000004", "Reader", "https://reader.example", appBound: true)
+    public static let stranger = site("00000000-0000-4000-8000-000000000005", "Stranger", "https://stranger.example", appBound: false)
     public static let sites = [promptugal, webSummit, newsroom, reader, stranger]
 
     /// Services backed by memory; pass `signing` / `sealed` / `vault` to include those ops.

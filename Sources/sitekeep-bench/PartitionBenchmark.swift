@@ -1,5 +1,7 @@
 public import Foundation
 import Glibc
+import SiteKeepPartitions
+import SiteKeepTesting
 
 /// Measurements of the partitions layer against plain SQLite with the same schema, in the same
 /// run, for `tools/bench` (`BENCHMARKS.md`). Build in release to get meaningful figures.
@@ -35,7 +37,7 @@ public enum PartitionBenchmark {
         // Plain SQLite, same schema and pragmas, plaintext keys and values.
         let plainPath = directory.appendingPathComponent("plain.sqlite").path
         let plain = try SQLiteConnection(path: plainPath, create: true)
-        try plain.exec(PartitionCore.schema)
+        try plain.exec(PartitionSQL.schema)
         var t = now()
         var c = cpu()
         _ = try? plain.transaction { () throws(SQLiteFailure) in

@@ -1,14 +1,14 @@
 import Synchronization
-package import SiteKeepCustody
+public import SiteKeepCustody
 
 /// Storage keys that live only in this process's memory (random, never persisted): for the
-/// isolation audit's scratch store and for benchmarks. Destroying a key forgets it.
-package final class EphemeralKeyProvider: SiteStorageKeyProvider {
+/// tests and benchmarks (test support only). Destroying a key forgets it.
+public final class EphemeralKeyProvider: SiteStorageKeyProvider {
     private let keys = Mutex<[String: SymmetricKeyHandle]>([:])
 
-    package init() {}
+    public init() {}
 
-    package func storageKey(forSite siteID: String, protection: ProtectionClass) throws -> SymmetricKeyHandle {
+    public func storageKey(forSite siteID: String, protection: ProtectionClass) throws -> SymmetricKeyHandle {
         try keys.withLock { k in
             if let h = k[siteID] { return h }
             let h = try SymmetricKeyHandle.random()
@@ -17,7 +17,7 @@ package final class EphemeralKeyProvider: SiteStorageKeyProvider {
         }
     }
 
-    package func destroyStorageKey(forSite siteID: String, protection: ProtectionClass) throws {
+    public func destroyStorageKey(forSite siteID: String, protection: ProtectionClass) throws {
         keys.withLock { _ = $0.removeValue(forKey: siteID) }
     }
 }
