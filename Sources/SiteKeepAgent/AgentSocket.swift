@@ -5,6 +5,7 @@ import Glibc
 import Foundation
 import Synchronization
 internal import CLinux
+internal import SiteKeepSystem
 
 /// Why the agent socket could not be set up.
 public enum AgentSocketError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -148,16 +149,10 @@ public final class AgentSocketServer: Sendable {
         }
     }
 
+    /// Sends every byte (``FileIO/writeAll(_:_:socket:)``, `MSG_NOSIGNAL`); false when the
+    /// client has gone.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = send(fd, raw.baseAddress! + off, raw.count - off, Int32(MSG_NOSIGNAL))
-                if n < 0 { if errno == EINTR { continue }; return false }
-                off += n
-            }
-            return true
-        }
+        (try? FileIO.writeAll(fd, bytes, socket: true)) != nil
     }
 
     /// The peer's command name, from `/proc/PID/comm` (a hint for the prompt, nothing more).

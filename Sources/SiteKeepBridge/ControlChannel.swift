@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 public import SiteKeepJSON
 internal import SiteKeepCrypto
+internal import SiteKeepSystem
 
 /// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
 /// folder; peers of another uid refused). It is how `sitekeep unlock`, `lock` and `status`
@@ -136,12 +137,8 @@ public enum ControlClient {
         header.append(JSONMember(key: "length", value: .integer(secret?.count ?? 0)))
         guard UnixSocket.writeAll(fd, JSONSerializer.bytes(.object(header)) + [0x0a]) else { throw .connectionClosed }
         if let secret, secret.count > 0 {
-            var off = 0
-            while off < secret.count {
-                let n = Glibc.send(fd, secret.baseAddress! + off, secret.count - off, Int32(MSG_NOSIGNAL))
-                if n <= 0 { throw .connectionClosed }
-                off += n
-            }
+            // Straight from the caller's guarded memory: no copy.
+            do { try FileIO.writeAll(fd, secret, socket: true) } catch { throw .connectionClosed }
         }
         var line: [UInt8] = []
         var byte: UInt8 = 0

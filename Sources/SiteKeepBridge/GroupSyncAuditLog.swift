@@ -2,6 +2,7 @@ import Glibc
 import Foundation
 import Synchronization
 public import SiteKeepJSON
+internal import SiteKeepSystem
 
 /// An append-only audit file for signing: each line is written (`write(2)`) before
 /// ``append(_:)`` returns, and a background thread makes them durable with one `fdatasync` per
@@ -78,14 +79,6 @@ public final class GroupSyncAuditLog: SigningAuditSink {
 
 extension UnixSocket {
     static func writeAllFile(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 { if errno == EINTR { continue } else { return false } }
-                off += n
-            }
-            return true
-        }
+        (try? FileIO.writeAll(fd, bytes)) != nil
     }
 }

@@ -3,6 +3,7 @@
 #endif
 import Foundation
 internal import SiteKeepCrypto
+internal import SiteKeepSystem
 import Synchronization
 
 /// Where a command reads and writes. The real process uses the standard streams; tests
@@ -87,9 +88,9 @@ public struct StandardIO: ToolIO {
         }
         defer {
             if haveTermios { var s = saved; _ = tcsetattr(fd, TCSAFLUSH, &s) }
-            _ = Glibc.write(fd, "\n", 1)
+            try? FileIO.writeAll(fd, [0x0a])
         }
-        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
+        try? FileIO.writeAll(fd, Array(prompt.utf8))
         // Byte by byte, straight into the caller's guarded buffer.
         var count = 0
         while count < buffer.count {
