@@ -5,19 +5,19 @@ import Glibc
 import Foundation
 import Synchronization
 internal import CLinux
-internal import SiteKeepSystem
+public import SiteKeepSystem
 
 /// Why the agent socket could not be set up.
 public enum AgentSocketError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The path is unusable (the reason names it and what to do).
     case path(String)
     /// A socket call failed.
-    case call(String, errno: Int32)
+    case call(String, errno: Errno)
 
     public var description: String {
         switch self {
         case .path(let why): why
-        case let .call(what, e): "\(what) failed: \(String(cString: strerror(e)))"
+        case let .call(what, e): "\(what) failed: \(e)"
         }
     }
 }
@@ -51,7 +51,7 @@ public final class AgentSocketServer: Sendable {
     public init(path: String, keys: any AgentKeySource,
                 onRefusal: @escaping @Sendable (AgentPeer, AgentRefusal) -> Void = { _, _ in }) throws(AgentSocketError) {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw .call("pipe", errno: errno) }
+        guard pipe(&fds) == 0 else { throw .call("pipe", errno: .current) }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         do {
             listener = try Self.listen(path: path)
@@ -170,7 +170,7 @@ public final class AgentSocketServer: Sendable {
         }
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty {
-            if mkdir(folder, 0o700) != 0 && errno != EEXIST { throw .call("mkdir(\(folder))", errno: errno) }
+            if mkdir(folder, 0o700) != 0 && Errno.current != .fileExists { throw .call("mkdir(\(folder))", errno: .current) }
             var st = stat()
             guard lstat(folder, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
                 throw .path("\(folder) is not a private folder of yours (mode 0700); put the agent socket in one, e.g. $XDG_RUNTIME_DIR/sitekeep/agent.sock")
@@ -186,15 +186,15 @@ public final class AgentSocketServer: Sendable {
         if lstat(path, &st) == 0 {
             guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw .path("\(path) exists and is not a socket; remove it or choose another path") }
             if AgentClient.isAnswering(path: path) { throw .path("an agent already listens on \(path)") }
-            guard unlink(path) == 0 else { throw .call("unlink(\(path))", errno: errno) }
+            guard unlink(path) == 0 else { throw .call("unlink(\(path))", errno: .current) }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .call("socket", errno: errno) }
+        guard fd >= 0 else { throw .call("socket", errno: .current) }
         let old = umask(0o177)
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         umask(old)
         guard rc == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 128) == 0 else {
-            let e = errno
+            let e = Errno.current
             close(fd)
             throw .call("bind/listen(\(path))", errno: e)
         }

@@ -50,8 +50,9 @@ public struct StandardIO: ToolIO {
         while true {
             let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if n < 0 {
-                if errno == EINTR { continue }
-                throw CommandFailure("could not read standard input (errno \(errno))")
+                let e = Errno.current
+                if e == .interrupted { continue }
+                throw CommandFailure("could not read standard input: \(e)")
             }
             if n == 0 { break }
             out.append(contentsOf: chunk[0..<n])
