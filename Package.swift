@@ -94,25 +94,25 @@ let package = Package(
         // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
         // The Secret Service client, loaded with dlopen only when that keyring is used.
         .target(name: "CSecretLoader"),
-        .target(name: "SiteKeepKeyring", dependencies: ["CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
+        .target(name: "SiteKeepKeyring", dependencies: ["SiteKeepSystem", "CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
-        .target(name: "SiteKeepPartitions", dependencies: ["CSQLite", "SiteKeepCustody"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepSystem", "CSQLite", "SiteKeepCustody"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
         .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
         // sgit-format vault client.
-        .target(name: "SiteKeepVault", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
+        .target(name: "SiteKeepVault", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
         // orchestration and the durable push queue. HTTP goes through libSiteKeepHTTP.so (dlopen).
         .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepSystem"]),
         // URLSession (FoundationNetworking, libcurl) behind a C ABI; depends on nothing of SiteKeep.
         .target(name: "SiteKeepHTTP"),
         // The native core's rules: schedule (nr.schedule.v1), agenda, reminders, calendar export,
-        // "what is next", workflows, inbox, identity. Pure Swift on JSON and Foundation: no
-        // custody, no SQLite, no C; the daemon fills its interfaces (fetcher, caches, sinks).
-        .target(name: "SiteKeepCore", dependencies: ["SiteKeepJSON"]),
+        // "what is next", workflows, inbox, identity. Pure Swift on JSON, SiteKeepSystem and
+        // Foundation: no custody, no SQLite, no C; the daemon fills its interfaces (fetcher, caches, sinks).
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON"]),
         // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
@@ -126,19 +126,19 @@ let package = Package(
         // web-view host links it without custody, SQLite or OpenSSL.
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge"], swiftSettings: faultsInDebugOnly),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
-            "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
-        // scripts, the tab session, the kept-page cache, the daemon link. Only JSON below it.
-        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepJSON"]),
+        // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
+        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
         .executableTarget(name: "sitekeep-crashwriter", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
@@ -192,7 +192,7 @@ if browserAvailable {
         // GTK 4 + WebKitGTK 6.0: module map and a header of typed helpers (signals, g_object_new, g_idle_add).
         .systemLibrary(name: "CWebKitGTK", pkgConfig: "webkitgtk-6.0", providers: [.apt(["libwebkitgtk-6.0-dev", "libgtk-4-dev"])]),
         // The focused browser: a web view per tab, a network session per site, the bridge in the page.
-        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepJSON"]),
+        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepSystem"]),
     ]
 }
 

@@ -1,5 +1,6 @@
 import Glibc
 internal import SiteKeepSocket
+public import SiteKeepSystem
 
 /// A small client of the agent protocol, for any agent socket (SiteKeep's or OpenSSH's):
 /// `sitekeep agent env` uses it to check the socket answers, the benchmark to drive both agents
@@ -10,7 +11,7 @@ public final class AgentClient {
     /// Why a call failed.
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// The socket could not be reached.
-        case connect(path: String, errno: Int32)
+        case connect(path: String, errno: Errno)
         /// The agent closed the connection.
         case closed
         /// The agent answered something else than the request calls for (its type byte).
@@ -20,7 +21,7 @@ public final class AgentClient {
 
         public var description: String {
             switch self {
-            case let .connect(path, e): "cannot connect to the agent at \(path): \(String(cString: strerror(e)))"
+            case let .connect(path, e): "cannot connect to the agent at \(path): \(e)"
             case .closed: "the agent closed the connection"
             case .refused(let t): "the agent refused (reply type \(t))"
             case .malformed(let why): "malformed agent reply: \(why)"
@@ -34,16 +35,16 @@ public final class AgentClient {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count <= 107, !bytes.isEmpty else { throw .connect(path: path, errno: ENAMETOOLONG) }
+        guard bytes.count <= 107, !bytes.isEmpty else { throw .connect(path: path, errno: Errno(rawValue: ENAMETOOLONG)) }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             for (i, b) in bytes.enumerated() { raw[i] = b }
             raw[bytes.count] = 0
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .connect(path: path, errno: errno) }
+        guard fd >= 0 else { throw .connect(path: path, errno: .current) }
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         guard rc == 0 else {
-            let e = errno
+            let e = Errno.current
             close(fd)
             throw .connect(path: path, errno: e)
         }

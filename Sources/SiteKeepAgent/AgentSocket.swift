@@ -3,19 +3,19 @@
 import Glibc
 import Foundation
 internal import SiteKeepSocket
-internal import SiteKeepSystem
+public import SiteKeepSystem
 
 /// Why the agent socket could not be set up.
 public enum AgentSocketError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The path is unusable (the reason names it and what to do).
     case path(String)
     /// A socket call failed.
-    case call(String, errno: Int32)
+    case call(String, errno: Errno)
 
     public var description: String {
         switch self {
         case .path(let why): why
-        case let .call(what, e): "\(what) failed: \(String(cString: strerror(e)))"
+        case let .call(what, e): "\(what) failed: \(e)"
         }
     }
 }
@@ -45,7 +45,7 @@ public final class AgentSocketServer: Sendable {
             listener = try SocketListener(path: path, what: "an agent")
         } catch {
             switch error {
-            case let .call(what, errno): throw .call(what, errno: errno.rawValue)
+            case let .call(what, errno): throw .call(what, errno: errno)
             default: throw .path(error.description)
             }
         }

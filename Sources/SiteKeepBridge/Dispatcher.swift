@@ -165,7 +165,7 @@ public final class BridgeDispatcher: Sendable {
         var keyID: String? = nil
         if let key = request.args["key"] {
             guard let id = Self.promptableKeyID(key) else {
-                throw BridgeFailure(.badRequest, "args.key must be a key id (1-64 of a-z 0-9 . _ -); see `sitekeep team list`")
+                throw BridgeFailure(.badRequest, "args.key must be a key id (\(KeyID.rule)); see `sitekeep team list`")
             }
             keyID = id
         }
@@ -181,12 +181,10 @@ public final class BridgeDispatcher: Sendable {
         return (handler, proof)
     }
 
-    /// `args.key` when it has the form of a key id (lower-case letters, digits, `.`, `_`, `-`, at
-    /// most 64), so a page cannot put its own words into the presence prompt; nil otherwise.
+    /// `args.key` when it has the form of a key id (custody's one rule, ``KeyID``), so a page
+    /// cannot put its own words into the presence prompt; nil otherwise.
     static func promptableKeyID(_ value: JSONValue?) -> String? {
-        guard let key = value?.stringValue, (1...64).contains(key.utf8.count),
-              key.utf8.allSatisfy({ (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d })
-        else { return nil }
+        guard let key = value?.stringValue, KeyID.isValid(key) else { return nil }
         return key
     }
 

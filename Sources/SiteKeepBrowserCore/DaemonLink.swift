@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import SiteKeepSystem
 public import SiteKeepJSON
 
 /// Why the browser could not talk to the daemon. Each case says what to do.
@@ -242,13 +243,9 @@ enum DaemonSocket {
         return fd
     }
 
+    /// Sends every byte (``FileIO/writeAll(_:_:socket:)``, `MSG_NOSIGNAL`: a closed daemon is
+    /// an error, not `SIGPIPE`); false when the send fails.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var off = 0
-        while off < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + off, $0.count - off, Int32(MSG_NOSIGNAL)) }
-            if n < 0 { if errno == EINTR { continue }; return false }
-            off += n
-        }
-        return true
+        (try? FileIO.writeAll(fd, bytes, socket: true)) != nil
     }
 }

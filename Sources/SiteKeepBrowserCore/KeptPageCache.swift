@@ -2,6 +2,7 @@ public import Foundation
 import Glibc
 import Synchronization
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// Why a page could not be kept.
 public enum KeptPageError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -87,7 +88,7 @@ public final class KeptPageCache: Sendable {
     public func page(for url: String, now: Date = Date()) -> KeptPage? {
         lock.withLock { _ -> KeptPage? in
             guard let entry = readManifest(manifestPath(url)), entry.url == Self.key(for: url) else { return nil }
-            guard let bytes = FileManager.default.contents(atPath: objectPath(entry.object)).map(Array.init),
+            guard case .bytes(let bytes)? = try? FileIO.readRegularFile(objectPath(entry.object), limit: Int(clamping: budget)),
                   digest(bytes) == entry.object else {
                 unlink(manifestPath(url))
                 unlink(objectPath(entry.object))
@@ -126,8 +127,8 @@ public final class KeptPageCache: Sendable {
     }
 
     private func readManifest(_ path: String) -> Entry? {
-        guard let data = FileManager.default.contents(atPath: path),
-              let v = try? JSONParser.parse(Array(data), limits: .document),
+        guard case .bytes(let data)? = try? FileIO.readRegularFile(path, limit: 1 << 20),
+              let v = try? JSONParser.parse(data, limits: .document),
               v["v"]?.intValue == 1, let url = v["url"]?.stringValue, let object = v["object"]?.stringValue,
               object.count == 64, object.allSatisfy({ $0.isHexDigit }), let bytes = v["bytes"]?.intValue else { return nil }
         return Entry(path: path, url: url, title: v["title"]?.stringValue, object: object, bytes: bytes,
@@ -173,28 +174,15 @@ public final class KeptPageCache: Sendable {
             parts.append(p)
             p = (p as NSString).deletingLastPathComponent
         }
-        for dir in parts.reversed() where mkdir(dir, 0o700) != 0 && errno != EEXIST {
-            throw .storage("cannot create \(dir): \(String(cString: strerror(errno)))")
+        for dir in parts.reversed() where mkdir(dir, 0o700) != 0 && Errno.current != .fileExists {
+            throw .storage("\(SystemError.current("create", dir))")
         }
     }
 
-    /// Writes `bytes` to a new temporary file beside `path` (O_EXCL, 0600), syncs it, renames it
-    /// over `path` and syncs the folder: a reader sees the old file or the new one, never a part.
+    /// Replaces `path` with `bytes` (0600) through ``AtomicFile/replace(_:with:mode:temporaryFolder:syncFolder:)``
+    /// (O_EXCL temp file beside it, fsync, rename, fsync of the folder): a reader sees the old
+    /// file or the new one, never a part.
     static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(KeptPageError) {
-        let dir = (path as NSString).deletingLastPathComponent
-        let temp = dir + "/.tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot create \(temp): \(String(cString: strerror(errno)))") }
-        var off = 0
-        while off < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { close(fd); unlink(temp); throw .storage("cannot write \(temp)") }
-            off += n
-        }
-        guard fsync(fd) == 0, close(fd) == 0 else { unlink(temp); throw .storage("cannot sync \(temp)") }
-        guard rename(temp, path) == 0 else { unlink(temp); throw .storage("cannot rename into \(path)") }
-        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
+        do { try AtomicFile.replace(path, with: bytes) } catch { throw .storage("\(error)") }
     }
 }

@@ -3,6 +3,7 @@
 #endif
 import Foundation
 internal import SiteKeepCore
+internal import SiteKeepSystem
 
 /// Fetches agenda URLs with `If-None-Match` by running `curl` (`/usr/bin/curl`, or `$SITEKEEP_CURL`).
 ///
@@ -42,8 +43,11 @@ struct CurlAgendaFetcher: AgendaFetcher {
         switch code {
         case 304: return .notModified
         case 200:
-            guard let bytes = FileManager.default.contents(atPath: body), bytes.count <= maxBytes else { throw .fetchFailed("no body was received") }
-            let head = (try? String(contentsOfFile: headers, encoding: .utf8)) ?? ""
+            guard case .bytes(let bytes)? = try? FileIO.readRegularFile(body, limit: maxBytes) else { throw .fetchFailed("no body was received") }
+            let head = (try? FileIO.readRegularFile(headers, limit: 1 << 20)).flatMap { r -> String? in
+                if case .bytes(let b) = r { return String(decoding: b, as: UTF8.self) }
+                return nil
+            } ?? ""
             // The last response's headers (after redirects): its ETag, if any.
             let last = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }.last ?? ""
             let tag = last.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("etag:") }
@@ -54,36 +58,15 @@ struct CurlAgendaFetcher: AgendaFetcher {
         }
     }
 
-    /// Runs `path` with `args` (no shell), standard output captured (at most 64 KiB), standard error to the same pipe.
+    /// Runs `path` with `args` (no shell, a fixed environment, in this process's group so an
+    /// interrupt reaches it too), standard output and error captured (at most 64 KiB).
     static func run(_ path: String, _ args: [String]) -> (Int32, String) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { return (127, "no pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let envp: [UnsafeMutablePointer<CChar>?] = (["PATH=/usr/bin:/bin", "LC_ALL=C"] as [String]).map { strdup($0) } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        close(fds[1])
-        guard rc == 0 else { close(fds[0]); return (127, "cannot run \(path)") }
-        var out = [UInt8]()
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buf.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            if out.count < 64 << 10 { out += buf[0..<n] }
+        do {
+            let (ended, out) = try ChildProcess.capture(path, arguments: args, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"],
+                                                        streams: .both, ownProcessGroup: false)
+            return (ended.status, String(decoding: out, as: UTF8.self))
+        } catch {
+            return (127, "cannot run \(path): \(error.cause)")
         }
-        close(fds[0])
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (code, String(decoding: out, as: UTF8.self))
     }
 }

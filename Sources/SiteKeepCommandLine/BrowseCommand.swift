@@ -1,4 +1,5 @@
 import Foundation
+internal import SiteKeepSystem
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
@@ -32,16 +33,16 @@ enum BrowseCommand {
                 args += ["--site", site]
             }
         }
-        // A child, waited for (never exec: the command also runs inside other programs, the tests).
-        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = inv.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, browser, nil, nil, argv, envp)
-        guard rc == 0 else { throw CommandFailure("cannot start \(browser): \(String(cString: strerror(rc)))", code: "not_found") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        // A child, waited for (never exec: the command also runs inside other programs, the tests),
+        // with this terminal's streams and in this process group (an interrupt reaches it).
+        let child: ChildProcess
+        do throws(SystemError) {
+            child = try ChildProcess.spawn(browser, arguments: Array(args.dropFirst()), environment: inv.environment.map { "\($0.key)=\($0.value)" },
+                                           stdin: .inherit, stdout: .inherit, stderr: .inherit, ownProcessGroup: false)
+        } catch {
+            throw CommandFailure("cannot start \(browser): \(error.cause)", code: "not_found")
+        }
+        let code = child.wait().status
         guard code == 0 else { throw CommandFailure("sitekeep-browser stopped with status \(code) (its message is above)", code: "browser_failed") }
     }
 

@@ -4,6 +4,7 @@
 import Foundation
 import Synchronization
 internal import SiteKeepHardening
+internal import SiteKeepKeyring
 public import SiteKeepJSON
 
 /// The `sitekeep` command line: global options, a tree of subcommands, help, exit statuses.
@@ -245,21 +246,18 @@ public enum CommandLineTool {
 
     static func resolveSettings(values: [String: [String]], flags: Set<String>, environment: [String: String],
                                 io: any ToolIO, spec: CommandSpec) throws -> GlobalSettings {
-        var home: String
-        if let h = values["--home"]?.last {
-            home = h
-        } else if let h = environment["SITEKEEP_HOME"], !h.isEmpty {
-            home = h
-        } else if let x = environment["XDG_DATA_HOME"], x.hasPrefix("/") {
-            home = x + "/sitekeep"
-        } else if let h = environment["HOME"], !h.isEmpty {
-            home = h + "/.local/share/sitekeep"
-        } else {
-            throw CommandFailure("cannot tell where the store lives", remedy: "pass --home DIR or set SITEKEEP_HOME")
+        // The one resolution rule (StoreHome.resolve); a relative --home or SITEKEEP_HOME is
+        // relative to the working folder, and the store records absolute paths.
+        let home: String
+        do {
+            home = try StoreHome.resolve(explicit: values["--home"]?.last, environment: environment,
+                                         workingDirectory: FileManager.default.currentDirectoryPath).path
+        } catch {
+            var why = "\(error)"
+            if case .io(let what) = error { why = what }
+            if values["--home"] != nil { throw UsageError(why, command: spec.commandLine) }
+            throw CommandFailure("cannot tell where the store lives: \(why)", remedy: "pass --home DIR or set SITEKEEP_HOME")
         }
-        guard !home.isEmpty, !home.contains("\0") else { throw UsageError("--home must be a folder path", command: spec.commandLine) }
-        // A relative --home is relative to the working folder; the store records absolute paths.
-        if !home.hasPrefix("/") { home = FileManager.default.currentDirectoryPath + "/" + home }
         let keyring = values["--keyring"]?.last ?? environment["SITEKEEP_KEYRING"] ?? "auto"
         guard ["auto", "secret-service", "file"].contains(keyring) else {
             throw UsageError("--keyring must be auto, secret-service or file, not '\(keyring)'", command: spec.commandLine)

@@ -183,8 +183,8 @@ enum CoreCommands {
             case .stale(let why): throw CommandFailure("the agenda could not be fetched (\(why)); the cached copy (\(agenda.items.count) items) stays", code: "fetch_failed")
             }
         } else {
-            guard let bytes = FileManager.default.contents(atPath: source) else { throw CommandFailure("cannot read \(source)", code: "not_found") }
-            let agenda = try c.agenda.load(body: [UInt8](bytes), source: "file:" + source, now: now)
+            let bytes = try InputFile.read(source, option: "SOURCE", limit: 16 << 20)
+            let agenda = try c.agenda.load(body: bytes, source: "file:" + source, now: now)
             inv.say("Loaded \(agenda.items.count) agenda items from \(source).")
         }
     }

@@ -540,11 +540,7 @@ enum CustodyCommands {
 
     static func readMessage(_ path: String, inv: Invocation) throws -> [UInt8] {
         if path == "-" { return try inv.io.readStandardInput(limit: 16 << 20) }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure("cannot read \(path)", remedy: "check the path")
-        }
-        guard data.count <= 16 << 20 else { throw CommandFailure("\(path) is larger than 16 MiB", remedy: "sign a hash of it instead") }
-        return [UInt8](data)
+        return try InputFile.read(path, option: "--message-file", limit: 16 << 20)
     }
 
     static func slotJSON(_ s: SlotInfo) -> JSONValue {

@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 internal import SiteKeepCrypto
+internal import SiteKeepSystem
 
 /// What a secret's bytes must look like.
 enum SecretFormat: Sendable, Equatable {
@@ -153,41 +154,28 @@ enum SecretReader {
                        remedy: "check that \(source.option) names a file holding only the \(source.noun)", code: "bad_secret")
     }
 
-    /// Reads the file at `path` into `buffer` (regular files, FIFOs and character devices such
-    /// as `/dev/stdin`); returns the byte count, `buffer.count` meaning "at least that many".
+    /// Reads the file at `path` into `buffer` (``FileIO/readNamedInput(_:into:acceptPipes:)``:
+    /// a regular file, or a pipe a program writes to, such as `<(…)`; a FIFO nobody writes to,
+    /// a device or a folder is refused at once, never waited on); returns the byte count,
+    /// `buffer.count` meaning "at least that many".
     static func readFile(_ path: String, _ source: SecretSource, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else {
-            throw CommandFailure("cannot read the \(source.noun) file \(path) (\(source.option)): \(String(cString: strerror(errno)))",
-                                 remedy: "check the path", code: "no_secret")
-        }
-        defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw CommandFailure("cannot inspect the \(source.noun) file \(path): \(String(cString: strerror(errno)))", remedy: "check the path", code: "no_secret")
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) > source.limit {
+            throw tooLarge(source, "\(source.option) \(path)")
         }
-        let type = info.st_mode & S_IFMT
-        guard type == S_IFREG || type == S_IFIFO || type == S_IFCHR else {
-            throw CommandFailure("the \(source.noun) file \(path) (\(source.option)) is not a regular file",
-                                 remedy: "give a file, or '-' for standard input", code: "no_secret")
+        do throws(SystemError) {
+            return try FileIO.readNamedInput(path, into: buffer)
+        } catch {
+            throw CommandFailure("cannot read the \(source.noun) file \(path) (\(source.option)): \(error.cause)",
+                                 remedy: "give a regular file holding only the \(source.noun), or '-' and the \(source.noun) on standard input",
+                                 code: "no_secret")
         }
-        if type == S_IFREG, Int(info.st_size) > source.limit { throw tooLarge(source, "\(source.option) \(path)") }
-        return try readAll(fd, into: buffer, what: "the \(source.noun) file \(path)")
     }
 
     /// Reads `fd` into `buffer` until end of input or the buffer is full; returns the byte count.
     static func readAll(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, what: String) throws -> Int {
-        guard let base = buffer.baseAddress else { return 0 }
-        var count = 0
-        while count < buffer.count {
-            let n = Glibc.read(fd, base + count, buffer.count - count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CommandFailure("cannot read \(what): \(String(cString: strerror(errno)))", code: "no_secret")
-            }
-            if n == 0 { break }
-            count += n
+        do throws(Errno) { return try FileIO.readFully(fd, into: buffer) } catch {
+            throw CommandFailure("cannot read \(what): \(error)", code: "no_secret")
         }
-        return count
     }
 }

@@ -7,6 +7,7 @@ internal import SiteKeepPartitions
 internal import SiteKeepVault
 public import SiteKeepKeyring
 public import SiteKeepCustody
+internal import SiteKeepSystem
 
 /// One SiteKeep store as the CLI opens it: the home folder, the keyring its keys live in, and
 /// the custodian over them.
@@ -61,7 +62,12 @@ public struct StoreContext: Sendable {
         }
         let home = StoreHome(path: inv.settings.home)
         let marker = home.path + "/" + markerName
-        let recorded = (try? String(contentsOfFile: marker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let recorded: String?
+        if case .bytes(let bytes)? = try? FileIO.readRegularFile(marker, limit: 4096) {
+            recorded = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            recorded = nil
+        }
         var choice = KeyringChoice(rawValue: inv.settings.keyring) ?? .auto
         if let recorded, let kind = KeyringKind(rawValue: recorded) {
             switch (choice, kind) {
@@ -86,8 +92,7 @@ public struct StoreContext: Sendable {
         let custodian = try Custodian(home: home, keyring: opened.backend, configuration: configuration)
         if recorded == nil {
             // Record the backend the first time the store is opened (creation).
-            let data = Data((opened.backend.kind.rawValue + "\n").utf8)
-            _ = FileManager.default.createFile(atPath: marker, contents: data, attributes: [.posixPermissions: 0o600])
+            try? AtomicFile.replace(marker, with: Array((opened.backend.kind.rawValue + "\n").utf8))
         }
         return StoreContext(home: home, keyring: opened.backend, keyringReason: opened.reason, custodian: custodian)
     }

@@ -3,6 +3,7 @@
 #endif
 import Foundation
 internal import SiteKeepCrypto
+internal import SiteKeepSystem
 import Synchronization
 
 /// Where a command reads and writes. The real process uses the standard streams; tests
@@ -49,8 +50,9 @@ public struct StandardIO: ToolIO {
         while true {
             let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if n < 0 {
-                if errno == EINTR { continue }
-                throw CommandFailure("could not read standard input (errno \(errno))")
+                let e = Errno.current
+                if e == .interrupted { continue }
+                throw CommandFailure("could not read standard input: \(e)")
             }
             if n == 0 { break }
             out.append(contentsOf: chunk[0..<n])
@@ -87,9 +89,9 @@ public struct StandardIO: ToolIO {
         }
         defer {
             if haveTermios { var s = saved; _ = tcsetattr(fd, TCSAFLUSH, &s) }
-            _ = Glibc.write(fd, "\n", 1)
+            try? FileIO.writeAll(fd, [0x0a])
         }
-        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
+        try? FileIO.writeAll(fd, Array(prompt.utf8))
         // Byte by byte, straight into the caller's guarded buffer.
         var count = 0
         while count < buffer.count {

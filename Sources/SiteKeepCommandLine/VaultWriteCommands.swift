@@ -40,10 +40,7 @@ enum VaultWriteCommands {
         let name = try inv.requiredArgument("NAME"), path = try inv.requiredArgument("PATH")
         let bytes: [UInt8]
         if let file = inv.option("--file"), file != "-" {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw CommandFailure("cannot read \(file)", remedy: "check the path and its permissions")
-            }
-            bytes = [UInt8](data)
+            bytes = try InputFile.read(file, option: "--file", limit: 1 << 30)
         } else {
             bytes = try inv.io.readStandardInput(limit: 1 << 30)
         }

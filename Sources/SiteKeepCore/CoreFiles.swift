@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SiteKeepSystem
 
 /// Why a core state file could not be read or written.
 public struct CoreFileError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -11,54 +12,30 @@ public struct CoreFileError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 /// The core's small state files (delivered reminders, calendar sequences, the "what is next"
-/// snapshot): bounded reads, and atomic replacement (a temporary file made with `O_EXCL`,
-/// written, `fsync`ed, renamed over the old one, then the folder `fsync`ed), so a reader never
-/// sees half a file and a crash leaves the old or the new one.
-///
-/// (The structure issue folds this into the project's one `AtomicFile`.)
+/// snapshot): bounded reads of regular files (``FileIO/readRegularFile(_:limit:followLinks:)``:
+/// a FIFO or a device in a file's place is refused, never waited on), and atomic replacement
+/// (``AtomicFile``: a temporary file made with `O_EXCL`, written, `fsync`ed, renamed over the
+/// old one, then the folder `fsync`ed), so a reader never sees half a file and a crash leaves
+/// the old or the new one.
 public enum CoreFiles {
-    /// The bytes of `path`, or nil when it does not exist. - Throws: when it is larger than `limit` or unreadable.
+    /// The bytes of `path`, or nil when it does not exist. - Throws: when it is larger than
+    /// `limit`, not a regular file (or a symbolic link), or unreadable.
     public static func read(_ path: String, limit: Int) throws(CoreFileError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw CoreFileError(path: path, reason: "cannot open: \(String(cString: strerror(errno)))")
+        do {
+            switch try FileIO.readRegularFile(path, limit: limit) {
+            case .bytes(let bytes): return bytes
+            case .missing: return nil
+            }
+        } catch {
+            throw CoreFileError(path: path, reason: error.cause)
         }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw CoreFileError(path: path, reason: "cannot read: \(String(cString: strerror(errno)))") }
-            if n == 0 { break }
-            out.append(contentsOf: chunk[0..<n])
-            guard out.count <= limit else { throw CoreFileError(path: path, reason: "is larger than \(limit) bytes") }
-        }
-        return out
     }
 
     /// Replaces `path` with `bytes` atomically, with `mode` (0600 by default).
     public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600) throws(CoreFileError) {
-        let tmp = path + ".tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
-        guard fd >= 0 else { throw CoreFileError(path: path, reason: "cannot create \(tmp): \(String(cString: strerror(errno)))") }
-        var done = 0, ok = true
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; ok = false; break }
-            done += n
+        do { try AtomicFile.replace(path, with: bytes, mode: mode) } catch {
+            throw CoreFileError(path: path, reason: "cannot write: \(error)")
         }
-        if ok { ok = fchmod(fd, mode_t(mode)) == 0 && fsync(fd) == 0 }
-        let err = String(cString: strerror(errno))
-        close(fd)
-        if ok { ok = rename(tmp, path) == 0 }
-        guard ok else {
-            unlink(tmp)
-            throw CoreFileError(path: path, reason: "cannot write: \(err)")
-        }
-        let dir = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
     }
 
     /// Creates `path` (and missing parents) as folders of mode 0700.
@@ -69,8 +46,8 @@ public enum CoreFiles {
             return
         }
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex { try ensureDirectory(String(path[..<slash])) }
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw CoreFileError(path: path, reason: "cannot create the folder: \(String(cString: strerror(errno)))")
+        guard mkdir(path, 0o700) == 0 || Errno.current == .fileExists else {
+            throw CoreFileError(path: path, reason: "cannot create the folder: \(Errno.current)")
         }
     }
 }

@@ -6,6 +6,7 @@ import Foundation
 import Synchronization
 internal import CLinux
 import SiteKeepCrypto
+import SiteKeepSystem
 
 /// One key use, as the audit log records it. Holds no secret material: ids, names and
 /// outcomes only.
@@ -156,7 +157,7 @@ public final class AuditLog: Sendable {
         self.syncInterval = syncInterval
         self.anchor = anchor
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io("cannot open audit log \(path): \(Files.errno_())") }
+        guard fd >= 0 else { throw .io("\(SystemError.current("open the audit log", path))") }
         let size = Int64(lseek(fd, 0, SEEK_END))
         let (prev, seq) = Self.head(fd: fd, size: size, genesis: genesis)
         state = Mutex(State(fd: fd, prev: prev, seq: seq, lastSyncNs: 0, syncScheduled: false, end: size))
@@ -217,8 +218,8 @@ public final class AuditLog: Sendable {
             Self.put(",\"prev\":\"", &line); Self.put(s.prev, &line); Self.put("\"}", &line)
             let hash = SHA256.hash(line)
             line.append(0x0a)
-            guard Files.writeAll(s.fd, line) else {
-                throw .io("cannot append to the audit log \(path): \(Files.errno_())")
+            do throws(Errno) { try Files.writeAll(s.fd, line) } catch {
+                throw .io("\(SystemError("append to the audit log", path, errno: error))")
             }
             s.prev = Hex.encode(hash)
             s.seq += 1

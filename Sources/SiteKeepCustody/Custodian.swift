@@ -281,12 +281,7 @@ public final class Custodian: Sendable {
     }
 
     static func validateID(_ id: String, what: String = "key") throws(CustodyError) {
-        let bytes = Array(id.utf8)
-        guard (1...64).contains(bytes.count),
-              bytes.allSatisfy({ (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }),
-              let first = bytes.first, (0x61...0x7a).contains(first) || (0x30...0x39).contains(first) else {
-            throw .invalidKeyID(id)
-        }
+        guard KeyID.isValid(id) else { throw .invalidKeyID(id) }
     }
 
     static func validateItemName(_ id: String, what: String) throws(CustodyError) {

@@ -102,7 +102,7 @@ extension CustodyError: CustomStringConvertible {
         case .keyExists(let id):
             "a key '\(id)' exists already; choose another id, or rotate or delete it"
         case .invalidKeyID(let id):
-            "invalid key id '\(id.prefix(80))': use 1-64 characters from a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
+            "invalid key id '\(id.prefix(80))': use \(KeyID.rule)"
         case let .versionNotFound(id, v):
             "key '\(id)' has no version \(v); see 'sitekeep team list'"
         case let .versionVerifyOnly(id, v):

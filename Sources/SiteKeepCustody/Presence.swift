@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Synchronization
 internal import CLinux
+internal import SiteKeepSystem
 public import SiteKeepCrypto
 
 /// A monotonic clock that counts time spent in suspend (`CLOCK_BOOTTIME`), in nanoseconds.
@@ -176,10 +177,16 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
         env["SITEKEEP_PRESENCE_OP"] = Self.printable(op)
         env["SITEKEEP_PRESENCE_KEY"] = keyID.map(Self.printable) ?? "-"
         env["SITEKEEP_PRESENCE_PROMPT"] = promptID
-        let argv = [program, Self.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID, ending: "Allow?")]
-        let status = try ChildProcess.run(program: program, arguments: argv,
-                                          environment: env.map { "\($0.key)=\($0.value)" }, timeout: timeout)
-        guard let status else { throw .presenceTimedOut(seconds: Int(PresenceProof.nanoseconds(timeout) / 1_000_000_000)) }
+        let prompt = Self.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID, ending: "Allow?")
+        // Directly (no shell), in its own process group, stdin/stdout/stderr on /dev/null; on
+        // time-out the whole group gets SIGTERM, then SIGKILL a second later.
+        let ended: ChildProcess.Termination?
+        do {
+            ended = try ChildProcess.run(program, arguments: [prompt], environment: env.map { "\($0.key)=\($0.value)" }, timeout: timeout)
+        } catch {
+            throw .presenceUnavailable("cannot run the askpass program \(program): \(error.cause)")
+        }
+        guard let status = ended?.status else { throw .presenceTimedOut(seconds: Int(PresenceProof.nanoseconds(timeout) / 1_000_000_000)) }
         guard status == 0 else { throw .presenceDenied }
         return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(),
                              promptID: promptID)
@@ -298,54 +305,4 @@ public final class PresenceWindow: Sendable {
 
     /// Forgets every cached proof (lock does this through the scope).
     public func clear() { proofs.withLock { $0.removeAll() } }
-}
-
-/// Runs a program directly (no shell) in its own process group, with stdin/stdout/stderr on
-/// /dev/null, and waits at most `timeout`. On time-out the whole group gets SIGTERM, then
-/// SIGKILL a second later, so a script's children do not outlive it.
-enum ChildProcess {
-    /// The exit status (or 128 + signal), or nil on time-out.
-    static func run(program: String, arguments: [String], environment: [String], timeout: Duration) throws(CustodyError) -> Int32? {
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP))
-        posix_spawnattr_setpgroup(&attr, 0)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        func cStrings(_ list: [String]) -> [UnsafeMutablePointer<CChar>?] { list.map { strdup($0) } + [nil] }
-        let argv = cStrings(arguments), envp = cStrings(environment)
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, program, &actions, &attr, argv, envp)
-        guard rc == 0 else { throw .presenceUnavailable("cannot run the askpass program \(program): \(String(cString: strerror(rc)))") }
-
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        while true {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { return decode(status) }
-            if r < 0 && errno != EINTR { return 127 }
-            if ContinuousClock.now >= deadline { break }
-            usleep(5_000)
-        }
-        kill(-pid, SIGTERM)
-        let killAt = ContinuousClock.now + .seconds(1)
-        while ContinuousClock.now < killAt {
-            if waitpid(pid, &status, WNOHANG) == pid { kill(-pid, SIGKILL); return nil }
-            usleep(5_000)
-        }
-        kill(-pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
-        return nil
-    }
-
-    static func decode(_ status: Int32) -> Int32 {
-        let signal = status & 0x7f
-        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
-    }
 }

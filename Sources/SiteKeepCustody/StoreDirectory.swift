@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SiteKeepCrypto
+import SiteKeepSystem
 
 /// A store's home folder, made private (0700), and its random, persisted store id.
 ///
@@ -51,23 +52,23 @@ extension String {
     }
 }
 
-/// Small, careful file helpers: private modes, atomic replacement, bounded reads.
+/// Small, careful file helpers: private modes, atomic replacement, bounded reads (the last
+/// two, and locking, are SiteKeepSystem's, with custody's error type).
 enum Files {
-    static func errno_() -> String { String(cString: strerror(errno)) }
 
     /// Creates `path` as a 0700 directory if missing; refuses one that is not a directory, not
     /// ours or open to group/others.
     static func ensurePrivateDirectory(_ path: String) throws(CustodyError) {
         var st = stat()
         if lstat(path, &st) != 0 {
-            guard errno == ENOENT else { throw .io("cannot inspect \(path): \(errno_())") }
+            guard Errno.current == .noSuchFileOrDirectory else { throw .io("\(SystemError.current("inspect", path))") }
             // Create missing parents (0700 for the last component only matters).
             let parent = parentOf(path)
             if parent != path, parent != "/", !exists(parent) {
                 try ensurePrivateDirectory(parent)
             }
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw .io("cannot create \(path): \(errno_())") }
-            guard lstat(path, &st) == 0 else { throw .io("cannot inspect \(path): \(errno_())") }
+            guard mkdir(path, 0o700) == 0 || Errno.current == .fileExists else { throw .io("\(SystemError.current("create", path))") }
+            guard lstat(path, &st) == 0 else { throw .io("\(SystemError.current("inspect", path))") }
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .insecureHome("\(path) is not a directory") }
         guard st.st_uid == getuid() else { throw .insecureHome("\(path) belongs to another user") }
@@ -86,69 +87,42 @@ enum Files {
         return lstat(path, &st) == 0
     }
 
-    /// Reads at most `limit` bytes of a regular file; nil when it does not exist.
+    /// Reads at most `limit` bytes of a regular file (never through a link, never blocking on a
+    /// FIFO); nil when it does not exist.
     static func readIfExists(_ path: String, limit: Int) throws(CustodyError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw .io("cannot open \(path): \(errno_())")
-        }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw .io("\(path) is not a regular file") }
-        guard Int(st.st_size) <= limit else { throw .io("\(path) is larger than \(limit) bytes") }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; throw .io("cannot read \(path): \(errno_())") }
-            if n == 0 { break }
-            done += n
-        }
-        return Array(out.prefix(done))
+        do {
+            switch try FileIO.readRegularFile(path, limit: limit) {
+            case .bytes(let bytes): return bytes
+            case .missing: return nil
+            }
+        } catch { throw .io("\(error)") }
     }
 
-    /// Writes `bytes` to `path` (mode 0600) atomically: temp file, fsync, rename, fsync of the folder.
+    /// Writes `bytes` to `path` (mode 0600) atomically: ``AtomicFile/replace(_:with:mode:)``.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CustodyError) {
-        let tmp = path + ".tmp-" + Hex.encode(SecureRandom.bytes(count: 6))
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io("cannot create \(tmp): \(errno_())") }
-        var ok = writeAll(fd, bytes) && fsync(fd) == 0
-        let err = errno_()
-        close(fd)
-        if ok { ok = rename(tmp, path) == 0 }
-        guard ok else {
-            unlink(tmp)
-            throw .io("cannot write \(path): \(err)")
-        }
-        fsyncDirectory(parentOf(path))
+        do { try AtomicFile.replace(path, with: bytes) } catch { throw .io("\(error)") }
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; return false }
-            done += n
-        }
-        return true
+    /// Writes all of `bytes` to `fd`; the error number when a write fails.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
+        try FileIO.writeAll(fd, bytes)
     }
 
     /// Runs `body` holding an exclusive `flock` on the lock file at `path` (created 0600 when
     /// missing, never removed), which serialises it with every other process and thread doing
     /// the same. The lock goes with the file descriptor, also when `body` throws or the process dies.
     static func withExclusiveLock<R: ~Copyable>(_ path: String, _ body: () throws(CustodyError) -> R) throws(CustodyError) -> R {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io("cannot open the lock file \(path): \(errno_())") }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw .io("cannot lock \(path): \(errno_())") }
+        do {
+            return try FileLock.withLock(path, body)
+        } catch {
+            switch error {
+            case .lock(let e): throw .io("\(e)")
+            case .body(let e): throw e
+            }
         }
-        return try body()
     }
 
     static func fsyncDirectory(_ path: String) {
-        let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
+        try? FileIO.syncFolder(path)
     }
 }

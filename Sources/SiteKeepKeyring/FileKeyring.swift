@@ -3,6 +3,7 @@
 #endif
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
 import Synchronization
 
 /// The embedded keyring: one file in the store's home, used when no Secret Service is reachable
@@ -187,7 +188,8 @@ public final class FileKeyring: KeyringBackend {
     /// (one unlock looks up several items, and decoding is most of a lookup's cost).
     func readItems() throws(KeyringError) -> [KeyringItemID: Record] {
         try Self.checkFolder(folder)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // O_NONBLOCK: a FIFO or a device in its place is refused below instead of blocking open.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         if fd < 0 {
             let code = errno
             if code == ENOENT { return [:] }
@@ -259,41 +261,9 @@ public final class FileKeyring: KeyringBackend {
         return fd
     }
 
+    /// Replaces the keyring file with `bytes` (0600): ``AtomicFile/replace(_:with:mode:)``.
     private func writeAtomically(_ bytes: [UInt8]) throws(KeyringError) {
-        let suffix = Hex.encode(SecureRandom.bytes(count: 8))
-        let temporary = "\(folder)/.\(Self.fileName).tmp-\(getpid())-\(suffix)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io("cannot create \(temporary): \(Self.describe(errno))") }
-        var renamed = false
-        defer { if !renamed { unlink(temporary) } }
-        do {
-            defer { close(fd) }
-            try Self.writeAll(bytes, to: fd, name: temporary)
-        }
-        guard rename(temporary, path) == 0 else {
-            throw .io("cannot rename \(temporary) to \(path): \(Self.describe(errno))")
-        }
-        renamed = true
-        let dirFD = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dirFD >= 0 else { throw .io("cannot open \(folder) to fsync it: \(Self.describe(errno))") }
-        defer { close(dirFD) }
-        guard fsync(dirFD) == 0 else { throw .io("cannot fsync \(folder): \(Self.describe(errno))") }
-    }
-
-    private static func writeAll(_ bytes: [UInt8], to fd: Int32, name: String) throws(KeyringError) {
-        guard fchmod(fd, 0o600) == 0 else { throw .io("cannot chmod \(name): \(describe(errno))") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in
-                write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io("cannot write \(name): \(describe(errno))")
-            }
-            offset += n
-        }
-        guard fsync(fd) == 0 else { throw .io("cannot fsync \(name): \(describe(errno))") }
+        do { try AtomicFile.replace(path, with: bytes, mode: 0o600) } catch { throw .io("\(error)") }
     }
 
     // MARK: Folder checks
@@ -334,6 +304,6 @@ public final class FileKeyring: KeyringBackend {
     }
 
     static func describe(_ code: Int32) -> String {
-        String(cString: strerror(code))
+        Errno(rawValue: code).description
     }
 }

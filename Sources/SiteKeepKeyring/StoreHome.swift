@@ -31,14 +31,28 @@ public struct StoreHome: Sendable, Equatable, CustomStringConvertible {
         self.source = source
     }
 
-    /// Resolves the home from environment variables.
-    /// - Throws: ``KeyringError/io(_:)`` when none of the rules yields an absolute path.
-    public static func resolve(environment: [String: String]) throws(KeyringError) -> StoreHome {
-        if let explicit = environment["SITEKEEP_HOME"], !explicit.isEmpty {
-            guard explicit.hasPrefix("/") else {
-                throw .io("SITEKEEP_HOME must be an absolute path, not '\(explicit)'")
+    /// Resolves the home: the one rule every SiteKeep program uses (the CLI's `--home`, the
+    /// daemon, tests).
+    ///
+    /// In order: `explicit` (a `--home` value), `$SITEKEEP_HOME` when set and not empty,
+    /// `$XDG_DATA_HOME/sitekeep` when `XDG_DATA_HOME` is absolute, `$HOME/.local/share/sitekeep`
+    /// when `HOME` is absolute. A relative `explicit` or `$SITEKEEP_HOME` is taken relative to
+    /// `workingDirectory`, and refused when none is given. Trailing slashes are dropped.
+    /// - Throws: ``KeyringError/io(_:)`` naming the value that is unusable, or saying that none
+    ///   of the rules yields a folder.
+    public static func resolve(explicit: String? = nil, environment: [String: String],
+                               workingDirectory: String? = nil) throws(KeyringError) -> StoreHome {
+        func absolute(_ value: String, _ name: String) throws(KeyringError) -> String {
+            guard !value.isEmpty, !value.contains("\0") else { throw .io("\(name) must be a folder path") }
+            if value.hasPrefix("/") { return trimmed(value) }
+            guard let cwd = workingDirectory, cwd.hasPrefix("/") else {
+                throw .io("\(name) must be an absolute path, not '\(value)'")
             }
-            return StoreHome(path: trimmed(explicit), source: .explicit)
+            return trimmed(trimmed(cwd) + "/" + value)
+        }
+        if let explicit { return StoreHome(path: try absolute(explicit, "--home"), source: .explicit) }
+        if let value = environment["SITEKEEP_HOME"], !value.isEmpty {
+            return StoreHome(path: try absolute(value, "SITEKEEP_HOME"), source: .explicit)
         }
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
             return StoreHome(path: trimmed(xdg) + "/sitekeep", source: .xdgDataHome)
@@ -46,7 +60,7 @@ public struct StoreHome: Sendable, Equatable, CustomStringConvertible {
         if let home = environment["HOME"], home.hasPrefix("/") {
             return StoreHome(path: trimmed(home) + "/.local/share/sitekeep", source: .home)
         }
-        throw .io("cannot find a home for the store: set SITEKEEP_HOME (or HOME) to an absolute path")
+        throw .io("cannot find a home for the store: pass --home DIR or set SITEKEEP_HOME (or HOME) to an absolute path")
     }
 
     public var description: String { path }

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 package import SiteKeepCustody
 import SiteKeepCrypto
+import SiteKeepSystem
 
 /// The mutable state behind a partition's lock. Not Sendable: only reached inside `Mutex.withLock`.
 final class PartitionBox {
@@ -173,7 +174,7 @@ package final class PartitionCore: Sendable {
                      limits: PartitionLimits, faults: AuditFaults) throws(PartitionError) -> PartitionCore {
         if create {
             let fd = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw .storageFailure("cannot create \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw .storageFailure("\(SystemError.current("create", path))") }
             close(fd)
         } else if !FileManager.default.fileExists(atPath: path) {
             throw .damaged(site: site.string, reason: .missing)

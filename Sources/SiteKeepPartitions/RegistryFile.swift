@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SiteKeepSystem
 
 // How a registry knows whether `sites.json` changed since it read it, cheaply enough to ask on
 // every bridge message, and how writers take turns.
@@ -81,7 +82,7 @@ final class RegistryWatch: Sendable {
         withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
             while true {
                 let n = read(fd, buffer.baseAddress, buffer.count)
-                if n < 0 && errno == EINTR { continue }
+                if n < 0 && Errno.current == .interrupted { continue }
                 guard n > 0 else { return }
                 if case .none = news { news = .something }
                 var offset = 0
@@ -109,7 +110,7 @@ enum RegistryFileLock {
     /// Creates the lock file (0600) if absent.
     static func create(_ path: String) throws(PartitionError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .storageFailure("cannot create the registry lock \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .storageFailure("\(SystemError.current("create the registry lock", path))") }
         close(fd)
     }
 
@@ -117,13 +118,13 @@ enum RegistryFileLock {
     /// `body`, when not waiting and another process holds it.
     static func holding<R>(_ path: String, wait: Bool, _ body: () throws(PartitionError) -> R) throws(PartitionError) -> R? {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .storageFailure("cannot open the registry lock \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .storageFailure("\(SystemError.current("open the registry lock", path))") }
         defer { close(fd) }   // closing releases the flock
         while flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
-            let e = errno
-            if e == EINTR { continue }
-            if e == EWOULDBLOCK { return nil }
-            throw .storageFailure("cannot lock \(path): \(String(cString: strerror(e)))")
+            let e = Errno.current
+            if e == .interrupted { continue }
+            if e == .wouldBlock { return nil }
+            throw .storageFailure("\(SystemError("lock", path, errno: e))")
         }
         return try body()
     }

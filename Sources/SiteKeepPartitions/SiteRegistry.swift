@@ -2,6 +2,7 @@ public import Foundation
 import Glibc
 import Synchronization
 public import SiteKeepCustody
+import SiteKeepSystem
 
 /// A registered site.
 public struct Site: Sendable, Hashable, Codable {
@@ -118,18 +119,23 @@ public final class SiteRegistry: Sendable {
     /// Reads `sites.json` (an absent file is an empty registry) and keeps it open.
     /// - Throws: ``PartitionError/registryDamaged(_:)`` when it cannot be parsed.
     private static func read(_ path: String) throws(PartitionError) -> ([SiteID: Site], RegistryFileView) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // O_NONBLOCK: a FIFO or a device in its place is refused below instead of blocking open.
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
-            if errno == ENOENT { return ([:], RegistryFileView()) }
-            throw .registryDamaged("sites.json cannot be opened (\(String(cString: strerror(errno))))")
+            if Errno.current == .noSuchFileOrDirectory { return ([:], RegistryFileView()) }
+            throw .registryDamaged("sites.json cannot be opened (\(Errno.current))")
         }
         let view = RegistryFileView(fd: fd)
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            throw .registryDamaged("sites.json is not a regular file; move it away and restore the registry from a backup")
+        }
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw .registryDamaged("sites.json cannot be read (\(String(cString: strerror(errno))))") }
+            if n < 0 && Errno.current == .interrupted { continue }
+            if n < 0 { throw .registryDamaged("sites.json cannot be read (\(Errno.current))") }
             if n == 0 { break }
             data.append(contentsOf: chunk[0..<n])
         }
@@ -248,8 +254,8 @@ public final class SiteRegistry: Sendable {
     /// named (the store home) is refused instead: SiteKeep never changes the mode of a folder it
     /// did not create.
     static func makePrivateDirectory(_ path: String, tighten: Bool = true) throws(PartitionError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw .storageFailure("cannot create \(path): \(String(cString: strerror(errno)))")
+        if mkdir(path, 0o700) != 0 && Errno.current != .fileExists {
+            throw .storageFailure("\(SystemError.current("create", path))")
         }
         var st = stat()
         guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
@@ -521,35 +527,19 @@ extension PartitionCore {
 }
 
 extension SiteRegistry {
-    /// Writes sites.json atomically: temp file (0600), fsync, rename, fsync of the folder. Only
-    /// under the file lock (``underFileLock(_:wait:_:)``). The written file becomes the view.
+    /// Writes sites.json atomically (``AtomicFile/replace(_:with:mode:)``: a unique 0600 temp
+    /// file, fsync, rename, fsync of the folder). Only under the file lock
+    /// (``underFileLock(_:wait:_:)``), so the file opened after the rename is the one written;
+    /// it becomes the view.
     private func persist(_ st: RegistryState) throws(PartitionError) {
         let file = RegistryFile(version: 1, sites: st.sites.values.sorted { $0.id < $1.id })
         guard let data = try? JSONEncoder.registry.encode(file) else { throw .storageFailure("cannot encode the registry") }
         let path = registryPath
-        let tmp = path + ".tmp"
-        unlink(tmp)
-        let fd = Glibc.open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storageFailure("cannot write \(tmp): \(String(cString: strerror(errno)))") }
-        let ok = data.withUnsafeBytes { raw -> Bool in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n <= 0 { if errno == EINTR { continue }; return false }
-                off += n
-            }
-            return fsync(fd) == 0
-        }
-        guard ok, rename(tmp, path) == 0 else {
-            let e = errno
-            close(fd)
-            unlink(tmp)
-            throw .storageFailure("cannot write \(path): \(String(cString: strerror(e)))")
-        }
+        do { try AtomicFile.replace(path, with: Array(data)) } catch { throw .storageFailure("\(error)") }
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw .storageFailure("\(SystemError.current("open", path))") }
         st.file = RegistryFileView(fd: fd)
         st.generation &+= 1
-        let dfd = Glibc.open(home.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
     }
 }
 

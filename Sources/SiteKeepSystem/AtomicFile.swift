@@ -18,26 +18,35 @@ import Synchronization
 public enum AtomicFile {
     private static let counter = Atomic<UInt64>(0)
 
-    /// The temporary name for `path`: a dot file in the same folder, unique per process and call.
-    static func temporaryPath(for path: String) -> String {
+    /// The temporary name for `path`: a dot file in the same folder, unique per process and
+    /// call; in `temporaryFolder` when given, `PID-N-NS.tmp` (so a cleaner can tell whose it is).
+    static func temporaryPath(for path: String, in temporaryFolder: String? = nil) -> String {
         let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
         let folder = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
+        if let temporaryFolder { return "\(temporaryFolder)/\(getpid())-\(n)-\(ts.tv_nsec).tmp" }
         return "\(folder.isEmpty ? "" : folder)/.\(name).tmp-\(getpid())-\(n)-\(ts.tv_nsec)"
     }
 
     /// Replaces `path` with `bytes` (file mode `mode`, 0600 by default).
+    ///
+    /// - Parameters:
+    ///   - temporaryFolder: where the temporary file is made instead of beside `path` (it must be
+    ///     on the same file system; a vault keeps them out of the folders other tools list).
+    ///   - syncFolder: false leaves the `fsync` of the folder to a caller that writes many files
+    ///     into one folder and syncs it once at the end.
     /// - Throws: ``SystemError`` naming the step and the file that failed.
-    public static func replace(_ path: String, with bytes: UnsafeRawBufferPointer, mode: UInt32 = 0o600) throws(SystemError) {
-        var tmp = temporaryPath(for: path)
+    public static func replace(_ path: String, with bytes: UnsafeRawBufferPointer, mode: UInt32 = 0o600,
+                               temporaryFolder: String? = nil, syncFolder: Bool = true) throws(SystemError) {
+        var tmp = temporaryPath(for: path, in: temporaryFolder)
         var fd: Int32 = -1
         for _ in 0..<8 {
             fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
             if fd >= 0 || Errno.current != .fileExists { break }
-            tmp = temporaryPath(for: path)
+            tmp = temporaryPath(for: path, in: temporaryFolder)
         }
         guard fd >= 0 else { throw .current("create", tmp) }
         var keep = false
@@ -51,12 +60,17 @@ public enum AtomicFile {
         }
         guard rename(tmp, path) == 0 else { throw .current("rename \(tmp) to", path) }
         keep = true
-        try FileIO.syncFolder(folder(of: path))
+        if syncFolder { try FileIO.syncFolder(folder(of: path)) }
     }
 
-    /// ``replace(_:with:mode:)`` for an array.
-    public static func replace(_ path: String, with bytes: [UInt8], mode: UInt32 = 0o600) throws(SystemError) {
-        let result = bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try replace(path, with: raw, mode: mode) } }
+    /// ``replace(_:with:mode:temporaryFolder:syncFolder:)`` for an array.
+    public static func replace(_ path: String, with bytes: [UInt8], mode: UInt32 = 0o600,
+                               temporaryFolder: String? = nil, syncFolder: Bool = true) throws(SystemError) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in
+                try replace(path, with: raw, mode: mode, temporaryFolder: temporaryFolder, syncFolder: syncFolder)
+            }
+        }
         try result.get()
     }
 

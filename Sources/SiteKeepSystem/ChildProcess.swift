@@ -134,6 +134,63 @@ public struct ChildProcess: Sendable {
         return child.wait(timeout: timeout)
     }
 
+    /// Which of a child's output streams ``capture(_:arguments:environment:streams:limit:ownProcessGroup:)`` keeps.
+    public enum Captured: Sendable, Equatable {
+        /// Standard output (standard error goes to `/dev/null`).
+        case output
+        /// Standard error (standard output goes to `/dev/null`).
+        case error
+        /// Both, interleaved as written, through one pipe.
+        case both
+    }
+
+    /// Runs `program` to the end with standard input on `/dev/null`, and returns how it ended
+    /// with what it wrote to the `streams` kept: at most `limit` bytes are kept, the rest is read
+    /// and dropped so the child never blocks on a full pipe.
+    /// - Throws: ``SystemError`` when the pipe cannot be made or the program cannot be started.
+    public static func capture(_ program: String, arguments: [String], environment: [String]? = nil,
+                               streams: Captured = .output, limit: Int = 64 << 10,
+                               ownProcessGroup: Bool = true) throws(SystemError) -> (Termination, [UInt8]) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw .current("make a pipe for", program) }
+        // Close-on-exec (pipe2 is not visible to Swift here): the child keeps only the write end
+        // that is duplicated onto its 1 or 2, so its end of file comes when it exits.
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let child: ChildProcess
+        do {
+            let write = Stream.descriptor(fds[1])
+            child = try spawn(program, arguments: arguments, environment: environment,
+                              stdout: streams == .error ? .null : write, stderr: streams == .output ? .null : write,
+                              ownProcessGroup: ownProcessGroup)
+        } catch {
+            close(fds[0]); close(fds[1])
+            throw error
+        }
+        close(fds[1])
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            if n < 0 && Errno.current == .interrupted { continue }
+            if n <= 0 { break }
+            if out.count < limit { out += chunk[0..<min(n, limit - out.count)] }
+        }
+        close(fds[0])
+        return (child.wait(), out)
+    }
+
+    /// The first executable file called `name` in the folders of `path` (a `PATH` value), as
+    /// `posix_spawnp` would find it; nil when there is none.
+    public static func locate(_ name: String, path: String?) -> String? {
+        guard !name.contains("/") else { return access(name, X_OK) == 0 ? name : nil }
+        for folder in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") where folder.hasPrefix("/") {
+            let candidate = "\(folder)/\(name)"
+            var st = stat()
+            if stat(candidate, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
     static func decode(_ status: Int32) -> Termination {
         let signal = status & 0x7f
         return signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)

@@ -82,8 +82,12 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         SystemError(operation, path, errno: .current)
     }
 
+    /// Why it failed, without the operation and path: SiteKeep's reason or the error number's
+    /// text (for errors that name the path themselves).
+    public var cause: String { reason ?? errno?.description ?? "unknown error" }
+
     public var description: String {
-        "cannot \(operation) \(path): \(reason ?? errno?.description ?? "unknown error")"
+        "cannot \(operation) \(path): \(cause)"
     }
 }
 

@@ -54,25 +54,53 @@ public enum FileIO {
         case missing
     }
 
-    /// Reads the regular file at `path` whole, never following a symbolic link at its last
-    /// component, refusing anything larger than `limit` bytes or not a regular file. A FIFO or
-    /// a device in its place is refused without blocking (the file is opened `O_NONBLOCK` and
-    /// checked before any read), so hostile folder contents cannot hang a reader.
+    /// Opens the regular file at `path` for reading, never following a symbolic link at its last
+    /// component (unless `followLinks`, for a path a person typed) and never blocking: a FIFO, a
+    /// device or a folder in its place is refused after a non-blocking open and `fstat`, before
+    /// any read. Returns the descriptor (blocking again, the caller closes it) and the size, or
+    /// nil when there is no file.
     /// - Throws: ``SystemError`` naming the path and what was wrong.
-    public static func readRegularFile(_ path: String, limit: Int) throws(SystemError) -> ReadResult {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    public static func openRegularFile(_ path: String, followLinks: Bool = false) throws(SystemError) -> (fd: Int32, size: Int)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followLinks ? 0 : O_NOFOLLOW))
         if fd < 0 {
             let e = Errno.current
-            if e == .noSuchFileOrDirectory || e == .notDirectory { return .missing }
-            if e == .tooManySymbolicLinks { throw SystemError("read", path, reason: "it is a symbolic link; refused") }
+            if e == .noSuchFileOrDirectory || e == .notDirectory { return nil }
+            if e == .tooManySymbolicLinks { throw SystemError("read", path, reason: followLinks ? "it is a loop of symbolic links" : "it is a symbolic link; refused") }
             throw SystemError("open", path, errno: e)
         }
-        defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .current("inspect", path) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw SystemError("read", path, reason: "it is not a regular file") }
-        let size = Int(st.st_size)
+        guard fstat(fd, &st) == 0 else { let e = Errno.current; close(fd); throw SystemError("inspect", path, errno: e) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            let what: String = switch st.st_mode & S_IFMT {
+            case S_IFIFO: "it is a FIFO (named pipe), not a regular file"
+            case S_IFCHR, S_IFBLK: "it is a device, not a regular file"
+            case S_IFDIR: "it is a folder, not a regular file"
+            case S_IFSOCK: "it is a socket, not a regular file"
+            default: "it is not a regular file"
+            }
+            throw SystemError("read", path, reason: what)
+        }
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+        return (fd, Int(st.st_size))
+    }
+
+    /// Reads the regular file at `path` whole (see ``openRegularFile(_:followLinks:)``: no link
+    /// at its last component unless `followLinks`, and a FIFO or a device in its place is
+    /// refused without blocking, so hostile folder contents cannot hang a reader), refusing
+    /// anything larger than `limit` bytes.
+    /// - Throws: ``SystemError`` naming the path and what was wrong.
+    public static func readRegularFile(_ path: String, limit: Int, followLinks: Bool = false) throws(SystemError) -> ReadResult {
+        guard let (fd, size) = try openRegularFile(path, followLinks: followLinks) else { return .missing }
+        defer { close(fd) }
         guard size <= limit else { throw SystemError("read", path, reason: "it is larger than \(limit) bytes") }
+        return .bytes(try readWhole(fd, size: size, path: path))
+    }
+
+    /// Reads exactly `size` bytes of the open file `fd` (named `path` in errors).
+    /// - Throws: ``SystemError`` when a read fails or the file changed size meanwhile.
+    public static func readWhole(_ fd: Int32, size: Int, path: String) throws(SystemError) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: size)
         let read = out.withUnsafeMutableBytes { raw in Result { () throws(Errno) in try readFully(fd, into: raw) } }
         let got: Int
@@ -81,7 +109,53 @@ public enum FileIO {
         case .failure(let e): throw SystemError("read", path, errno: e)
         }
         guard got == size else { throw SystemError("read", path, reason: "it changed size while being read") }
-        return .bytes(out)
+        return out
+    }
+
+    /// Reads a file a person named (an option's value: following links, so `/dev/fd/N` and
+    /// `<(…)` work) into `buffer` until the input ends or the buffer is full; returns the count.
+    ///
+    /// A regular file, or (with `acceptPipes`) a pipe or FIFO that a program is writing to, is
+    /// read. Nothing else can hang the reader: the file is opened `O_NONBLOCK`, a device, a
+    /// folder or a socket is refused before any read, and a FIFO that no program has open for
+    /// writing is refused at once (its first read finds the end) instead of waiting for one.
+    /// A pipe whose writer is alive is waited on, as standard input is.
+    /// - Throws: ``SystemError`` naming the path and what was wrong.
+    public static func readNamedInput(_ path: String, into buffer: UnsafeMutableRawBufferPointer,
+                                      acceptPipes: Bool = true) throws(SystemError) -> Int {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { throw .current("open", path) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .current("inspect", path) }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG:
+            let flags = fcntl(fd, F_GETFL)
+            if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+            do { return try readFully(fd, into: buffer) } catch { throw SystemError("read", path, errno: error) }
+        case S_IFIFO where acceptPipes:
+            guard let base = buffer.baseAddress else { return 0 }
+            var done = 0
+            while done < buffer.count {
+                let n = read(fd, base + done, buffer.count - done)
+                if n > 0 { done += n; continue }
+                if n == 0 { break }
+                let e = Errno.current
+                if e == .interrupted { continue }
+                guard e == .wouldBlock else { throw SystemError("read", path, errno: e) }
+                // A writer is there and has not written yet: wait for it (rechecking each second).
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&p, 1, 1000)
+            }
+            if done == 0 {
+                throw SystemError("read", path, reason: "it is a pipe that nothing was written to (no program has it open for writing)")
+            }
+            return done
+        case S_IFIFO: throw SystemError("read", path, reason: "it is a FIFO (named pipe), not a regular file")
+        case S_IFCHR, S_IFBLK: throw SystemError("read", path, reason: "it is a device, not a regular file")
+        case S_IFDIR: throw SystemError("read", path, reason: "it is a folder, not a file")
+        default: throw SystemError("read", path, reason: "it is not a regular file")
+        }
     }
 
     /// `fsync` of a folder, so a rename or a new entry in it survives a crash.

@@ -10,7 +10,7 @@ import Glibc
 public enum FileLock {
     /// Runs `body` while holding an exclusive (or, with `shared`, a shared) lock on `path`.
     /// - Throws: ``SystemError`` when the lock file cannot be opened or locked, or `body`'s error.
-    public static func withLock<R, E: Error>(_ path: String, shared: Bool = false,
+    public static func withLock<R: ~Copyable, E: Error>(_ path: String, shared: Bool = false,
                                              _ body: () throws(E) -> R) throws(LockedError<E>) -> R {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .lock(.current("open the lock file", path)) }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SiteKeepSystem
 
 /// Bounded reads of vault files that never follow a symlink at the last component.
 enum FileAccess {
@@ -11,35 +12,15 @@ enum FileAccess {
         case missing
     }
 
-    /// Reads `path` if it is a regular file of at most `limit` bytes.
+    /// Reads `path` if it is a regular file of at most `limit` bytes (no link at the last
+    /// component; a FIFO or a device in its place is refused without blocking).
     static func read(_ path: String, limit: Int, object: String) throws(VaultError) -> Outcome {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            let e = errno
-            if e == ENOENT || e == ENOTDIR { return .missing }
-            if e == ELOOP { throw .io(path: object, reason: "is a symbolic link; refused") }
-            throw .io(path: object, reason: String(cString: strerror(e)))
-        }
+        let opened: (fd: Int32, size: Int)?
+        do { opened = try FileIO.openRegularFile(path) } catch { throw .io(path: object, reason: error.cause) }
+        guard let (fd, size) = opened else { return .missing }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .io(path: object, reason: String(cString: strerror(errno))) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .io(path: object, reason: "not a regular file") }
-        let size = Int(st.st_size)
         guard size <= limit else { throw .tooLarge(object: object, size: size, limit: limit) }
-        var buffer = [UInt8](repeating: 0, count: size)
-        var done = 0
-        while done < size {
-            // size > 0 inside the loop, so the buffer has a base address.
-            let n = buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + done, size - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: object, reason: String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            done += n
-        }
-        guard done == size else { throw .io(path: object, reason: "changed size while being read") }
-        return .bytes(buffer)
+        do { return .bytes(try FileIO.readWhole(fd, size: size, path: object)) } catch { throw .io(path: object, reason: error.cause) }
     }
 
     static func isDirectory(_ path: String) -> Bool {

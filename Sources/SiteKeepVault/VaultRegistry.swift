@@ -138,7 +138,7 @@ public struct VaultRegistry: Sendable {
 
     func write(_ records: [VaultRecord]) throws(VaultError) {
         let doc = JSONValue.object([JSONMember(key: "vaults", value: .array(records.map { $0.json(withTag: true) }))])
-        try FileAccess.writeAtomically(JSONSerializer.bytes(doc, style: .pretty) + [0x0a], to: file)
+        try FileAccess.writeDurably(JSONSerializer.bytes(doc, style: .pretty) + [0x0a], to: file)
     }
 
     /// Adds a record; refuses a name in use.
@@ -164,31 +164,5 @@ public struct VaultRegistry: Sendable {
         guard all.contains(where: { $0.name == name }) else { throw .unknownVault(name: name) }
         all.removeAll { $0.name == name }
         try write(all)
-    }
-}
-
-extension FileAccess {
-    /// Writes `bytes` to a temp file (0600) beside `path`, fsyncs and renames it over `path`.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(VaultError) {
-        let tmp = path + ".tmp-\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
-        var done = 0
-        while done < bytes.count {
-            // bytes is non-empty inside the loop, so it has a base address.
-            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + done, bytes.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let reason = String(cString: strerror(errno))
-                close(fd); unlink(tmp)
-                throw .io(path: path, reason: reason)
-            }
-            done += n
-        }
-        guard fsync(fd) == 0, close(fd) == 0, rename(tmp, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(tmp)
-            throw .io(path: path, reason: reason)
-        }
     }
 }

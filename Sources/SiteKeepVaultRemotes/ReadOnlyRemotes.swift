@@ -1,5 +1,6 @@
 public import SiteKeepVault
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// Another vault's `.sg_vault` folder (or a server store's per-vault folder) on any shared file
 /// system, read-only as in sgit (SGIT-FORMAT.md §7.2): a file id is looked up at
@@ -108,26 +109,16 @@ import Glibc
 
 /// Bounded reads and walks of plain files (no symlinks followed at the last component).
 enum LocalFiles {
+    /// The file at `path` when it is a regular file (no link at the last component; a FIFO or
+    /// a device in a remote's folder is refused without blocking) of at most `limit` bytes; nil
+    /// when there is none.
     static func read(_ path: String, object: String, limit: Int = 1 << 30) throws(VaultError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw .io(path: object, reason: String(cString: strerror(errno)))
-        }
+        let opened: (fd: Int32, size: Int)?
+        do { opened = try FileIO.openRegularFile(path) } catch { throw .io(path: object, reason: error.cause) }
+        guard let (fd, size) = opened else { return nil }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
-        guard Int(st.st_size) <= limit else { throw .tooLarge(object: object, size: Int(st.st_size), limit: limit) }
-        var buf = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < buf.count {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
-        }
-        guard done == buf.count else { throw .io(path: object, reason: "changed size while being read") }
-        return buf
+        guard size <= limit else { throw .tooLarge(object: object, size: size, limit: limit) }
+        do { return try FileIO.readWhole(fd, size: size, path: object) } catch { throw .io(path: object, reason: error.cause) }
     }
 
     /// Relative paths of the files under `base` (`bare/...`).

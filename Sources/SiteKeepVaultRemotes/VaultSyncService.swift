@@ -2,6 +2,7 @@ public import SiteKeepCustody
 public import SiteKeepVault
 public import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -118,26 +119,11 @@ public struct PushQueue: Sendable {
     }
 }
 
-/// Durable small-file writes for this target (temp file, fsync, rename, folder fsync).
+/// Durable small-file writes for this target: ``AtomicFile/replace(_:with:mode:temporaryFolder:syncFolder:)``
+/// (unique O_EXCL temp file, fsync, rename, folder fsync).
 enum Durable {
     static func write(_ bytes: [UInt8], to path: String) throws(VaultError) {
-        let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let tmp = "\(path).tmp-\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { close(fd); unlink(tmp); throw .io(path: path, reason: String(cString: strerror(errno))) }
-            done += n
-        }
-        guard fsync(fd) == 0, close(fd) == 0, rename(tmp, path) == 0 else {
-            unlink(tmp)
-            throw .io(path: path, reason: String(cString: strerror(errno)))
-        }
-        let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        do { try AtomicFile.replace(path, with: bytes) } catch { throw .io(path: path, reason: error.cause) }
     }
 }
 

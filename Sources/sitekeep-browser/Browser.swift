@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import SiteKeepBrowserCore
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// What the command line asked for.
 struct BrowserOptions {
@@ -390,14 +391,17 @@ final class Browser {
     /// Opens `url` in the system's browser (`xdg-open`), never through a shell.
     func openExternally(_ url: String) {
         automationChannel?.emit(["event": "external", "url": .string(url)])
-        var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("xdg-open"), strdup(url), nil]
-        defer { for a in argv { free(a) } }
-        let rc = posix_spawnp(&pid, "xdg-open", nil, nil, argv, environ)
-        if rc != 0 { note("cannot run xdg-open for \(url): \(String(cString: strerror(rc))) (install xdg-utils)"); return }
+        guard let xdgOpen = ChildProcess.locate("xdg-open", path: ProcessInfo.processInfo.environment["PATH"]) else {
+            note("cannot run xdg-open for \(url): it is not on PATH (install xdg-utils)"); return
+        }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(xdgOpen, arguments: [url], stdin: .inherit, stdout: .inherit, stderr: .inherit, ownProcessGroup: false)
+        } catch {
+            note("cannot run xdg-open for \(url): \(error.cause) (install xdg-utils)"); return
+        }
         // Reap it without blocking the window.
-        let child = pid
-        Thread.detachNewThread { var st: Int32 = 0; _ = waitpid(child, &st, 0) }
+        Thread.detachNewThread { _ = child.wait() }
     }
 
     /// Evaluates `script` in `tab` (`world` nil: the page's own) and passes the result as JSON text.

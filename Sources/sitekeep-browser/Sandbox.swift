@@ -1,6 +1,7 @@
 import CWebKitGTK
 import Foundation
 import Glibc
+import SiteKeepSystem
 
 /// WebKit runs every web process in a bubblewrap sandbox, which needs unprivileged user
 /// namespaces. Where the system blocks them (a sysctl, an AppArmor rule, a container without
@@ -34,33 +35,13 @@ enum SandboxCheck {
         """
     }
 
-    /// Runs `path` with `args`; its exit status and what it wrote to stderr.
+    /// Runs `path` with `args`; its exit status and what it wrote to stderr (at most 4 KiB).
     private static func run(_ path: String, _ args: [String]) -> (Int32, String) {
-        var pid: pid_t = 0
-        var errPipe: [Int32] = [0, 0]
-        guard pipe(&errPipe) == 0 else { return (0, "") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        posix_spawn_file_actions_addclose(&actions, errPipe[0])
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        posix_spawn_file_actions_destroy(&actions)
-        close(errPipe[1])
-        defer { close(errPipe[0]) }
-        guard rc == 0 else { return (rc, String(cString: strerror(rc))) }
-        var output: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 512)
-        while output.count < 4096 {
-            let n = read(errPipe[0], &buf, buf.count)
-            if n <= 0 { break }
-            output += buf[0..<n]
+        do {
+            let (ended, said) = try ChildProcess.capture(path, arguments: args, streams: .error, limit: 4096, ownProcessGroup: false)
+            return (ended.status, String(decoding: said, as: UTF8.self))
+        } catch {
+            return (127, error.cause)
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exited = (status & 0x7f) == 0
-        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), String(decoding: output, as: UTF8.self))
     }
 }

@@ -232,7 +232,10 @@ import SiteKeepTesting
     @Test func onlyWellFormedKeyIDsReachThePresencePrompt() {
         #expect(BridgeDispatcher.promptableKeyID("team-ed") == "team-ed")
         #expect(BridgeDispatcher.promptableKeyID("team.p256_v2") == "team.p256_v2")
-        for hostile: JSONValue in ["Team Ed", "x. Allow? Press OK", "team\u{202E}de", "", .string(String(repeating: "a", count: 65)), 7, .null] {
+        // The same rule as custody's (KeyID): an id custody would refuse, such as one starting
+        // with '-', '.' or '_', never reaches a prompt either.
+        for hostile: JSONValue in ["Team Ed", "x. Allow? Press OK", "team\u{202E}de", "", .string(String(repeating: "a", count: 65)), 7, .null,
+                                   "-team", ".team", "_team"] {
             #expect(BridgeDispatcher.promptableKeyID(hostile) == nil, "\(hostile)")
         }
         #expect(BridgeDispatcher.promptableKeyID(nil) == nil)

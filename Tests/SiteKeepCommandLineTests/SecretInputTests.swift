@@ -190,6 +190,45 @@ enum InputForm: String, CaseIterable, Sendable, CustomTestStringConvertible {
         #expect(large.status == 1 && large.err.contains("larger than"), "\(large.err)")
     }
 
+    /// Issue 13, item 6: an option naming a FIFO that no program writes to, or a device, fails
+    /// at once with the path and the reason instead of hanging (or reading a device without
+    /// end); a pipe a program writes to (what `--passphrase-file <(…)` gives) still works.
+    /// A watchdog opens the FIFO for writing after 10 s, so a regression fails the time check
+    /// instead of hanging the suite.
+    @Test func aFIFOOrADeviceIsRefusedAtOnceAndALivePipeStillReads() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let fifo = store.dir.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let watchdog = DispatchWorkItem {
+            let fd = open(fifo, O_WRONLY | O_NONBLOCK)
+            if fd >= 0 { close(fd) }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
+        defer { watchdog.cancel() }
+        let cases: [([String], String)] = [
+            (["unlock", "--passphrase-file", fifo], "pipe that nothing was written to"),
+            (["unlock", "--prf-file", fifo], "pipe that nothing was written to"),
+            (["unlock", "--prf-file", "/dev/zero"], "device"),
+            (["team", "sign", "k", "--message-file", fifo, "--passphrase-file", store.passFile], "FIFO"),
+            (["team", "verify", "k", "AAAA", "--message-file", "/dev/zero"], "device"),
+        ]
+        for (args, reason) in cases {
+            let start = ContinuousClock.now
+            let r = await store.run(args)
+            #expect(ContinuousClock.now - start < .seconds(5), "\(args) took \(ContinuousClock.now - start)")
+            #expect(r.status == 1, "\(args): \(r.err)")
+            #expect(r.err.contains(reason) && r.err.contains(args.contains(fifo) ? fifo : "/dev/zero"), "\(args): \(r.err)")
+        }
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let line = Self.plain + [0x0a]
+        #expect(write(fds[1], line, line.count) == line.count)
+        close(fds[1])
+        #expect(await unlocks(store, ["--passphrase-file", "/proc/self/fd/\(fds[0])"]), "a pipe with the passphrase in it unlocks")
+    }
+
     @Test func onlyOneInputMayBeStandardInput() async throws {
         let store = try CLIStore()
         let created = try await store.initialize()

@@ -203,6 +203,22 @@ import Glibc
         #expect(throws: KeyringError.self) { try StoreHome.resolve(environment: ["SITEKEEP_HOME": "rel"]) }
     }
 
+    /// The one rule the CLI uses too (issue 13, item 6): `--home` beats the environment, a
+    /// relative `--home` or SITEKEEP_HOME is relative to the working folder, a relative HOME is
+    /// ignored, and an empty or NUL-holding `--home` is refused by name.
+    @Test func homeResolutionWithAnExplicitHomeAndAWorkingFolder() throws {
+        let env = ["SITEKEEP_HOME": "/x/y", "XDG_DATA_HOME": "/d", "HOME": "/h"]
+        #expect(try StoreHome.resolve(explicit: "/e//", environment: env, workingDirectory: "/w").path == "/e")
+        #expect(try StoreHome.resolve(explicit: "/e", environment: env).source == .explicit)
+        #expect(try StoreHome.resolve(explicit: "rel/s", environment: env, workingDirectory: "/w/").path == "/w/rel/s")
+        #expect(try StoreHome.resolve(environment: ["SITEKEEP_HOME": "rel"], workingDirectory: "/w").path == "/w/rel")
+        #expect(try StoreHome.resolve(environment: ["SITEKEEP_HOME": "", "HOME": "/h"]).path == "/h/.local/share/sitekeep")
+        #expect(throws: KeyringError.self) { try StoreHome.resolve(environment: ["HOME": "relative"], workingDirectory: "/w") }
+        #expect(throws: KeyringError.io("--home must be a folder path")) { try StoreHome.resolve(explicit: "", environment: env) }
+        #expect(throws: KeyringError.io("--home must be a folder path")) { try StoreHome.resolve(explicit: "a\0b", environment: env) }
+        #expect(throws: KeyringError.io("--home must be an absolute path, not 'rel'")) { try StoreHome.resolve(explicit: "rel", environment: env) }
+    }
+
     @Test func openFileAndAutoKeepsAnExistingFileKeyring() throws {
         let temp = try TemporaryFolder()
         let home = StoreHome(path: temp.path + "/home")

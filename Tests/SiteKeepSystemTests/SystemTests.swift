@@ -78,6 +78,20 @@ private func entries(_ folder: String) -> [String] {
         #expect(entries(dir) == ["race"])
     }
 
+    /// A vault makes its temporary files in its own tmp folder (never where sgit lists files),
+    /// named `PID-….tmp` so a later run can remove a killed writer's leftovers.
+    @Test func aTemporaryFolderHoldsTheTemporaryFileAndIsLeftEmpty() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0)
+        #expect(AtomicFile.temporaryPath(for: dir + "/obj", in: tmp).hasPrefix("\(tmp)/\(getpid())-"))
+        #expect(AtomicFile.temporaryPath(for: dir + "/obj", in: tmp).hasSuffix(".tmp"))
+        try AtomicFile.replace(dir + "/obj", with: Array("v".utf8), temporaryFolder: tmp, syncFolder: false)
+        #expect(try String(contentsOfFile: dir + "/obj", encoding: .utf8) == "v")
+        #expect(entries(dir) == ["obj", "tmp"])
+        #expect(entries(tmp) == [])
+    }
+
     @Test func folderOfAPath() {
         #expect(AtomicFile.folder(of: "/a/b/c") == "/a/b")
         #expect(AtomicFile.folder(of: "/c") == "/")
@@ -103,6 +117,47 @@ private func entries(_ folder: String) -> [String] {
         #expect(mkfifo(dir + "/fifo", 0o600) == 0)
         #expect(throws: SystemError.self) { try FileIO.readRegularFile(dir + "/fifo", limit: 10) }
         #expect(throws: SystemError.self) { try FileIO.readRegularFile(dir, limit: 10) }
+    }
+
+    /// A file a person named: regular files and live pipes are read; a FIFO nobody writes to,
+    /// a device and a folder are refused at once (a watchdog unblocks a regression after 10 s,
+    /// which then fails the time check instead of hanging).
+    @Test func readNamedInputNeverWaitsForAWriterThatIsNotThere() throws {
+        let dir = try scratchFolder()
+        var buffer = [UInt8](repeating: 0, count: 64)
+        func read(_ path: String, acceptPipes: Bool = true) throws(SystemError) -> [UInt8] {
+            let r = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try FileIO.readNamedInput(path, into: raw, acceptPipes: acceptPipes) }
+            }
+            return Array(buffer[0..<(try r.get())])
+        }
+        try AtomicFile.replace(dir + "/file", with: Array("text".utf8))
+        #expect(symlink(dir + "/file", dir + "/link") == 0)
+        #expect(try read(dir + "/file") == Array("text".utf8))
+        #expect(try read(dir + "/link") == Array("text".utf8), "a path a person typed may be a link")
+        let fifo = dir + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let watchdog = DispatchWorkItem { let fd = open(fifo, O_WRONLY | O_NONBLOCK); if fd >= 0 { close(fd) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
+        defer { watchdog.cancel() }
+        let start = ContinuousClock.now
+        for (path, reason) in [(fifo, "nothing was written"), ("/dev/zero", "device"), (dir, "folder")] {
+            do {
+                _ = try read(path)
+                Issue.record("\(path) was read")
+            } catch {
+                #expect(error.description.contains(path) && error.description.contains(reason), "\(error)")
+            }
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(throws: SystemError.self) { try read(fifo, acceptPipes: false) }
+        // A pipe whose writer writes late is waited on.
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let writer = fds[1]
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { _ = write(writer, "late", 4); close(writer) }
+        #expect(try read("/proc/self/fd/\(fds[0])") == Array("late".utf8))
     }
 
     @Test func writeAllWritesEverythingThroughAPipe() throws {
@@ -239,6 +294,27 @@ private final class UnsafeCounter: @unchecked Sendable {
         let child = try ChildProcess.spawn("/usr/bin/env", arguments: [], environment: ["ONLY=this"], stdout: .descriptor(fd))
         #expect(child.wait() == .exited(0))
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "ONLY=this\n")
+    }
+
+    @Test func captureKeepsTheStreamsAskedForWithinTheLimit() throws {
+        let script = "echo out; echo err >&2; exit 3"
+        let (ended, both) = try ChildProcess.capture("/bin/sh", arguments: ["-c", script], streams: .both)
+        #expect(ended == .exited(3))
+        #expect(String(decoding: both, as: UTF8.self) == "out\nerr\n")
+        #expect(try ChildProcess.capture("/bin/sh", arguments: ["-c", script], streams: .output).1 == Array("out\n".utf8))
+        #expect(try ChildProcess.capture("/bin/sh", arguments: ["-c", script], streams: .error).1 == Array("err\n".utf8))
+        // More than the limit: the child still runs to the end (the rest is read and dropped).
+        let (bigEnd, big) = try ChildProcess.capture("/bin/sh", arguments: ["-c", "head -c 300000 /dev/zero"], limit: 1000)
+        #expect(bigEnd == .exited(0))
+        #expect(big.count == 1000)
+        #expect(throws: SystemError.self) { try ChildProcess.capture("/nonexistent/program", arguments: []) }
+    }
+
+    @Test func locateSearchesThePathLikeSpawnp() {
+        #expect(ChildProcess.locate("sh", path: "/nonexistent:/bin") == "/bin/sh")
+        #expect(ChildProcess.locate("sh", path: "relative:/nonexistent") == nil)
+        #expect(ChildProcess.locate("no-such-program-here", path: "/bin:/usr/bin") == nil)
+        #expect(ChildProcess.locate("/bin/sh", path: nil) == "/bin/sh")
     }
 }
 

@@ -1,37 +1,21 @@
 import SiteKeepCrypto
+import SiteKeepSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
 
-// Durable writes of vault files: temp file in the same folder, write all, fsync, rename, fsync
-// the folder. A crash at any point leaves either the old file or the new one, never a torn one.
-// (Issue 13 moves these into SiteKeepSystem.)
+// Durable writes of vault files, through SiteKeepSystem: AtomicFile.replace (O_EXCL temp file,
+// write all, fsync, rename, fsync of the folder). A crash at any point leaves either the old file
+// or the new one, never a torn one.
 
 extension FileAccess {
-    static func errnoText(_ e: Int32 = errno) -> String { String(cString: strerror(e)) }
-
-    /// Writes every byte of `bytes` to `fd`, retrying short writes and EINTR.
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + done, bytes.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            done += n
-        }
-        return nil
-    }
+    static func errnoText(_ e: Int32 = errno) -> String { Errno(rawValue: e).description }
 
     /// fsyncs a folder so a rename or create inside it survives a crash.
     static func syncFolder(_ path: String) throws(VaultError) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw .io(path: path, reason: errnoText()) }
+        do { try FileIO.syncFolder(path) } catch { throw .io(path: path, reason: error.cause) }
     }
 
     /// Creates `path` (and missing parents) as folders of `mode`.
@@ -42,35 +26,17 @@ extension FileAccess {
         if mkdir(path, mode) != 0, errno != EEXIST { throw .io(path: path, reason: errnoText()) }
     }
 
-    /// A unique temp name beside `path`, or in `folder` (which must be on the same file system).
-    static func tempName(beside path: String, in folder: String?) -> String {
-        let r = SecureRandomName.hex(8)
-        guard let folder else { return path + ".tmp-\(getpid())-\(r)" }
-        return folder + "/\(getpid())-\(r).tmp"
-    }
-
-    /// Durably replaces `path` with `bytes`: temp file (mode), write all, fsync, rename, and
-    /// (when `syncFolder`) fsync of the folder. Vault files take their temp file in
+    /// Durably replaces `path` with `bytes`: ``AtomicFile/replace(_:with:mode:temporaryFolder:syncFolder:)``
+    /// (fsync of the folder only when `syncFolder`). Vault files take their temp file in
     /// `.sg_vault/local/tmp` (`tempFolder`), so a crash leaves no stray name where sgit looks.
     static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, syncFolder sync: Bool = true,
                              tempFolder: String? = nil) throws(VaultError) {
         if let tempFolder { try makeFolders(tempFolder) }
-        let tmp = tempName(beside: path, in: tempFolder)
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
-        guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
-        if let e = writeAll(fd, bytes) {
-            close(fd); unlink(tmp)
-            throw .io(path: path, reason: errnoText(e))
+        do {
+            try AtomicFile.replace(path, with: bytes, mode: UInt32(mode), temporaryFolder: tempFolder, syncFolder: sync)
+        } catch {
+            throw .io(path: path, reason: error.cause)
         }
-        guard fsync(fd) == 0 else {
-            let e = errno; close(fd); unlink(tmp)
-            throw .io(path: path, reason: errnoText(e))
-        }
-        guard close(fd) == 0, rename(tmp, path) == 0 else {
-            let e = errno; unlink(tmp)
-            throw .io(path: path, reason: errnoText(e))
-        }
-        if sync { try syncFolder(parent(of: path)) }
     }
 
     /// Appends one line to `path` (created 0600), fsynced.
@@ -78,7 +44,7 @@ extension FileAccess {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
         defer { close(fd) }
-        if let e = writeAll(fd, bytes + [0x0a]) { throw .io(path: path, reason: errnoText(e)) }
+        do { try FileIO.writeAll(fd, bytes + [0x0a]) } catch { throw .io(path: path, reason: error.description) }
         guard fsync(fd) == 0 else { throw .io(path: path, reason: errnoText()) }
     }
 
