@@ -107,7 +107,9 @@ enum CustodyCommands {
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if let idle = inv.option("--idle-lock") { _ = try IdleLock.parse(idle, command: inv.spec.commandLine) }
         var daemon = try DaemonLink.find(inv)
+        // A daemon can be started where it has a socket to listen on (SITEKEEP_SOCK or XDG_RUNTIME_DIR).
         let autostart = !inv.flag("--no-autostart") && inv.environment["SITEKEEP_NO_AUTOSTART"] != "1" && CommandLineTool.isCommandLineProcess
+            && (try? DaemonSockets.control(environment: inv.environment)) != nil
         if daemon == nil, autostart {
             if let other = DaemonLink.otherStoreDaemon(inv) {
                 throw CommandFailure("the daemon on \((try? DaemonSockets.control(environment: inv.environment)) ?? "the control socket") serves the store in \(other), not this one",
