@@ -38,6 +38,7 @@ enum CustodyCommands {
             parameters = try Argon2id.Parameters(iterations: t, memoryKiB: m * 1024)
         }
         let passphrase = try inv.readSecret(.passphrase, prompt: "New SiteKeep passphrase: ", confirm: true)
+        PassphraseAdvice.check(passphrase, inv: inv)
         let box = SecretBox(passphrase)
         let chosen = parameters
         let result = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> InitializationResult in
@@ -188,6 +189,7 @@ enum CustodyCommands {
         switch slotKind {
         case .passphrase:
             let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
+            PassphraseAdvice.check(new, inv: inv)
             let box = SecretBox(new)
             let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
                 try store.custodian.addPassphraseSlot(box.take(), label: label ?? "passphrase")
@@ -236,7 +238,9 @@ enum CustodyCommands {
         let slotID = try inv.requiredArgument("SLOT")
         let store = try StoreContext.open(inv)
         try store.unlockOneShot(inv)
-        let box = SecretBox(try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true))
+        let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
+        PassphraseAdvice.check(new, inv: inv)
+        let box = SecretBox(new)
         let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
             try store.custodian.changePassphrase(slotID: slotID, to: box.take())
         }
@@ -316,14 +320,18 @@ enum CustodyCommands {
     static let teamDelete = CommandSpec(
         path: ["team", "delete"],
         summary: "Delete a team key and every version of it",
+        discussion: "Asks first on a terminal (type the key's id); scripts pass --yes. Needs the store unlocked: " + UnlockOptions.note,
         arguments: [ArgumentSpec("ID", "the key id")],
-        options: [UnlockOptions.recoveryFile],
+        options: [Invocation.yes, UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep team delete summit --passphrase-file pass.txt", "delete the key")],
+        examples: [CommandExample("sitekeep team delete summit --yes --passphrase-file pass.txt", "delete the key without asking")],
         printsData: false
     ) { inv in
         let id = try inv.requiredArgument("ID")
         let store = try StoreContext.open(inv)
+        let info = try store.custodian.teamKeyInfo(id: id)
+        try inv.confirmDestruction("the team key \(id) (\(info.name), \(info.algorithm.rawValue), \(info.versions.count) version\(info.versions.count == 1 ? "" : "s"))",
+                                   typing: id, noun: "the key's id")
         try store.unlockOneShot(inv)
         try store.custodian.deleteTeamKey(id: id)
         inv.say("Deleted team key \(id).")

@@ -35,15 +35,18 @@ struct DaemonLink: Sendable {
 
     /// Hands the daemon the invocation's unlock secret (read as for a one-shot unlock).
     func unlock(_ inv: Invocation) throws {
-        let method: String
-        let secret: SecretBytes
-        switch try UnlockInput.read(inv).take() {
-        case .passphrase(let s): method = "passphrase"; secret = s
-        case .prf(let s): method = "prf"; secret = s
-        case .recoveryCode(let s): method = "recovery"; secret = s
-        }
-        _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
-            try request("unlock", method: method, secret: raw)
+        let wrong = CustodyError.unlockFailed.description
+        try UnlockInput.attempt(inv, isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
+            let method: String
+            let secret: SecretBytes
+            switch input.take() {
+            case .passphrase(let s): method = "passphrase"; secret = s
+            case .prf(let s): method = "prf"; secret = s
+            case .recoveryCode(let s): method = "recovery"; secret = s
+            }
+            _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
+                try request("unlock", method: method, secret: raw)
+            }
         }
     }
 

@@ -86,14 +86,19 @@ enum SiteCommands {
     static let remove = CommandSpec(
         path: ["site", "remove"],
         summary: "Remove a site: destroy its storage key first (crypto-shredding), then its files",
+        discussion: "Asks first on a terminal (type the site's name); scripts pass --yes. A when-unlocked site's data is readable only while unlocked, so removing one needs the store unlocked too: " + UnlockOptions.note,
         arguments: [siteArgument],
-        options: [.flag("--force", "remove even while the site is in use")],
-        examples: [CommandExample("sitekeep site remove https://newsroom.sgit.ai", "remove the site and shred its data")],
+        options: [Invocation.yes, .flag("--force", "remove even while the site is in use"), UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site remove https://newsroom.sgit.ai --yes", "remove the site and shred its data, without asking")],
         printsData: false
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try registry(store)
         let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        try inv.confirmDestruction("the site \(s.displayName) (\(s.origins.map(\.serialized).joined(separator: " "))) and all its data",
+                                   typing: s.displayName, noun: "the site's name")
+        if s.protection == .whenUnlocked { try store.unlockOneShot(inv) }
         try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
         inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
         // Its vaults stay registered to the removed site's id, which no site ever has again: no

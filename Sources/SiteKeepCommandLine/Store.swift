@@ -60,9 +60,10 @@ public struct StoreContext: Sendable {
     public func unlockOneShot(_ inv: Invocation) throws {
         guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
         if custodian.isUnlocked { return }
-        let secret = try UnlockInput.read(inv)
-        try inv.withProgress("Unlocking") { () throws in
-            try custodian.unlock(secret.take())
+        try UnlockInput.attempt(inv, isWrong: { ($0 as? CustodyError) == .unlockFailed }) { secret in
+            try inv.withProgress("Unlocking") { () throws in
+                try custodian.unlock(secret.take())
+            }
         }
     }
 }

@@ -83,3 +83,54 @@ import SiteKeepPartitions
         for entry in contents.reading { #expect(back.reading.contains(entry)) }
     }
 }
+
+/// Issue 18, item 1: destructive commands ask first (type the name) and need --yes in scripts;
+/// removing a when-unlocked site or a team key needs the store unlocked.
+@Suite struct DestructiveCommandTests {
+    @Test func siteRemoveAsksOnATerminalAndNeedsYesInScripts() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "Web Summit", "--origin", "https://web-summit.sgit.ai"]).status == 0)
+        // No terminal, no --yes: refused, naming --yes; the site stays.
+        let script = await store.run(["site", "remove", "https://web-summit.sgit.ai"])
+        #expect(script.status == 1 && script.err.contains("--yes") && script.err.contains("no terminal"), "\(script.err)")
+        // A terminal: the wrong answer removes nothing; the prompt names what goes.
+        let io = CapturedIO(promptAnswers: [Array("Web".utf8)])
+        let wrong = await CommandLineTool.run(arguments: ["site", "remove", "https://web-summit.sgit.ai", "--home", store.home, "--keyring", "file"],
+                                              environment: ["HOME": "/nonexistent-home"], io: io)
+        #expect(wrong == 1 && io.errorOutput.contains("nothing was removed"), "\(io.errorOutput)")
+        #expect(io.prompts.first?.contains("Web Summit") == true && io.errorOutput.contains("the site Web Summit"))
+        #expect(await store.run(["site", "list"]).out.contains("Web Summit"))
+        // Typing the name removes it.
+        let typed = await store.run(["site", "remove", "https://web-summit.sgit.ai"], typing: ["Web Summit"])
+        #expect(typed.status == 0, "\(typed.err)")
+        #expect(!(await store.run(["site", "list"]).out.contains("Web Summit")))
+        // --yes removes without asking.
+        #expect(await store.run(["site", "add", "N", "--origin", "https://newsroom.sgit.ai"]).status == 0)
+        #expect(await store.run(["site", "remove", "https://newsroom.sgit.ai", "--yes"]).status == 0)
+    }
+
+    @Test func removingAWhenUnlockedSiteOrATeamKeyNeedsTheStoreUnlocked() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "Drafts", "--origin", "http://localhost:8080", "--protection", "when-unlocked",
+                                 "--passphrase-file", store.passFile]).status == 0)
+        let locked = await store.run(["site", "remove", "http://localhost:8080", "--yes"])
+        #expect(locked.status == 1 && locked.err.contains("--passphrase-file"), "\(locked.err)")
+        #expect(await store.run(["site", "list"]).out.contains("Drafts"))
+        let wrong = try store.file("wrong.txt", Array("not the passphrase\n".utf8))
+        #expect(await store.run(["site", "remove", "http://localhost:8080", "--yes", "--passphrase-file", wrong]).status == 1)
+        #expect(await store.run(["site", "list"]).out.contains("Drafts"))
+        #expect(await store.run(["site", "remove", "http://localhost:8080", "--yes", "--passphrase-file", store.passFile]).status == 0)
+
+        #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
+        let unasked = await store.run(["team", "delete", "summit", "--passphrase-file", store.passFile])
+        #expect(unasked.status == 1 && unasked.err.contains("--yes"), "\(unasked.err)")
+        let noSecret = await store.run(["team", "delete", "summit", "--yes"])
+        #expect(noSecret.status == 1 && noSecret.err.contains("no passphrase given"), "\(noSecret.err)")
+        // On a terminal: the key id is asked for, then the passphrase.
+        let typed = await store.run(["team", "delete", "summit"], typing: ["summit", "correct horse battery"])
+        #expect(typed.status == 0, "\(typed.err)")
+        #expect(!(await store.run(["team", "list"]).out.contains("summit")))
+    }
+}

@@ -96,7 +96,7 @@ func failure(_ body: () throws -> JSONValue) -> BridgeFailure? {
         #expect(failure { try pc.call("vault.list", args: ["vault": "wbackup"]) }?.code == .notFound)
 
         // Summit removed, and a new site with its origin: the vault stays out of every site's reach.
-        #expect(await store.run(["site", "remove", Self.summit, "--force"]).status == 0)
+        #expect(await store.run(["site", "remove", Self.summit, "--force", "--yes"]).status == 0)
         #expect(await store.run(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound"]).status == 0)
         let listed = try JSONParser.parse(await store.run(["vault", "list", "--json"]).out)
         #expect(listed.arrayValue?[1]["owner"]?.stringValue?.hasPrefix("removed site ") == true)
