@@ -198,7 +198,8 @@ public enum CommandLineTool {
             j += 1
         }
         // Standard input can be read once: refuse two file options that both name it.
-        let fromStandardInput = known.filter { $0.value == "PATH" && values[$0.name]?.last == "-" }.map(\.name)
+        // (Every option whose value is a file: PATH, or F.)
+        let fromStandardInput = known.filter { ($0.value == "PATH" || $0.value == "F") && values[$0.name]?.last == "-" }.map(\.name)
         if fromStandardInput.count > 1 {
             throw UsageError("only one input may be standard input ('-'), but \(fromStandardInput.joined(separator: " and ")) each name it; give all but one as files",
                              command: spec.commandLine)

@@ -15,14 +15,35 @@ enum SiteCommands {
         try SiteRegistry(home: URL(fileURLWithPath: store.home.path), keys: store.custodian)
     }
 
-    /// A site named by its UUID or by one of its origins.
+    /// A site named by its id, a unique prefix of its id (8 characters or more), one of its
+    /// origins, or its display name. A host without a scheme is not guessed at: the error asks
+    /// "did you mean https://host" when such a site exists.
     static func site(_ text: String, in registry: SiteRegistry, command: String) throws -> Site {
         if let id = try? SiteID(parsing: text), let s = registry.site(forIdentifier: id) { return s }
         if text.contains("://") {
             if let s = try registry.site(forOrigin: text) { return s }
             throw CommandFailure("no site has the origin \(text)", remedy: "see 'sitekeep site list'", code: "not_found")
         }
-        throw CommandFailure("no site \(text)", remedy: "name a site by its id or one of its origins (see 'sitekeep site list')", code: "not_found")
+        let sites = registry.sites()
+        let named = sites.filter { $0.displayName == text }
+        if named.count == 1 { return named[0] }
+        if named.count > 1 {
+            throw CommandFailure("\(named.count) sites are named \(text)", remedy: "name one by its id or an origin: " + named.map { $0.id.string }.joined(separator: ", "), code: "ambiguous")
+        }
+        let lower = text.lowercased()
+        if lower.count >= 8 {
+            let prefixed = sites.filter { $0.id.string.lowercased().hasPrefix(lower) }
+            if prefixed.count == 1 { return prefixed[0] }
+            if prefixed.count > 1 { throw CommandFailure("the id prefix \(text) matches \(prefixed.count) sites", remedy: "give more of the id", code: "ambiguous") }
+        }
+        for scheme in ["https://", "http://"] {
+            if let s = try? registry.site(forOrigin: scheme + text) {
+                throw CommandFailure("no site \(text): an origin needs its scheme (did you mean \(scheme + text)?)",
+                                     remedy: "give the origin with its scheme: \(scheme + text) is the site \(s.displayName)", code: "not_found")
+            }
+        }
+        let near = CommandLineTool.suggestion(text, among: sites.map(\.displayName))
+        throw CommandFailure("no site \(text)" + near, remedy: "name a site by its origin (https://…), its name or its id (see 'sitekeep site list')", code: "not_found")
     }
 
     static func siteJSON(_ s: Site) -> JSONValue {
@@ -33,7 +54,7 @@ enum SiteCommands {
         ])
     }
 
-    static let siteArgument = ArgumentSpec("SITE", "the site's id or one of its origins")
+    static let siteArgument = ArgumentSpec("SITE", "the site: one of its origins, its name, or its id (or 8+ characters of it)")
     static let unlockFor = "Sites of the when-unlocked class need the store unlocked: give --passphrase-file, --prf-file or --recovery-file."
 
     static let add = CommandSpec(

@@ -134,3 +134,53 @@ import SiteKeepPartitions
         #expect(!(await store.run(["team", "list"]).out.contains("summit")))
     }
 }
+
+/// Issue 18, item 2: messages that name the real cause.
+@Suite struct RealCauseMessageTests {
+    @Test func aSiteIsNamedByOriginNameOrIdPrefixAndABareHostGetsDidYouMean() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let added = await store.run(["site", "add", "News", "--origin", "https://news.example.com", "--json"])
+        let id = try #require(try JSONParser.parse(added.out)["id"]?.stringValue)
+        #expect(await store.run(["site", "storage", "set", "https://news.example.com", "k", "v"]).status == 0)
+        let bare = await store.run(["site", "storage", "get", "news.example.com", "k"])
+        #expect(bare.status == 1 && bare.err.contains("did you mean https://news.example.com?"), "\(bare.err)")
+        #expect(await store.run(["site", "storage", "get", "News", "k"]).out == "v\n")
+        #expect(await store.run(["site", "storage", "get", String(id.prefix(8)), "k"]).out == "v\n")
+        let near = await store.run(["site", "storage", "get", "Nesw", "k"])
+        #expect(near.status == 1 && near.err.contains("did you mean 'News'"), "\(near.err)")
+    }
+
+    @Test func twoInputsFromStandardInputAreRefusedAsSuch() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        for args in [["vault", "remote", "add", "notes", "origin", "https://x.example", "--token-file", "-", "--passphrase-file", "-"],
+                     ["vault", "write", "notes", "a.txt", "--passphrase-file", "-"]] {
+            let r = await store.run(args, stdin: Array("correct horse battery\n".utf8))
+            #expect(r.status == 64 && r.err.contains("only one input may be standard input"), "\(args): \(r.err)")
+        }
+    }
+
+    @Test func aWrongTypedPassphraseIsAskedAgainUpToThreeTimes() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let twice = await store.run(["team", "add", "summit"], typing: ["wrong one", "wrong two", "correct horse battery"])
+        #expect(twice.status == 0 && twice.err.components(separatedBy: "does not unlock this store").count == 3, "\(twice.err)")
+        let thrice = await store.run(["team", "add", "other"], typing: ["a", "b", "c", "correct horse battery"])
+        #expect(thrice.status == 1 && thrice.err.contains("could not unlock"), "\(thrice.err)")
+        // A passphrase from a file is tried once.
+        let wrong = try store.file("wrong.txt", Array("nope\n".utf8))
+        let once = await store.run(["team", "add", "third", "--passphrase-file", wrong], typing: ["correct horse battery"])
+        #expect(once.status == 1 && !once.err.contains("does not unlock this store"), "\(once.err)")
+    }
+
+    @Test func aShortNewPassphraseIsWarnedOf() async throws {
+        let store = try CLIStore()
+        let short = try store.file("short.txt", Array("abc\n".utf8))
+        let r = await store.run(["init", "--passphrase-file", short, "--argon2-iterations", "2", "--argon2-memory", "19"])
+        #expect(r.status == 0 && r.err.contains("warning: the new passphrase has only 3 characters"), "\(r.err)")
+        let other = try CLIStore()
+        let long = await other.run(["init", "--passphrase-file", other.passFile, "--argon2-iterations", "2", "--argon2-memory", "19"])
+        #expect(long.status == 0 && !long.err.contains("warning"))
+    }
+}
