@@ -142,4 +142,23 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], promptAnswers: [[UInt8]
             for e in spec.examples { #expect(r.out.contains(ManPage.escape(e.command)), "\(e.command)") }
         }
     }
+
+    /// Issue 18, item 4: global options before the command words work, as `git -C` does.
+    @Test func globalOptionsBeforeTheCommandWork() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let r = await runTool(["--home", store.home, "--keyring", "file", "--json", "status"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try JSONParser.parse(r.out)["home"] == .string(store.home))
+        let sub = await runTool(["--home=\(store.home)", "--keyring=file", "site", "list", "--json"])
+        #expect(sub.status == 0 && (try? JSONParser.parse(sub.out)) == .array([]), "\(sub.err)")
+        // The process hardening sees `serve` behind them too.
+        #expect(CommandLineTool.leadingGlobalOptions(["--home", "/x", "--json", "serve", "--idle", "5"]).rest == ["serve", "--idle", "5"])
+        let none = await runTool(["--home", store.home])
+        #expect(none.status == 64 && none.err.contains("no command given"), "\(none.err)")
+        let missing = await runTool(["--home"])
+        #expect(missing.status == 64 && missing.err.contains("--home needs a value"), "\(missing.err)")
+        let help = await runTool(["--home", store.home, "status", "--help"])
+        #expect(help.status == 0 && help.out.contains("sitekeep status"))
+    }
 }
