@@ -85,10 +85,11 @@ enum CustodyCommands {
         if let daemon = try DaemonLink.find(inv) {
             // The daemon checks the secret itself (and keeps the back-off); the secret is read once.
             try daemon.unlock(inv)
-            inv.emit(["unlocked": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lifetime." }
+            inv.emit(["unlocked": true, "secretAccepted": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lifetime." }
         } else {
             try store.unlockOneShot(inv)
-            inv.emit(["unlocked": true, "daemon": false]) {
+            // The secret is right, but nothing stays unlocked: say so, as status will.
+            inv.emit(["unlocked": false, "secretAccepted": true, "daemon": false]) {
                 "The secret unlocks this store. No daemon runs, so nothing stays unlocked: start 'sitekeep serve' to keep keys unlocked, or pass the secret to each command."
             }
         }
@@ -97,14 +98,14 @@ enum CustodyCommands {
     static let lock = CommandSpec(
         path: ["lock"],
         summary: "Lock the daemon: wipe every unwrapped key it holds",
-        examples: [CommandExample("sitekeep lock", "wipe the keys the daemon holds")],
-        printsData: false
+        examples: [CommandExample("sitekeep lock", "wipe the keys the daemon holds"),
+                   CommandExample("sitekeep lock --json", "the same, saying whether a daemon was locked")]
     ) { inv in
         if let daemon = try DaemonLink.find(inv) {
             try daemon.lock()
-            inv.say("Locked.")
+            inv.emit(["locked": true, "daemon": true]) { "Locked." }
         } else {
-            inv.say("No daemon runs, so nothing is unlocked.")
+            inv.emit(["locked": true, "daemon": false]) { "No daemon runs, so nothing is unlocked." }
         }
     }
 

@@ -307,7 +307,8 @@ enum SiteCommands {
             try IsolationAudit.run(in: scratch, sites: n, probes: AuditCatalogue.all)
         }
         if inv.settings.json {
-            inv.io.writeBytes([UInt8](try report.jsonData()) + [0x0a])
+            // The one serialiser of every --json output (not Foundation's: no `"key" :`, no `\/`).
+            inv.emit(try JSONParser.parse([UInt8](try report.jsonData()), limits: .document)) { "" }
         } else {
             inv.io.write(report.renderText())
         }

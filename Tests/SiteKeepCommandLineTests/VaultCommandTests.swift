@@ -46,7 +46,7 @@ final class InProcessBridge: @unchecked Sendable {
 /// What `vault cat` printed (through --json: captured output keeps raw bytes apart), or its error.
 func catText(_ store: CLIStore, _ args: [String]) async -> String {
     let r = await store.run(["vault", "cat"] + args + ["--json"])
-    guard r.status == 0, let b64 = (try? JSONParser.parse(r.out))?["data_b64"]?.stringValue, let bytes = try? Base64.decode(b64) else { return "error: " + r.err }
+    guard r.status == 0, let b64 = (try? JSONParser.parse(r.out))?["dataBase64"]?.stringValue, let bytes = try? Base64.decode(b64) else { return "error: " + r.err }
     return String(decoding: bytes, as: UTF8.self)
 }
 
