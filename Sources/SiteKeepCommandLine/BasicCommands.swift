@@ -103,7 +103,7 @@ enum DoctorExtensions {
             checks.append(DoctorCheck(group: "store", name: "home", ok: !loose,
                                       detail: loose ? "\(inv.settings.home) is readable by others; run chmod 700 on it" : "\(inv.settings.home) (0700)"))
         } else {
-            checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (not created yet; 'sitekeep init' creates it)"))
+            checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (not created yet; 'sitekeep init', or any command that opens the store, creates it)"))
         }
         checks += keyringChecks(inv)
         return checks
