@@ -17,7 +17,7 @@ enum MiniSchema {
         for m in members where !keywords.contains(m.key) { out.append("\(path): unsupported schema keyword \(m.key)") }
         if let type = schema["type"] {
             let names = type.arrayValue?.compactMap(\.stringValue) ?? [type.stringValue ?? "?"]
-            if !names.contains(where: { matches(value, $0) }) { out.append("\(path): \(kind(value)), not \(names.joined(separator: " or "))") }
+            if !names.contains(where: { matches(value, $0) }) { out.append("\(path): \(value.typeName), not \(names.joined(separator: " or "))") }
         }
         if let allowed = schema["enum"]?.arrayValue, !allowed.contains(value) { out.append("\(path): \(JSONSerializer.string(value)) is not one of the enum") }
         if case .object(let fields) = value {
@@ -48,18 +48,6 @@ enum MiniSchema {
         }
     }
 
-    static func kind(_ v: JSONValue) -> String {
-        switch v {
-        case .null: "null"
-        case .bool: "boolean"
-        case .int: "integer"
-        case .double: "number"
-        case .string: "string"
-        case .array: "array"
-        case .object: "object"
-        }
-    }
-
     /// Object keys that are not camelCase (`dataB64`, not `data_b64`), except under an
     /// `additionalProperties` schema (a map whose keys are data, such as library names).
     static func badKeys(_ value: JSONValue, _ schema: JSONValue?, at path: String = "$") -> [String] {
@@ -85,7 +73,7 @@ enum MiniSchema {
     /// A schema every one of `values` satisfies (for writing a new command's entry; review it).
     static func infer(_ values: [JSONValue]) -> JSONValue {
         let present = values.filter { $0 != .null }
-        var types = Set(present.map(kind))
+        var types = Set(present.map(\.typeName))
         if types.contains("number") { types.remove("integer") }
         guard !types.isEmpty else { return .object([]) }
         if present.count < values.count { types.insert("null") }
