@@ -219,13 +219,14 @@ public final class BridgeDispatcher: Sendable {
         }
         let sites = services.sites
         guard let canonical = sites.canonicalOrigin(origin) else {
-            throw BridgeFailure(.forbiddenOrigin, "args.origin is not a valid web origin (scheme://host[:port])")
+            let typed = FieldSchema.printable(origin)
+            throw BridgeFailure(.forbiddenOrigin, "the origin '\(typed)' is not a web origin (scheme://host[:port])" + (origin.contains("://") ? "" : "; did you mean https://\(typed)?"))
         }
         guard let site = await sites.site(forOrigin: canonical) else {
             throw BridgeFailure(.forbiddenOrigin, "no site has the origin \(FieldSchema.printable(canonical))")
         }
         guard site.isAppBound else {
-            throw BridgeFailure(.forbiddenOrigin, "\(site.name) is not app-bound; only app-bound sites may use the bridge")
+            throw BridgeFailure(.forbiddenOrigin, "\(site.name) is registered but not app-bound; only app-bound sites may use the bridge. A site is made app-bound when it is added: 'sitekeep site add NAME --origin ORIGIN --app-bound' (save its data with 'sitekeep site export' before 'sitekeep site remove')")
         }
         if let claimed = request.origin {
             guard let c = sites.canonicalOrigin(claimed), site.origins.contains(c) else {

@@ -1,6 +1,7 @@
 import Foundation
 internal import SiteKeepBridge
 internal import SiteKeepJSON
+internal import SiteKeepPartitions
 
 /// `ops` and `call`: the bridge's op catalogue, and a client for scripts and debugging.
 enum BridgeCommands {
@@ -42,13 +43,19 @@ enum BridgeCommands {
         connection's, never a parameter: the daemon checks the op against that site's allow-list.
         """,
         arguments: [ArgumentSpec("OP", "the op, e.g. storage.get")],
-        options: [.option("--site", value: "ORIGIN", "the origin to bind the connection to (e.g. https://promptugal.news)"),
+        options: [.option("--site", value: "ORIGIN", "the origin to bind the connection to (e.g. https://promptugal.news), or the site's name or id"),
                   .option("--args", value: "JSON", "the op's arguments as a JSON object (default {})")],
         examples: [CommandExample("sitekeep call storage.get --site https://promptugal.news --args '{\"key\":\"nr.schedule.v1\"}'", "read a site's storage through the daemon"),
                    CommandExample("sitekeep call hello --site https://promptugal.news", "the ops this site may call")]
     ) { inv in
         let op = try inv.requiredArgument("OP")
-        guard let site = inv.option("--site") else { throw UsageError("call needs --site ORIGIN (the connection is bound to one site)", command: inv.spec.commandLine) }
+        guard var site = inv.option("--site") else { throw UsageError("call needs --site ORIGIN (the connection is bound to one site)", command: inv.spec.commandLine) }
+        if !site.contains("://") {
+            // A site's name or id: the hello still names an origin, the site's first.
+            let named = try SiteCommands.site(site, in: try SiteCommands.registry(try StoreContext.open(inv)), command: inv.spec.commandLine)
+            guard let origin = named.origins.first?.serialized else { throw CommandFailure("\(named.displayName) has no origin", code: "not_found") }
+            site = origin
+        }
         var args: JSONValue = .object([])
         if let text = inv.option("--args") {
             do { args = try JSONParser.parse(text, limits: .message) } catch {

@@ -45,7 +45,7 @@ public enum CommandLineTool {
     /// so they are blocked here, on the main thread, before any other thread exists to inherit
     /// an unblocked mask (otherwise the signal kills the daemon mid-request).
     public static func prepareProcess(arguments: [String]) {
-        if arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) == "serve" {
+        if leadingGlobalOptions(Array(arguments.dropFirst())).rest.first == "serve" {
             var set = sigset_t()
             sigemptyset(&set)
             sigaddset(&set, SIGTERM)
@@ -130,10 +130,32 @@ public enum CommandLineTool {
         }
     }
 
+    /// Global options given before the command words (`sitekeep --home DIR status`, as `git -C`
+    /// does), split off: `leading` holds them with their values, `rest` starts at the command.
+    /// `--help` is not taken (it asks for the help of what follows, or of everything).
+    static func leadingGlobalOptions(_ arguments: [String]) -> (leading: [String], rest: [String]) {
+        var k = 0
+        while k < arguments.count {
+            let a = arguments[k]
+            let name = a.hasPrefix("--") ? String(a.split(separator: "=", maxSplits: 1)[0]) : a
+            guard let option = globalOptions.first(where: { $0.name == name }), option.name != "--help" else { break }
+            k += 1
+            if option.value != nil && !a.contains("=") {
+                guard k < arguments.count else { break }
+                k += 1
+            }
+        }
+        return (Array(arguments[..<k]), Array(arguments[k...]))
+    }
+
     /// Splits argv into the command, its options and positionals. Returns help text instead
     /// when `--help`/`help` was asked for.
-    static func parse(_ arguments: [String], environment: [String: String], io: any ToolIO,
+    static func parse(_ argv: [String], environment: [String: String], io: any ToolIO,
                       commands: [CommandSpec]) throws -> (CommandSpec?, Invocation?, String?) {
+        let (leading, arguments) = leadingGlobalOptions(argv)
+        if let last = leading.last, let option = globalOptions.first(where: { $0.name == last }), option.value != nil, arguments.isEmpty {
+            throw UsageError("\(option.name) needs a value (\(option.value!))", command: "sitekeep")
+        }
         // Words before the first option or non-command word select the command.
         var words: [String] = []
         var rest: [String] = []
@@ -151,7 +173,8 @@ public enum CommandLineTool {
                 break
             }
         }
-        rest = Array(arguments[i...])
+        // Leading global options go first, so a `--` among the rest cannot make them positionals.
+        rest = leading + Array(arguments[i...])
         if rest.contains("--help") || rest.contains("-h") { helpAsked = true }
 
         let spec = commands.first { $0.path == words }
@@ -160,16 +183,17 @@ public enum CommandLineTool {
             return (nil, nil, Help.group(words, commands: commands))
         }
         guard let spec else {
-            if words.isEmpty, rest.isEmpty {
+            let tail = rest.dropFirst(leading.count)
+            if words.isEmpty, tail.isEmpty {
                 throw UsageError("no command given\n\n" + Help.group([], commands: commands), command: "sitekeep")
             }
-            if words.isEmpty, let first = rest.first {
+            if words.isEmpty, let first = tail.first {
                 if first == "--version" { return (nil, nil, "sitekeep \(SiteKeepVersion.current)\n") }
                 throw UsageError(first.hasPrefix("-") ? "unknown option \(first) before a command" : "unknown command '\(first)'" + suggestion(first, among: commands.map { $0.path[0] }),
                                  command: "sitekeep")
             }
             let group = (["sitekeep"] + words).joined(separator: " ")
-            if let next = rest.first, !next.hasPrefix("-") {
+            if let next = tail.first, !next.hasPrefix("-") {
                 let options = Set(commands.filter { $0.path.starts(with: words) && $0.path.count > words.count }.map { $0.path[words.count] })
                 throw UsageError("unknown command '\(group) \(next)'" + suggestion(next, among: Array(options)), command: group)
             }
@@ -220,7 +244,8 @@ public enum CommandLineTool {
             j += 1
         }
         // Standard input can be read once: refuse two file options that both name it.
-        let fromStandardInput = known.filter { $0.value == "PATH" && values[$0.name]?.last == "-" }.map(\.name)
+        // (Every option whose value is a file: PATH, or F.)
+        let fromStandardInput = known.filter { ($0.value == "PATH" || $0.value == "F") && values[$0.name]?.last == "-" }.map(\.name)
         if fromStandardInput.count > 1 {
             throw UsageError("only one input may be standard input ('-'), but \(fromStandardInput.joined(separator: " and ")) each name it; give all but one as files",
                              command: spec.commandLine)

@@ -56,6 +56,7 @@ enum CustodyCommands {
             parameters = try Argon2id.Parameters(iterations: t, memoryKiB: m * 1024)
         }
         let passphrase = try inv.readSecret(.passphrase, prompt: "New SiteKeep passphrase: ", confirm: true)
+        PassphraseAdvice.check(passphrase, inv: inv)
         let box = SecretBox(passphrase)
         let chosen = parameters
         let result = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> InitializationResult in
@@ -117,18 +118,24 @@ enum CustodyCommands {
                                      code: "wrong_store")
             }
             // Read the secret first: a typo in a file name should not leave a daemon behind.
-            let secret = try UnlockInput.read(inv)
-            daemon = try DaemonLink.start(inv)
-            try daemon!.unlock(secret)
+            // A wrong passphrase typed at a terminal is asked again (up to three tries).
+            let wrong = CustodyError.unlockFailed.description
+            var started: DaemonLink? = nil
+            try UnlockInput.attempt(inv, isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
+                if started == nil { started = try DaemonLink.start(inv) }
+                try started!.unlock(input)
+            }
+            daemon = started
         } else if let daemon {
             // The daemon checks the secret itself (and keeps the back-off); the secret is read once.
-            try daemon.unlock(try UnlockInput.read(inv))
+            try daemon.unlock(inv)
         }
         if daemon != nil {
-            inv.emit(["unlocked": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lock." }
+            inv.emit(["unlocked": true, "secretAccepted": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lock." }
         } else {
             try store.unlockOneShot(inv)
-            inv.emit(["unlocked": false, "daemon": false, "secretChecked": true]) {
+            // The secret is right, but nothing stays unlocked: say so, as status will.
+            inv.emit(["unlocked": false, "secretAccepted": true, "daemon": false]) {
                 "The secret unlocks this store. No daemon runs, so nothing stays unlocked: run 'sitekeep unlock' without --no-autostart (or 'sitekeep serve') to keep keys unlocked, or pass the secret to each command."
             }
         }
@@ -137,16 +144,16 @@ enum CustodyCommands {
     static let lock = CommandSpec(
         path: ["lock"],
         summary: "Lock the daemon: wipe every unwrapped key it holds",
-        examples: [CommandExample("sitekeep lock", "wipe the keys the daemon holds")],
-        printsData: false
+        examples: [CommandExample("sitekeep lock", "wipe the keys the daemon holds"),
+                   CommandExample("sitekeep lock --json", "the same, saying whether a daemon was locked")]
     ) { inv in
         if let daemon = try DaemonLink.find(inv) {
             try daemon.lock()
-            inv.say("Locked.")
+            inv.emit(["locked": true, "daemon": true]) { "Locked." }
         } else if let other = DaemonLink.otherStoreDaemon(inv) {
-            inv.say("No daemon serves this store, so nothing is unlocked (the daemon running serves \(other)).")
+            inv.emit(["locked": true, "daemon": false, "otherStoreDaemon": .string(other)]) { "No daemon serves this store, so nothing is unlocked (the daemon running serves \(other))." }
         } else {
-            inv.say("No daemon runs, so nothing is unlocked.")
+            inv.emit(["locked": true, "daemon": false]) { "No daemon runs, so nothing is unlocked." }
         }
     }
 
@@ -238,6 +245,7 @@ enum CustodyCommands {
         switch slotKind {
         case .passphrase:
             let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
+            PassphraseAdvice.check(new, inv: inv)
             let box = SecretBox(new)
             let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
                 try store.custodian.addPassphraseSlot(box.take(), label: label ?? "passphrase")
@@ -286,7 +294,9 @@ enum CustodyCommands {
         let slotID = try inv.requiredArgument("SLOT")
         let store = try StoreContext.open(inv)
         try store.unlockOneShot(inv)
-        let box = SecretBox(try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true))
+        let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
+        PassphraseAdvice.check(new, inv: inv)
+        let box = SecretBox(new)
         let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
             try store.custodian.changePassphrase(slotID: slotID, to: box.take())
         }
@@ -366,14 +376,18 @@ enum CustodyCommands {
     static let teamDelete = CommandSpec(
         path: ["team", "delete"],
         summary: "Delete a team key and every version of it",
+        discussion: "Asks first on a terminal (type the key's id); scripts pass --yes. Needs the store unlocked: " + UnlockOptions.note,
         arguments: [ArgumentSpec("ID", "the key id")],
-        options: [UnlockOptions.recoveryFile],
+        options: [Invocation.yes, UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep team delete summit --passphrase-file pass.txt", "delete the key")],
+        examples: [CommandExample("sitekeep team delete summit --yes --passphrase-file pass.txt", "delete the key without asking")],
         printsData: false
     ) { inv in
         let id = try inv.requiredArgument("ID")
         let store = try StoreContext.open(inv)
+        let info = try store.custodian.teamKeyInfo(id: id)
+        try inv.confirmDestruction("the team key \(id) (\(info.name), \(info.algorithm.rawValue), \(info.versions.count) version\(info.versions.count == 1 ? "" : "s"))",
+                                   typing: id, noun: "the key's id")
         try store.unlockOneShot(inv)
         try store.custodian.deleteTeamKey(id: id)
         inv.say("Deleted team key \(id).")

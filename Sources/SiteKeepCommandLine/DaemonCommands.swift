@@ -37,7 +37,7 @@ enum DaemonCommands {
         """,
         options: [UnlockOptions.recoveryFile,
                   .flag("--unlock", "unlock at start with the secret options (else wait for 'sitekeep unlock')"),
-                  .option("--team-key", value: "ID", "the team key identity.get reports and key.sign defaults to"),
+                  .option("--team-key", value: "ID", "the team key identity.get reports (default: the first team key); key.sign always names its key"),
                   .option("--idle-lock", value: "DURATION", "lock after this long unused: 90s, 15m, 2h (default 15m), like ssh-add -t"),
                   .option("--idle", value: "MINUTES", "the same as --idle-lock, in minutes (older spelling)"),
                   .flag("--ssh-agent", "also serve team keys over the ssh-agent protocol (also: SITEKEEP_SSH_AGENT=1)"),
@@ -55,6 +55,10 @@ enum DaemonCommands {
         } else {
             idleSeconds = try inv.intOption("--idle", default: IdleLock.defaultSeconds / 60, range: 1...24 * 60) * 60
         }
+        if !inv.flag("--unlock"), let given = [SecretSource.passphrase, .prf, .recoveryCode].first(where: { inv.option($0.option) != nil }) {
+            inv.note("warning: \(given.option) is read only with --unlock; the daemon starts locked (add --unlock, or run 'sitekeep unlock' later)")
+        }
+        try checkAskpass(inv.environment)
         var store = try StoreContext.open(inv, configuration: CustodianConfiguration(idleLifetime: .seconds(idleSeconds)))
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.flag("--unlock") { try store.unlockOneShot(inv) }
@@ -121,6 +125,23 @@ enum DaemonCommands {
             custodian.auditLog.flush()
         })
         inv.note("sitekeep serve: stopped")
+    }
+}
+
+extension DaemonCommands {
+    /// Refuses a `SITEKEEP_ASKPASS` that cannot work (relative, missing, not an executable file)
+    /// at start, rather than at the first key use ("no presence service is configured").
+    static func checkAskpass(_ environment: [String: String]) throws {
+        guard let program = environment["SITEKEEP_ASKPASS"], !program.isEmpty else { return }
+        var info = stat()
+        let why: String? = !program.hasPrefix("/") ? "is not an absolute path"
+            : stat(program, &info) != 0 ? "does not exist"
+            : info.st_mode & S_IFMT != S_IFREG ? "is not a regular file"
+            : access(program, X_OK) != 0 ? "is not executable" : nil
+        if let why {
+            throw CommandFailure("SITEKEEP_ASKPASS=\(String(String.UnicodeScalarView(program.unicodeScalars.prefix(200).filter { $0.value >= 0x20 && $0.value != 0x7f }))) \(why), so no key use could ever be approved",
+                                 remedy: "set SITEKEEP_ASKPASS to the absolute path of an executable program that asks the user (chmod +x it), or unset it", code: "bad_askpass")
+        }
     }
 }
 

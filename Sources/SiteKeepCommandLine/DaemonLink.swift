@@ -51,6 +51,15 @@ struct DaemonLink: Sendable {
         return reply
     }
 
+    /// Hands the daemon the invocation's unlock secret, read as for a one-shot unlock (a wrong
+    /// passphrase typed at a terminal is asked again, up to three tries).
+    func unlock(_ inv: Invocation) throws {
+        let wrong = CustodyError.unlockFailed.description
+        try UnlockInput.attempt(inv, isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
+            try unlock(input)
+        }
+    }
+
     /// Hands the daemon an unlock secret (it checks it itself and keeps the back-off).
     func unlock(_ input: UnlockInput) throws {
         let method: String

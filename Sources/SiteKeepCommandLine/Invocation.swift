@@ -97,6 +97,31 @@ public struct Invocation: Sendable {
         return try work()
     }
 
+    // MARK: Confirmation
+
+    /// Asks before the command destroys something that cannot be brought back, as `pass rm` and
+    /// `gpg --delete-secret-key` do: with `--yes` it goes ahead; on a terminal the user must type
+    /// `expected` (the site's name, the key's id); without a terminal it refuses, naming `--yes`.
+    /// - Parameters:
+    ///   - what: what goes, for people ("the site Web Summit and all its data").
+    ///   - noun: what to type ("the site's name").
+    func confirmDestruction(_ what: String, typing expected: String, noun: String) throws {
+        if flag(Self.yes.name) { return }
+        guard io.canPrompt else {
+            throw CommandFailure("\(spec.commandLine) destroys \(what) and cannot be undone, and there is no terminal to confirm on",
+                                 remedy: "pass --yes to confirm in a script", code: "not_confirmed")
+        }
+        io.writeError("This destroys \(what); it cannot be undone.\n")
+        let typed = try io.promptLine("Type \(noun) (\(expected)) to confirm, or anything else to stop: ")
+        guard typed.trimmingCharacters(in: .whitespaces) == expected else {
+            throw CommandFailure("not confirmed (the answer was not \(expected)); nothing was removed",
+                                 remedy: "run it again and type \(expected), or pass --yes", code: "not_confirmed")
+        }
+    }
+
+    /// `--yes`: the flag every destructive command takes.
+    static let yes = OptionSpec.flag("--yes", short: "-y", "do not ask; needed to confirm without a terminal (scripts)")
+
     // MARK: Secrets
 
     /// Reads the secret `source` names: from its option's file (`-` = stdin), else, when

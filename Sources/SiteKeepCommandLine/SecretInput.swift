@@ -179,3 +179,42 @@ enum SecretReader {
         }
     }
 }
+
+extension UnlockInput {
+    /// How many times a passphrase typed at the prompt is asked for before the command gives up
+    /// (as `ssh-add` does); the custodian's back-off lets three failures through without a wait.
+    static let promptTries = 3
+
+    /// Reads the invocation's unlock secret and hands it to `attempt`. When the passphrase was
+    /// typed at the terminal prompt and `attempt` says it is wrong (`isWrong`), asks again, up
+    /// to ``promptTries`` times in all; a secret from a file or standard input is tried once.
+    static func attempt(_ inv: Invocation, isWrong: (any Error) -> Bool, _ attempt: (UnlockInput) throws -> Void) throws {
+        let prompted = [SecretSource.passphrase, .prf, .recoveryCode].allSatisfy { inv.option($0.option) == nil } && inv.io.canPrompt
+        var tries = 0
+        while true {
+            tries += 1
+            do {
+                return try attempt(try read(inv))
+            } catch where prompted && tries < promptTries && isWrong(error) {
+                inv.note("That passphrase does not unlock this store; try again (\(promptTries - tries) more attempt\(promptTries - tries == 1 ? "" : "s")).")
+            }
+        }
+    }
+}
+
+/// The warning a new passphrase earns when it is short (as `ssh-keygen` warns): the store's
+/// keys are only as strong as it. Written to standard error; the passphrase is still taken.
+enum PassphraseAdvice {
+    static let shortLength = 12
+
+    /// Notes on stderr when `passphrase` has fewer than ``shortLength`` characters.
+    static func check(_ passphrase: borrowing SecretBytes, inv: Invocation) {
+        let count = passphrase.withUnsafeBytes { raw in
+            // Characters, not bytes: count the bytes that do not continue a UTF-8 sequence.
+            raw.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+        }
+        if count < shortLength {
+            inv.note("warning: the new passphrase has only \(count) character\(count == 1 ? "" : "s"); a passphrase of \(shortLength) or more (several words) resists guessing far better if the store's files are copied")
+        }
+    }
+}

@@ -16,14 +16,35 @@ enum SiteCommands {
         return try SiteRegistry(home: URL(fileURLWithPath: store.home.path), keys: store.custodian)
     }
 
-    /// A site named by its UUID or by one of its origins.
+    /// A site named by its id, a unique prefix of its id (8 characters or more), one of its
+    /// origins, or its display name. A host without a scheme is not guessed at: the error asks
+    /// "did you mean https://host" when such a site exists.
     static func site(_ text: String, in registry: SiteRegistry, command: String) throws -> Site {
         if let id = try? SiteID(parsing: text), let s = registry.site(forIdentifier: id) { return s }
         if text.contains("://") {
             if let s = try registry.site(forOrigin: text) { return s }
             throw CommandFailure("no site has the origin \(text)", remedy: "see 'sitekeep site list'", code: "not_found")
         }
-        throw CommandFailure("no site \(text)", remedy: "name a site by its id or one of its origins (see 'sitekeep site list')", code: "not_found")
+        let sites = registry.sites()
+        let named = sites.filter { $0.displayName == text }
+        if named.count == 1 { return named[0] }
+        if named.count > 1 {
+            throw CommandFailure("\(named.count) sites are named \(text)", remedy: "name one by its id or an origin: " + named.map { $0.id.string }.joined(separator: ", "), code: "ambiguous")
+        }
+        let lower = text.lowercased()
+        if lower.count >= 8 {
+            let prefixed = sites.filter { $0.id.string.lowercased().hasPrefix(lower) }
+            if prefixed.count == 1 { return prefixed[0] }
+            if prefixed.count > 1 { throw CommandFailure("the id prefix \(text) matches \(prefixed.count) sites", remedy: "give more of the id", code: "ambiguous") }
+        }
+        for scheme in ["https://", "http://"] {
+            if let s = try? registry.site(forOrigin: scheme + text) {
+                throw CommandFailure("no site \(text): an origin needs its scheme (did you mean \(scheme + text)?)",
+                                     remedy: "give the origin with its scheme: \(scheme + text) is the site \(s.displayName)", code: "not_found")
+            }
+        }
+        let near = CommandLineTool.suggestion(text, among: sites.map(\.displayName))
+        throw CommandFailure("no site \(text)" + near, remedy: "name a site by its origin (https://…), its name or its id (see 'sitekeep site list')", code: "not_found")
     }
 
     static func siteJSON(_ s: Site) -> JSONValue {
@@ -34,7 +55,7 @@ enum SiteCommands {
         ])
     }
 
-    static let siteArgument = ArgumentSpec("SITE", "the site's id or one of its origins")
+    static let siteArgument = ArgumentSpec("SITE", "the site: one of its origins, its name, or its id (or 8+ characters of it)")
     static let unlockFor = "Sites of the when-unlocked class need the store unlocked: give --passphrase-file, --prf-file or --recovery-file."
 
     static let add = CommandSpec(
@@ -87,14 +108,19 @@ enum SiteCommands {
     static let remove = CommandSpec(
         path: ["site", "remove"],
         summary: "Remove a site: destroy its storage key first (crypto-shredding), then its files",
+        discussion: "Asks first on a terminal (type the site's name); scripts pass --yes. A when-unlocked site's data is readable only while unlocked, so removing one needs the store unlocked too: " + UnlockOptions.note,
         arguments: [siteArgument],
-        options: [.flag("--force", "remove even while the site is in use")],
-        examples: [CommandExample("sitekeep site remove https://newsroom.sgit.ai", "remove the site and shred its data")],
+        options: [Invocation.yes, .flag("--force", "remove even while the site is in use"), UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site remove https://newsroom.sgit.ai --yes", "remove the site and shred its data, without asking")],
         printsData: false
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try registry(store)
         let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        try inv.confirmDestruction("the site \(s.displayName) (\(s.origins.map(\.serialized).joined(separator: " "))) and all its data",
+                                   typing: s.displayName, noun: "the site's name")
+        if s.protection == .whenUnlocked { try store.unlockOneShot(inv) }
         try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
         inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
         // Its vaults stay registered to the removed site's id, which no site ever has again: no
@@ -282,7 +308,8 @@ enum SiteCommands {
             try IsolationAudit.run(in: scratch, sites: n, probes: AuditCatalogue.all)
         }
         if inv.settings.json {
-            inv.io.writeBytes([UInt8](try report.jsonData()) + [0x0a])
+            // The one serialiser of every --json output (not Foundation's: no `"key" :`, no `\/`).
+            inv.emit(try JSONParser.parse([UInt8](try report.jsonData()), limits: .document)) { "" }
         } else {
             inv.io.write(report.renderText())
         }

@@ -111,9 +111,10 @@ public struct StoreContext: Sendable {
                                  remedy: "run 'sitekeep unlock' (once; the daemon then keeps the store unlocked until 'sitekeep lock' or its idle lock)",
                                  code: "locked")
         }
-        let secret = try UnlockInput.read(inv)
-        try inv.withProgress("Unlocking") { () throws in
-            try custodian.unlock(secret.take())
+        try UnlockInput.attempt(inv, isWrong: { ($0 as? CustodyError) == .unlockFailed }) { secret in
+            try inv.withProgress("Unlocking") { () throws in
+                try custodian.unlock(secret.take())
+            }
         }
     }
 }

@@ -28,6 +28,18 @@ public protocol ToolIO: Sendable {
     /// the caller owns), without its newline; returns the byte count, `buffer.count` when the
     /// line was that long or longer (the rest of a longer line is read and dropped).
     func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Prompts on the terminal with echo on and returns the line typed, without its newline
+    /// (at most 1024 bytes; for confirmations such as "type the site's name", never secrets).
+    func promptLine(_ prompt: String) throws -> String
+}
+
+extension ToolIO {
+    /// The default for a ``ToolIO`` without its own line prompt: the secret prompt (no echo).
+    public func promptLine(_ prompt: String) throws -> String {
+        var line = [UInt8](repeating: 0, count: 1024)
+        let n = try line.withUnsafeMutableBytes { try promptSecret(prompt, into: $0) }
+        return String(decoding: line[0..<min(n, line.count)], as: UTF8.self)
+    }
 }
 
 /// The process's real standard streams.
@@ -70,6 +82,22 @@ public struct StandardIO: ToolIO {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
         if fd >= 0 { close(fd); return true }
         return false
+    }
+
+    public func promptLine(_ prompt: String) throws -> String {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw CommandFailure("no terminal to ask on", remedy: "pass --yes to confirm without a terminal") }
+        defer { close(fd) }
+        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0a { break }
+            if line.count < 1024 { line.append(byte) }
+        }
+        return String(decoding: line, as: UTF8.self)
     }
 
     public func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
@@ -152,6 +180,14 @@ public final class CapturedIO: ToolIO, @unchecked Sendable {
     public var outputIsTerminal: Bool { false }
     public var errorIsTerminal: Bool { false }
     public var canPrompt: Bool { hasTerminal }
+    public func promptLine(_ prompt: String) throws -> String {
+        let line: [UInt8]? = state.withLock { s in
+            s.prompts.append(prompt)
+            return s.answers.isEmpty ? nil : s.answers.removeFirst()
+        }
+        guard let line else { throw CommandFailure("no terminal to ask on", remedy: "pass --yes to confirm without a terminal") }
+        return String(decoding: line, as: UTF8.self)
+    }
     public func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let line: [UInt8]? = state.withLock { s in
             s.prompts.append(prompt)

@@ -183,7 +183,7 @@ enum VaultCommands {
         let path = try inv.requiredArgument("PATH")
         let bytes = try vault.read(path: path)
         if inv.settings.json {
-            inv.emit(["path": .string(path), "size": .integer(bytes.count), "data_b64": .string(Base64.encode(bytes))]) { "" }
+            inv.emit(["path": .string(path), "size": .integer(bytes.count), "dataBase64": .string(Base64.encode(bytes))]) { "" }
         } else {
             inv.io.writeBytes(bytes)
         }

@@ -42,6 +42,11 @@ enum VaultWriteCommands {
         if let file = inv.option("--file"), file != "-" {
             bytes = try InputFile.read(file, option: "--file", limit: 1 << 30)
         } else {
+            // Without --file the bytes are standard input: a secret cannot come from there too.
+            if let secret = SecretSource.all.first(where: { inv.option($0.option) == "-" }), inv.option("--file") == nil {
+                throw UsageError("only one input may be standard input ('-'): without --file the bytes are read from it, so \(secret.option) - cannot; give --file F or \(secret.option) as a file",
+                                 command: inv.spec.commandLine)
+            }
             bytes = try inv.io.readStandardInput(limit: 1 << 30)
         }
         let library = try VaultCommands.unlockedLibrary(inv)

@@ -68,7 +68,7 @@ import SiteKeepJSON
         #expect(try siteA.call("storage.get", args: ["key": "k"])["value"] == "value of A")
         #expect(openFiles(daemon.pid).contains { $0.contains("\(a)/partition.sqlite") }, "A's partition is not open")
 
-        let removed = try cli(["site", "remove", a, "--force"])
+        let removed = try cli(["site", "remove", a, "--force", "--yes"])
         try #require(removed.code == 0, "site remove: \(removed.err)")
         // The very next message on A's connection is refused, and the connection is closed.
         let refused = refusal(siteA, "storage.get", ["key": "k"])

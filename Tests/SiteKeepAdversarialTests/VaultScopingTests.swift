@@ -126,7 +126,7 @@ final class RawConnection {
 
         // Summit removed and added again (a new site with its origin): its old vault stays out of reach.
         daemon.kill9()
-        _ = await cli(["site", "remove", Self.summit, "--force"])
+        _ = await cli(["site", "remove", Self.summit, "--force", "--yes"])
         _ = await cli(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound"])
         _ = await cli(["vault", "assign", "pforged", "--site", Self.summit, "--passphrase-file", pass])
         daemon = try serve()

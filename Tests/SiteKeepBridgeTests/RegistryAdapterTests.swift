@@ -82,6 +82,27 @@ import SiteKeepTesting
         #expect(code(await s.send(d, "storage.keys")) == .forbiddenOrigin)
     }
 
+    /// Issue 18, item 2: a registered site that is not app-bound is told so, and how to make it
+    /// so, not "no site has the origin"; an origin without a scheme is named as typed.
+    @Test func helloNamesTheRealCauseOfARefusal() async throws {
+        let s = try Setup()
+        defer { try? FileManager.default.removeItem(atPath: s.dir) }
+        _ = try s.registry.add(displayName: "Local", origins: ["https://local.example"], appBound: false)
+        let local = await s.send(BridgeConnection(), "hello", ["origin": "https://local.example"])
+        #expect(code(local) == .forbiddenOrigin)
+        if case .failure(_, let f) = local {
+            #expect(f.message.contains("Local is registered but not app-bound") && f.message.contains("--app-bound"), "\(f.message)")
+        }
+        let unknown = await s.send(BridgeConnection(), "hello", ["origin": "https://nobody.example"])
+        if case .failure(_, let f) = unknown { #expect(f.message.contains("no site has the origin")) } else { Issue.record("served") }
+        let bare = await s.send(BridgeConnection(), "hello", ["origin": "news.example"])
+        #expect(code(bare) == .forbiddenOrigin)
+        if case .failure(_, let f) = bare {
+            #expect(f.message.contains("'news.example' is not a web origin") && f.message.contains("did you mean https://news.example?")
+                    && !f.message.contains("args.origin"), "\(f.message)")
+        }
+    }
+
     /// A partition the registry closed because its site changed is not served from the daemon's
     /// partition cache: the next request opens it afresh instead of failing.
     @Test func aChangedSitesNextRequestOpensItsPartitionAfresh() async throws {

@@ -142,4 +142,63 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], promptAnswers: [[UInt8]
             for e in spec.examples { #expect(r.out.contains(ManPage.escape(e.command)), "\(e.command)") }
         }
     }
+
+    /// Issue 18, item 4: global options before the command words work, as `git -C` does.
+    @Test func globalOptionsBeforeTheCommandWork() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let r = await runTool(["--home", store.home, "--keyring", "file", "--json", "status"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try JSONParser.parse(r.out)["home"] == .string(store.home))
+        let sub = await runTool(["--home=\(store.home)", "--keyring=file", "site", "list", "--json"])
+        #expect(sub.status == 0 && (try? JSONParser.parse(sub.out)) == .array([]), "\(sub.err)")
+        // The process hardening sees `serve` behind them too.
+        #expect(CommandLineTool.leadingGlobalOptions(["--home", "/x", "--json", "serve", "--idle", "5"]).rest == ["serve", "--idle", "5"])
+        let none = await runTool(["--home", store.home])
+        #expect(none.status == 64 && none.err.contains("no command given"), "\(none.err)")
+        let missing = await runTool(["--home"])
+        #expect(missing.status == 64 && missing.err.contains("--home needs a value"), "\(missing.err)")
+        let help = await runTool(["--home", store.home, "status", "--help"])
+        #expect(help.status == 0 && help.out.contains("sitekeep status"))
+    }
+}
+
+/// Issue 18, item 5: completions past the first word, driven through a real bash.
+@Suite struct CompletionTests {
+    /// What `_sitekeep` offers for `words` (the last one being completed), in bash, with the
+    /// built `sitekeep` on PATH for the store's words.
+    static func complete(_ words: [String], store: CLIStore) async throws -> [String] {
+        let script = try store.file("completion.bash", Array(await runTool(["completions", "bash"]).out.utf8))
+        let bin = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/debug").path
+        let quoted = (["sitekeep"] + words).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let harness = "source '\(script)'; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count); _sitekeep; printf '%s\\n' \"${COMPREPLY[@]}\" > '\(store.dir.path)/reply'"
+        let status = ChildProcess.run("/bin/bash", ["-c", "PATH='\(bin)':$PATH; " + harness])
+        #expect(status == 0)
+        let reply = (try? String(contentsOfFile: store.dir.path + "/reply", encoding: .utf8)) ?? ""
+        return reply.split(separator: "\n").map(String.init)
+    }
+
+    @Test func bashCompletesOptionValuesSitesKeysAndFilesWithSpaces() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "News", "--origin", "https://news.example"]).status == 0)
+        #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
+        let home = ["--home", store.home, "--keyring", "file"]
+        #expect(try await Self.complete(["team", "add", "k", "--algorithm", ""], store: store) == ["ed25519", "p256"])
+        #expect(try await Self.complete(["site", "add", "N", "--protection", "w"], store: store) == ["when-unlocked"])
+        #expect(try await Self.complete(["status", "--keyring", "s"], store: store) == ["secret-service"])
+        #expect(try await Self.complete(["site", "remove"] + home + [""], store: store) == ["https://news.example:443"])
+        #expect(try await Self.complete(["team", "delete"] + home + [""], store: store) == ["summit"])
+        _ = try store.file("my pass.txt", Array("x\n".utf8))
+        #expect(try await Self.complete(["unlock", "--passphrase-file", store.dir.path + "/my p"], store: store) == [store.dir.path + "/my pass.txt"])
+        // Command words still complete, past options too.
+        #expect(try await Self.complete(["site", "st"], store: store) == ["storage"])
+    }
+
+    @Test func zshCompletesValuesThroughTheStore() async {
+        let r = await runTool(["completions", "zsh"])
+        #expect(r.out.contains("\"team delete\"*)") && r.out.contains("first='store:keys'"))
+        #expect(r.out.contains("'--protection=after-login,when-unlocked'") && r.out.contains("sitekeep completions words"))
+    }
 }

@@ -209,3 +209,25 @@ extension DaemonTests {
 }
 
 enum Base64Text { static let hello = "aGVsbG8=" }
+
+/// Issue 18, item 3: `serve` refuses what cannot work before it listens.
+@Suite struct ServeRefusalTests {
+    @Test func anAskpassThatCannotRunIsRefusedAtStartAndSecretsWithoutUnlockAreWarnedOf() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let plain = try store.file("not-executable.sh", Array("#!/bin/sh\nexit 0\n".utf8))
+        let sock = store.dir.appendingPathComponent("run/bridge.sock").path
+        // (A #require first: were the check gone, the serve below would start and never return.)
+        try #require(throws: CommandFailure.self) { try DaemonCommands.checkAskpass(["SITEKEEP_ASKPASS": plain]) }
+        for (askpass, why) in [("approve.sh", "is not an absolute path"), (plain, "is not executable"),
+                               (store.dir.path, "is not a regular file"), ("/nonexistent/askpass", "does not exist")] {
+            let r = await runTool(["serve", "--prf-file", plain, "--home", store.home, "--keyring", "file"],
+                                  environment: ["SITEKEEP_ASKPASS": askpass, "SITEKEEP_SOCK": sock])
+            #expect(r.status == 1 && r.err.contains(why) && r.err.contains("SITEKEEP_ASKPASS"), "\(askpass): \(r.err)")
+            #expect(r.err.contains("--prf-file is read only with --unlock; the daemon starts locked"), "\(r.err)")
+            #expect(!FileManager.default.fileExists(atPath: sock), "the daemon listened")
+        }
+        #expect(try DaemonCommands.checkAskpass(["SITEKEEP_ASKPASS": "/bin/true"]) == ())
+        #expect(try DaemonCommands.checkAskpass([:]) == ())
+    }
+}

@@ -93,6 +93,47 @@ import SiteKeepTestSupport
         return true
     }
 
+    /// Runs `example` of `spec` in its own copy (`run-<index>`) of the prepared fixture, with
+    /// `extra` arguments after it; nil for the daemon and the browser, which are parsed only.
+    static func run(_ example: CommandExample, of spec: CommandSpec, fixture: URL, index: Int,
+                    extra: [String] = []) async throws -> (status: Int32, out: String, err: String)? {
+        // Each example gets its own copy of the fixture (init examples an empty home).
+        let work = fixture.appendingPathComponent("run-\(index)")
+        try FileManager.default.copyItem(at: fixture.appendingPathComponent("base"), to: work)
+        defer { try? FileManager.default.removeItem(at: work) }
+        if spec.path == ["init"] { try FileManager.default.removeItem(at: work.appendingPathComponent("home")) }
+        // An example that changes the vault folder gets the copy's own folder: `notes` is
+        // registered again at the copy (the registry's entries are authenticated, so it
+        // is not edited); every other example reads the base folder.
+        let writesVault = spec.path.first == "vault" && ["write", "rm", "mv", "resolve", "merge-abort", "pull", "push"].contains(spec.path.last ?? "")
+        if spec.path == ["vault", "add"] || writesVault {
+            let home = work.appendingPathComponent("home").path, prf = work.appendingPathComponent("prf.bin").path
+            let r = await runTool(["vault", "remove", "notes", "--prf-file", prf, "--home", home, "--keyring", "file"])
+            #expect(r.status == 0, "\(r.err)")
+            if writesVault {
+                let added = await runTool(["vault", "add", "notes", "--path", work.appendingPathComponent("notes").path,
+                                           "--key-file", work.appendingPathComponent("notes.key").path, "--site", "https://promptugal.news",
+                                           "--prf-file", prf, "--home", home, "--keyring", "file"])
+                #expect(added.status == 0, "\(added.err)")
+            }
+        }
+        let known = ["pass.txt", "prf.bin", "note.txt", "link.txt", "notes.key", "picks.ics"]
+        let args = Self.words(example.command).dropFirst().map { word -> String in
+            if known.contains(word) { return work.appendingPathComponent(word).path }
+            if word == "~/notes" { return work.appendingPathComponent("notes").path }
+            return word
+        }
+        if spec.path == ["serve"] || spec.path == ["browse"] {
+            // The daemon runs until a signal (DaemonTests runs it as a process), the browser
+            // until its window closes (SiteKeepBrowserTests runs it): parse only.
+            let parsed = try CommandLineTool.parse(Array(args) + ["--home", work.appendingPathComponent("home").path],
+                                                   environment: [:], io: CapturedIO(), commands: CommandRegistry.all)
+            #expect(parsed.0?.path == spec.path, "example '\(example.command)' does not parse")
+            return nil
+        }
+        return await runTool(Array(args) + extra + ["--home", work.appendingPathComponent("home").path, "--keyring", "file"])
+    }
+
     @Test func everyHelpExampleRuns() async throws {
         let fixture = FileManager.default.temporaryDirectory.appendingPathComponent("sk-examples-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: fixture) }
@@ -104,50 +145,14 @@ import SiteKeepTestSupport
                     Issue.record("the sgit CLI is missing, so vault examples cannot run: run tools/setup")
                     continue
                 }
-                // Each example gets its own copy of the fixture (init examples an empty home).
-                let work = fixture.appendingPathComponent("run-\(ran)")
-                try FileManager.default.copyItem(at: fixture.appendingPathComponent("base"), to: work)
-                if spec.path == ["init"] { try FileManager.default.removeItem(at: work.appendingPathComponent("home")) }
-                // An example that changes the vault folder gets the copy's own folder: `notes` is
-                // registered again at the copy (the registry's entries are authenticated, so it
-                // is not edited); every other example reads the base folder.
-                let writesVault = spec.path.first == "vault" && ["write", "rm", "mv", "resolve", "merge-abort", "pull", "push"].contains(spec.path.last ?? "")
-                if spec.path == ["vault", "add"] || writesVault {
-                    let home = work.appendingPathComponent("home").path, prf = work.appendingPathComponent("prf.bin").path
-                    let r = await runTool(["vault", "remove", "notes", "--prf-file", prf, "--home", home, "--keyring", "file"])
-                    #expect(r.status == 0, "\(r.err)")
-                    if writesVault {
-                        let added = await runTool(["vault", "add", "notes", "--path", work.appendingPathComponent("notes").path,
-                                                   "--key-file", work.appendingPathComponent("notes.key").path, "--site", "https://promptugal.news",
-                                                   "--prf-file", prf, "--home", home, "--keyring", "file"])
-                        #expect(added.status == 0, "\(added.err)")
-                    }
-                }
-                let known = ["pass.txt", "prf.bin", "note.txt", "link.txt", "notes.key", "picks.ics"]
-                let args = Self.words(example.command).dropFirst().map { word -> String in
-                    if known.contains(word) { return work.appendingPathComponent(word).path }
-                    if word == "~/notes" { return work.appendingPathComponent("notes").path }
-                    return word
-                }
-                if spec.path == ["serve"] || spec.path == ["browse"] {
-                    // The daemon runs until a signal (DaemonTests runs it as a process), the browser
-                    // until its window closes (SiteKeepBrowserTests runs it): parse only.
-                    let parsed = try CommandLineTool.parse(Array(args) + ["--home", work.appendingPathComponent("home").path],
-                                                           environment: [:], io: CapturedIO(), commands: CommandRegistry.all)
-                    #expect(parsed.0?.path == spec.path, "example '\(example.command)' does not parse")
-                    try? FileManager.default.removeItem(at: work)
-                    ran += 1
-                    continue
-                }
-                let r = await runTool(Array(args) + ["--home", work.appendingPathComponent("home").path, "--keyring", "file"])
+                defer { ran += 1 }
+                guard let r = try await Self.run(example, of: spec, fixture: fixture, index: ran) else { continue }
                 #expect(r.status != 64, "usage error in example '\(example.command)': \(r.err)")
                 if Self.cannotSucceed[example.command] == nil {
                     #expect(r.status == 0, "example '\(example.command)' failed: \(r.err)")
                 } else {
                     #expect(r.status == 1 && r.err.contains("error"), "'\(example.command)' should fail clearly: \(r.err)")
                 }
-                try? FileManager.default.removeItem(at: work)
-                ran += 1
             }
         }
         #expect(ran >= CommandRegistry.all.count)

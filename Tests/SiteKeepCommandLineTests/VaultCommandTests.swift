@@ -46,7 +46,7 @@ final class InProcessBridge: @unchecked Sendable {
 /// What `vault cat` printed (through --json: captured output keeps raw bytes apart), or its error.
 func catText(_ store: CLIStore, _ args: [String]) async -> String {
     let r = await store.run(["vault", "cat"] + args + ["--json"])
-    guard r.status == 0, let b64 = (try? JSONParser.parse(r.out))?["data_b64"]?.stringValue, let bytes = try? Base64.decode(b64) else { return "error: " + r.err }
+    guard r.status == 0, let b64 = (try? JSONParser.parse(r.out))?["dataBase64"]?.stringValue, let bytes = try? Base64.decode(b64) else { return "error: " + r.err }
     return String(decoding: bytes, as: UTF8.self)
 }
 
@@ -96,7 +96,7 @@ func failure(_ body: () throws -> JSONValue) -> BridgeFailure? {
         #expect(failure { try pc.call("vault.list", args: ["vault": "wbackup"]) }?.code == .notFound)
 
         // Summit removed, and a new site with its origin: the vault stays out of every site's reach.
-        #expect(await store.run(["site", "remove", Self.summit, "--force"]).status == 0)
+        #expect(await store.run(["site", "remove", Self.summit, "--force", "--yes"]).status == 0)
         #expect(await store.run(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound"]).status == 0)
         let listed = try JSONParser.parse(await store.run(["vault", "list", "--json"]).out)
         #expect(listed.arrayValue?[1]["owner"]?.stringValue?.hasPrefix("removed site ") == true)

@@ -34,7 +34,7 @@ import SiteKeepTestSupport
 
     func cat(_ store: CLIStore, _ path: String) async throws -> String {
         let r = await store.run(["vault", "cat", "mine", path, "--passphrase-file", store.passFile, "--json"])
-        let b64 = try #require(try JSONParser.parse(r.out)["data_b64"]?.stringValue, "\(r.err)")
+        let b64 = try #require(try JSONParser.parse(r.out)["dataBase64"]?.stringValue, "\(r.err)")
         return String(decoding: Data(base64Encoded: b64) ?? Data(), as: UTF8.self)
     }
 

@@ -15,8 +15,10 @@ public final class RegistrySiteResolver: SiteResolver {
 
     public func canonicalOrigin(_ origin: String) -> String? { (try? Origin(parsing: origin))?.serialized }
 
+    /// Any registered site, app-bound or not: the dispatcher refuses one that is not app-bound
+    /// with a message saying so (a "no site" would send the user looking for the wrong cause).
     public func site(forOrigin origin: String) async -> BridgeSite? {
-        guard let s = try? registry.site(forOrigin: origin), s.isAppBound else { return nil }
+        guard let s = try? registry.site(forOrigin: origin) else { return nil }
         return Self.bridgeSite(s)
     }
 
