@@ -147,8 +147,15 @@ enum RemoteRun {
             case .prompt:
                 var payload = [UInt8](repeating: 0, count: length)
                 guard payload.withUnsafeMutableBytes({ ControlFrame.receiveExactly(fd, into: $0) }) else { continue }
-                let ask = (try? JSONParser.parse(payload, limits: .message))?["prompt"]?.stringValue ?? "Passphrase: "
-                try answerPrompt(fd, ask, io: io)
+                let request = try? JSONParser.parse(payload, limits: .message)
+                let ask = request?["prompt"]?.stringValue ?? "Passphrase: "
+                if request?["secret"] == .bool(false) {
+                    // A confirmation ("type the site's name"), typed with echo; never a secret.
+                    let line = (try? io.promptLine(ask)) ?? ""
+                    _ = ControlFrame.send(fd, ControlFrame(.prompt, Array(line.utf8.prefix(1024))))
+                } else {
+                    try answerPrompt(fd, ask, io: io)
+                }
             case .stdin:
                 var payload = [UInt8](repeating: 0, count: length)
                 guard payload.withUnsafeMutableBytes({ ControlFrame.receiveExactly(fd, into: $0) }) else { continue }

@@ -135,6 +135,14 @@ final class RemoteIO: ToolIO, @unchecked Sendable {
         }
     }
 
+    func promptLine(_ prompt: String) throws -> String {
+        guard canPrompt else { throw CommandFailure("no terminal to ask on", remedy: "pass --yes to confirm without a terminal") }
+        send(.prompt, JSONSerializer.bytes(["prompt": .string(prompt), "secret": false]))
+        var line = [UInt8](repeating: 0, count: 1024)
+        let n = try line.withUnsafeMutableBytes { try receiveAnswer(.prompt, into: $0) }
+        return String(decoding: line[0..<n], as: UTF8.self)
+    }
+
     func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard canPrompt else {
             throw CommandFailure("no terminal to prompt on", remedy: "pass the secret with a file option (or '-' for stdin)")
