@@ -136,7 +136,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bridge-testd", dependencies: ["SiteKeepBridge", "SiteKeepCustody", "SiteKeepCrypto"],
                           path: "Tests/SiteKeepBridgeTestDaemon"),
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
-        .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem"]),
+        .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
