@@ -160,7 +160,7 @@ let package = Package(
         .target(name: "SiteKeepTesting", dependencies: ["SiteKeepBridge", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
                                                         "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem"],
                 path: "Tests/SiteKeepTesting"),
-        .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem"]),
+        .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).

@@ -3,6 +3,7 @@ import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepJSON
 import SiteKeepCrypto
+import SiteKeepTestSupport
 
 /// The ways an input file can end, and the two inputs every option must refuse.
 enum InputForm: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -193,19 +194,15 @@ enum InputForm: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// Issue 13, item 6: an option naming a FIFO that no program writes to, or a device, fails
     /// at once with the path and the reason instead of hanging (or reading a device without
     /// end); a pipe a program writes to (what `--passphrase-file <(…)` gives) still works.
-    /// A watchdog opens the FIFO for writing after 10 s, so a regression fails the time check
+    /// A watchdog opens the FIFO for writing from 10 s on, so a regression fails the time check
     /// instead of hanging the suite.
     @Test func aFIFOOrADeviceIsRefusedAtOnceAndALivePipeStillReads() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
         let fifo = store.dir.appendingPathComponent("fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let watchdog = DispatchWorkItem {
-            let fd = open(fifo, O_WRONLY | O_NONBLOCK)
-            if fd >= 0 { close(fd) }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
-        defer { watchdog.cancel() }
+        let watchdog = FIFOWatchdog(fifo)
+        defer { watchdog.stop() }
         let cases: [([String], String)] = [
             (["unlock", "--passphrase-file", fifo], "pipe that nothing was written to"),
             (["unlock", "--prf-file", fifo], "pipe that nothing was written to"),

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import SiteKeepTestSupport
 @testable import SiteKeepSystem
 
 private func scratchFolder() throws -> String {
@@ -120,7 +121,7 @@ private func entries(_ folder: String) -> [String] {
     }
 
     /// A file a person named: regular files and live pipes are read; a FIFO nobody writes to,
-    /// a device and a folder are refused at once (a watchdog unblocks a regression after 10 s,
+    /// a device and a folder are refused at once (a watchdog unblocks a regression from 10 s on,
     /// which then fails the time check instead of hanging).
     @Test func readNamedInputNeverWaitsForAWriterThatIsNotThere() throws {
         let dir = try scratchFolder()
@@ -137,9 +138,8 @@ private func entries(_ folder: String) -> [String] {
         #expect(try read(dir + "/link") == Array("text".utf8), "a path a person typed may be a link")
         let fifo = dir + "/fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
-        let watchdog = DispatchWorkItem { let fd = open(fifo, O_WRONLY | O_NONBLOCK); if fd >= 0 { close(fd) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
-        defer { watchdog.cancel() }
+        let watchdog = FIFOWatchdog(fifo)
+        defer { watchdog.stop() }
         let start = ContinuousClock.now
         for (path, reason) in [(fifo, "nothing was written"), ("/dev/zero", "device"), (dir, "folder")] {
             do {
