@@ -70,7 +70,7 @@ enum DaemonCommands {
         // Vaults with a remote sync on an interval while unlocked (issue 14); vault.status reports it.
         let vaultSync = try DaemonVaultSync.make(hosted, inv: inv)
         var services = made
-        if let vaultSync { services.vault = vaultSync.vaultService(VaultCommands.library(hosted)) }
+        if let vaultSync { services.vault = vaultSync.vaultService() }
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
         vaultSync?.start(dispatcher)
         // Reminders fire from here: desktop notifications, or printed where no service answers.

@@ -45,10 +45,11 @@ final class DaemonVaultSync: Sendable {
         self.holder = holder
     }
 
-    /// The bridge's vault service with this sync's state in `vault.status`.
-    func vaultService(_ library: VaultLibrary) -> LibraryVaultService {
+    /// The bridge's vault service on the sync's own library (one cache of vault handles, which
+    /// custody's lock scope clears), with this sync's state in `vault.status`.
+    func vaultService() -> LibraryVaultService {
         let scheduler = self.scheduler
-        return LibraryVaultService(library: library, syncStatus: { name in
+        return LibraryVaultService(library: scheduler.service.library, syncStatus: { name in
             let s = scheduler.status(vault: name)
             return BridgeVaultSync(queued: s.queued, lastSyncMs: s.lastSyncMs, lastSyncError: s.lastError)
         })

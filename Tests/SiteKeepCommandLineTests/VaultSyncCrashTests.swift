@@ -122,6 +122,11 @@ final class PrivateVaultServer: @unchecked Sendable {
             while waitpid(pid, &st, 0) < 0 && errno == EINTR {}
             return st & 0x7f == 0 ? (st >> 8) & 0xff : 128 + (st & 0x7f)
         }
+        /// Whether it has exited (without reaping it: its pid stays ours to kill).
+        var hasExited: Bool {
+            var info = siginfo_t()
+            return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid != 0
+        }
         var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
     }
 
@@ -137,6 +142,14 @@ final class PrivateVaultServer: @unchecked Sendable {
         let sitekeep: String
         let sgit: String
         let a: String
+        let root: String
+
+        /// Whether the clone's push queue file names `head` (the push got past its enqueue).
+        func queueNames(_ head: JSONValue?) -> Bool {
+            guard case .string(let h)? = head,
+                  let text = try? String(contentsOfFile: root + "/.sg_vault/local/sitekeep-push-queue.json", encoding: .utf8) else { return false }
+            return text.contains(h)
+        }
 
         func sgitRun(_ args: [String]) -> (status: Int32, out: String, err: String) {
             // sgit works on the clone in its current folder.
@@ -175,7 +188,8 @@ final class PrivateVaultServer: @unchecked Sendable {
         func sgitSees(_ path: String, _ text: String, _ round: String) {
             let p = sgitPull()
             #expect(p.status == 0, "\(round): sgit pull: \(p.err)")
-            #expect(sgitRun(["cat", path]).out == text, "\(round): sgit reads \(path)")
+            let same = sgitRun(["cat", path]).out == text
+            #expect(same, "\(round): sgit reads \(path)")
             let fsck = sgitRun(["check", "fsck"])
             #expect(fsck.status == 0 && fsck.out.contains("Vault OK"), "\(round): sgit check fsck: \(fsck.out) \(fsck.err)")
         }
@@ -190,17 +204,18 @@ final class PrivateVaultServer: @unchecked Sendable {
         let id = "skcrash" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
         let keyText = "crash phrase \(UUID().uuidString.prefix(6)):\(id)"
         let a = store.dir.appendingPathComponent("a").path
-        let rig = Rig(store: store, server: server, sitekeep: sitekeep, sgit: sgit, a: a)
+        let early = Rig(store: store, server: server, sitekeep: sitekeep, sgit: sgit, a: a, root: "")
         #expect(ChildProcess.run(sgit, ["init", a, "--vault-key", keyText]) == 0)
         try Data("base\n".utf8).write(to: URL(fileURLWithPath: a + "/base.txt"))
-        #expect(rig.sgitRun(["commit", "-m", "base"]).status == 0)
-        #expect(rig.sgitRun(["push", "--base-url", server.url, "--token", server.token]).status == 0)
+        #expect(early.sgitRun(["commit", "-m", "base"]).status == 0)
+        #expect(early.sgitRun(["push", "--base-url", server.url, "--token", server.token]).status == 0)
         let keyFile = try store.file("vault.key", Array(keyText.utf8))
         let tokenFile = try store.file("token.txt", Array((server.token + "\n").utf8))
         let clone = await store.run(["vault", "clone", server.url, "mine", "--key-file", keyFile, "--token-file", tokenFile,
                                      "--passphrase-file", store.passFile, "--json"])
         #expect(clone.status == 0, "\(clone.err)")
-        return rig
+        let root = try #require(try JSONParser.parse(clone.out)["path"]?.stringValue, "\(clone.out)")
+        return Rig(store: store, server: server, sitekeep: sitekeep, sgit: sgit, a: a, root: root)
     }
 
     func write(_ rig: Rig, _ path: String, _ text: String) async {
@@ -234,14 +249,17 @@ final class PrivateVaultServer: @unchecked Sendable {
             await write(rig, path, text)
             let head = try await rig.status()["head"]
             let child = try rig.start(["vault", "push", "mine"], round: name)
-            let delay = Double.random(in: 0.05...span, using: &g)
+            // The kill lands at a random point after the push queued its head (before that the
+            // command has not started pushing: nothing to check but the local commit).
+            for _ in 0..<2000 where !rig.queueNames(head) && !child.hasExited { usleep(10_000) }
+            let delay = Double.random(in: 0...span, using: &g)
             usleep(UInt32(delay * 1_000_000))
             kill(child.pid, SIGKILL)
             let exit = child.wait()
             let st = try await rig.status()
             #expect(st["head"] == head, "\(name) (killed after \(delay) s, exit \(exit)): the head is the acknowledged commit")
-            let read = try await rig.cat(path)
-            #expect(read == text, "\(name): the acknowledged write reads back")
+            let readBack = try await rig.cat(path) == text
+            #expect(readBack, "\(name): the acknowledged write reads back")
             try await rig.verifyClean(name)
             let q = queue(st)
             tally.append("\(name) at \(String(format: "%.2f", delay)) s: " + (q.isEmpty ? "finished" : "queued"))
@@ -270,8 +288,8 @@ final class PrivateVaultServer: @unchecked Sendable {
             rig.server.kill9()
             let exit = child.wait()
             let st = try await rig.status()
-            let read = try await rig.cat(path)
-            #expect(st["head"] == head && read == text, "\(name) (server killed after \(delay) s)")
+            let readBack = try await rig.cat(path) == text
+            #expect(st["head"] == head && readBack, "\(name) (server killed after \(delay) s)")
             try await rig.verifyClean(name)
             tally.append("\(name) at \(String(format: "%.2f", delay)) s: " + (exit == 0 ? "finished" : "failed, queued"))
             if exit != 0 {
@@ -304,16 +322,16 @@ final class PrivateVaultServer: @unchecked Sendable {
             let exit = child.wait()
             let st = try await rig.status()
             try await rig.verifyClean(name)
-            let earlier = try await rig.cat("crash/calibrate.txt")
-            #expect(earlier == first, "\(name): the earlier files read")
+            let earlier = try await rig.cat("crash/calibrate.txt") == first
+            #expect(earlier, "\(name): the earlier files read")
             tally.append("\(name) at \(String(format: "%.2f", delay)) s: " + (st["head"] == before ? "interrupted" : "finished"))
             if st["head"] == before {
                 #expect(exit != 0, "\(name): a pull that succeeded moved the head: \(child.output)")
                 let missing = await rig.store.run(["vault", "cat", "mine", path, "--passphrase-file", rig.store.passFile])
                 #expect(missing.status != 0, "\(name): nothing of the interrupted pull is visible")
             } else {
-                let pulled = try await rig.cat(path)
-                #expect(pulled == text, "\(name): the pulled head is whole")
+                let pulled = try await rig.cat(path) == text
+                #expect(pulled, "\(name): the pulled head is whole")
             }
             if killServer {
                 if exit != 0 { #expect(child.output.contains("retry") || child.output.contains("server"), "\(name): a clear error: \(child.output)") }
@@ -321,8 +339,8 @@ final class PrivateVaultServer: @unchecked Sendable {
             }
             let again = await rig.store.run(["vault", "pull", "mine", "--passphrase-file", rig.store.passFile, "--json"])
             #expect(again.status == 0, "\(name): the next pull completes: \(again.err)")
-            let brought = try await rig.cat(path)
-            #expect(brought == text, "\(name): and brings the file")
+            let brought = try await rig.cat(path) == text
+            #expect(brought, "\(name): and brings the file")
             try await rig.verifyClean(name + " after the pull")
         }
         print("ATTACK vault sync kill -9 (push span \(String(format: "%.2f", span)) s): " + tally.joined(separator: "; "))
