@@ -274,17 +274,10 @@ public final class SgitKeys: Sendable {
         }
     }
 
-    /// The sgit file-id tail of `domain`: `hex(HMAC(read_key, utf8(domain)))[:12]` (§1.2).
+    /// The sgit file-id tail of `domain`: `hex(HMAC(read_key, utf8(domain)))[:12]` (§1.2). The
+    /// names built on it (which domain, which prefix) are the vault format's: SiteKeepVault's
+    /// `Format/SgitFileIDs.swift`.
     public func fileIDTail(_ domain: String) -> String {
         String(Hex.encode(readKey.authenticationCode(for: Array(domain.utf8))).prefix(12))
-    }
-
-    /// `ref-pid-muw-…`: the named-branch ref of `current`, also used when a vault has no index.
-    public var namedRefFileID: String { "ref-pid-muw-" + fileIDTail("sg-vault-v1:file-id:ref:\(vaultID)") }
-    /// `idx-pid-muw-…`: the branch index.
-    public var branchIndexFileID: String { "idx-pid-muw-" + fileIDTail("sg-vault-v1:file-id:branch-index:\(vaultID)") }
-    /// `ref-pid-snw-…`: the ref of a branch by name (what `init` uses for clone branch `local`).
-    public func branchRefFileID(branchName: String) -> String {
-        "ref-pid-snw-" + fileIDTail("sg-vault-v1:file-id:branch-ref:\(vaultID):\(branchName)")
     }
 }

@@ -153,10 +153,7 @@ package final class PartitionCore: Sendable {
         var ads = messages
         for ns in PartitionNamespace.allCases {
             appendLengthPrefixed(ns.rawValue.utf8, to: &messages[Int(ns.code)])
-            var ad = Array("SKP1".utf8)
-            appendLengthPrefixed(siteBytes, to: &ad)
-            if binds { appendLengthPrefixed(ns.rawValue.utf8, to: &ad) }
-            ads[Int(ns.code)] = ad
+            ads[Int(ns.code)] = PartitionRowFormat.associatedDataPrefix(site: siteBytes, namespace: ns.rawValue, bound: binds)
         }
         self.messagePrefixes = messages
         self.adPrefixes = ads
@@ -275,18 +272,7 @@ package final class PartitionCore: Sendable {
     }
 
     func associatedData(namespace: String, storedKey: [UInt8]) -> [UInt8] {
-        var ad: [UInt8] = Array("SKP1".utf8)
-        #if SITEKEEP_FAULTS
-        if faults.skipsValueBinding {
-            appendLengthPrefixed(siteBytes, to: &ad)
-            return ad
-        }
-        #endif
-        ad.reserveCapacity(4 + 12 + siteBytes.count + namespace.utf8.count + storedKey.count)
-        appendLengthPrefixed(siteBytes, to: &ad)
-        appendLengthPrefixed(namespace.utf8, to: &ad)
-        appendLengthPrefixed(storedKey, to: &ad)
-        return ad
+        PartitionRowFormat.associatedData(site: siteBytes, namespace: namespace, storedKey: storedKey, bound: bindsRows)
     }
 
     /// The keyed hash a row's name is stored as (as an array; the row paths use
@@ -438,29 +424,6 @@ package final class PartitionCore: Sendable {
         if n > limits.maximumKeyBytes { throw .keyTooLong(limit: limits.maximumKeyBytes, actual: n) }
     }
 
-    /// The statements of the row primitives, each prepared once per connection and found by
-    /// its slot.
-    enum RowSQL: Int {
-        case size, value, valueAndRef, upsert, delete, deleteAll, allRows, namespaceSize
-
-        var text: StaticString {
-            switch self {
-            case .size: "SELECT size FROM kv WHERE ns=? AND k=?"
-            case .value: "SELECT v FROM kv WHERE ns=? AND k=?"
-            case .valueAndRef: "SELECT v, ref FROM kv WHERE ns=? AND k=?"
-            case .upsert: "INSERT OR REPLACE INTO kv(ns, k, v, size, used, ref) VALUES(?, ?, ?, ?, ?, ?)"
-            case .delete: "DELETE FROM kv WHERE ns=? AND k=?"
-            case .deleteAll: "DELETE FROM kv WHERE ns=?"
-            case .allRows: "SELECT k, v FROM kv WHERE ns=? ORDER BY k"
-            case .namespaceSize: "SELECT COALESCE(SUM(size), 0) FROM kv WHERE ns=?"
-            }
-        }
-    }
-
-    func statement(_ db: SQLiteConnection, _ sql: RowSQL) throws(SQLiteFailure) -> SQLiteStatement {
-        try db.statement(slot: sql.rawValue, sql.text)
-    }
-
     func rowSize(_ db: SQLiteConnection, _ ns: PartitionNamespace, _ k: [UInt8]) throws(PartitionError) -> Int? {
         try k.withBytes { (k) throws(PartitionError) -> Int? in try rowSize(db, ns, key: k) }
     }
@@ -559,7 +522,7 @@ package final class PartitionCore: Sendable {
         }
     }
 
-    func total(_ box: PartitionBox, _ ns: PartitionNamespace) -> Int { box.totals[ns.code] ?? 0 }
+
 
     // MARK: - Generic sealed get/put used by the namespaces
 
@@ -615,102 +578,6 @@ package final class PartitionCore: Sendable {
         }
     }
 
-    /// Writes `pairs` in one transaction. `quota` (if any) applies to the namespace total.
-    func put<V: RowBytes>(_ ns: PartitionNamespace, _ pairs: [(String, V)], quota: Int?, maxValue: Int) throws(PartitionError) {
-        for (name, value) in pairs {
-            try checkKey(name)
-            if value.rowByteCount > maxValue { throw .valueTooLarge(limit: maxValue, actual: value.rowByteCount) }
-        }
-        try withBox { (box, db) throws(PartitionError) in
-            try withKeys { (ks, rs) throws(PartitionError) in
-                try transaction(box, db) { () throws(PartitionError) in
-                    // Small batches look up each old size (the quota check stays O(1) per row);
-                    // large ones write blind and sum the namespace once before committing.
-                    if pairs.count > Self.bulkThreshold {
-                        try putBulk(box, db, ns, pairs, ks: ks, rs: rs)
-                        let sum = try namespaceSize(db, ns)
-                        box.totals[ns.code] = sum
-                        if let quota, sum > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: sum) }
-                        return
-                    }
-                    for (name, value) in pairs {
-                        try name.withRowBytes { (n) throws(PartitionError) in
-                            try value.withRowBytes { (v) throws(PartitionError) in
-                                try storedKey(ns, name: n, scope: rs).withUnsafeBytes { (k) throws(PartitionError) in
-                                    let size = n.count + v.count
-                                    let old = try rowSize(db, ns, key: k)
-                                    if let quota {
-                                        let would = total(box, ns) - (old ?? 0) + size
-                                        if would > quota { throw PartitionError.quotaExceeded(namespace: ns.rawValue, limit: quota, wouldUse: would) }
-                                    }
-                                    try withUnsafeTemporaryAllocation(byteCount: Self.sealedCount(name: n.count, value: v.count), alignment: 1) { (sealed) throws(PartitionError) in
-                                        try sealRow(ns, key: k, name: n, value: v, scope: ks, into: sealed)
-                                        try upsert(box, db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: size, oldSize: old)
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// A large batch, inserted in stored-key order: stored keys are keyed hashes, so a batch
-    /// arrives in random key order, and inserting it sorted walks the B-tree once instead of
-    /// jumping around it. The keys are computed and sorted first; each row is then sealed into
-    /// scratch memory just before it is inserted.
-    private func putBulk<V: RowBytes>(_ box: PartitionBox, _ db: SQLiteConnection, _ ns: PartitionNamespace, _ pairs: [(String, V)],
-                                      ks: borrowing KeyScope, rs: borrowing KeyScope) throws(PartitionError) {
-        var keys: [StoredKey] = []
-        keys.reserveCapacity(pairs.count)
-        // What is sorted: each key's first 8 bytes as a number (keys are uniformly random, so
-        // these almost always decide) and the row's place in the batch; small entries move fast.
-        var order: [(lead: UInt64, index: Int)] = []
-        order.reserveCapacity(pairs.count)
-        for (i, (name, _)) in pairs.enumerated() {
-            let key = name.withRowBytes { n in storedKey(ns, name: n, scope: rs) }
-            keys.append(key)
-            order.append((key.lead, i))
-        }
-        // Equal keys (a name given twice) keep their batch order, so the last one wins.
-        order.sort { a, b in
-            if a.lead != b.lead { return a.lead < b.lead }
-            let c = StoredKey.compare(keys[a.index], keys[b.index])
-            return c < 0 || (c == 0 && a.index < b.index)
-        }
-        // The clock in a local for the loop (the box's properties are checked for exclusive
-        // access on every use); the caller sums the namespace afterwards instead of a running total.
-        var clock = box.clock
-        defer { box.clock = clock }
-        for (_, i) in order {
-            let (name, value) = pairs[i]
-            try name.withRowBytes { (n) throws(PartitionError) in
-                try value.withRowBytes { (v) throws(PartitionError) in
-                    try keys[i].withUnsafeBytes { (k) throws(PartitionError) in
-                        try withUnsafeTemporaryAllocation(byteCount: Self.sealedCount(name: n.count, value: v.count), alignment: 1) { (sealed) throws(PartitionError) in
-                            try sealRow(ns, key: k, name: n, value: v, scope: ks, into: sealed)
-                            clock += 1
-                            try writeRow(db, ns, key: k, value: UnsafeRawBufferPointer(sealed), size: n.count + v.count, used: clock)
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Batches larger than this are written without per-row size lookups.
-    static let bulkThreshold = 32
-
-    func namespaceSize(_ db: SQLiteConnection, _ ns: PartitionNamespace) throws(PartitionError) -> Int {
-        try sqlite { () throws(SQLiteFailure) -> Int in
-            let st = try statement(db, .namespaceSize)
-            try st.bind(1, ns.code)
-            defer { st.reset() }
-            return try st.step() ? Int(st.int64(0)) : 0
-        }
-    }
-
     func remove(_ ns: PartitionNamespace, _ name: String) throws(PartitionError) {
         try checkKey(name)
         try withBox { (box, db) throws(PartitionError) in
@@ -744,10 +611,6 @@ package final class PartitionCore: Sendable {
                 return out.sorted { $0.name < $1.name }
             }
         }
-    }
-
-    func usage(_ ns: PartitionNamespace) throws(PartitionError) -> Int {
-        try withBox { (box, _) throws(PartitionError) -> Int in total(box, ns) }
     }
 
     /// `PRAGMA integrity_check` plus opening every sealed row.

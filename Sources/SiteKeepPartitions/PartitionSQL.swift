@@ -11,3 +11,27 @@ package enum PartitionSQL {
         """
 }
 
+extension PartitionCore {
+    /// The statements of the row primitives, each prepared once per connection and found by
+    /// its slot.
+    enum RowSQL: Int {
+        case size, value, valueAndRef, upsert, delete, deleteAll, allRows, namespaceSize
+
+        var text: StaticString {
+            switch self {
+            case .size: "SELECT size FROM kv WHERE ns=? AND k=?"
+            case .value: "SELECT v FROM kv WHERE ns=? AND k=?"
+            case .valueAndRef: "SELECT v, ref FROM kv WHERE ns=? AND k=?"
+            case .upsert: "INSERT OR REPLACE INTO kv(ns, k, v, size, used, ref) VALUES(?, ?, ?, ?, ?, ?)"
+            case .delete: "DELETE FROM kv WHERE ns=? AND k=?"
+            case .deleteAll: "DELETE FROM kv WHERE ns=?"
+            case .allRows: "SELECT k, v FROM kv WHERE ns=? ORDER BY k"
+            case .namespaceSize: "SELECT COALESCE(SUM(size), 0) FROM kv WHERE ns=?"
+            }
+        }
+    }
+
+    func statement(_ db: SQLiteConnection, _ sql: RowSQL) throws(SQLiteFailure) -> SQLiteStatement {
+        try db.statement(slot: sql.rawValue, sql.text)
+    }
+}
