@@ -129,19 +129,27 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         let identical = readAll(skOut) == content && readAll(sgOut) == content
         let runs = max(15, settings.rounds + 6)
         progress(settings, "vault cat: \(runs) interleaved runs of each")
-        var skTimes: [Double] = [], sgTimes: [Double] = []
-        var allIdentical = identical
-        for i in 0..<runs {
-            for k in 0..<2 {
-                let which = (k + i) % 2
-                let start = now()
-                let status = which == 0 ? try run(catArgs, out: skOut) : try run(sgitArgs, in: vaultDir, out: sgOut)
-                let t = Double(now() - start) / 1e9
-                guard status == 0 else { throw BenchError.setupFailed("\(which == 0 ? "sitekeep vault cat" : "sgit cat") exited \(status)") }
-                if which == 0 { skTimes.append(t) } else { sgTimes.append(t) }
-                allIdentical = allIdentical && readAll(which == 0 ? skOut : sgOut) == content
+        /// `runs` interleaved runs of `sitekeep` argv against `sgit cat`: the times of each and
+        /// whether every output was the committed file.
+        func interleaved(_ sitekeepArgs: [String], label: String) throws -> (sitekeep: [Double], sgit: [Double], identical: Bool) {
+            var skTimes: [Double] = [], sgTimes: [Double] = []
+            var identical = true
+            for i in 0..<runs {
+                for k in 0..<2 {
+                    let which = (k + i) % 2
+                    let start = now()
+                    let status = which == 0 ? try run(sitekeepArgs, out: skOut) : try run(sgitArgs, in: vaultDir, out: sgOut)
+                    let t = Double(now() - start) / 1e9
+                    guard status == 0 else { throw BenchError.setupFailed("\(which == 0 ? label : "sgit cat") exited \(status)") }
+                    if which == 0 { skTimes.append(t) } else { sgTimes.append(t) }
+                    identical = identical && readAll(which == 0 ? skOut : sgOut) == content
+                }
             }
+            return (skTimes, sgTimes, identical)
         }
+        let oneShot = try interleaved(catArgs, label: "sitekeep vault cat")
+        let skTimes = oneShot.sitekeep, sgTimes = oneShot.sgit
+        let allIdentical = identical && oneShot.identical
         let speedup = median(zip(sgTimes, skTimes).map { $0 / $1 })
         let ok = speedup >= 50 && allIdentical
         table.rows.append(["`sitekeep vault cat` (release, PRF unlock from file keyring), 4 KiB file, process start to exit, median of \(runs)",
@@ -164,19 +172,8 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         guard try run(viaDaemon, out: skOut) == 0, readAll(skOut) == content else {
             throw BenchError.setupFailed("vault cat through the daemon failed: \(String(decoding: readAll(base + "/last.err"), as: UTF8.self)) \(String(decoding: readAll(base + "/serve.log"), as: UTF8.self))")
         }
-        var dTimes: [Double] = [], dsgTimes: [Double] = []
-        var dIdentical = true
-        for i in 0..<runs {
-            for k in 0..<2 {
-                let which = (k + i) % 2
-                let start = now()
-                let status = which == 0 ? try run(viaDaemon, out: skOut) : try run(sgitArgs, in: vaultDir, out: sgOut)
-                let t = Double(now() - start) / 1e9
-                guard status == 0 else { throw BenchError.setupFailed("\(which == 0 ? "sitekeep vault cat (daemon)" : "sgit cat") exited \(status)") }
-                if which == 0 { dTimes.append(t) } else { dsgTimes.append(t) }
-                dIdentical = dIdentical && readAll(which == 0 ? skOut : sgOut) == content
-            }
-        }
+        let daemonRuns = try interleaved(viaDaemon, label: "sitekeep vault cat (daemon)")
+        let dTimes = daemonRuns.sitekeep, dsgTimes = daemonRuns.sgit, dIdentical = daemonRuns.identical
         let dSpeedup = median(zip(dsgTimes, dTimes).map { $0 / $1 })
         let dOK = dSpeedup >= 75 && dIdentical
         table.rows.append(["`sitekeep vault cat` through a running unlocked daemon (no secret given), process start to exit, median of \(runs)",
