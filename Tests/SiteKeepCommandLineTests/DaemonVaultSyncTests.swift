@@ -80,7 +80,7 @@ import Glibc
         }
         func cat(_ path: String) async -> String? {
             let r = await store.run(["vault", "cat", "mine", path, "--passphrase-file", store.passFile, "--json"])
-            guard r.status == 0, let b64 = try? JSONParser.parse(r.out)["data_b64"]?.stringValue else { return nil }
+            guard r.status == 0, let b64 = try? JSONParser.parse(r.out)["dataBase64"]?.stringValue else { return nil }
             return String(decoding: Data(base64Encoded: b64) ?? Data(), as: UTF8.self)
         }
         #expect(ChildProcess.run(sgit, ["init", a, "--vault-key", keyText]) == 0)

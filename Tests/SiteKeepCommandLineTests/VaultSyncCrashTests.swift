@@ -174,7 +174,7 @@ final class PrivateVaultServer: @unchecked Sendable {
 
         func cat(_ path: String) async throws -> String {
             let r = await store.run(["vault", "cat", "mine", path, "--passphrase-file", store.passFile, "--json"])
-            let b64 = try #require(try JSONParser.parse(r.out)["data_b64"]?.stringValue, "vault cat \(path): \(r.err)")
+            let b64 = try #require(try JSONParser.parse(r.out)["dataBase64"]?.stringValue, "vault cat \(path): \(r.err)")
             return String(decoding: Data(base64Encoded: b64) ?? Data(), as: UTF8.self)
         }
 
