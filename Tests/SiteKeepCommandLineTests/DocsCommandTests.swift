@@ -38,7 +38,7 @@ import Testing
     static func cut(_ command: String) -> String? {
         var quote: Character? = nil, result = ""
         for c in command {
-            if let q = quote { if c == q { quote = nil } } else if c == "'" || c == "\"" { quote = c } else if ">|;&#".contains(c) { break }
+            if let q = quote { if c == q { quote = nil } } else if c == "'" || c == "\"" { quote = c } else if "<>|;&#".contains(c) { break }
             if quote != "'" && c == "$" { return nil }
             result.append(c)
         }
@@ -49,8 +49,8 @@ import Testing
                                            ["agenda", "load"], ["agent", "env"]]
 
     @Test func theCommandScannerCutsAtShellOperators() {
-        let text = "```\n$ sitekeep a --x 'y > z' > out.json\n$ sitekeep b \\\n  --c d\nsitekeep: output\n$ echo $(sitekeep c)\n$ sitekeep d \"$(x)\"\n```\n$ sitekeep outside"
-        #expect(Self.commands(in: text) == ["sitekeep a --x 'y > z'", "sitekeep b --c d", nil])
+        let text = "```\n$ sitekeep a --x 'y > z' > out.json\n$ sitekeep b \\\n  --c d\nsitekeep: output\n$ echo $(sitekeep c)\n$ sitekeep d \"$(x)\"\n$ sitekeep e < /dev/null\n```\n$ sitekeep outside"
+        #expect(Self.commands(in: text) == ["sitekeep a --x 'y > z'", "sitekeep b --c d", nil, "sitekeep e"])
     }
 
     @Test func everyCommandInTheReadmeAndGuidesRuns() async throws {
