@@ -38,7 +38,7 @@ public final class BridgeClient: Sendable {
 
     deinit { writer.close() }
 
-    /// Connects to `path`, or to ``BridgeDaemon/socketPath(environment:)`` when nil, after the
+    /// Connects to `path`, or to ``DaemonSockets/bridge(environment:)`` when nil, after the
     /// checks every client makes before sending (folder private to this user, socket file and
     /// listener this user's; see ``BridgeError/untrustedSocket(path:reason:)``).
     /// - Parameter spin: how long each wait for a reply polls without sleeping first (a
