@@ -138,7 +138,7 @@ let package = Package(
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
         // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
-        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON"]),
+        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
         .executableTarget(name: "sitekeep-crashwriter", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
-        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepCrypto"]),
+        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),

@@ -3,6 +3,8 @@ import Glibc
 import Synchronization
 import SiteKeepSystem
 public import SiteKeepJSON
+import SiteKeepSocket
+import SiteKeepBridgeProtocol
 
 /// Why the browser could not talk to the daemon. Each case says what to do.
 public enum DaemonLinkError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -52,17 +54,15 @@ public protocol BridgeChannel: AnyObject, Sendable {
 /// `$XDG_RUNTIME_DIR/sitekeep/bridge.sock`) and `control.sock` beside it, newline-delimited JSON.
 public struct SocketDaemonLink: DaemonLink {
     public let bridgePath: String
-    public var controlPath: String { (bridgePath as NSString).deletingLastPathComponent + "/control.sock" }
+    public var controlPath: String { DaemonSockets.besideBridge(bridgePath) }
 
     public init(bridgePath: String) { self.bridgePath = bridgePath }
 
     /// The daemon's socket for this environment.
     public init(environment: [String: String]) throws(DaemonLinkError) {
-        if let s = environment["SITEKEEP_SOCK"], !s.isEmpty { self.init(bridgePath: s); return }
-        guard let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty else {
+        do { self.init(bridgePath: try DaemonSockets.bridge(environment: environment)) } catch {
             throw .notRunning("$XDG_RUNTIME_DIR/sitekeep/bridge.sock (neither SITEKEEP_SOCK nor XDG_RUNTIME_DIR is set)")
         }
-        self.init(bridgePath: run + "/sitekeep/bridge.sock")
     }
 
     public func sites() throws(DaemonLinkError) -> [BrowserSite] {
@@ -220,27 +220,20 @@ struct LineReader {
     }
 }
 
-/// Unix-socket calls. (The bridge's own socket target replaces this when the wire is split out.)
+/// Unix-socket calls, through the shared socket target: before the browser sends a byte (a
+/// page's call, the site list request), the socket's folder must be private to this user, the
+/// socket file this user's, and the listener's `SO_PEERCRED` uid this user's, exactly as the
+/// command line checks it (a listener another user placed would otherwise hear every page).
 enum DaemonSocket {
     static func connect(_ path: String) throws(DaemonLinkError) -> Int32 {
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: addr.sun_path), !bytes.contains(0) else {
-            throw .notRunning("\(path) (not a usable socket path)")
+        do {
+            return try UnixSocket.connect(path: path, remedy: ControlClient.remedy)
+        } catch {
+            if case let .untrusted(refused, reason) = error {
+                throw .refused(code: "untrusted_socket", message: "refusing \(refused), nothing was sent: \(reason)")
+            }
+            throw .notRunning(path)
         }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-            raw[bytes.count] = 0
-        }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw .notRunning(path) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else { Glibc.close(fd); throw .notRunning(path) }
-        return fd
     }
 
     /// Sends every byte (``FileIO/writeAll(_:_:socket:)``, `MSG_NOSIGNAL`: a closed daemon is

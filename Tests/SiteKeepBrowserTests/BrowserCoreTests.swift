@@ -3,6 +3,7 @@ import Testing
 import SiteKeepBrowserCore
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -158,5 +159,30 @@ let two = BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Two", o
         let objects = try FileManager.default.subpathsOfDirectory(atPath: dir + "/kept/objects").filter { $0.count > 3 }
         #expect(objects.count == 2, "an object no page names was left behind")
         #expect(throws: KeptPageError.tooLarge(bytes: 300, budget: 250)) { try c.keep(url: "http://x/4", title: nil, document: [UInt8](repeating: 4, count: 300)) }
+    }
+}
+
+/// The browser checks the daemon's socket before it sends a byte, as the command line does: a
+/// listener in a folder another user can enter never hears the site-list request or a page's
+/// call (threat T64 family: the browser links only the wire, with its checks).
+@Suite(.serialized, .enabled(if: FakeDaemon.available)) struct BrowserSocketTrustTests {
+    @Test func aDaemonSocketInAFolderOpenToOthersGetsNothing() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-browser-trust-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        chmod(dir, 0o777)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let control = try FakeDaemon(path: dir + "/control.sock")
+        defer { control.stop() }
+        let bridge = try FakeDaemon(path: dir + "/bridge.sock")
+        defer { bridge.stop() }
+        let link = SocketDaemonLink(bridgePath: bridge.path)
+        #expect(throws: DaemonLinkError.self) { _ = try link.sites() }
+        do { _ = try link.sites() } catch {
+            #expect(error.description.contains("untrusted_socket") && error.description.contains(control.path), "\(error)")
+        }
+        #expect(throws: DaemonLinkError.self) { _ = try link.open(origin: "https://a.example", onEvent: { _, _ in }, onClose: {}) }
+        usleep(200_000)
+        #expect(control.connections(atLeast: 0, timeout: 0.1).allSatisfy { $0 == 0 }, "the fake control socket received bytes")
+        #expect(bridge.connections(atLeast: 0, timeout: 0.1).allSatisfy { $0 == 0 }, "the fake bridge socket received bytes")
     }
 }
