@@ -65,7 +65,9 @@ final class RemoteIO: ToolIO, @unchecked Sendable {
     func send(_ kind: ControlFrame.Kind, _ payload: [UInt8]) {
         var offset = 0
         repeat {
-            let end = min(payload.count, offset + ControlFrame.maximumPayload)
+            var end = min(payload.count, offset + ControlFrame.maximumPayload)
+            // Text is decoded frame by frame: never cut a UTF-8 sequence (continuation bytes are 10xxxxxx).
+            if kind != .stdoutBytes { while end < payload.count, end > offset + 1, payload[end] & 0xC0 == 0x80 { end -= 1 } }
             let part = payload[offset..<end]
             _ = connection.writer.send([kind.rawValue] + ControlFrame.number(UInt32(part.count)) + part, terminator: nil)
             offset = end
