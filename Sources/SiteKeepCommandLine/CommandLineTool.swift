@@ -93,6 +93,11 @@ public enum CommandLineTool {
             }
             guard spec != nil, var invocation = parsed else { return ExitStatus.success.rawValue }
             if let hosted {
+                // Only what a client would forward runs here: never serve, init, unlock or the
+                // other commands that manage the daemon or stand alone (a raw `run` could ask).
+                guard !RemoteRun.runsHere.contains(invocation.spec.path) else {
+                    throw CommandFailure("'\(invocation.spec.commandLine)' does not run inside the daemon", remedy: "run it in its own process", code: "bad_request")
+                }
                 invocation.hosted = hosted
             } else if let status = try RemoteRun.forward(arguments, invocation) {
                 return status

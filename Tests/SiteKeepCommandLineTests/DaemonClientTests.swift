@@ -4,6 +4,8 @@ import Testing
 import SiteKeepJSON
 import SiteKeepTestSupport
 import SiteKeepDesktop
+import SiteKeepBridgeProtocol
+import SiteKeepSocket
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -105,6 +107,30 @@ import Glibc
         for (name, r) in bed.keyCommands() {
             #expect(r.status == 1 && r.err.contains("locked") && !r.out.contains("hello drafts"), "\(name) after lock: \(r.err)")
         }
+    }
+
+    /// A raw `run` of a command that manages the daemon (serve, init, unlock…) is refused inside
+    /// it: a client never forwards those, and the daemon does not run them for anyone.
+    @Test func commandsThatManageTheDaemonDoNotRunInsideIt() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        try bed.serve()
+        let storeID = try #require(StoreContext.storeID(home: bed.store.home))
+        for argv in [["serve"], ["init"], ["unlock"], ["browse"]] {
+            let fd = try #require(try ControlClient.connect(path: bed.run + "/control.sock"))
+            defer { close(fd) }
+            let header = ControlClient.header(op: "run", store: storeID, extra: [
+                JSONMember(key: "argv", value: .array((argv + ["--home", bed.store.home]).map { .string($0) }))])
+            #expect(UnixSocket.writeAll(fd, header))
+            var stderr = "", status: UInt32? = nil
+            while status == nil, let frame = ControlFrame.receive(fd) {
+                if frame.kind == .stderr { stderr += String(decoding: frame.payload, as: UTF8.self) }
+                if frame.kind == .exit { status = frame.number }
+            }
+            #expect(status == 1 && stderr.contains("does not run inside the daemon"), "\(argv): \(stderr)")
+        }
+        // The daemon still serves.
+        #expect(bed.cli(["status"]).status == 0)
     }
 
     @Test func theIdleLockLocksTheDaemon() async throws {
