@@ -87,13 +87,18 @@ enum RemoteRun {
         var out: [String] = []
         var positional = 0
         var onlyPositionals = false
-        // Words naming the command come first and are not positionals.
+        // The words naming the command are not positionals; global options may come before them
+        // (`sitekeep --home DIR vault cat …`).
         var i = 0
         var words = 0
-        while i < arguments.count, words < spec.path.count, arguments[i] == spec.path[words] { out.append(arguments[i]); i += 1; words += 1 }
         while i < arguments.count {
             let a = arguments[i]
             i += 1
+            if !onlyPositionals, positional == 0, words < spec.path.count, a == spec.path[words] {
+                out.append(a)
+                words += 1
+                continue
+            }
             if onlyPositionals || !a.hasPrefix("-") || a == "-" {
                 let spec = positional < spec.arguments.count ? spec.arguments[positional] : spec.arguments.last
                 positional += 1

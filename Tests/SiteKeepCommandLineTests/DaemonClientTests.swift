@@ -102,6 +102,9 @@ import Glibc
         let relative = ChildProcess.capture("/bin/sh", ["-c", "cd \"$1\" && \"$2\" team sign summit --message-file m.txt", "sh", bed.store.dir.path, bed.sitekeep],
                                             environment: bed.env)
         #expect(relative.status == 0 && relative.out == results[0].result.out, "\(relative.err)")
+        // Global options before the command words: the words are not taken for positionals.
+        let global = bed.cli(["--home", bed.store.home, "vault", "cat", "notes", "n.txt"])
+        #expect(global.status == 0 && global.out == "vault text\n", "\(global.err)")
 
         #expect(bed.cli(["lock"]).status == 0)
         for (name, r) in bed.keyCommands() {
@@ -131,6 +134,22 @@ import Glibc
         }
         // The daemon still serves.
         #expect(bed.cli(["status"]).status == 0)
+    }
+
+    /// What the client sends: local paths (path options, a URL or SOURCE that is a folder) made
+    /// absolute against its working folder, the command words left alone even after global
+    /// options, URLs and `-` untouched, and the store's folder named.
+    @Test func localPathsAreMadeAbsoluteAndCommandWordsAreNot() throws {
+        func line(_ args: [String]) throws -> [String] {
+            let (_, inv, _) = try CommandLineTool.parse(args, environment: ["HOME": "/nonexistent-home"], io: CapturedIO(), commands: CommandRegistry.all)
+            return RemoteRun.commandLine(args, try #require(inv), cwd: "/work")
+        }
+        #expect(try line(["--home", "/h", "vault", "remote", "add", "notes", "rel/.sg_vault", "--token-file", "tok"])
+                == ["--home", "/h", "vault", "remote", "add", "notes", "/work/rel/.sg_vault", "--token-file", "/work/tok", "--home", "/h"])
+        #expect(try line(["vault", "remote", "add", "notes", "https://vault.example", "--token-file=-", "--home", "/h"])
+                == ["vault", "remote", "add", "notes", "https://vault.example", "--token-file=-", "--home", "/h", "--home", "/h"])
+        #expect(try line(["team", "sign", "summit", "--message-file", "m.txt", "--home", "/h"])
+                == ["team", "sign", "summit", "--message-file", "/work/m.txt", "--home", "/h", "--home", "/h"])
     }
 
     @Test func theIdleLockLocksTheDaemon() async throws {
