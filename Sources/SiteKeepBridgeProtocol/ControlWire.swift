@@ -156,8 +156,10 @@ public enum ControlClient {
         var fields = extra
         if let method { fields.append(JSONMember(key: "method", value: .string(method))) }
         fields.append(JSONMember(key: "length", value: .int(Int64(secret?.count ?? 0))))
-        guard UnixSocket.writeAll(fd, header(op: op, store: store, extra: fields)) else { throw .connectionClosed }
-        if let secret, secret.count > 0, !UnixSocket.writeAll(fd, secret) { throw .connectionClosed }
+        // A daemon that refuses the header (another store, a bad request) answers and closes
+        // without reading the rest, so a failed write may still have a refusal to read.
+        guard UnixSocket.writeAll(fd, header(op: op, store: store, extra: fields)) else { return try readReply(fd) }
+        if let secret, secret.count > 0, !UnixSocket.writeAll(fd, secret) { return try readReply(fd) }
         return try readReply(fd)
     }
 
