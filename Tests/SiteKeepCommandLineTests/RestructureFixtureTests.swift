@@ -25,15 +25,17 @@ import Glibc
         var vault: String { dir.appendingPathComponent("vault").path }
         var passFile: String { dir.appendingPathComponent("pass.txt").path }
 
-        init() throws {
-            let source = try Fixtures.packageRoot().appendingPathComponent("Fixtures/stores/before-restructure")
+        let source: URL
+
+        init(_ fixture: String = "before-restructure", parts: [String] = ["home", "vault"]) throws {
+            source = try Fixtures.packageRoot().appendingPathComponent("Fixtures/stores/" + fixture)
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-restructure-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            for part in ["home", "vault"] {
+            for part in parts {
                 try FileManager.default.copyItem(at: source.appendingPathComponent(part), to: dir.appendingPathComponent(part))
             }
             let fm = FileManager.default
-            for root in [home, vault] {
+            for root in parts.map({ dir.appendingPathComponent($0).path }) {
                 chmod(root, 0o700)
                 for sub in try fm.subpathsOfDirectory(atPath: root) {
                     var isDir: ObjCBool = false
@@ -108,5 +110,19 @@ import Glibc
         #expect(try vault.read(path: "notes/sitekeep.md") == Array("written by sitekeep\n".utf8))
         let report = try vault.verify()
         #expect(report.commits >= 2 && report.bad == 0, "\(report)")
+    }
+
+    /// The tabs and reading rows and the export document: a partition rebuilt by the code before
+    /// the domain types moved into SiteKeepCore (`Fixtures/stores/before-domain-move`) checks
+    /// clean, and `site export` prints what the old code printed, byte for byte (storage keys
+    /// that differ only in normal form, a part-read id in NFC, tabs with quotes in a title).
+    @Test func tabsReadingAndTheExportDocumentReadAsTheOldCodeWroteThem() async throws {
+        let copy = try Copy("before-domain-move", parts: ["home"])
+        let check = await copy.run(["site", "check", "https://promptugal.news"])
+        #expect(check.status == 0, "\(check.err)")
+        let export = await copy.run(["site", "export", "https://promptugal.news"])
+        #expect(export.status == 0, "\(export.err)")
+        let expected = try String(contentsOf: copy.source.appendingPathComponent("export.json"), encoding: .utf8)
+        #expect(Array(export.out.utf8) == Array(expected.utf8), "\(export.out)")
     }
 }
