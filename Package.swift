@@ -8,7 +8,8 @@
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
 //   SiteKeepBridge  ─ op catalogue, dispatcher, socket server
 //   SiteKeepVaultRemotes ─ vault server HTTP API (libSiteKeepHTTP.so by dlopen), folder/static remotes, push queue
-//   SiteKeepPartitions │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
+//   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, documents, ...)
+//   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
@@ -109,10 +110,13 @@ let package = Package(
         .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepSystem"]),
         // URLSession (FoundationNetworking, libcurl) behind a C ABI; depends on nothing of SiteKeep.
         .target(name: "SiteKeepHTTP"),
-        // The native core's rules: schedule (nr.schedule.v1), agenda, reminders, calendar export,
-        // "what is next", workflows, inbox, identity. Pure Swift on JSON, SiteKeepSystem and
-        // Foundation: no custody, no SQLite, no C; the daemon fills its interfaces (fetcher, caches, sinks).
-        .target(name: "SiteKeepCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON"]),
+        // The native core's domain types and rules: schedule (nr.schedule.v1), agenda, reminders
+        // and their leads, calendar export, "what is next", workflows, inbox, identity, tabs,
+        // reading state, capture notes and the partition document of export and rebuild. Swift on
+        // JSON, SiteKeepSystem and Foundation, keeping tabs and reading state in the partitions'
+        // sealed rows (its own namespaces); no custody, SQLite or C of its own. The daemon fills
+        // its interfaces (fetcher, caches, sinks).
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
         // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
@@ -129,7 +133,7 @@ let package = Package(
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge"], swiftSettings: faultsInDebugOnly),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
@@ -172,7 +176,7 @@ let package = Package(
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),

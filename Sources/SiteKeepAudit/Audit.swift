@@ -1,5 +1,6 @@
 public import Foundation
 public import SiteKeepPartitions
+import SiteKeepCore
 import SiteKeepCustody
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import SiteKeepPartitions
+import SiteKeepCore
 
 /// Every read path of the subject's own partition, asked for every other site's names: none
 /// may return another site's canary.
@@ -305,6 +306,7 @@ func read(_ p: Partition, _ ns: PartitionNamespace, _ name: String, subject: Aud
         case .tabs: text = try p.tabs.session().map { $0.tabs.map(\.title).joined() } ?? ""
         case .reading: text = "\(try p.reading.state(for: name))" + (try p.reading.all().keys.joined())
         case .cache, .cacheBody: text = try p.cache.resource(for: name).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+        default: text = try p.rows(ns).value(name).map { String(decoding: $0, as: UTF8.self) } ?? ""
         }
     } catch PartitionError.damaged {
         return .pass

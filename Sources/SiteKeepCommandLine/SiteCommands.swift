@@ -4,6 +4,7 @@ internal import SiteKeepJSON
 internal import SiteKeepKeyring
 internal import SiteKeepPartitions
 internal import SiteKeepAudit
+internal import SiteKeepCore
 internal import SiteKeepVault
 
 /// `site add|list|remove`, `site storage get|set|remove|keys`, and `audit`.
@@ -142,7 +143,7 @@ enum SiteCommands {
     ) { inv in
         let p = try partition(inv)
         defer { p.close() }
-        try p.verify()
+        try p.verify(namespaces: PartitionNamespace.core)
         _ = try p.storage.keys(); _ = try p.reading.all(); _ = try p.tabs.session()
         inv.emit(["site": .string(p.site.string), "ok": true]) { "The partition of \(p.site.string) is intact." }
     }
@@ -159,10 +160,7 @@ enum SiteCommands {
     ) { inv in
         let p = try partition(inv)
         defer { p.close() }
-        var session: SessionState? = nil
-        if let s = try p.tabs.session() { session = s }
-        let contents = PartitionContents(storage: try p.storage.items(), session: session, reading: try p.reading.entries())
-        inv.io.write(JSONSerializer.string(PartitionDocument.encode(contents), style: .pretty) + "\n")
+        inv.io.write(JSONSerializer.string(try PartitionDocument(partition: p).json, style: .pretty) + "\n")
     }
 
     static let rebuild = CommandSpec(

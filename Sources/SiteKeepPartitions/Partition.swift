@@ -48,25 +48,78 @@ public final class Partition: Sendable {
 
     /// The `localStorage`-like key/value namespace.
     public var storage: StorageArea { StorageArea(partition: self) }
-    /// The session state (tabs).
-    public var tabs: SessionStore { SessionStore(partition: self) }
-    /// Reading state per article.
-    public var reading: ReadingStore { ReadingStore(partition: self) }
     /// The offline cache.
     public var cache: OfflineCache { OfflineCache(partition: self) }
 
-    /// Runs `PRAGMA integrity_check` and opens every sealed value.
+    /// The rows of a namespace a caller names (SiteKeepCore keeps tabs and reading state so):
+    /// opaque byte values under string names, sealed as every row is. The partition's own
+    /// namespaces (``PartitionNamespace/builtIn``) are not reachable this way.
+    public func rows(_ namespace: PartitionNamespace) -> SealedRows { SealedRows(partition: self, namespace: namespace) }
+
+    /// Runs `PRAGMA integrity_check` and opens every sealed value of the partition's own
+    /// namespaces, of `namespaces` and of every namespace this handle's partition used so far.
     /// - Throws: ``PartitionError/damaged(site:reason:)`` when anything fails.
-    public func verify() throws(PartitionError) { try openCore().verify() }
+    public func verify(namespaces: [PartitionNamespace] = []) throws(PartitionError) {
+        let core = try openCore()
+        for ns in namespaces { try core.declareCallers(ns) }
+        try core.verify([])
+    }
 
     /// The stored form of a row (for the isolation audit).
     package func rawRow(namespace: PartitionNamespace, name: String) throws(PartitionError) -> RawRow? {
-        try openCore().rawRow(namespace, name)
+        let core = try openCore()
+        try core.declare(namespace)
+        return try core.rawRow(namespace, name)
     }
 
     /// Overwrites a row's sealed bytes (for the isolation audit: moved and swapped rows).
     package func writeRawRow(namespace: PartitionNamespace, name: String, sealedValue: [UInt8]) throws(PartitionError) {
-        try openCore().writeRaw(namespace, name, sealedValue: sealedValue)
+        let core = try openCore()
+        try core.declare(namespace)
+        try core.writeRaw(namespace, name, sealedValue: sealedValue)
+    }
+}
+
+/// The rows of one caller's namespace: byte values under string names, each sealed and bound
+/// to the site, the namespace and its name. A value has at most
+/// ``PartitionLimits/maximumRecordBytes``; a name at most ``PartitionLimits/maximumKeyBytes``.
+/// The first use of a namespace on a partition checks it (``PartitionNamespace``).
+public struct SealedRows: Sendable {
+    let partition: Partition
+    /// The namespace these rows are in.
+    public let namespace: PartitionNamespace
+
+    private func core() throws(PartitionError) -> PartitionCore {
+        let core = try partition.openCore()
+        try core.declareCallers(namespace)
+        return core
+    }
+
+    /// The opened value of `name`, or nil.
+    public func value(_ name: String) throws(PartitionError) -> [UInt8]? {
+        try core().get(namespace, name)
+    }
+
+    /// Writes `rows` in one transaction (all or nothing), then removes the rows named in
+    /// `removing` (no error for an absent one). Every name is checked before anything is written.
+    public func update(_ rows: [(String, [UInt8])], removing: [String] = []) throws(PartitionError) {
+        let core = try core()
+        for name in removing { try core.checkKey(name) }
+        try core.put(namespace, rows, quota: nil, maxValue: core.limits.maximumRecordBytes)
+        for name in removing { try core.remove(namespace, name) }
+    }
+
+    /// Every row, sorted by name, each name once by its UTF-8 bytes; any damaged row fails the call.
+    public func all() throws(PartitionError) -> [SealedRow] {
+        try core().all(namespace).map { SealedRow(name: $0.name, value: $0.value) }
+    }
+
+    /// Removes every row of the namespace.
+    public func clear() throws(PartitionError) { try core().clear(namespace) }
+
+    /// The damage error for this namespace (for a caller whose value does not decode).
+    public var damage: PartitionError {
+        .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: namespace.rawValue))
     }
 }
 
@@ -134,95 +187,6 @@ public struct StorageArea: Sendable {
 
     /// Bytes used (UTF-8 of keys and values).
     public func usage() throws(PartitionError) -> Int { try partition.openCore().usage(.storage) }
-}
-
-/// The session state a site's app restores at launch.
-public struct SessionStore: Sendable {
-    let partition: Partition
-    static let row = "session"
-
-    /// The saved session, or nil when none was saved.
-    public func session() throws(PartitionError) -> SessionState? {
-        guard let bytes = try partition.openCore().get(.tabs, Self.row) else { return nil }
-        guard let s = try? JSONDecoder().decode(SessionState.self, from: Data(bytes)) else {
-            throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "tabs"))
-        }
-        return s
-    }
-
-    /// Replaces the saved session.
-    public func setSession(_ session: SessionState) throws(PartitionError) {
-        if let last = session.lastTabID, !session.tabs.contains(where: { $0.id == last }) {
-            throw .invalidValue("lastTabID \(SiteID.escape(last)) is not one of the session's tabs")
-        }
-        if Set(session.tabs.map(\.id)).count != session.tabs.count { throw .invalidValue("tab identifiers must be unique") }
-        for t in session.tabs where !(t.scrollX.isFinite && t.scrollY.isFinite) { throw .invalidValue("scroll positions must be finite") }
-        guard let data = try? JSONEncoder().encode(session) else { throw .invalidValue("session cannot be encoded") }
-        let core = try partition.openCore()
-        try core.put(.tabs, [(Self.row, Array(data))], quota: nil, maxValue: core.limits.maximumRecordBytes)
-    }
-
-    /// Forgets the saved session.
-    public func clear() throws(PartitionError) { try partition.openCore().clear(.tabs) }
-}
-
-/// Reading state per article: read, part read (with progress) or unread.
-public struct ReadingStore: Sendable {
-    let partition: Partition
-
-    /// The state of `articleID` (``ReadingState/unread`` when never set).
-    public func state(for articleID: String) throws(PartitionError) -> ReadingState {
-        guard let bytes = try partition.openCore().get(.reading, articleID) else { return .unread }
-        return try decode(bytes)
-    }
-
-    private func decode(_ bytes: [UInt8]) throws(PartitionError) -> ReadingState {
-        guard let s = try? JSONDecoder().decode(ReadingState.self, from: Data(bytes)) else {
-            throw .damaged(site: partition.site.string, reason: .authenticationFailed(namespace: "reading"))
-        }
-        return s
-    }
-
-    /// Sets the state of `articleID`; ``ReadingState/unread`` removes the row.
-    public func setState(_ state: ReadingState, for articleID: String) throws(PartitionError) {
-        try setStates([articleID: state])
-    }
-
-    /// Sets several states in one transaction.
-    public func setStates(_ states: [String: ReadingState]) throws(PartitionError) {
-        let core = try partition.openCore()
-        var pairs: [(String, [UInt8])] = []
-        for (id, state) in states.sorted(by: { $0.key < $1.key }) {
-            if id.isEmpty { throw .invalidValue("article identifier is empty") }
-            if case .partRead(let p) = state, !(p.isFinite && p >= 0 && p <= 1) {
-                throw .invalidValue("part-read progress must be between 0 and 1")
-            }
-            if state == .unread { continue }
-            guard let data = try? JSONEncoder().encode(state) else { throw .invalidValue("state cannot be encoded") }
-            pairs.append((id, Array(data)))
-        }
-        for (id, state) in states where state == .unread { try core.checkKey(id) }
-        try core.put(.reading, pairs, quota: nil, maxValue: core.limits.maximumRecordBytes)
-        for (id, state) in states where state == .unread { try core.remove(.reading, id) }
-    }
-
-    /// Every article with a state other than unread. Ids that differ only in Unicode normal form
-    /// are one key of this dictionary; ``entries()`` lists every stored id exactly.
-    public func all() throws(PartitionError) -> [String: ReadingState] {
-        var out: [String: ReadingState] = [:]
-        for row in try partition.openCore().all(.reading) { out[row.name] = try decode(row.value) }
-        return out
-    }
-
-    /// Every article with a state other than unread, sorted by id, each id once by its bytes.
-    public func entries() throws(PartitionError) -> [ReadingEntry] {
-        var out: [ReadingEntry] = []
-        for row in try partition.openCore().all(.reading) { out.append(ReadingEntry(id: row.name, state: try decode(row.value))) }
-        return out
-    }
-
-    /// Forgets all reading state.
-    public func clear() throws(PartitionError) { try partition.openCore().clear(.reading) }
 }
 
 /// The offline cache: entries (URL → status, headers, body hash) and bodies stored once per

@@ -130,11 +130,12 @@ package final class PartitionCore: Sendable {
     /// Whether values are bound to their namespace and row key (always, except under the
     /// audit's `skipValueBinding` fault).
     let bindsRows: Bool
-    /// Per namespace (indexed by its code): `len(ns) ‖ ns`, the start of a row key's MAC input.
-    private let messagePrefixes: [[UInt8]]
-    /// Per namespace (indexed by its code): the associated data before the row key,
-    /// `"SKP1" ‖ len(site) ‖ site ‖ len(ns) ‖ ns` (`"SKP1" ‖ len(site) ‖ site` under the fault).
-    private let adPrefixes: [[UInt8]]
+    /// The associated data before the namespace: `"SKP1" ‖ len(site) ‖ site` (then
+    /// `len(ns) ‖ ns`, the namespace's ``PartitionNamespace/lengthPrefixedName``, unless under the fault).
+    private let sitePrefix: [UInt8]
+    /// The namespaces used on this partition so far, by code (the built-in ones from the start):
+    /// a second name for a code, or a second code for a name, is refused.
+    private let namespaces: Mutex<[Int64: String]>
     private let key: SymmetricKeyHandle
     private let rowKey: SymmetricKeyHandle
     private let state: Mutex<PartitionBox>
@@ -149,14 +150,8 @@ package final class PartitionCore: Sendable {
         self.limits = limits; self.faults = faults
         let binds = !faults.skipsValueBinding
         self.bindsRows = binds
-        var messages = [[UInt8]](repeating: [], count: 1 + PartitionNamespace.allCases.count)
-        var ads = messages
-        for ns in PartitionNamespace.allCases {
-            appendLengthPrefixed(ns.rawValue.utf8, to: &messages[Int(ns.code)])
-            ads[Int(ns.code)] = PartitionRowFormat.associatedDataPrefix(site: siteBytes, namespace: ns.rawValue, bound: binds)
-        }
-        self.messagePrefixes = messages
-        self.adPrefixes = ads
+        self.sitePrefix = PartitionRowFormat.associatedDataPrefix(site: siteBytes, namespace: "", bound: false)
+        self.namespaces = Mutex(Dictionary(uniqueKeysWithValues: PartitionNamespace.builtIn.map { ($0.code, $0.rawValue) }))
         self.state = Mutex(PartitionBox(connection: connection))
     }
 
@@ -284,7 +279,7 @@ package final class PartitionCore: Sendable {
     /// The keyed hash a row's name is stored as: HMAC-SHA256 under the row key of
     /// `len(ns) ‖ ns ‖ len(name) ‖ name`, the message built in scratch memory.
     func storedKey(_ ns: PartitionNamespace, name: UnsafeRawBufferPointer, scope: borrowing KeyScope) -> StoredKey {
-        messagePrefixes[Int(ns.code)].withUnsafeBytes { prefix in
+        ns.lengthPrefixedName.withUnsafeBytes { prefix in
             withUnsafeTemporaryAllocation(byteCount: prefix.count + 4 + name.count, alignment: 1) { message in
                 UnsafeMutableRawBufferPointer(rebasing: message[..<prefix.count]).copyMemory(from: prefix)
                 putLengthPrefixed(name, into: message, at: prefix.count)
@@ -298,12 +293,16 @@ package final class PartitionCore: Sendable {
     /// same bytes as ``associatedData(namespace:storedKey:)``).
     func withAssociatedData<R, E: Error>(_ ns: PartitionNamespace, key: UnsafeRawBufferPointer,
                                          _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try adPrefixes[Int(ns.code)].withBytes { (prefix) throws(E) -> R in
-            guard bindsRows else { return try body(prefix) }
-            return try withUnsafeTemporaryAllocation(byteCount: prefix.count + 4 + key.count, alignment: 1) { (ad) throws(E) -> R in
-                UnsafeMutableRawBufferPointer(rebasing: ad[..<prefix.count]).copyMemory(from: prefix)
-                putLengthPrefixed(key, into: ad, at: prefix.count)
-                return try body(UnsafeRawBufferPointer(ad))
+        try sitePrefix.withBytes { (site) throws(E) -> R in
+            guard bindsRows else { return try body(site) }
+            return try ns.lengthPrefixedName.withBytes { (name) throws(E) -> R in
+                let prefix = site.count + name.count
+                return try withUnsafeTemporaryAllocation(byteCount: prefix + 4 + key.count, alignment: 1) { (ad) throws(E) -> R in
+                    UnsafeMutableRawBufferPointer(rebasing: ad[..<site.count]).copyMemory(from: site)
+                    UnsafeMutableRawBufferPointer(rebasing: ad[site.count..<prefix]).copyMemory(from: name)
+                    putLengthPrefixed(key, into: ad, at: prefix)
+                    return try body(UnsafeRawBufferPointer(ad))
+                }
             }
         }
     }
@@ -613,13 +612,39 @@ package final class PartitionCore: Sendable {
         }
     }
 
-    /// `PRAGMA integrity_check` plus opening every sealed row.
-    func verify() throws(PartitionError) {
+    /// `PRAGMA integrity_check` plus opening every sealed row of the built-in namespaces, of
+    /// `extra` and of every namespace used on this partition so far.
+    func verify(_ extra: [PartitionNamespace]) throws(PartitionError) {
+        for ns in extra { try declare(ns) }
         try withBox { (_, db) throws(PartitionError) in
             let check = try sqlite { () throws(SQLiteFailure) -> [String] in try db.textRows("PRAGMA integrity_check") }
             guard check == ["ok"] else { throw PartitionError.damaged(site: site.string, reason: .integrityCheckFailed(check.prefix(3).joined(separator: "; "))) }
         }
-        for ns in PartitionNamespace.allCases { _ = try all(ns) }
+        let known = namespaces.withLock { $0 }.sorted { $0.key < $1.key }
+        for (code, name) in known { _ = try all(PartitionNamespace(name, code: code)) }
+    }
+
+    // MARK: - Callers' namespaces
+
+    /// Admits `ns` on this partition: a valid name and code, not one the partition already
+    /// knows under another code or name.
+    func declare(_ ns: PartitionNamespace) throws(PartitionError) {
+        if let problem = ns.problem { throw .invalidValue(problem) }
+        let clash = namespaces.withLock { (known: inout [Int64: String]) -> String? in
+            if let name = known[ns.code] { return name == ns.rawValue ? nil : "namespace code \(ns.code) is already \(name)'s" }
+            if let other = known.first(where: { $0.value == ns.rawValue }) { return "namespace \(ns.rawValue) already has code \(other.key)" }
+            known[ns.code] = ns.rawValue
+            return nil
+        }
+        if let clash { throw .invalidValue(clash) }
+    }
+
+    /// Admits a caller's namespace (``declare(_:)``), refusing the partition's own.
+    func declareCallers(_ ns: PartitionNamespace) throws(PartitionError) {
+        if PartitionNamespace.builtIn.contains(where: { $0.code == ns.code || $0.rawValue == ns.rawValue }) {
+            throw .invalidValue("namespace \(ns.rawValue) (code \(ns.code)) is the partition's own; use its storage or cache")
+        }
+        try declare(ns)
     }
 
     // MARK: - Raw rows (audit)

@@ -1,7 +1,8 @@
 /// The row format of a partition: the associated data every sealed value is bound to. This is
-/// its one encoder; the row paths build the same bytes in scratch memory from
-/// ``associatedDataPrefix(site:namespace:bound:)`` followed by `len(key) ‖ key`
-/// (`PartitionCore.withAssociatedData`). `SiteKeepPartitionsTests/RowFormatTests` pins the bytes.
+/// its one encoder; the row paths build the same bytes in scratch memory from the site's part
+/// (``associatedDataPrefix(site:namespace:bound:)`` unbound), the namespace's `len(ns) ‖ ns`
+/// (``PartitionNamespace``, which holds it) and `len(key) ‖ key` (`PartitionCore.withAssociatedData`).
+/// `SiteKeepPartitionsTests/RowFormatTests` pins the bytes, `StoredFormatTests` the rows built so.
 enum PartitionRowFormat {
     /// The format label that starts every value's associated data.
     static let label: [UInt8] = Array("SKP1".utf8)

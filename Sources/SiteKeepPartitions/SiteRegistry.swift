@@ -514,14 +514,10 @@ extension PartitionCore {
     /// Writes a rebuild's contents (each namespace in its own transaction).
     func fill(_ c: PartitionContents) throws(PartitionError) {
         try put(.storage, c.storage.map { ($0.key, Array($0.value.utf8)) }, quota: limits.storageQuota, maxValue: limits.storageQuota)
-        if let s = c.session, let data = try? JSONEncoder().encode(s) {
-            try put(.tabs, [(SessionStore.row, Array(data))], quota: nil, maxValue: limits.maximumRecordBytes)
+        for group in c.namespaces {
+            try declareCallers(group.namespace)
+            try put(group.namespace, group.rows.map { ($0.name, $0.value) }, quota: nil, maxValue: limits.maximumRecordBytes)
         }
-        var reading: [(String, [UInt8])] = []
-        for entry in c.reading where entry.state != .unread {
-            if let data = try? JSONEncoder().encode(entry.state) { reading.append((entry.id, Array(data))) }
-        }
-        try put(.reading, reading, quota: nil, maxValue: limits.maximumRecordBytes)
         for r in c.cache { try cacheStore(r) }
     }
 }

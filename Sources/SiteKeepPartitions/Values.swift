@@ -1,65 +1,75 @@
 import Foundation
 
-/// The namespaces of a partition.
-public enum PartitionNamespace: String, Sendable, CaseIterable, Codable {
-    /// `localStorage`-like string keys and values.
-    case storage
-    /// Session state: open tabs, the last tab, scroll positions.
-    case tabs
-    /// Reading state per article.
-    case reading
-    /// Offline cache entries (URL → status, headers, body hash).
-    case cache
-    /// Offline cache bodies, content-addressed by SHA-256.
-    case cacheBody = "cache-body"
+/// A namespace of a partition, named by whoever stores rows in it: its name is bound into every
+/// row's stored key and associated data, and its rows are filed under its code in the file.
+///
+/// The partition itself owns ``storage``, ``cache`` and ``cacheBody`` (codes 1, 4 and 5); a
+/// layer above declares its own (SiteKeepCore: `tabs` 2, `reading` 3) and reaches them through
+/// ``Partition/rows(_:)``. A partition refuses a namespace whose code it already knows under
+/// another name (or whose name it knows under another code), so two callers cannot share rows
+/// by accident. Both name and code are stored formats: never change a declared one.
+public struct PartitionNamespace: Sendable, Hashable, CustomStringConvertible {
+    /// The name bound into the row keys and associated data (e.g. `"tabs"`).
+    public let rawValue: String
+    /// The number the rows are filed under in the file's `kv.ns` column.
+    public let code: Int64
+    /// `len(name) ‖ name`: the start of a row key's MAC input and the end of the associated
+    /// data before the row key.
+    let lengthPrefixedName: [UInt8]
 
-    var code: Int64 {
-        switch self {
-        case .storage: 1
-        case .tabs: 2
-        case .reading: 3
-        case .cache: 4
-        case .cacheBody: 5
-        }
+    /// A namespace named `name` filed under `code`. It is checked when first used
+    /// (``PartitionError/invalidValue(_:)`` for an empty or overlong name, the reserved `meta`,
+    /// or a code outside 1…2³¹−1).
+    public init(_ name: String, code: Int64) {
+        rawValue = name
+        self.code = code
+        var prefix: [UInt8] = []
+        appendLengthPrefixed(name.utf8, to: &prefix)
+        lengthPrefixedName = prefix
+    }
+
+    /// `localStorage`-like string keys and values (the partition's own).
+    public static let storage = PartitionNamespace("storage", code: 1)
+    /// Offline cache entries (URL → status, headers, body hash) (the partition's own).
+    public static let cache = PartitionNamespace("cache", code: 4)
+    /// Offline cache bodies, content-addressed by SHA-256 (the partition's own).
+    public static let cacheBody = PartitionNamespace("cache-body", code: 5)
+
+    /// The namespaces the partition's own stores use: never reachable through ``Partition/rows(_:)``.
+    public static let builtIn: [PartitionNamespace] = [.storage, .cache, .cacheBody]
+
+    /// Why this namespace cannot be used, or nil.
+    var problem: String? {
+        let n = rawValue.utf8.count
+        if n == 0 || n > 64 { return "a namespace name has 1 to 64 bytes (got \(n))" }
+        if rawValue == "meta" { return "the namespace name \"meta\" is the partition header's" }
+        if rawValue.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) { return "a namespace name has no control characters" }
+        if code < 1 || code > Int64(Int32.max) { return "namespace \(rawValue)'s code \(code) is outside 1…2147483647" }
+        return nil
+    }
+
+    public static func == (a: PartitionNamespace, b: PartitionNamespace) -> Bool { a.code == b.code && a.rawValue == b.rawValue }
+    public func hash(into h: inout Hasher) { h.combine(code); h.combine(rawValue) }
+    public var description: String { rawValue }
+}
+
+/// One row of a caller's namespace: its name and its (opened) value. Names are told apart by
+/// their UTF-8 bytes (see ``StorageItem``).
+public struct SealedRow: Sendable, Equatable {
+    public var name: String
+    public var value: [UInt8]
+    public init(name: String, value: [UInt8]) { self.name = name; self.value = value }
+
+    public static func == (a: SealedRow, b: SealedRow) -> Bool {
+        a.name.utf8.elementsEqual(b.name.utf8) && a.value == b.value
     }
 }
 
-/// One open tab of a site's session.
-public struct TabState: Sendable, Hashable, Codable {
-    /// The tab's identifier (stable across launches).
-    public var id: String
-    /// The page shown.
-    public var url: String
-    /// The page title.
-    public var title: String
-    /// Horizontal scroll position in CSS pixels.
-    public var scrollX: Double
-    /// Vertical scroll position in CSS pixels.
-    public var scrollY: Double
-
-    public init(id: String, url: String, title: String, scrollX: Double = 0, scrollY: Double = 0) {
-        self.id = id; self.url = url; self.title = title; self.scrollX = scrollX; self.scrollY = scrollY
-    }
-}
-
-/// The session state an app restores at launch.
-public struct SessionState: Sendable, Hashable, Codable {
-    /// Open tabs, in order.
-    public var tabs: [TabState]
-    /// The identifier of the tab that was last in front, if any.
-    public var lastTabID: String?
-
-    public init(tabs: [TabState] = [], lastTabID: String? = nil) {
-        self.tabs = tabs; self.lastTabID = lastTabID
-    }
-}
-
-/// How far an article has been read.
-public enum ReadingState: Sendable, Hashable, Codable {
-    case unread
-    /// Part read; progress from 0 to 1.
-    case partRead(progress: Double)
-    case read
+/// The rows a rebuild writes into one caller's namespace (in one transaction).
+public struct NamespaceRows: Sendable, Equatable {
+    public var namespace: PartitionNamespace
+    public var rows: [SealedRow]
+    public init(namespace: PartitionNamespace, rows: [SealedRow]) { self.namespace = namespace; self.rows = rows }
 }
 
 /// A cached page or resource with its headers and body.
@@ -93,7 +103,7 @@ public struct PartitionLimits: Sendable, Equatable {
     public var maximumKeyBytes: Int
     /// Total bytes of cached entries and bodies; least recently used entries are evicted beyond it. Default 50 MiB.
     public var cacheBudget: Int
-    /// Bytes of one session or reading value. Default 1 MiB.
+    /// Bytes of one value in a caller's namespace (a session, a reading state). Default 1 MiB.
     public var maximumRecordBytes: Int
 
     public init(storageQuota: Int = 5 << 20, maximumKeyBytes: Int = 1024, cacheBudget: Int = 50 << 20, maximumRecordBytes: Int = 1 << 20) {
@@ -102,17 +112,17 @@ public struct PartitionLimits: Sendable, Equatable {
     }
 }
 
-/// What a partition holds, as a rebuild source supplies it.
+/// What a partition holds, as a rebuild source supplies it: the partition's own storage and
+/// cache, and the rows of the namespaces callers named (SiteKeepCore's tabs and reading state).
 public struct PartitionContents: Sendable, Equatable {
     /// The key/value items, each key once by its UTF-8 bytes (see ``StorageItem``).
     public var storage: [StorageItem]
-    public var session: SessionState?
-    /// Reading state per article id, each id once by its UTF-8 bytes.
-    public var reading: [ReadingEntry]
+    /// Rows of callers' namespaces, written after the storage, one namespace per transaction.
+    public var namespaces: [NamespaceRows]
     public var cache: [CachedResource]
 
-    public init(storage: [StorageItem] = [], session: SessionState? = nil, reading: [ReadingEntry] = [], cache: [CachedResource] = []) {
-        self.storage = storage; self.session = session; self.reading = reading; self.cache = cache
+    public init(storage: [StorageItem] = [], namespaces: [NamespaceRows] = [], cache: [CachedResource] = []) {
+        self.storage = storage; self.namespaces = namespaces; self.cache = cache
     }
 }
 
@@ -127,17 +137,6 @@ public struct StorageItem: Sendable, Equatable {
 
     public static func == (a: StorageItem, b: StorageItem) -> Bool {
         a.key.utf8.elementsEqual(b.key.utf8) && a.value.utf8.elementsEqual(b.value.utf8)
-    }
-}
-
-/// One article's reading state; ids are told apart by their UTF-8 bytes (see ``StorageItem``).
-public struct ReadingEntry: Sendable, Equatable {
-    public var id: String
-    public var state: ReadingState
-    public init(id: String, state: ReadingState) { self.id = id; self.state = state }
-
-    public static func == (a: ReadingEntry, b: ReadingEntry) -> Bool {
-        a.id.utf8.elementsEqual(b.id.utf8) && a.state == b.state
     }
 }
 

@@ -60,28 +60,6 @@ import SiteKeepPartitions
         let value = await store.run(["site", "storage", "get", "https://promptugal.news", "nr.schedule.v1"])
         #expect(value.out == "{\"v\":1}\n")
     }
-
-    @Test func partitionDocumentsAreParsedStrictly() throws {
-        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","extra":1}"#.utf8)) }
-        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","storage":{"k":1}}"#.utf8)) }
-        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","reading":{"a":{"partRead":2}}}"#.utf8)) }
-        let ok = try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","reading":{"a":"read","b":{"partRead":0.5}}}"#.utf8))
-        #expect(ok.reading.count == 2)
-        // A key twice with the same bytes is refused (the parser's duplicate rule).
-        #expect(throws: (any Error).self) { try PartitionDocument.decode(Array(#"{"schema":"sitekeep_partition_v1","storage":{"k":"1","k":"2"}}"#.utf8)) }
-    }
-
-    /// A document keeps keys that differ only in Unicode normal form apart, both ways.
-    @Test func partitionDocumentsKeepNormalFormsApart() throws {
-        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
-        let contents = PartitionContents(storage: [StorageItem(key: composed, value: "NFC"), StorageItem(key: decomposed, value: "NFD")],
-                                         reading: [ReadingEntry(id: composed, state: .read), ReadingEntry(id: decomposed, state: .unread)])
-        let bytes = JSONSerializer.bytes(PartitionDocument.encode(contents))
-        let back = try PartitionDocument.decode(bytes)
-        #expect(back.storage.count == 2 && back.reading.count == 2)
-        for item in contents.storage { #expect(back.storage.contains(item)) }
-        for entry in contents.reading { #expect(back.reading.contains(entry)) }
-    }
 }
 
 /// Issue 18, item 1: destructive commands ask first (type the name) and need --yes in scripts;

@@ -110,43 +110,50 @@ struct FixedSource: PartitionRebuildSource {
         let before = snapshot(dir.url)
         let q = try reg.openPartition(forIdentifier: site.id)
         #expect(throws: PartitionError.self) { try q.storage.setItem("x", String(repeating: "x", count: 60)) }
-        #expect(throws: PartitionError.self) { try q.reading.setState(.partRead(progress: 2), for: "a1") }
-        #expect(throws: PartitionError.self) { try q.tabs.setSession(SessionState(tabs: [], lastTabID: "nope")) }
+        #expect(throws: PartitionError.self) { try q.rows(Self.notes).update([("n", [UInt8](repeating: 1, count: PartitionLimits().maximumRecordBytes + 1))]) }
+        #expect(throws: PartitionError.self) { try q.rows(Self.notes).update([("n", [1])], removing: [String(repeating: "k", count: 2000)]) }
+        #expect(throws: PartitionError.self) { try q.rows(.storage).update([("x", [1])]) }
         q.close()
         #expect(snapshot(dir.url) == before)
     }
 
-    @Test func sessionState() throws {
+    /// A caller's namespace for these tests (the core's tabs and reading state are tested in SiteKeepCoreTests).
+    static let notes = PartitionNamespace("notes", code: 9)
+
+    @Test func callersNamespacesHoldSealedRows() throws {
         let dir = TempDir()
         let (_, _, p) = try open(dir)
-        #expect(try p.tabs.session() == nil)
-        let s = SessionState(tabs: [
-            TabState(id: "t1", url: "https://a.example/1", title: "One", scrollX: 0, scrollY: 1200.5),
-            TabState(id: "t2", url: "https://a.example/2", title: "Two"),
-        ], lastTabID: "t2")
-        try p.tabs.setSession(s)
-        #expect(try p.tabs.session() == s)
-        #expect(throws: PartitionError.invalidValue("tab identifiers must be unique")) {
-            try p.tabs.setSession(SessionState(tabs: [TabState(id: "x", url: "u", title: ""), TabState(id: "x", url: "u", title: "")]))
-        }
-        try p.tabs.clear()
-        #expect(try p.tabs.session() == nil)
+        let rows = p.rows(Self.notes)
+        #expect(try rows.value("a") == nil)
+        try rows.update([("a", [1, 2]), ("b", []), ("c", [3])])
+        #expect(try rows.value("a") == [1, 2] && rows.value("b") == [])
+        try rows.update([("d", [4])], removing: ["a", "absent"])
+        #expect(try rows.all() == [SealedRow(name: "b", value: []), SealedRow(name: "c", value: [3]), SealedRow(name: "d", value: [4])])
+        // Another namespace with the same names sees none of them.
+        #expect(try p.rows(PartitionNamespace("drafts", code: 10)).all().isEmpty)
+        try p.verify(namespaces: [Self.notes])
+        try rows.clear()
+        #expect(try rows.all().isEmpty)
+        #expect(try p.storage.keys().isEmpty)
     }
 
-    @Test func readingState() throws {
+    @Test func aNamespaceIsRefusedWhenItWouldShareAnotherOnesRows() throws {
         let dir = TempDir()
         let (_, _, p) = try open(dir)
-        #expect(try p.reading.state(for: "a1") == .unread)
-        try p.reading.setState(.read, for: "a1")
-        try p.reading.setState(.partRead(progress: 0.25), for: "a2")
-        #expect(try p.reading.state(for: "a1") == .read)
-        #expect(try p.reading.state(for: "a2") == .partRead(progress: 0.25))
-        #expect(try p.reading.all() == ["a1": .read, "a2": .partRead(progress: 0.25)])
-        try p.reading.setState(.unread, for: "a1")
-        #expect(try p.reading.all() == ["a2": .partRead(progress: 0.25)])
-        #expect(throws: PartitionError.invalidValue("part-read progress must be between 0 and 1")) {
-            try p.reading.setState(.partRead(progress: .nan), for: "a3")
+        try p.rows(Self.notes).update([("a", [1])])
+        #expect(throws: PartitionError.invalidValue("namespace code 9 is already notes's")) { try p.rows(PartitionNamespace("other", code: 9)).all() }
+        #expect(throws: PartitionError.invalidValue("namespace notes already has code 9")) { try p.rows(PartitionNamespace("notes", code: 11)).all() }
+        #expect(throws: PartitionError.invalidValue("namespace storage (code 1) is the partition's own; use its storage or cache")) {
+            try p.rows(.storage).clear()
         }
+        #expect(throws: PartitionError.self) { try p.rows(PartitionNamespace("x", code: 1)).clear() }
+        #expect(throws: PartitionError.self) { try p.rows(PartitionNamespace("cache", code: 12)).clear() }
+        #expect(throws: PartitionError.invalidValue("the namespace name \"meta\" is the partition header's")) { try p.rows(PartitionNamespace("meta", code: 13)).all() }
+        #expect(throws: PartitionError.self) { try p.rows(PartitionNamespace("", code: 14)).all() }
+        #expect(throws: PartitionError.self) { try p.rows(PartitionNamespace("zero", code: 0)).all() }
+        #expect(throws: PartitionError.self) { try p.rows(PartitionNamespace("a\nb", code: 15)).all() }
+        // The refused ones changed nothing.
+        #expect(try p.rows(Self.notes).value("a") == [1])
     }
 
     @Test func cacheIsContentAddressedWithLRUEviction() throws {
@@ -224,8 +231,7 @@ struct FixedSource: PartitionRebuildSource {
         #expect(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
         let contents = PartitionContents(
             storage: [StorageItem(key: "k", value: "v"), StorageItem(key: composed, value: "NFC"), StorageItem(key: decomposed, value: "NFD")],
-            session: SessionState(tabs: [TabState(id: "t", url: "https://a.example/", title: "T")], lastTabID: "t"),
-            reading: [ReadingEntry(id: "r", state: .read), ReadingEntry(id: composed, state: .read), ReadingEntry(id: decomposed, state: .partRead(progress: 0.5))],
+            namespaces: [NamespaceRows(namespace: Self.notes, rows: [SealedRow(name: "r", value: [1]), SealedRow(name: composed, value: [2]), SealedRow(name: decomposed, value: [3])])],
             cache: [CachedResource(url: "https://a.example/c", body: [1, 2, 3])])
         try reg.rebuildPartition(forIdentifier: a.id, from: FixedSource(contents: contents))
         let pa = try reg.openPartition(forIdentifier: a.id)
@@ -235,11 +241,11 @@ struct FixedSource: PartitionRebuildSource {
         let items = try pa.storage.items()
         #expect(items.count == 3)
         #expect(Set(items.map { Array($0.key.utf8) }) == Set([Array("k".utf8), Array(composed.utf8), Array(decomposed.utf8)]))
-        #expect(try pa.reading.entries().count == 3)
-        #expect(try pa.tabs.session()?.lastTabID == "t")
-        #expect(try pa.reading.state(for: "r") == .read)
+        #expect(try pa.rows(Self.notes).all().count == 3)
+        #expect(try pa.rows(Self.notes).value(decomposed) == [3])
+        #expect(try pa.rows(Self.notes).value("r") == [1])
         #expect(try pa.cache.resource(for: "https://a.example/c")?.body == [1, 2, 3])
-        try pa.verify()
+        try pa.verify(namespaces: [Self.notes])
         #expect(throws: PartitionError.siteInUse(site: a.id.string, openHandles: 1)) {
             try reg.rebuildPartition(forIdentifier: a.id, from: FixedSource(contents: contents))
         }
@@ -268,8 +274,7 @@ struct FixedSource: PartitionRebuildSource {
         let dir = TempDir()
         let (reg, site, p) = try open(dir)
         try p.storage.setItem("NAME-storage-key", "VALUE-storage")
-        try p.tabs.setSession(SessionState(tabs: [TabState(id: "NAME-tab", url: "https://a.example/VALUE-url", title: "VALUE-title")]))
-        try p.reading.setState(.read, for: "NAME-article")
+        try p.rows(Self.notes).update([("NAME-note", Array("VALUE-note https://a.example/VALUE-url".utf8))])
         try p.cache.store(CachedResource(url: "https://a.example/NAME-cached", headers: [HeaderField(name: "NAME-header", value: "VALUE-header")], body: Array("VALUE-body".utf8)))
         p.close()
         var bytes = Data()

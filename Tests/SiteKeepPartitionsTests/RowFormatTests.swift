@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func thePrefixIsTheStartOfTheWhole() {
-        for ns in PartitionNamespace.allCases {
+        for ns in PartitionNamespace.builtIn + [PartitionNamespace("tabs", code: 2), PartitionNamespace("reading", code: 3)] {
             let prefix = PartitionRowFormat.associatedDataPrefix(site: Self.site, namespace: ns.rawValue, bound: true)
             let whole = PartitionRowFormat.associatedData(site: Self.site, namespace: ns.rawValue, storedKey: [9, 9], bound: true)
             #expect(whole == prefix + [0, 0, 0, 2, 9, 9], "\(ns)")

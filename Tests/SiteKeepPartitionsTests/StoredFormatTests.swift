@@ -79,9 +79,12 @@ import SiteKeepCustody
             let (n, v) = try ref.open(.storage, row)
             #expect(n == name && v == Array(value.utf8))
         }
-        try p.reading.setState(.read, for: "article")
-        let reading = try #require(try p.rawRow(namespace: .reading, name: "article"))
-        #expect(try ref.open(.reading, reading).0 == "article")
+        // A caller's namespace has the same row format under its own name.
+        let notes = PartitionNamespace("notes", code: 9)
+        try p.rows(notes).update([("article", Array("{}".utf8))])
+        let row = try #require(try p.rawRow(namespace: notes, name: "article"))
+        #expect(row.storedKey == ref.storedKey(notes, "article"))
+        #expect(try ref.open(notes, row) == ("article", Array("{}".utf8)))
         // Canonically equivalent names are different rows (keys are bytes).
         #expect(try p.storage.getItem("e\u{301}") != nil && p.storage.getItem("é") != nil)
         #expect(try p.rawRow(namespace: .storage, name: "e\u{301}")?.storedKey != p.rawRow(namespace: .storage, name: "é")?.storedKey)
@@ -106,7 +109,7 @@ import SiteKeepCustody
         try p.verify()
 
         // A row sealed under another namespace's or another name's associated data does not open.
-        try p.writeRawRow(namespace: .storage, name: "k", sealedValue: try ref.seal(.reading, "k", Array("v".utf8)))
+        try p.writeRawRow(namespace: .storage, name: "k", sealedValue: try ref.seal(PartitionNamespace("reading", code: 3), "k", Array("v".utf8)))
         #expect(throws: PartitionError.damaged(site: p.site.string, reason: .authenticationFailed(namespace: "storage"))) {
             try p.storage.getItem("k")
         }

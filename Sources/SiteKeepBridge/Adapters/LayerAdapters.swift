@@ -107,15 +107,10 @@ public struct PartitionTabsService: TabsService {
     public let access: PartitionAccess
     public init(access: PartitionAccess) { self.access = access }
     public func session(site: BridgeSite) async throws(BridgeFailure) -> TabSession {
-        try access.with(site) { p throws(PartitionError) -> TabSession in
-            guard let s = try p.tabs.session() else { return TabSession() }
-            let tabs = s.tabs.map { SessionTab(url: $0.url, title: $0.title.isEmpty ? nil : $0.title, scroll: $0.scrollY) }
-            return TabSession(tabs: tabs, active: s.lastTabID.flatMap { id in s.tabs.firstIndex { $0.id == id } })
-        }
+        try access.with(site) { p throws(PartitionError) -> TabSession in TabSession(try p.tabs.session()) }
     }
     public func setSession(_ session: TabSession, site: BridgeSite) async throws(BridgeFailure) {
-        let tabs = session.tabs.enumerated().map { TabState(id: "t\($0.offset)", url: $0.element.url, title: $0.element.title ?? "", scrollY: $0.element.scroll ?? 0) }
-        let state = SessionState(tabs: tabs, lastTabID: session.active.flatMap { $0 < tabs.count ? tabs[$0].id : nil })
+        let state = session.state
         try access.with(site) { p throws(PartitionError) in try p.tabs.setSession(state) }
     }
 }
@@ -125,24 +120,12 @@ public struct PartitionReadingService: ReadingService {
     public init(access: PartitionAccess) { self.access = access }
     public func readingStates(site: BridgeSite) async throws(BridgeFailure) -> [ArticleReading] {
         try access.with(site) { p throws(PartitionError) -> [ArticleReading] in
-            try p.reading.all().sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { id, state in
-                switch state {
-                case .read: ArticleReading(id: id, state: .read)
-                case .unread: ArticleReading(id: id, state: .unread)
-                case .partRead(let progress): ArticleReading(id: id, state: .partial, progress: progress)
-                }
-            }
+            try p.reading.all().sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ArticleReading(id: $0.key, $0.value) }
         }
     }
     public func record(_ articles: [ArticleReading], site: BridgeSite) async throws(BridgeFailure) -> Int {
         var states: [String: ReadingState] = [:]
-        for a in articles {
-            switch a.state {
-            case .read: states[a.id] = .read
-            case .unread: states[a.id] = .unread
-            case .partial: states[a.id] = .partRead(progress: a.progress ?? 0)
-            }
-        }
+        for a in articles { states[a.id] = a.readingState }
         let all = states
         try access.with(site) { p throws(PartitionError) in try p.reading.setStates(all) }
         return articles.count
