@@ -68,9 +68,8 @@ public struct CoreNotifyService: NotifyService {
     public func plan(leads: ReminderLeads, site: BridgeSite) async throws(BridgeFailure) -> [Reminder] {
         do {
             var policy = try state.reminderPolicy(site: site.id)
-            if leads.sessionMinutes != nil || leads.standupMinutes != nil {
-                if let m = leads.sessionMinutes { policy.leads[.session] = Int64(m) * 60_000 }
-                if let m = leads.standupMinutes { policy.leads[.standup] = Int64(m) * 60_000 }
+            if !leads.isEmpty {
+                policy = leads.applied(to: policy)
                 try state.setReminderPolicy(policy, site: site.id)
                 onChange(site)
             }

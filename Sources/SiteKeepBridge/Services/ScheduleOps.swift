@@ -30,16 +30,6 @@ enum ScheduleOps {
     }
 }
 
-/// The reminder leads a site asks for (minutes; nil keeps the current one).
-public struct ReminderLeads: Sendable, Equatable {
-    public var sessionMinutes: Int?
-    public var standupMinutes: Int?
-    public init(sessionMinutes: Int? = nil, standupMinutes: Int? = nil) {
-        self.sessionMinutes = sessionMinutes
-        self.standupMinutes = standupMinutes
-    }
-}
-
 /// Reminders for a site: planned by the core from the site's picks and agenda, delivered by the daemon.
 public protocol NotifyService: Sendable {
     /// Sets the site's leads (when given) and returns its pending reminders, at most 64, in order.
@@ -52,17 +42,11 @@ enum NotifyOps {
     static func handlers(_ s: any NotifyService) -> [String: BridgeHandler] {
         [
             "notify.plan": { c throws(BridgeFailure) in
-                let leads = ReminderLeads(sessionMinutes: c.args["sessionLeadMinutes"]?.intValue.map { Int($0) },
-                                          standupMinutes: c.args["standupLeadMinutes"]?.intValue.map { Int($0) })
+                let leads: ReminderLeads
+                do throws(CoreFieldError) { leads = try ReminderLeads(json: c.args, path: "args") } catch { throw BridgeFailure(core: error) }
                 let plan = try await s.plan(leads: leads, site: c.site)
-                return ["planned": .integer(plan.count), "reminders": .array(plan.map(json))]
+                return ["planned": .integer(plan.count), "reminders": .array(plan.map(\.json))]
             },
         ]
-    }
-
-    static func json(_ r: Reminder) -> JSONValue {
-        .object([JSONMember(key: "id", value: .string(r.id)), JSONMember(key: "item", value: .string(r.item.id)),
-                 JSONMember(key: "title", value: .string(r.title)), JSONMember(key: "kind", value: .string(r.item.kind.rawValue)),
-                 JSONMember(key: "at", value: .string(r.fireAt.rfc3339)), JSONMember(key: "start", value: .string(r.item.start.rfc3339))])
     }
 }

@@ -1,6 +1,6 @@
 public import SiteKeepJSON
+import SiteKeepCore
 import SiteKeepCrypto
-import Foundation
 
 /// The state of a site's vault.
 public struct BridgeVaultStatus: Sendable, Equatable {
@@ -96,12 +96,11 @@ enum VaultOps {
                 return ["path": .string(path), "commit": .string(commit)]
             },
             "capture.save": { c throws(BridgeFailure) in
-                let title = try c.string("title")
-                var note = "# \(title)\n\n"
-                if let url = c.optionalString("url") { note += "<\(url)>\n\n" }
-                note += try c.string("text") + "\n"
-                let path = capturePath(title: title)
-                let commit = try await s.save(vault: nil, path: path, content: Array(note.utf8), site: c.site)
+                let (title, text, url) = (try c.string("title"), try c.string("text"), c.optionalString("url"))
+                let note: CaptureNote
+                do throws(CoreFieldError) { note = try CaptureNote(title: title, text: text, url: url, path: "args") } catch { throw BridgeFailure(core: error) }
+                let path = note.path()
+                let commit = try await s.save(vault: nil, path: path, content: Array(note.markdown.utf8), site: c.site)
                 return ["path": .string(path), "commit": .string(commit)]
             },
         ]
@@ -119,16 +118,5 @@ enum VaultOps {
             }
         }
         return path
-    }
-
-    /// `captures/<UTC time>-<slug>-<4 random hex>.md`.
-    static func capturePath(title: String) -> String {
-        let stamp = Date().ISO8601Format(.iso8601.year().month().day().dateSeparator(.omitted).time(includingFractionalSeconds: false).timeSeparator(.omitted))
-            .replacingOccurrences(of: "T", with: "-").replacingOccurrences(of: "Z", with: "")
-        let slug = String(title.lowercased().unicodeScalars.map { s -> Character in
-            (s.value >= 0x61 && s.value <= 0x7a) || (s.value >= 0x30 && s.value <= 0x39) ? Character(s) : "-"
-        }.prefix(40))
-        let rand = Hex.encode((try? SecureRandom.bytes(count: 2)) ?? [0, 0])
-        return "captures/\(stamp)-\(slug.isEmpty ? "note" : slug)-\(rand).md"
     }
 }
