@@ -151,3 +151,10 @@ public enum Inbox {
         return out
     }
 }
+
+extension InboxItem {
+    /// `inbox.list`'s form of an item: path, kind, size, whether unread and whether new since the last look.
+    public var json: JSONValue {
+        ["path": .string(path), "kind": .string(kind.rawValue), "size": .integer(size), "unread": .bool(unread), "new": .bool(isNewSinceLastLook)]
+    }
+}

@@ -238,3 +238,23 @@ public struct DirectoryWorkflowSource: WorkflowSource {
         return out
     }
 }
+
+extension WorkflowRun {
+    /// `workflow.run`'s and `workflow.next`'s reply: the run's name, position, total, current
+    /// step, whether it is done (at the last step and not moved), and with `withTabs` every step.
+    public func positionJSON(moved: Bool, withTabs: Bool) -> JSONValue {
+        var m = [JSONMember(key: "name", value: .string(workflow.name)), JSONMember(key: "position", value: .integer(position)),
+                 JSONMember(key: "total", value: .integer(workflow.steps.count)), JSONMember(key: "step", value: current.json),
+                 JSONMember(key: "done", value: .bool(isLast && !moved))]
+        if withTabs { m.append(JSONMember(key: "tabs", value: .array(workflow.steps.map(\.json)))) }
+        return .object(m)
+    }
+}
+
+extension WorkflowCatalogue {
+    /// `workflow.list`'s reply: each workflow's name, title and step count, and why each refused file was refused.
+    public var listJSON: JSONValue {
+        ["workflows": .array(workflows.map { w in ["name": .string(w.name), "title": .string(w.title), "steps": .integer(w.steps.count)] }),
+         "refused": .array(refused.map { .string($0.description) })]
+    }
+}

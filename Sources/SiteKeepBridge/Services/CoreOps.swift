@@ -20,13 +20,7 @@ enum WorkflowOps {
 
     static func handlers(_ s: any WorkflowService) -> [String: BridgeHandler] {
         [
-            "workflow.list": { c throws(BridgeFailure) in
-                let cat = try await s.catalogue(site: c.site)
-                return ["workflows": .array(cat.workflows.map { w in
-                            ["name": .string(w.name), "title": .string(w.title), "steps": .integer(w.steps.count)]
-                        }),
-                        "refused": .array(cat.refused.map { .string($0.description) })]
-            },
+            "workflow.list": { c throws(BridgeFailure) in try await s.catalogue(site: c.site).listJSON },
             "workflow.show": { c throws(BridgeFailure) in
                 let name = try c.string("name")
                 guard let w = try await s.catalogue(site: c.site).workflow(named: name) else {
@@ -36,22 +30,15 @@ enum WorkflowOps {
             },
             "workflow.run": { c throws(BridgeFailure) in
                 let run = try await s.run(try c.string("name"), restart: c.args["restart"]?.boolValue ?? false, site: c.site)
-                return position(run, moved: true, tabs: true)
+                return run.positionJSON(moved: true, withTabs: true)
             },
             "workflow.next": { c throws(BridgeFailure) in
                 let (run, moved) = try await s.next(try c.string("name"), site: c.site)
-                return position(run, moved: moved, tabs: false)
+                return run.positionJSON(moved: moved, withTabs: false)
             },
         ]
     }
 
-    static func position(_ run: WorkflowRun, moved: Bool, tabs: Bool) -> JSONValue {
-        var m = [JSONMember(key: "name", value: .string(run.workflow.name)), JSONMember(key: "position", value: .integer(run.position)),
-                 JSONMember(key: "total", value: .integer(run.workflow.steps.count)), JSONMember(key: "step", value: run.current.json),
-                 JSONMember(key: "done", value: .bool(run.isLast && !moved))]
-        if tabs { m.append(JSONMember(key: "tabs", value: .array(run.workflow.steps.map(\.json)))) }
-        return .object(m)
-    }
 }
 
 enum InboxOps {
@@ -60,11 +47,7 @@ enum InboxOps {
     static func handlers(_ s: any InboxService) -> [String: BridgeHandler] {
         [
             "inbox.list": { c throws(BridgeFailure) in
-                let items = try await s.items(site: c.site)
-                return ["items": .array(items.prefix(1000).map { i in
-                    ["path": .string(i.path), "kind": .string(i.kind.rawValue), "size": .integer(i.size),
-                     "unread": .bool(i.unread), "new": .bool(i.isNewSinceLastLook)]
-                })]
+                ["items": .array(try await s.items(site: c.site).prefix(1000).map(\.json))]
             },
         ]
     }
