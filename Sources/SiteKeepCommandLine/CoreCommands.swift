@@ -124,7 +124,7 @@ enum CoreCommands {
     }
 
     static let scheduleAdd = editCommand("add", summary: "Pick an agenda item: add its id to the site's schedule",
-                                         example: CommandExample("sitekeep schedule add ps26-cs-24-1000 --site https://promptugal.news", "pick the session ps26-cs-24-1000")) { s, id, c in
+                                         example: CommandExample("sitekeep schedule add ps26-cs-24-1000 --site https://promptugal.news --prf-file prf.bin", "pick the session ps26-cs-24-1000 (the prf unlocks the site's vault, where the picks are mirrored)")) { s, id, c in
         let added: Bool
         do throws(CoreFieldError) { added = try s.add(id: id, at: SystemClock().now()) } catch { throw failure(error) }
         let known = (try? c.agenda.currentOrEmpty().item(id: id)) ?? nil
@@ -132,7 +132,7 @@ enum CoreCommands {
     }
 
     static let scheduleRemove = editCommand("remove", summary: "Remove a pick from the site's schedule",
-                                            example: CommandExample("sitekeep schedule remove ps26-cs-24-1000 --site https://promptugal.news", "unpick it")) { s, id, _ in
+                                            example: CommandExample("sitekeep schedule remove ps26-cs-24-1000 --site https://promptugal.news --prf-file prf.bin", "unpick it")) { s, id, _ in
         let removed = s.remove(id: id)
         return (removed, removed ? "Removed \(id)." : "\(id) was not picked.")
     }

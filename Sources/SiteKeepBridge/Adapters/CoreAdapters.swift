@@ -183,7 +183,8 @@ public struct VaultInboxMarksStore: InboxMarksStore {
 
     public func save(_ marks: InboxReadMarks) throws(CoreFileError) {
         try local.save(marks)
-        guard try inVault() != marks else { return }
+        let current = try inVault()
+        guard current != marks, current != nil || !marks.marks.isEmpty else { return }
         if (try? library.records().first { $0.name == vault }?.readOnly) == true { return }
         do { try library.write(name: vault, path: InboxReadMarks.path, contents: JSONSerializer.bytes(marks.json, style: .pretty) + [0x0a], message: "Inbox read marks") } catch {
             if case .readOnly = error { return }
