@@ -34,7 +34,7 @@ import Glibc
         let r = await store.run(["site", "list", "--json"])
         var out: [String: String] = [:]
         for s in try JSONParser.parse(r.out).arrayValue ?? [] {
-            if let o = s["origins"]?.arrayValue?.first?.stringValue, let id = s["id"]?.stringValue { out[o] = id }
+            if let o = s["origins"]?.arrayValue?.first?.stringValue, let id = s["id"]?.stringValue { out[o.replacingOccurrences(of: ":443", with: "")] = id }
         }
         return out
     }
@@ -102,7 +102,7 @@ import Glibc
             for i in try c.call("inbox.list")["items"]?.arrayValue ?? [] { if let p = i["path"]?.stringValue { out[p] = i["unread"] == .bool(true) } }
             return out
         }
-        #expect(try items(ca) == ["inbox/briefs/a.md": false, "workflows/morning.json": true])
+        #expect(try items(ca) == ["inbox/briefs/a.md": false, "workflows/morning.json": false], "site A read all of its own with --all-read")
         #expect(try items(cb) == ["inbox/briefs/b.md": true, "workflows/morning.json": true])
         #expect(try cb.call("workflow.next", args: ["name": "morning"])["position"] == .integer(1))
         #expect(try cb.call("workflow.next", args: ["name": "morning"])["position"] == .integer(2))
@@ -131,14 +131,16 @@ import Glibc
         }
         let pass = dir.appendingPathComponent("pass.txt").path
         try Data("store wide state pass phrase\n".utf8).write(to: URL(fileURLWithPath: pass))
-        // The registered path is where the fixture was made: point the record here.
-        let reg = home + "/vaults.json"
-        let text = try String(contentsOfFile: reg, encoding: .utf8)
-        let old = try #require(try JSONParser.parse(text)["vaults"]?.arrayValue?.first?["path"]?.stringValue)
-        try text.replacingOccurrences(of: old, with: vault).write(toFile: reg, atomically: true, encoding: .utf8)
         func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
             await runTool(args + ["--home", home, "--keyring", "file", "--passphrase-file", pass], environment: ["SITEKEEP_NO_DAEMON": "1"])
         }
+        // The vault was registered at the folder it was made in: register this copy the same way
+        // (the record is authenticated, so it is not edited); the core state files are untouched.
+        #expect(await run(["vault", "remove", "notes"]).status == 0)
+        let key = dir.appendingPathComponent("vault.key").path
+        try Data("fixture vault passphrase:corestate2026".utf8).write(to: URL(fileURLWithPath: key))
+        let added = await run(["vault", "add", "notes", "--path", vault, "--key-file", key, "--site", Self.promptugal])
+        #expect(added.status == 0, "\(added.err)")
         let before = try ["inbox-read.json", "inbox-seen.json", "workflow-runs.json"].map { try Data(contentsOf: URL(fileURLWithPath: home + "/core/" + $0)) }
 
         let r = await run(["inbox", "--site", Self.promptugal, "--json"])
@@ -155,7 +157,9 @@ import Glibc
         let after = try ["inbox-read.json", "inbox-seen.json", "workflow-runs.json"].map { try Data(contentsOf: URL(fileURLWithPath: home + "/core/" + $0)) }
         #expect(after == before, "the store-wide files are never written")
         // The marks moved into the site's vault.
-        let cat = await run(["vault", "cat", "notes", "sitekeep/inbox-read.json"])
-        #expect(cat.status == 0 && cat.out.contains("inbox/briefs/monday.md"), "\(cat.err)")
+        let cat = await run(["vault", "cat", "notes", "sitekeep/inbox-read.json", "--json"])
+        #expect(cat.status == 0, "\(cat.err)")
+        let bytes = Data(base64Encoded: try JSONParser.parse(cat.out)["dataBase64"]?.stringValue ?? "") ?? Data()
+        #expect(String(decoding: bytes, as: UTF8.self).contains("inbox/briefs/monday.md"))
     }
 }
