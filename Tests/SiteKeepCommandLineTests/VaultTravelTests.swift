@@ -134,6 +134,11 @@ import Glibc
         _ = try c.hello(origin: Self.site)
         _ = try c.call("schedule.set", args: ["v": 1, "picks": [["id": "talk-1", "at": 1_796_000_000_000], ["id": "talk-2", "at": 1_796_000_000_001]]])
         _ = try c.call("schedule.set", args: ["v": 1, "picks": [["id": "talk-2", "at": 1_796_000_000_001]]])
+        // Locked, the page's schedule still works; the mirror waits for the next change.
+        await daemon.lock()
+        let two5: JSONValue = ["v": 1, "picks": [["id": "talk-2", "at": 1_796_000_000_001], ["id": "talk-5", "at": 1_796_000_000_005]]]
+        #expect(try c.call("schedule.set", args: two5)["picks"]?.arrayValue?.count == 2, "a locked store keeps the schedule")
+        await daemon.unlock(one.passFile)
         c.close()
         daemon.stop()
         func picks(_ text: String) throws -> (picks: [String], removed: [String]) {
@@ -146,15 +151,20 @@ import Glibc
         #expect(w.sg(["pull", "--base-url", w.url, "--token", w.token]).status == 0)
         #expect(try picks(w.sg(["cat", "agenda/picks.json"]).out) == (["talk-2"], ["talk-1"]), "the real sgit reads the mirror on its clone")
 
+        // The next change takes talk-5 up with it.
+        #expect(await Self.run(one, ["schedule", "add", "talk-4", "--site", Self.site]).status == 0)
+        #expect(try picks(try #require(await Self.cat(one, "agenda/picks.json"))).picks == ["talk-2", "talk-4", "talk-5"])
+        await Self.sync(one, "push")
+
         // Two devices pick at once; the pull merges by id.
         let two = try await w.device()
         let add2 = await Self.run(two, ["schedule", "add", "talk-3", "--site", Self.site])
         #expect(add2.status == 0, "\(add2.err)")
         await Self.sync(two, "push")
-        #expect(await Self.run(one, ["schedule", "add", "talk-4", "--site", Self.site]).status == 0)
+        #expect(await Self.run(one, ["schedule", "add", "talk-6", "--site", Self.site]).status == 0)
         #expect(await Self.run(one, ["schedule", "remove", "talk-2", "--site", Self.site]).status == 0)
         await Self.sync(one, "pull")
         let merged = try picks(try #require(await Self.cat(one, "agenda/picks.json")))
-        #expect(Set(merged.picks) == ["talk-3", "talk-4"] && Set(merged.removed) == ["talk-1", "talk-2"], "\(merged)")
+        #expect(Set(merged.picks) == ["talk-3", "talk-4", "talk-5", "talk-6"] && Set(merged.removed) == ["talk-1", "talk-2"], "\(merged)")
     }
 }
