@@ -99,15 +99,32 @@ enum CoreCommands {
             let id = try inv.requiredArgument("ID")
             let c = try siteContext(inv)
             defer { c.partition.close() }
-            var s = try schedule(c)
+            // The site's vault gets the change too (agenda/picks.json): unlock before anything changes.
+            let mirror = VaultPicksMirror(library: VaultCommands.library(c.store))
+            let mirrored: String?
+            do throws(BridgeFailure) { mirrored = try mirror.vaultName(siteID: c.site.id.string) } catch {
+                throw CommandFailure(error.message, code: error.code.rawValue)
+            }
+            if mirrored != nil { try c.store.unlockOneShot(inv) }
+            let old = try schedule(c)
+            var s = old
             let (changed, message) = try edit(&s, id, c)
-            if changed { try setSchedule(s, c) }
+            if changed {
+                try setSchedule(s, c)
+                do throws(BridgeFailure) {
+                    if let vault = try mirror.mirror(old: old, new: s, siteID: c.site.id.string, now: SystemClock().now()) {
+                        inv.note("Mirrored to the vault \(vault) (agenda/picks.json); the next push sends it.")
+                    }
+                } catch {
+                    throw CommandFailure("the schedule is stored, but not mirrored to the site's vault: \(error.message)", code: error.code.rawValue)
+                }
+            }
             inv.say(message)
         }
     }
 
     static let scheduleAdd = editCommand("add", summary: "Pick an agenda item: add its id to the site's schedule",
-                                         example: CommandExample("sitekeep schedule add ps26-cs-24-1000 --site https://promptugal.news", "pick the session ps26-cs-24-1000")) { s, id, c in
+                                         example: CommandExample("sitekeep schedule add ps26-cs-24-1000 --site https://promptugal.news --prf-file prf.bin", "pick the session ps26-cs-24-1000 (the prf unlocks the site's vault, where the picks are mirrored)")) { s, id, c in
         let added: Bool
         do throws(CoreFieldError) { added = try s.add(id: id, at: SystemClock().now()) } catch { throw failure(error) }
         let known = (try? c.agenda.currentOrEmpty().item(id: id)) ?? nil
@@ -115,7 +132,7 @@ enum CoreCommands {
     }
 
     static let scheduleRemove = editCommand("remove", summary: "Remove a pick from the site's schedule",
-                                            example: CommandExample("sitekeep schedule remove ps26-cs-24-1000 --site https://promptugal.news", "unpick it")) { s, id, _ in
+                                            example: CommandExample("sitekeep schedule remove ps26-cs-24-1000 --site https://promptugal.news --prf-file prf.bin", "unpick it")) { s, id, _ in
         let removed = s.remove(id: id)
         return (removed, removed ? "Removed \(id)." : "\(id) was not picked.")
     }
@@ -303,21 +320,35 @@ enum CoreCommands {
 
     // MARK: workflows
 
-    static let sourceOptions: [OptionSpec] = [.option("--vault", value: "NAME", "the registered vault whose workflows/ to read (default: the store's vault)"),
+    static let sourceOptions: [OptionSpec] = [siteOption, .option("--vault", value: "NAME", "the registered vault whose workflows/ to read (default: the site's vault, or the store's only one)"),
                                               .option("--dir", value: "PATH", "read workflow files from a folder instead"), UnlockOptions.recoveryFile]
 
-    static func workflowSource(_ inv: Invocation) throws -> (any WorkflowSource, CoreStateDirectory) {
-        let state = CoreStateDirectory(home: inv.settings.home)
-        if let dir = inv.option("--dir") { return (DirectoryWorkflowSource(path: dir), state) }
+    /// The site id of `--site` (nil without it).
+    static func siteID(_ inv: Invocation) throws -> String? {
+        guard let origin = inv.option("--site") else { return nil }
+        let store = try StoreContext.open(inv)
+        return try SiteCommands.site(origin, in: try SiteCommands.registry(store), command: inv.spec.commandLine).id.string
+    }
+
+    /// The vault of `--vault`/`--site` with the scope of its state.
+    static func resolvedVault(_ inv: Invocation) throws -> (ResolvedVault, VaultLibrary) {
+        let site = try siteID(inv)
         let library = try VaultCommands.unlockedLibrary(inv)
-        do throws(BridgeFailure) { return (VaultWorkflowSource(vault: try CoreVaultAccess(library: library).vault(inv.option("--vault"), site: nil)), state) } catch {
-            throw CommandFailure(error.message, remedy: "register a vault ('sitekeep vault add') or pass --dir", code: error.code.rawValue)
+        do throws(BridgeFailure) { return (try CoreVaultAccess(library: library).resolve(inv.option("--vault"), siteID: site), library) } catch {
+            throw CommandFailure(error.message, remedy: "register a vault ('sitekeep vault add'), or name it with --vault", code: error.code.rawValue)
         }
     }
 
-    static func catalogue(_ inv: Invocation) throws -> (WorkflowCatalogue, CoreStateDirectory) {
-        let (src, state) = try workflowSource(inv)
-        do throws(CoreFileError) { return (try WorkflowCatalogue(source: src), state) } catch { throw failure(error) }
+    static func workflowSource(_ inv: Invocation) throws -> (any WorkflowSource, CoreScope, CoreStateDirectory) {
+        let state = CoreStateDirectory(home: inv.settings.home)
+        if let dir = inv.option("--dir") { return (DirectoryWorkflowSource(path: dir), CoreScope(site: try siteID(inv), vault: nil), state) }
+        let (r, _) = try resolvedVault(inv)
+        return (VaultWorkflowSource(vault: r.vault), r.scope, state)
+    }
+
+    static func catalogue(_ inv: Invocation) throws -> (WorkflowCatalogue, CoreScope, CoreStateDirectory) {
+        let (src, scope, state) = try workflowSource(inv)
+        do throws(CoreFileError) { return (try WorkflowCatalogue(source: src), scope, state) } catch { throw failure(error) }
     }
 
     static func stepText(_ s: WorkflowStep) -> String {
@@ -333,7 +364,7 @@ enum CoreCommands {
         options: sourceOptions, secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep workflow list --vault notes --prf-file prf.bin", "the workflows in the vault notes")]
     ) { inv in
-        let (cat, _) = try catalogue(inv)
+        let (cat, _, _) = try catalogue(inv)
         for r in cat.refused { inv.note("refused: \(r)") }
         inv.emit(.array(cat.workflows.map { ["name": .string($0.name), "title": .string($0.title), "steps": .integer($0.steps.count)] })) {
             cat.workflows.isEmpty ? "No workflows; an agent proposes one by writing workflows/NAME.json into the vault (docs/WORKFLOWS.md)." :
@@ -341,13 +372,13 @@ enum CoreCommands {
         }
     }
 
-    static func named(_ inv: Invocation) throws -> (Workflow, CoreStateDirectory) {
+    static func named(_ inv: Invocation) throws -> (Workflow, CoreScope, CoreStateDirectory) {
         let name = try inv.requiredArgument("NAME")
-        let (cat, state) = try catalogue(inv)
+        let (cat, scope, state) = try catalogue(inv)
         guard let w = cat.workflow(named: name) else {
             throw CommandFailure("no workflow \(name)", remedy: "see 'sitekeep workflow list'", code: "not_found")
         }
-        return (w, state)
+        return (w, scope, state)
     }
 
     static let workflowShow = CommandSpec(
@@ -357,26 +388,26 @@ enum CoreCommands {
         options: sourceOptions, secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep workflow show morning --vault notes --prf-file prf.bin", "the morning run's steps")]
     ) { inv in
-        let (w, _) = try named(inv)
+        let (w, _, _) = try named(inv)
         inv.emit(w.json) { "\(w.title) (\(w.name))\n" + w.steps.enumerated().map { "  \($0.offset + 1). \(stepText($0.element))" }.joined(separator: "\n") }
     }
 
     static let workflowRun = CommandSpec(
         path: ["workflow", "run"],
         summary: "Run a workflow as a sequence of tabs: show the current step; --next moves on",
-        discussion: "The position is kept between runs (in the store's core state), so 'sitekeep workflow run morning --next' steps through the run one tab at a time; --restart starts again.",
+        discussion: "The position is kept between runs (in the core state of the site that owns the vault, or of --site), so 'sitekeep workflow run morning --next' steps through the run one tab at a time; --restart starts again.",
         arguments: [ArgumentSpec("NAME", "the workflow's name")],
         options: sourceOptions + [.flag("--next", "move to the next step first"), .flag("--restart", "start again at the first step")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep workflow run morning --vault notes --prf-file prf.bin", "show the current step"),
                    CommandExample("sitekeep workflow run morning --next --vault notes --prf-file prf.bin", "next")]
     ) { inv in
-        let (w, state) = try named(inv)
+        let (w, scope, state) = try named(inv)
         do {
-            var run = WorkflowRun(w, position: inv.flag("--restart") ? 0 : (try state.workflowPositions()[w.name] ?? 0))
+            var run = WorkflowRun(w, position: inv.flag("--restart") ? 0 : (try state.workflowPositions(scope)[w.name] ?? 0))
             var done = false
             if inv.flag("--next") { done = !run.next() }
-            try state.setWorkflowPosition(run.position, name: w.name)
+            try state.setWorkflowPosition(run.position, name: w.name, scope: scope)
             inv.emit(["name": .string(w.name), "position": .integer(run.position), "total": .integer(w.steps.count), "step": run.current.json, "done": .bool(done)]) {
                 (done ? "The run is done (the last step stays open). " : "") + "Step \(run.position + 1) of \(w.steps.count): \(stepText(run.current))"
             }
@@ -388,38 +419,41 @@ enum CoreCommands {
     static let inbox = CommandSpec(
         path: ["inbox"],
         summary: "What agents wrote into the vault since you last looked (briefs, reviews, answers, workflows)",
-        discussion: "Lists the inbox folders of the vault (inbox/briefs, inbox/reviews, inbox/answers, inbox/, workflows/) against the listing at your last look, unread first. --mark-read PATH or --all-read records read marks (kept locally until the vault client writes them to the vault, at sitekeep/inbox-read.json).",
-        options: [.option("--vault", value: "NAME", "the registered vault (default: the store's vault)"),
+        discussion: """
+        Lists the inbox folders of the vault (inbox/briefs, inbox/reviews, inbox/answers, inbox/, \
+        workflows/) against the listing at your last look, unread first: pull the vault first \
+        ('sitekeep vault pull', or the daemon's sync) to see what agents pushed. --mark-read PATH \
+        or --all-read records read marks in the vault at sitekeep/inbox-read.json (committed; \
+        pushed by the next sync, and merged with other devices' marks on pull, so they travel). \
+        The state is the site's: --site ORIGIN uses that site's vault, as its pages' inbox.list does.
+        """,
+        options: [siteOption, .option("--vault", value: "NAME", "the registered vault (default: the site's vault, or the store's only one)"),
                   .option("--mark-read", value: "PATH", "mark one item read"), .flag("--all-read", "mark every item read"), UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep inbox --vault notes --prf-file prf.bin", "what is new"),
+                   CommandExample("sitekeep inbox --site https://promptugal.news --prf-file prf.bin", "what is new in the site's vault"),
                    CommandExample("sitekeep inbox --vault notes --all-read --prf-file prf.bin", "mark everything read")]
     ) { inv in
-        let library = try VaultCommands.unlockedLibrary(inv)
+        let (r, library) = try resolvedVault(inv)
         let state = CoreStateDirectory(home: inv.settings.home)
-        let marksStore = FileInboxMarksStore(state: state)
         let listing: [VaultListingEntry]
-        do throws(BridgeFailure) { listing = try CoreVaultAccess(library: library).listing(inv.option("--vault"), site: nil) } catch {
-            throw CommandFailure(error.message, remedy: "register a vault ('sitekeep vault add')", code: error.code.rawValue)
+        do throws(BridgeFailure) { listing = try CoreVaultAccess.listing(r.vault) } catch {
+            throw CommandFailure(error.message, code: error.code.rawValue)
         }
-        do {
-            var marks = try marksStore.load()
-            let items = Inbox.items(current: listing, lastLooked: try state.inboxLastLooked(), marks: marks)
-            let now = SystemClock().now()
-            if let p = inv.option("--mark-read") {
-                guard let i = items.first(where: { $0.path == p }) else { throw CommandFailure("\(p) is not in the inbox", code: "not_found") }
-                marks.markRead(path: i.path, version: i.version, at: now)
-            } else if inv.flag("--all-read") {
-                for i in items { marks.markRead(path: i.path, version: i.version, at: now) }
-            }
-            marks.prune(keeping: listing)
-            try marksStore.save(marks)
-            try state.setInboxLastLooked(listing)
-            inv.emit(.array(items.map { ["path": .string($0.path), "kind": .string($0.kind.rawValue), "unread": .bool($0.unread), "new": .bool($0.isNewSinceLastLook)] })) {
-                items.isEmpty ? "The inbox is empty." :
-                Table(headers: ["", "KIND", "PATH"], rows: items.map { [$0.unread ? ($0.isNewSinceLastLook ? "new" : "unread") : "", $0.kind.rawValue, $0.path] }).render { inv.style($0, .bold) }
-            }
-        } catch let e as CoreFileError { throw failure(e) }
+        let one = inv.option("--mark-read")
+        if let p = one, !listing.contains(where: { $0.path == p && Inbox.kind(of: p) != nil && p != InboxReadMarks.path }) {
+            throw CommandFailure("\(p) is not in the inbox", remedy: "see 'sitekeep inbox'", code: "not_found")
+        }
+        let all = inv.flag("--all-read")
+        let items: [InboxItem]
+        do throws(CoreFileError) {
+            items = try state.lookAtInbox(listing: listing, scope: r.scope, marks: CoreVaultAccess(library: library).marks(r, state: state),
+                                          now: SystemClock().now()) { items in all ? items : items.filter { $0.path == one } }
+        } catch { throw failure(error) }
+        inv.emit(.array(items.map { ["path": .string($0.path), "kind": .string($0.kind.rawValue), "unread": .bool($0.unread), "new": .bool($0.isNewSinceLastLook)] })) {
+            items.isEmpty ? "The inbox is empty." :
+            Table(headers: ["", "KIND", "PATH"], rows: items.map { [$0.unread ? ($0.isNewSinceLastLook ? "new" : "unread") : "", $0.kind.rawValue, $0.path] }).render { inv.style($0, .bold) }
+        }
     }
 
     // MARK: identity

@@ -36,13 +36,13 @@ enum DaemonServices {
             storage: PartitionStorageService(access: access),
             tabs: PartitionTabsService(access: access),
             reading: PartitionReadingService(access: access),
-            schedule: PartitionScheduleService(access: access, onChange: { _ in core.replan() }),
+            schedule: PartitionScheduleService(access: access, mirror: VaultPicksMirror(library: library), onChange: { _ in core.replan() }),
             notify: CoreNotifyService(access: access, state: state, onChange: { _ in core.replan() }),
             identity: SettingsIdentityService(state: state, fallback: team.map { CustodyIdentityService(custodian: store.custodian, teamKeyID: $0) }),
             signing: CustodySigningService(custodian: store.custodian),
             vault: LibraryVaultService(library: library),
-            workflow: CoreWorkflowService(state: state) { site throws(BridgeFailure) -> any WorkflowSource in VaultWorkflowSource(vault: try vaults.vault(site: site)) },
-            inbox: CoreInboxService(vaults: vaults, state: state, marks: FileInboxMarksStore(state: state)))
+            workflow: CoreWorkflowService(state: state, vaults: vaults),
+            inbox: CoreInboxService(vaults: vaults, state: state))
         return (services, core)
     }
 }

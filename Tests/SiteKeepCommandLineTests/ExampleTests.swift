@@ -105,7 +105,9 @@ import SiteKeepTestSupport
         // An example that changes the vault folder gets the copy's own folder: `notes` is
         // registered again at the copy (the registry's entries are authenticated, so it
         // is not edited); every other example reads the base folder.
-        let writesVault = spec.path.first == "vault" && ["write", "rm", "mv", "resolve", "merge-abort", "pull", "push"].contains(spec.path.last ?? "")
+        // The inbox writes its read marks there, and schedule add|remove mirror the picks.
+        let writesVault = (spec.path.first == "vault" && ["write", "rm", "mv", "resolve", "merge-abort", "pull", "push"].contains(spec.path.last ?? ""))
+            || spec.path == ["inbox"] || spec.path == ["schedule", "add"] || spec.path == ["schedule", "remove"]
         if spec.path == ["vault", "add"] || writesVault {
             let home = work.appendingPathComponent("home").path, prf = work.appendingPathComponent("prf.bin").path
             let r = await runTool(["vault", "remove", "notes", "--prf-file", prf, "--home", home, "--keyring", "file"])

@@ -99,92 +99,168 @@ public struct VaultWorkflowSource: WorkflowSource {
     }
 }
 
-/// A vault as the core sees it. For a bridge call (`site` given), exactly the vault the bridge's
-/// vault ops would use for that site (one of its own; another site's answers `not_found`); for the
-/// CLI (`site` nil), the vault named, or the only one registered.
+/// A vault as the core sees it: its name, the opened vault and the scope of its inbox and
+/// workflow state. For a site (a bridge call's, or the CLI's `--site`), exactly the vault the
+/// bridge's vault ops would use for that site (one of its own; another site's answers
+/// `not_found`); without one (the CLI), the vault named, or the only one registered, in the
+/// scope of the site that owns it (so the CLI and that site's bridge share one state).
+public struct ResolvedVault: Sendable {
+    public let name: String
+    public let vault: Vault
+    public let scope: CoreScope
+}
+
 public struct CoreVaultAccess: Sendable {
     public let library: VaultLibrary
     public init(library: VaultLibrary) { self.library = library }
 
-    public func vault(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> Vault {
-        if let site { return try LibraryVaultService(library: library).vault(name, site: site).1 }
+    public func resolve(_ name: String? = nil, siteID: String?) throws(BridgeFailure) -> ResolvedVault {
         do {
+            if let siteID {
+                guard let chosen = try name ?? library.defaultVaultName(forSite: siteID) else {
+                    throw BridgeFailure(.notConfigured, "no vault chosen: pass args.vault, or give this site one vault (`sitekeep vault add NAME --path DIR --site ORIGIN`)")
+                }
+                return ResolvedVault(name: chosen, vault: try library.vault(named: chosen, forSite: siteID), scope: CoreScope(site: siteID, vault: chosen))
+            }
             let records = try library.records()
             guard let chosen = name ?? (records.count == 1 ? records[0].name : (records.contains { $0.name == "default" } ? "default" : nil)) else {
                 throw BridgeFailure(.notConfigured, "no vault chosen: name one with --vault")
             }
-            return try library.vault(named: chosen)
+            let opened = try library.open(chosen)
+            return ResolvedVault(name: chosen, vault: opened.vault, scope: CoreScope(site: opened.record.siteID, vault: chosen))
         } catch let e as BridgeFailure { throw e } catch let e as VaultError { throw BridgeFailure(vault: e) } catch {
             throw BridgeFailure(.internal, "vault failure")
         }
     }
 
+    public func vault(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> Vault {
+        try resolve(name, siteID: site?.id).vault
+    }
+
     /// The vault's listing as the inbox reads it (path and blob id).
-    public func listing(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> [VaultListingEntry] {
-        let v = try vault(name, site: site)
+    public static func listing(_ v: Vault) throws(BridgeFailure) -> [VaultListingEntry] {
         do { return try v.list(path: nil).map { VaultListingEntry(path: $0.path.string, version: "\($0.blobID)", size: $0.size) } } catch {
             throw BridgeFailure(vault: error)
         }
     }
+
+    public func listing(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> [VaultListingEntry] {
+        try Self.listing(try vault(name, site: site))
+    }
+
+    /// The read marks of `r`'s inbox: in the vault, with the scope's local copy.
+    public func marks(_ r: ResolvedVault, state: CoreStateDirectory) -> VaultInboxMarksStore {
+        VaultInboxMarksStore(library: library, vault: r.name, local: FileInboxMarksStore(state: state, scope: r.scope))
+    }
 }
 
-/// `workflow.*` on the vault's workflows, runs kept in the core's state.
+/// The read marks in the vault at ``InboxReadMarks/path`` (`sitekeep/inbox-read.json`), so they
+/// travel: loaded as the vault's file merged with the scope's local copy (marks made where the
+/// vault could not be written); saved to both, with a commit on this device's clone branch only
+/// when the vault's file would change (the sync pushes it; a pull merges two devices' files by
+/// the union of their marks, ``InboxReadMarksMerge``). A read-only vault keeps them locally.
+public struct VaultInboxMarksStore: InboxMarksStore {
+    public let library: VaultLibrary
+    public let vault: String
+    public let local: FileInboxMarksStore
+
+    func inVault() throws(CoreFileError) -> InboxReadMarks? {
+        let bytes: [UInt8]
+        do { bytes = try library.vault(named: vault).read(path: InboxReadMarks.path) } catch {
+            if case .notFound = error { return nil }
+            throw CoreFileError(path: "vault \(vault): \(InboxReadMarks.path)", reason: error.description)
+        }
+        do { return try InboxReadMarks(json: try JSONParser.parse(bytes, limits: .document)) } catch {
+            throw CoreFileError(path: "vault \(vault): \(InboxReadMarks.path)", reason: "\(error); fix or remove the file in the vault")
+        }
+    }
+
+    public func load() throws(CoreFileError) -> InboxReadMarks {
+        let mine = try local.load()
+        return try inVault().map { mine.merged(with: $0) } ?? mine
+    }
+
+    public func save(_ marks: InboxReadMarks) throws(CoreFileError) {
+        try local.save(marks)
+        let current = try inVault()
+        guard current != marks, current != nil || !marks.marks.isEmpty else { return }
+        if (try? library.records().first { $0.name == vault }?.readOnly) == true { return }
+        do { try library.write(name: vault, path: InboxReadMarks.path, contents: JSONSerializer.bytes(marks.json, style: .pretty) + [0x0a], message: "Inbox read marks") } catch {
+            if case .readOnly = error { return }
+            throw CoreFileError(path: "vault \(vault): \(InboxReadMarks.path)", reason: error.description)
+        }
+    }
+}
+
+/// `workflow.*` on the vault's workflows, runs kept in the core's state of the scope `source` names.
 public struct CoreWorkflowService: WorkflowService {
-    public let source: @Sendable (BridgeSite) throws(BridgeFailure) -> any WorkflowSource
+    public let source: @Sendable (BridgeSite) throws(BridgeFailure) -> (any WorkflowSource, CoreScope)
     public let state: CoreStateDirectory
-    public init(state: CoreStateDirectory, source: @escaping @Sendable (BridgeSite) throws(BridgeFailure) -> any WorkflowSource) {
+    public init(state: CoreStateDirectory, source: @escaping @Sendable (BridgeSite) throws(BridgeFailure) -> (any WorkflowSource, CoreScope)) {
         self.state = state
         self.source = source
     }
 
+    /// The workflows of the site's vault, in the site's scope for that vault.
+    public init(state: CoreStateDirectory, vaults: CoreVaultAccess) {
+        self.init(state: state) { site throws(BridgeFailure) in
+            let r = try vaults.resolve(siteID: site.id)
+            return (VaultWorkflowSource(vault: r.vault), r.scope)
+        }
+    }
+
     public func catalogue(site: BridgeSite) async throws(BridgeFailure) -> WorkflowCatalogue {
-        let src = try source(site)
+        try catalogue(try source(site).0)
+    }
+
+    func catalogue(_ src: any WorkflowSource) throws(BridgeFailure) -> WorkflowCatalogue {
         do throws(CoreFileError) { return try WorkflowCatalogue(source: src) } catch { throw BridgeFailure(coreFile: error) }
     }
 
-    func named(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> Workflow {
-        guard let w = try await catalogue(site: site).workflow(named: name) else {
+    func named(_ name: String, site: BridgeSite) throws(BridgeFailure) -> (Workflow, CoreScope) {
+        let (src, scope) = try source(site)
+        guard let w = try catalogue(src).workflow(named: name) else {
             throw BridgeFailure(.notFound, "no workflow \(FieldSchema.printable(name)); workflow.list names them")
         }
-        return w
+        return (w, scope)
     }
 
     public func run(_ name: String, restart: Bool, site: BridgeSite) async throws(BridgeFailure) -> WorkflowRun {
-        let w = try await named(name, site: site)
+        let (w, scope) = try named(name, site: site)
         do {
-            let run = WorkflowRun(w, position: restart ? 0 : (try state.workflowPositions()[name] ?? 0))
-            try state.setWorkflowPosition(run.position, name: name)
+            let run = WorkflowRun(w, position: restart ? 0 : (try state.workflowPositions(scope)[name] ?? 0))
+            try state.setWorkflowPosition(run.position, name: name, scope: scope)
             return run
         } catch { throw BridgeFailure(coreFile: error) }
     }
 
     public func next(_ name: String, site: BridgeSite) async throws(BridgeFailure) -> (run: WorkflowRun, moved: Bool) {
-        let w = try await named(name, site: site)
+        let (w, scope) = try named(name, site: site)
         do {
-            var run = WorkflowRun(w, position: try state.workflowPositions()[name] ?? 0)
+            var run = WorkflowRun(w, position: try state.workflowPositions(scope)[name] ?? 0)
             let moved = run.next()
-            try state.setWorkflowPosition(run.position, name: name)
+            try state.setWorkflowPosition(run.position, name: name, scope: scope)
             return (run, moved)
         } catch { throw BridgeFailure(coreFile: error) }
     }
 }
 
-/// `inbox.list` on the vault's listing: each call is a look (the listing is kept as the last seen).
+/// `inbox.list` on the site's vault's listing: each call is a look (the listing is kept as the
+/// last seen), in the site's scope for that vault, the read marks in the vault.
 public struct CoreInboxService: InboxService {
     public let vaults: CoreVaultAccess
     public let state: CoreStateDirectory
-    public let marks: any InboxMarksStore
-    public init(vaults: CoreVaultAccess, state: CoreStateDirectory, marks: any InboxMarksStore) {
-        self.vaults = vaults; self.state = state; self.marks = marks
+    public let clock: any CoreClock
+    public init(vaults: CoreVaultAccess, state: CoreStateDirectory, clock: any CoreClock = SystemClock()) {
+        self.vaults = vaults; self.state = state; self.clock = clock
     }
 
     public func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem] {
-        let listing = try vaults.listing(site: site)
-        do {
-            let items = Inbox.items(current: listing, lastLooked: try state.inboxLastLooked(), marks: try marks.load())
-            try state.setInboxLastLooked(listing)
-            return items
-        } catch { throw BridgeFailure(coreFile: error) }
+        let r = try vaults.resolve(siteID: site.id)
+        let listing = try CoreVaultAccess.listing(r.vault)
+        do { return try state.lookAtInbox(listing: listing, scope: r.scope, marks: vaults.marks(r, state: state), now: clock.now()) } catch {
+            throw BridgeFailure(coreFile: error)
+        }
     }
 }
 

@@ -138,8 +138,14 @@ public struct PartitionScheduleService: ScheduleService {
     public let access: PartitionAccess
     /// Told after every change (the daemon re-plans the site's reminders).
     public let onChange: @Sendable (BridgeSite) -> Void
-    public init(access: PartitionAccess, onChange: @escaping @Sendable (BridgeSite) -> Void = { _ in }) {
+    /// Mirrors each change to the site's vault (`agenda/picks.json`), when set.
+    public let mirror: VaultPicksMirror?
+    public let clock: any CoreClock
+    public init(access: PartitionAccess, mirror: VaultPicksMirror? = nil, clock: any CoreClock = SystemClock(),
+                onChange: @escaping @Sendable (BridgeSite) -> Void = { _ in }) {
         self.access = access
+        self.mirror = mirror
+        self.clock = clock
         self.onChange = onChange
     }
     public static let key = ScheduleDocument.storageKey
@@ -149,10 +155,19 @@ public struct PartitionScheduleService: ScheduleService {
             throw BridgeFailure(.internal, "the stored schedule is refused (\(error)); write a valid one with schedule.set")
         }
     }
+    /// Stores the schedule, then mirrors the change to the site's vault. A failure there is
+    /// reported, the schedule staying stored (the next change mirrors all its picks again); a
+    /// locked store skips the mirror, since the page's schedule works while locked (a pick made
+    /// then goes up with the next change, a removal made then is not mirrored).
     public func setSchedule(_ schedule: ScheduleDocument, site: BridgeSite) async throws(BridgeFailure) -> ScheduleDocument {
+        let old = mirror == nil ? ScheduleDocument() : ((try? await self.schedule(site: site)) ?? ScheduleDocument())
         let text = schedule.text
         try access.with(site) { p throws(PartitionError) in try p.storage.setItem(Self.key, text) }
         onChange(site)
+        do { try mirror?.mirror(old: old, new: schedule, siteID: site.id, now: clock.now()) } catch {
+            if error.code == .locked { return schedule }
+            throw BridgeFailure(error.code, "the schedule is stored, but not mirrored to the site's vault: \(error.message)")
+        }
         return schedule
     }
 }

@@ -127,12 +127,14 @@ extension Vault {
         return (merged, conflicts, o)
     }
 
-    /// Both sides changed the picks file: merge by id into a new blob.
+    /// Both sides changed a file with a merge rule of its own (the picks, merged by id; the
+    /// inbox's read marks, by their union): merge into a new blob.
     func mergePicks(_ path: VaultPath, _ o: FlatFile, _ t: FlatFile, width: Int, deflate: Bool) throws(VaultError) -> FlatFile? {
-        guard PicksMerge.paths.contains(path.string) else { return nil }
+        let rule: ([UInt8], [UInt8]) -> [UInt8]?
+        if PicksMerge.paths.contains(path.string) { rule = PicksMerge.merge } else if path.string == InboxReadMarksMerge.path { rule = InboxReadMarksMerge.merge } else { return nil }
         let ob = try blob(o.blobID, size: o.size, contentHash: o.contentHash, path: path)
         let tb = try blob(t.blobID, size: t.size, contentHash: t.contentHash, path: path)
-        guard let bytes = PicksMerge.merge(ours: ob, theirs: tb) else { return nil }
+        guard let bytes = rule(ob, tb) else { return nil }
         let stored = try BlobEncoding.seal(bytes, key: keys.readKey, deflate: deflate)
         let id = try LocalObjectStore(vaultRoot: root).putObject(stored, width: width)
         return FlatFile(blobID: id, size: bytes.count, contentHash: ObjectIDs.contentHash(bytes), contentType: o.contentType,
