@@ -33,6 +33,8 @@ public final class Daemon: Sendable {
     public let store: OpenStore
     public let options: DaemonOptions
     private let running = Mutex<Running?>(nil)
+    /// Set from the first line of ``start()`` until ``stop()``, so two starts never race.
+    private let claimed = Mutex(false)
 
     /// What ``start()`` started, stopped by ``stop()``.
     private struct Running: Sendable {
@@ -76,8 +78,19 @@ public final class Daemon: Sendable {
     /// Starts serving and returns: reminders and vault sync, the bridge socket, then the
     /// ssh-agent socket (when asked), the control socket and the session-lock watch. A socket
     /// other than the bridge's that cannot start is logged, not thrown.
-    /// - Throws: when the bridge socket cannot be served (no path, or it cannot listen).
+    /// - Throws: ``DaemonError`` `running` when it already runs; the socket's error when the
+    ///   bridge socket cannot be served (no path, or it cannot listen).
     public func start() throws {
+        guard claimed.withLock({ c in defer { c = true }; return !c }) else {
+            throw DaemonError("this daemon is already running", remedy: "call stop() before starting it again", code: "running")
+        }
+        do { try serve() } catch {
+            claimed.withLock { $0 = false }
+            throw error
+        }
+    }
+
+    private func serve() throws {
         let env = options.environment
         let log = options.log
         let custodian = store.custodian
@@ -157,6 +170,7 @@ public final class Daemon: Sendable {
     /// the ssh-agent socket, the session-lock watch and the control socket stop; custody locks
     /// and the audit log is flushed. Does nothing when not running.
     public func stop() {
+        defer { claimed.withLock { $0 = false } }
         guard let run = running.withLock({ r in defer { r = nil }; return r }) else { return }
         run.bridge.shutdown()
         run.sync?.stop()

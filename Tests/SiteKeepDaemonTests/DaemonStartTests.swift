@@ -41,6 +41,7 @@ import SiteKeepTestSupport
         let daemon = try Daemon.open(home: home, options: options)
         try daemon.start()
         defer { daemon.stop() }
+        #expect(throws: DaemonError.self) { try daemon.start() }
         let bridgePath = try #require(daemon.bridgePath)
         let controlPath = try #require(daemon.controlPath)
         #expect(controlPath == run.appendingPathComponent("control.sock").path)
