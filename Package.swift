@@ -2,11 +2,13 @@
 //
 // SiteKeep: a sandboxed multi-site state store with key custody.
 //
-// Layers (each imports only the layers below it; see docs/ARCHITECTURE.md):
+// Layers (each imports only the layers below it, and declares each here: tools/check-imports;
+// see docs/ARCHITECTURE.md):
 //
-//   sitekeep (CLI)  ─ SiteKeepCommandLine
+//   sitekeep (CLI)  ─ SiteKeepCommandLine (command parsing and printing)
+//   SiteKeepDaemon  ─ the composition root: opens a store, wires the bridge's modules, starts the daemon
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
-//   SiteKeepBridge  ─ op catalogue, dispatcher, socket server
+//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, socket servers
 //   SiteKeepVaultRemotes ─ vault server HTTP API (libSiteKeepHTTP.so by dlopen), folder/static remotes, push queue
 //   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, documents, ...)
 //   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
@@ -67,6 +69,7 @@ let package = Package(
         .library(name: "SiteKeepBridgeProtocol", targets: ["SiteKeepBridgeProtocol"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
+        .library(name: "SiteKeepDaemon", targets: ["SiteKeepDaemon"]),
         // Test support (in-memory services and keys), for the fuzz package; never linked by a
         // production executable.
         .library(name: "SiteKeepTesting", targets: ["SiteKeepTesting"]),
@@ -99,7 +102,7 @@ let package = Package(
         // Custody: the only layer that holds unwrapped keys.
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
-        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepSystem", "CSQLite", "SiteKeepCustody"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
         .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
@@ -130,14 +133,24 @@ let package = Package(
         // web-view host links it without custody, SQLite or OpenSSL.
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
+        // The composition root: opens a store and wires custody, the site registry, the vault
+        // library, the native core and the bridge's modules into one daemon (bridge, control and
+        // ssh-agent sockets, reminders, vault sync, the session-lock watch). The CLI's `serve`
+        // and any host start it through `Daemon`; it never imports the command line.
+        .target(name: "SiteKeepDaemon", dependencies: [
+            "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
+            "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent", "SiteKeepSocket",
+            "SiteKeepBridgeProtocol", "SiteKeepBridge",
+        ]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
+            "SiteKeepDaemon",
         ]),
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
@@ -152,7 +165,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
-            "SiteKeepTesting",
+            "SiteKeepTesting", "SiteKeepSocket",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
@@ -162,7 +175,7 @@ let package = Package(
         // In-memory stand-ins (bridge services, site storage keys, vault keys, a signing audit
         // file) for tests, the test daemon, the fuzz targets and the benchmarks: kept out of Sources/.
         .target(name: "SiteKeepTesting", dependencies: ["SiteKeepBridge", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
-                                                        "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem"],
+                                                        "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
                 path: "Tests/SiteKeepTesting"),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
@@ -172,14 +185,17 @@ let package = Package(
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
-        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
-        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
+        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCustody"]),
+        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
-        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting"]),
-        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"], swiftSettings: faultsInDebugOnly),
-        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
+        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
+        // The daemon started through SiteKeepDaemon's API alone, as a host starts it (no command line linked).
+        .testTarget(name: "SiteKeepDaemonTests", dependencies: ["SiteKeepDaemon", "SiteKeepBridgeProtocol", "SiteKeepCrypto", "SiteKeepCustody",
+                                                               "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepPartitions", "SiteKeepSocket", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.

@@ -27,7 +27,7 @@ public struct BridgePolicyProbe: Probe {
         }
         guard let me = bridgeSites.first(where: { $0.id == subject.id.string }) else { return .error("the subject is not in the registry") }
         let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(),
-                                              services: BridgeServices(sites: RegistrySiteResolver(registry: context.registry)))
+                                              sites: RegistrySiteResolver(registry: context.registry), modules: [])
         // The subject, and (for origin claims) its neighbour as the claimed site.
         let neighbour = bridgeSites.first { $0.id == context.neighbour(of: subject).id.string }
         let sites = kind == .foreignOps ? [me] : [me] + (neighbour.map { [$0] } ?? [])

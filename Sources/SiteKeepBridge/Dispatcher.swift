@@ -7,7 +7,7 @@ import SiteKeepCustody
 /// version → op known → op is a request → connection bound (`hello` first) → its site still
 /// registered as it was at `hello` (else the connection is revoked) → claimed origin is
 /// the connection's site → site on the op's allow-list → op size limit → rate limit →
-/// `unsupported` → args shape (from the catalogue) → handler configured → presence (a proof for
+/// `unsupported` → args shape (from the catalogue) → handler registered (its module) → presence (a proof for
 /// this site, op and key; before a prompt, `args.key` must be a key id and the op's preflight
 /// must pass) → handler → result shape. So a request that cannot run never prompts.
 ///
@@ -15,26 +15,65 @@ import SiteKeepCustody
 /// built from ``JSONValue`` only, so no key type has a path into a reply.
 ///
 /// ```swift
-/// let d = try BridgeDispatcher(catalogue: .bundled(), services: services)
+/// let d = try BridgeDispatcher(catalogue: .bundled(), sites: resolver, modules: [StorageModule(storage)])
 /// let c = BridgeConnection()
 /// let reply = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://promptugal.news"}}"#.utf8), connection: c)
 /// ```
 public final class BridgeDispatcher: Sendable {
     public let catalogue: OpCatalogue
-    let services: BridgeServices
+    /// The registry seen from the bridge: origin → site.
+    let sites: any SiteResolver
+    /// Presence proofs for the ops that need one; nil makes those ops answer `not_configured`.
+    let presence: (any PresenceService)?
     let handlers: [String: BridgeHandler]
     let preflights: [String: BridgePreflight]
     /// Per op: every app-bound site, or these canonical origins.
     private let allow: [String: (appBound: Bool, origins: Set<String>)]
     let hub = EventHub()
 
+    /// The ops some registered module serves; every other catalogued request answers
+    /// `not_configured` (or `unsupported`, as the catalogue says).
+    public var servedOps: Set<String> { Set(handlers.keys) }
+
+    /// - Parameters:
+    ///   - sites: origin → site, the registry as the bridge sees it.
+    ///   - presence: where ops that need presence get their proof.
+    ///   - modules: the op groups this daemon serves (at most one module per op).
+    ///   - knownModules: every module kind that could serve an op, registered or not (the
+    ///     catalogue check's list; the kinds in `modules` are added to it).
     /// - Throws: ``BridgeError/invalidCatalogue(_:)`` when an allow-list origin is not a valid
-    ///   origin; ``BridgeError/catalogueMismatch(_:)`` when an op has no possible handler.
-    public init(catalogue: OpCatalogue, services: BridgeServices) throws(BridgeError) {
+    ///   origin; ``BridgeError/catalogueMismatch(_:)`` when a catalogued op has no module kind
+    ///   that can serve it, a module serves an op the catalogue does not list, a module's
+    ///   handlers differ from the ops it declares, or two modules serve one op.
+    public init(catalogue: OpCatalogue, sites: any SiteResolver, presence: (any PresenceService)? = nil,
+                modules: [any BridgeModule], knownModules: [any BridgeModule.Type] = BridgeModules.shipped) throws(BridgeError) {
         self.catalogue = catalogue
-        self.services = services
-        handlers = services.handlers
-        preflights = services.preflights
+        self.sites = sites
+        self.presence = presence
+        var handlers: [String: BridgeHandler] = [:]
+        var preflights: [String: BridgePreflight] = [:]
+        var servable = Set<String>()
+        for kind in knownModules { servable.formUnion(kind.ops) }
+        for module in modules {
+            let kind = type(of: module)
+            let table = module.handlers
+            guard Set(table.keys) == kind.ops else {
+                throw .catalogueMismatch("\(kind) declares \(kind.ops.sorted()) but handles \(table.keys.sorted())")
+            }
+            let checks = module.preflights
+            if let stray = checks.keys.first(where: { !kind.ops.contains($0) }) {
+                throw .catalogueMismatch("\(kind) has a preflight for \(stray), which it does not serve")
+            }
+            for (op, handler) in table {
+                guard handlers.updateValue(handler, forKey: op) == nil else {
+                    throw .catalogueMismatch("op \(op) is served by two registered modules")
+                }
+            }
+            preflights.merge(checks) { a, _ in a }
+            servable.formUnion(kind.ops)
+        }
+        self.handlers = handlers
+        self.preflights = preflights
         var allow: [String: (appBound: Bool, origins: Set<String>)] = [:]
         for op in catalogue.ops {
             var entry = (appBound: false, origins: Set<String>())
@@ -42,20 +81,19 @@ public final class BridgeDispatcher: Sendable {
                 switch rule {
                 case .appBound: entry.appBound = true
                 case .origin(let o):
-                    guard let canonical = services.sites.canonicalOrigin(o) else {
+                    guard let canonical = sites.canonicalOrigin(o) else {
                         throw .invalidCatalogue("op \(op.name): \(o) is not a valid origin")
                     }
                     entry.origins.insert(canonical)
                 }
             }
             allow[op.name] = entry
-            if op.direction == .request, op.name != "hello", op.unsupportedMessage == nil,
-               !BridgeServices.implementableOps.contains(op.name) {
-                throw .catalogueMismatch("op \(op.name) has no handler in SiteKeepBridge")
+            if op.direction == .request, op.name != "hello", op.unsupportedMessage == nil, !servable.contains(op.name) {
+                throw .catalogueMismatch("op \(op.name) has no module that can serve it")
             }
         }
-        for name in BridgeServices.implementableOps where catalogue[name] == nil {
-            throw .catalogueMismatch("handler \(name) has no op in the catalogue")
+        for name in servable.sorted() where catalogue[name] == nil {
+            throw .catalogueMismatch("a module serves \(name), which the catalogue does not list")
         }
         self.allow = allow
     }
@@ -159,7 +197,7 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(.notConfigured, "\(op.name) is not configured in this daemon (its service is not set up)")
         }
         guard op.presence else { return (handler, nil) }
-        guard let presence = services.presence else {
+        guard let presence else {
             throw BridgeFailure(.notConfigured, "\(op.name) needs presence and no presence service is configured")
         }
         var keyID: String? = nil
@@ -192,7 +230,7 @@ public final class BridgeDispatcher: Sendable {
     /// app-bound flag changed, since its `hello` (by this process or another: the resolver sees
     /// both at once). The connection is revoked for good; the socket server then closes it.
     private func checkBindingIsCurrent(_ site: BridgeSite, connection: BridgeConnection) throws(BridgeFailure) {
-        guard connection.isRevoked || !services.sites.isCurrent(site) else { return }
+        guard connection.isRevoked || !sites.isCurrent(site) else { return }
         connection.revoke()
         hub.remove(connection)
         throw BridgeFailure(.forbiddenOrigin, "\(site.name) was removed from SiteKeep, or its origins or app-bound flag changed, after this connection's hello; the connection is closed: open a new one and send hello")
@@ -200,7 +238,7 @@ public final class BridgeDispatcher: Sendable {
 
     private func checkClaimedOrigin(_ origin: String?, site: BridgeSite) async throws(BridgeFailure) {
         guard let origin else { return }
-        guard let canonical = services.sites.canonicalOrigin(origin), site.origins.contains(canonical) else {
+        guard let canonical = sites.canonicalOrigin(origin), site.origins.contains(canonical) else {
             throw BridgeFailure(.forbiddenOrigin, "this connection is bound to \(site.name); a message may not claim another origin")
         }
     }
@@ -217,8 +255,7 @@ public final class BridgeDispatcher: Sendable {
         guard let origin = request.args["origin"]?.stringValue else {
             throw BridgeFailure(.badRequest, "args.origin is missing")
         }
-        let sites = services.sites
-        guard let canonical = sites.canonicalOrigin(origin) else {
+                guard let canonical = sites.canonicalOrigin(origin) else {
             let typed = FieldSchema.printable(origin)
             throw BridgeFailure(.forbiddenOrigin, "the origin '\(typed)' is not a web origin (scheme://host[:port])" + (origin.contains("://") ? "" : "; did you mean https://\(typed)?"))
         }

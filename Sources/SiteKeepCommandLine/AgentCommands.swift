@@ -3,6 +3,7 @@ internal import SiteKeepAgent
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
+internal import SiteKeepDaemon
 
 /// `agent env`, `team ssh enable|disable`, `team show`: team keys for ssh, ssh-keygen and git.
 enum AgentCommands {

@@ -2,6 +2,7 @@ import Foundation
 internal import SiteKeepBridge
 internal import SiteKeepJSON
 internal import SiteKeepPartitions
+internal import SiteKeepDaemon
 
 /// `ops` and `call`: the bridge's op catalogue, and a client for scripts and debugging.
 enum BridgeCommands {

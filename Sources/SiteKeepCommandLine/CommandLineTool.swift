@@ -6,6 +6,7 @@ import Synchronization
 internal import SiteKeepHardening
 internal import SiteKeepKeyring
 public import SiteKeepJSON
+internal import SiteKeepDaemon
 
 /// The `sitekeep` command line: global options, a tree of subcommands, help, exit statuses.
 ///

@@ -4,6 +4,7 @@ internal import SiteKeepCustody
 internal import SiteKeepJSON
 internal import SiteKeepKeyring
 internal import SiteKeepBridgeProtocol
+internal import SiteKeepDaemon
 
 /// `init`, `unlock`, `lock`, `status`, `slot …`, `team …`, `prf salt`, `log …`.
 enum CustodyCommands {

@@ -6,6 +6,7 @@ internal import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
+internal import SiteKeepDaemon
 
 /// The CLI's link to the daemon serving its store (`sitekeep serve`) through the control
 /// socket, for `unlock`, `lock` and `status`. Every request names the store id, so a daemon

@@ -2,6 +2,7 @@ import Foundation
 internal import SiteKeepCustody
 internal import SiteKeepPartitions
 internal import SiteKeepVault
+internal import SiteKeepDaemon
 
 /// `completions bash|zsh` and `man`: generated from the same command specs as `--help`.
 enum DocumentationCommands {

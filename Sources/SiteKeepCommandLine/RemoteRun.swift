@@ -6,6 +6,7 @@ internal import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 internal import SiteKeepJSON
 internal import SiteKeepSocket
+internal import SiteKeepDaemon
 
 /// The command line as a client of its store's daemon.
 ///

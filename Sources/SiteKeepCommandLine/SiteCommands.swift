@@ -6,6 +6,7 @@ internal import SiteKeepPartitions
 internal import SiteKeepAudit
 internal import SiteKeepCore
 internal import SiteKeepVault
+internal import SiteKeepDaemon
 
 /// `site add|list|remove`, `site storage get|set|remove|keys`, and `audit`.
 enum SiteCommands {
@@ -13,8 +14,7 @@ enum SiteCommands {
 
     /// The site registry of a store, its storage keys provided by the custodian.
     static func registry(_ store: StoreContext) throws -> SiteRegistry {
-        if let shared = store.shared { return shared.registry }
-        return try SiteRegistry(home: URL(fileURLWithPath: store.home.path), keys: store.custodian)
+        try store.registry()
     }
 
     /// A site named by its id, a unique prefix of its id (8 characters or more), one of its

@@ -1,100 +1,27 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
-import Foundation
 internal import SiteKeepCrypto
-internal import SiteKeepPartitions
-internal import SiteKeepVault
-public import SiteKeepKeyring
-public import SiteKeepCustody
-internal import SiteKeepSystem
+internal import SiteKeepKeyring
+internal import SiteKeepCustody
+public import SiteKeepDaemon
 
-/// One SiteKeep store as the CLI opens it: the home folder, the keyring its keys live in, and
-/// the custodian over them.
-///
-/// The keyring backend a store was created with is recorded in the home (`keyring-backend`),
-/// so `auto` keeps using it: a Secret Service that appears later does not hide a file
-/// keyring's items, and a store made on the Secret Service never falls back to an empty file.
-public struct StoreContext: Sendable {
-    public let home: StoreHome
-    public let keyring: any KeyringBackend
-    public let keyringReason: String
-    public let custodian: Custodian
-    /// The daemon's shared registry and vault library, when this is the store a daemon serves:
-    /// every command run inside the daemon then uses the same instances as the bridge.
-    var shared: SharedStoreServices?
+/// One SiteKeep store as the CLI opens it: the daemon target's ``OpenStore`` (home, keyring,
+/// custodian, and the daemon's shared registry and vault library when run inside it).
+public typealias StoreContext = OpenStore
 
-    static let markerName = "keyring-backend"
-
-    /// The id of the store in `home` (its `store-id` file), or nil when there is no store there.
-    /// Reads one small file; opens no keyring.
-    static func storeID(home: String) -> String? {
-        guard let text = try? String(contentsOfFile: home + "/store-id", encoding: .utf8) else { return nil }
-        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return id.isEmpty ? nil : id
-    }
-
-    /// Whether `home` holds a store made by `init` (a store id and a keyring or audit trail of
-    /// its initialisation), as opposed to nothing or the half folder old builds left behind.
-    static func exists(home: String) -> Bool {
-        guard storeID(home: home) != nil else { return false }
-        var st = stat()
-        if stat(home + "/keyring-state", &st) == 0 { return true }
-        return stat(home + "/audit.log", &st) == 0 && st.st_size > 0
-    }
-
+extension OpenStore {
     /// Opens the store of `inv`'s `--home` with its `--keyring` choice. Inside the daemon this is
     /// the daemon's own open store.
     /// - Parameter creating: true only for `init`; every other command refuses a folder that
     ///   holds no store, and creates nothing there.
-    public static func open(_ inv: Invocation, configuration: CustodianConfiguration = CustodianConfiguration(),
-                            creating: Bool = false) throws -> StoreContext {
+    static func open(_ inv: Invocation, configuration: CustodianConfiguration = CustodianConfiguration(),
+                     creating: Bool = false) throws -> StoreContext {
         if let hosted = inv.hosted {
             guard hosted.home.path == inv.settings.home else {
                 throw CommandFailure("this daemon serves the store in \(hosted.home.path), not \(inv.settings.home)", code: "wrong_store")
             }
             return hosted
         }
-        if !creating, !exists(home: inv.settings.home) {
-            throw CommandFailure("there is no SiteKeep store in \(inv.settings.home)",
-                                 remedy: "create one with 'sitekeep init --home \(inv.settings.home)', or point --home (or SITEKEEP_HOME) at your store",
-                                 code: "no_store")
-        }
-        let home = StoreHome(path: inv.settings.home)
-        let marker = home.path + "/" + markerName
-        let recorded: String?
-        if case .bytes(let bytes)? = try? FileIO.readRegularFile(marker, limit: 4096) {
-            recorded = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        } else {
-            recorded = nil
-        }
-        var choice = KeyringChoice(rawValue: inv.settings.keyring) ?? .auto
-        if let recorded, let kind = KeyringKind(rawValue: recorded) {
-            switch (choice, kind) {
-            case (.auto, .file): choice = .file
-            case (.auto, .secretService): choice = .secretService
-            case (.file, .secretService), (.secretService, .file):
-                throw CommandFailure("this store keeps its keys in the \(kind.rawValue) keyring, not \(choice.rawValue)",
-                                     remedy: "pass --keyring \(kind.rawValue) (or leave --keyring at auto)", code: "keyring_mismatch")
-            default: break
-            }
-        }
-        let opened: Keyring.Opened
-        do {
-            opened = try Keyring.open(choice: choice, home: home)
-        } catch {
-            if recorded == KeyringKind.secretService.rawValue {
-                throw CommandFailure("this store keeps its keys in the Secret Service, which is not available: \(error)",
-                                     remedy: "start and unlock your Secret Service (gnome-keyring-daemon), then retry", code: "keyring")
-            }
-            throw error
-        }
-        let custodian = try Custodian(home: home, keyring: opened.backend, configuration: configuration)
-        if recorded == nil {
-            // Record the backend the first time the store is opened (creation).
-            try? AtomicFile.replace(marker, with: Array((opened.backend.kind.rawValue + "\n").utf8))
-        }
-        return StoreContext(home: home, keyring: opened.backend, keyringReason: opened.reason, custodian: custodian)
+        return try open(home: inv.settings.home, keyring: KeyringChoice(rawValue: inv.settings.keyring) ?? .auto,
+                        configuration: configuration, creating: creating)
     }
 
     /// Unlocks this process's custodian with the secret the invocation names: `--prf-file`,
@@ -103,7 +30,7 @@ public struct StoreContext: Sendable {
     /// Inside the daemon this unlocks the daemon itself (as `gpg-agent` caches a key its client
     /// unlocked): with the secret the command gives, or typed at the client's terminal; with
     /// neither, it fails saying the daemon is locked.
-    public func unlockOneShot(_ inv: Invocation) throws {
+    func unlockOneShot(_ inv: Invocation) throws {
         if custodian.isUnlocked { return }
         guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.hosted != nil, !inv.io.canPrompt, !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
@@ -119,16 +46,8 @@ public struct StoreContext: Sendable {
     }
 }
 
-/// What a daemon shares with the commands it runs: one site registry and one vault library
-/// (their caches register with custody's lock scope, so `lock` clears them for everyone).
-final class SharedStoreServices: Sendable {
-    let registry: SiteRegistry
-    let library: VaultLibrary
-    init(registry: SiteRegistry, library: VaultLibrary) {
-        self.registry = registry
-        self.library = library
-    }
-}
+/// A store or daemon start-up error, reported with its code and remedy.
+extension DaemonError: CodedError {}
 
 /// The unlock secret a command line gives, kept in guarded memory until used.
 final class UnlockInput: @unchecked Sendable {

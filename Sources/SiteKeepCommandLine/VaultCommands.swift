@@ -6,6 +6,7 @@ internal import SiteKeepVault
 internal import SiteKeepKeyring
 internal import SiteKeepPartitions
 internal import SiteKeepVaultRemotes
+internal import SiteKeepDaemon
 
 /// `vault add|list|remove|ls|cat|log|status|verify|trust|assign|policy`.
 enum VaultCommands {
@@ -13,11 +14,7 @@ enum VaultCommands {
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {
-        if let shared = store.shared { return shared.library }
-        let registry = VaultRegistry(file: store.home.path + "/vaults.json")
-        let custodian = store.custodian
-        return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),
-                            signer: { DeviceCommitSigner(custodian: custodian, vaultName: $0) })
+        store.vaultLibrary()
     }
 
     /// Opens the store and unlocks it for this command.

@@ -5,6 +5,7 @@ internal import SiteKeepJSON
 internal import SiteKeepVault
 internal import SiteKeepVaultRemotes
 internal import SiteKeepKeyring
+internal import SiteKeepDaemon
 
 /// `vault remote add|list|remove`, `vault clone|pull|push|resolve|merge-abort`.
 enum VaultSyncCommands {

@@ -1,6 +1,7 @@
 import Foundation
 internal import SiteKeepJSON
 internal import SiteKeepVault
+internal import SiteKeepDaemon
 
 /// `vault write|rm|mv`: commits on this device's clone branch, signed with the device key.
 enum VaultWriteCommands {

@@ -103,7 +103,7 @@ public final class VaultSyncScheduler: Sendable {
             let forced = wake.wait(timeout: .now()) == .success
             if unlocked && (!wasUnlocked || forced || ContinuousClock.now >= due) {
                 if isMetered() {
-                    note("sitekeep serve: vault sync skipped: the network link is metered")
+                    note("vault sync skipped: the network link is metered")
                 } else {
                     round()
                 }
@@ -131,7 +131,7 @@ public final class VaultSyncScheduler: Sendable {
                 if after != before || !(outcome.merge?.conflicts.isEmpty ?? true) { onChanged(r.name, r.siteID, outcome) }
             } catch let e {
                 error = e.description
-                note("sitekeep serve: vault \(r.name) did not sync: \(e.description)")
+                note("vault \(r.name) did not sync: \(e.description)")
             }
             let now = VaultSyncService.nowMs()
             state.withLock { $0.last[r.name] = (now, error) }

@@ -49,8 +49,8 @@ func coreGroup(_ settings: Settings) throws -> [Row] {
     _ = try registry.add(displayName: "Promptugal", origins: ["https://promptugal.news"], appBound: true)
     let access = PartitionAccess(registry: registry, lockScope: LockScope())
     defer { access.closeAll() }
-    let services = BridgeServices(sites: RegistrySiteResolver(registry: registry), schedule: PartitionScheduleService(access: access))
-    let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services)
+    let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), sites: RegistrySiteResolver(registry: registry),
+                                          modules: [ScheduleModule(PartitionScheduleService(access: access))])
     let path = dir.appendingPathComponent("bridge.sock").path
     let server = try BridgeServer(dispatcher: dispatcher, path: path)
     server.start()

@@ -247,13 +247,13 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         }
         let vaultRegistry = VaultRegistry(file: store + "/vaults.json")
         let library = VaultLibrary(registry: vaultRegistry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: vaultRegistry))
-        let services = BridgeServices(sites: RegistrySiteResolver(registry: registry), vault: LibraryVaultService(library: library))
+        let sites = RegistrySiteResolver(registry: registry), vaultModule = VaultModule(LibraryVaultService(library: library))
         // The catalogue limits vault.load to 10 a second per connection; lift it to measure latency.
         var catalogue = try OpCatalogue.bundled()
         if let i = catalogue.ops.firstIndex(where: { $0.name == "vault.load" }) {
             catalogue.ops[i].rateLimit = RateLimit(burst: 1_000_000, perSecond: 1_000_000)
         }
-        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, services: services),
+        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, sites: sites, modules: [vaultModule]),
                                       path: base + "/run/bridge.sock")
         server.start()
         defer { server.shutdown() }

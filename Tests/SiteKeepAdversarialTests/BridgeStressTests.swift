@@ -23,9 +23,9 @@ import SiteKeepTesting
             if let i = catalogue.ops.firstIndex(where: { $0.name == name }) { catalogue.ops[i].rateLimit = RateLimit(burst: 100_000, perSecond: 100_000) }
         }
         let access = PartitionAccess(registry: registry, lockScope: LockScope())
-        let services = BridgeServices(sites: RegistrySiteResolver(registry: registry), storage: PartitionStorageService(access: access))
+        let resolver = RegistrySiteResolver(registry: registry), storage = StorageModule(PartitionStorageService(access: access))
         try FileManager.default.createDirectory(atPath: f.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, services: services), path: f.path + "/run/bridge.sock")
+        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, sites: resolver, modules: [storage]), path: f.path + "/run/bridge.sock")
         server.start()
         defer { server.shutdown() }
 

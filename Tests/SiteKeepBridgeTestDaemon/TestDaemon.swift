@@ -16,8 +16,7 @@ struct TestDaemon {
             let audit = try GroupSyncAuditLog(path: env["SITEKEEP_TEST_AUDIT"] ?? "/dev/null")
             let seed: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0x40 + $0 * 7) }
             let key = SigningKeyHandle(ed25519: try Ed25519.PrivateKey(seed: SecretBytes(copying: seed)))
-            let services = InMemoryBridge.services(signing: HandleSigningService(keys: ["team-ed": key], audit: audit))
-            let dispatcher = try BridgeDispatcher(catalogue: .bundled(), services: services)
+            let dispatcher = try InMemoryBridge.dispatcher(signing: HandleSigningService(keys: ["team-ed": key], audit: audit))
             try BridgeDaemon.run(dispatcher: dispatcher, ready: { path in
                 FileHandle.standardOutput.write(Data("ready \(path ?? "activated")\n".utf8))
             }, onStopped: { audit.close() })

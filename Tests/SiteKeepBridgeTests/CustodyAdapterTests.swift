@@ -49,11 +49,9 @@ final class CountingVerifier: PresenceVerifier {
         _ = try custodian.initialize(passphrase: SecretBytes(copying: Array("pw".utf8)), parameters: .minimum, withRecoveryCode: false)
         let info = try custodian.generateTeamKey(id: "summit", name: "Web Summit Team", algorithm: .ed25519)
         let verifier = CountingVerifier(approve: true)
-        var services = InMemoryBridge.services()
-        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope))
-        services.signing = CustodySigningService(custodian: custodian)
-        services.identity = CustodyIdentityService(custodian: custodian, teamKeyID: "summit")
-        let bed = try BridgeDispatcher(catalogue: .bundled(), services: services)
+        let bed = try InMemoryBridge.dispatcher(presence: CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope)),
+                                                signing: CustodySigningService(custodian: custodian),
+                                                identity: CustodyIdentityService(custodian: custodian, teamKeyID: "summit"))
         let c = BridgeConnection()
         func send(_ op: String, _ args: JSONValue = .object([])) async throws -> BridgeMessage {
             let bytes = await bed.handle(JSONSerializer.bytes(BridgeRequest(id: 1, op: op, args: args).json), connection: c)
@@ -80,10 +78,8 @@ final class CountingVerifier: PresenceVerifier {
     }
 
     @Test func refusedPresenceIsPresenceDenied() async throws {
-        var services = InMemoryBridge.services()
-        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: CountingVerifier(approve: false), lockScope: LockScope()))
-        services.signing = HandleSigningService(keys: ["k": try TestKeys.ed25519()], audit: InMemoryAuditSink())
-        let d = try BridgeDispatcher(catalogue: .bundled(), services: services)
+        let d = try InMemoryBridge.dispatcher(presence: CustodyPresenceService(window: PresenceWindow(verifier: CountingVerifier(approve: false), lockScope: LockScope())),
+                                              signing: HandleSigningService(keys: ["k": try TestKeys.ed25519()], audit: InMemoryAuditSink()))
         let c = BridgeConnection()
         _ = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8), connection: c)
         let m = try BridgeMessage.parse(await d.handle(Array(#"{"v":1,"id":2,"op":"key.sign","args":{"key":"k","data":"AA=="}}"#.utf8), connection: c))

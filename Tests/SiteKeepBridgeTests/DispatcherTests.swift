@@ -71,7 +71,7 @@ import SiteKeepTesting
 
     @Test func dispatcherRefusesAnOpWithoutHandler() throws {
         let c = try OpCatalogue.load(Self.catalogue(Self.minimalOp))
-        #expect(throws: BridgeError.self) { try BridgeDispatcher(catalogue: c, services: InMemoryBridge.services()) }
+        #expect(throws: BridgeError.self) { try BridgeDispatcher(catalogue: c, sites: InMemoryBridge.resolver, modules: InMemoryBridge.modules()) }
     }
 }
 
@@ -242,10 +242,8 @@ import SiteKeepTesting
     }
 
     @Test func aProofForAnotherSiteDoesNotServe() async throws {
-        var services = InMemoryBridge.services()
-        services.presence = WrongSitePresence()
-        services.signing = HandleSigningService(keys: ["team-ed": try TestKeys.ed25519()], audit: InMemoryAuditSink())
-        let d = try BridgeDispatcher(catalogue: .bundled(), services: services)
+        let d = try InMemoryBridge.dispatcher(presence: WrongSitePresence(),
+                                              signing: HandleSigningService(keys: ["team-ed": try TestKeys.ed25519()], audit: InMemoryAuditSink()))
         let c = BridgeConnection()
         _ = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8), connection: c)
         let reply = try BridgeMessage.parse(await d.handle(Array(#"{"v":1,"id":2,"op":"key.sign","args":{"key":"team-ed","data":"AA=="}}"#.utf8), connection: c))

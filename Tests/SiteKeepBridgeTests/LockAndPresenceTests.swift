@@ -23,10 +23,9 @@ struct CustodyBed {
         _ = try custodian.initialize(passphrase: SecretBytes(copying: Array(Self.passphrase.utf8)), parameters: .minimum, withRecoveryCode: false)
         for id in ["summit", "other"] { _ = try custodian.generateTeamKey(id: id, name: id, algorithm: .ed25519) }
         verifier = CountingVerifier(approve: true)
-        var services = InMemoryBridge.services(sealed: sealed ? TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey()) : nil)
-        services.presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope))
-        services.signing = CustodySigningService(custodian: custodian)
-        dispatcher = try BridgeDispatcher(catalogue: .bundled(), services: services)
+        dispatcher = try InMemoryBridge.dispatcher(presence: CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope)),
+                                                   signing: CustodySigningService(custodian: custodian),
+                                                   sealed: sealed ? TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey()) : nil)
     }
 
     var prompts: Int { verifier.asked.load(ordering: .relaxed) }
@@ -122,10 +121,7 @@ struct CustodyBed {
         await #expect(throws: BridgeFailure.self) { try await signing.sign([1], keyID: "other", site: InMemoryBridge.webSummit, presence: proof) }
         _ = try await signing.sign([1], keyID: "summit", site: InMemoryBridge.webSummit, presence: proof)
         // And the dispatcher refuses a service's proof for another key before any handler runs.
-        var services = InMemoryBridge.services()
-        services.presence = StaleKeyPresence()
-        services.signing = signing
-        let d = try BridgeDispatcher(catalogue: .bundled(), services: services)
+        let d = try InMemoryBridge.dispatcher(presence: StaleKeyPresence(), signing: signing)
         let c = BridgeConnection()
         _ = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8), connection: c)
         let reply = try BridgeMessage.parse(await d.handle(Array(#"{"v":1,"id":2,"op":"key.sign","args":{"key":"other","data":"AA=="}}"#.utf8), connection: c))

@@ -28,8 +28,8 @@ import SiteKeepTesting
             site = try registry.add(displayName: "News", origins: ["https://news.example"], appBound: true)
             access = PartitionAccess(registry: registry, lockScope: LockScope())
             access.followRegistryChanges()
-            let services = BridgeServices(sites: RegistrySiteResolver(registry: registry), storage: PartitionStorageService(access: access))
-            dispatcher = try BridgeDispatcher(catalogue: .bundled(), services: services)
+            dispatcher = try BridgeDispatcher(catalogue: .bundled(), sites: RegistrySiteResolver(registry: registry),
+                                              modules: [StorageModule(PartitionStorageService(access: access))])
         }
 
         func send(_ c: BridgeConnection, _ op: String, _ args: JSONValue = .object([])) async -> BridgeMessage {

@@ -78,9 +78,9 @@ struct Bed {
         let signing = HandleSigningService(keys: ["team-ed": try TestKeys.ed25519(), "team-p256": try TestKeys.p256()], audit: audit)
         let sealed = TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey())
         let vault = InMemoryVault()
-        let services = InMemoryBridge.services(presence: presence, signing: signing, sealed: withSealed ? sealed : nil,
-                                               vault: withVault ? vault : nil)
-        dispatcher = try BridgeDispatcher(catalogue: catalogue ?? .bundled(), services: services)
+        dispatcher = try BridgeDispatcher(catalogue: catalogue ?? .bundled(), sites: InMemoryBridge.resolver, presence: presence,
+                                          modules: InMemoryBridge.modules(signing: signing, sealed: withSealed ? sealed : nil,
+                                                                          vault: withVault ? vault : nil))
         self.presence = presence
         self.audit = audit
         self.sealed = sealed

@@ -6,6 +6,7 @@ import SiteKeepTestSupport
 import SiteKeepDesktop
 import SiteKeepBridgeProtocol
 import SiteKeepSocket
+import SiteKeepDaemon
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,6 +5,7 @@ import SiteKeepBridge
 import SiteKeepJSON
 import SiteKeepCustody
 import SiteKeepCrypto
+import SiteKeepDaemon
 import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -218,7 +219,7 @@ enum Base64Text { static let hello = "aGVsbG8=" }
         let plain = try store.file("not-executable.sh", Array("#!/bin/sh\nexit 0\n".utf8))
         let sock = store.dir.appendingPathComponent("run/bridge.sock").path
         // (A #require first: were the check gone, the serve below would start and never return.)
-        try #require(throws: CommandFailure.self) { try DaemonCommands.checkAskpass(["SITEKEEP_ASKPASS": plain]) }
+        try #require(throws: DaemonError.self) { try Askpass.check(["SITEKEEP_ASKPASS": plain]) }
         for (askpass, why) in [("approve.sh", "is not an absolute path"), (plain, "is not executable"),
                                (store.dir.path, "is not a regular file"), ("/nonexistent/askpass", "does not exist")] {
             let r = await runTool(["serve", "--prf-file", plain, "--home", store.home, "--keyring", "file"],
@@ -227,7 +228,7 @@ enum Base64Text { static let hello = "aGVsbG8=" }
             #expect(r.err.contains("--prf-file is read only with --unlock; the daemon starts locked"), "\(r.err)")
             #expect(!FileManager.default.fileExists(atPath: sock), "the daemon listened")
         }
-        #expect(try DaemonCommands.checkAskpass(["SITEKEEP_ASKPASS": "/bin/true"]) == ())
-        #expect(try DaemonCommands.checkAskpass([:]) == ())
+        #expect(try Askpass.check(["SITEKEEP_ASKPASS": "/bin/true"]) == ())
+        #expect(try Askpass.check([:]) == ())
     }
 }

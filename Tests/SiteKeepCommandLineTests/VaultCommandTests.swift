@@ -4,6 +4,7 @@ import Testing
 import SiteKeepBridge
 import SiteKeepCrypto
 import SiteKeepCustody
+import SiteKeepDaemon
 import SiteKeepJSON
 import SiteKeepKeyring
 import SiteKeepTestSupport
@@ -15,7 +16,7 @@ func makeVault(_ sgit: String, _ path: String, keyText: String, file: String, co
     return ChildProcess.run("/bin/sh", ["-c", "cd '\(path)' && '\(sgit)' commit -m one >/dev/null 2>&1"]) == 0
 }
 
-/// The store's bridge, in this process: the daemon's own services (DaemonServices.make) on the
+/// The store's bridge, in this process: the daemon's own modules (``StoreBridge``) on the
 /// bundled catalogue, behind a real socket.
 final class InProcessBridge: @unchecked Sendable {
     let server: BridgeServer
@@ -26,11 +27,11 @@ final class InProcessBridge: @unchecked Sendable {
         let custodian = try Custodian(home: home, keyring: try FileKeyring(home: home))
         try custodian.unlock(.passphrase(try SecretBytes(copying: Array("correct horse battery".utf8))))
         let context = StoreContext(home: home, keyring: custodian.keyring, keyringReason: "test", custodian: custodian)
-        let services = try DaemonServices.make(context, registry: try SiteCommands.registry(context), teamKeyID: nil, environment: [:])
+        let dispatcher = try StoreBridge.dispatcher(for: context, environment: [:])
         let run = store.dir.appendingPathComponent("run-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         path = run.appendingPathComponent("bridge.sock").path
-        server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), services: services), path: path)
+        server = try BridgeServer(dispatcher: dispatcher, path: path)
         server.start()
     }
 

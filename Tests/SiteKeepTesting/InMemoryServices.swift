@@ -269,17 +269,33 @@ public enum InMemoryBridge {
     public static let stranger = site("00000000-0000-4000-8000-000000000005", "Stranger", "https://stranger.example", appBound: false)
     public static let sites = [promptugal, webSummit, newsroom, reader, stranger]
 
-    /// Services backed by memory; pass `signing` / `sealed` / `vault` to include those ops.
-    public static func services(presence: InMemoryPresence = InMemoryPresence(), signing: (any SigningService)? = nil,
-                                sealed: (any SealedContentService)? = nil, vault: (any VaultService)? = InMemoryVault())
-        -> BridgeServices {
+    /// The registry of ``sites``, as the bridge sees it.
+    public static var resolver: InMemorySites { InMemorySites(sites) }
+
+    /// Modules backed by memory; pass `signing` / `sealed` / `vault` to include those ops, and
+    /// `identity` to replace the in-memory identity.
+    public static func modules(signing: (any SigningService)? = nil, sealed: (any SealedContentService)? = nil,
+                               vault: (any VaultService)? = InMemoryVault(), identity: (any IdentityService)? = nil) -> [any BridgeModule] {
         let session = InMemorySession()
         let schedule = InMemorySchedule()
-        return BridgeServices(sites: InMemorySites(sites), presence: presence, storage: InMemoryStorage(),
-                              tabs: session, reading: session, schedule: schedule, notify: schedule,
-                              identity: InMemoryIdentity(BridgeIdentity(teamID: "team-nr", displayName: "Reader Team")),
-                              signing: signing, vault: vault, sealed: sealed,
-                              workflow: InMemoryWorkflows(), inbox: InMemoryInbox())
+        var modules: [any BridgeModule] = [
+            StorageModule(InMemoryStorage()), TabsModule(session), ReadingModule(session), ScheduleModule(schedule),
+            NotifyModule(schedule),
+            IdentityModule(identity ?? InMemoryIdentity(BridgeIdentity(teamID: "team-nr", displayName: "Reader Team"))),
+            WorkflowModule(InMemoryWorkflows()), InboxModule(InMemoryInbox()),
+        ]
+        if let signing { modules.append(SigningModule(signing)) }
+        if let vault { modules.append(VaultModule(vault)) }
+        if let sealed { modules.append(SealedModule(sealed)) }
+        return modules
+    }
+
+    /// A dispatcher on the bundled catalogue, ``resolver`` and ``modules(signing:sealed:vault:identity:)``.
+    public static func dispatcher(presence: (any PresenceService)? = InMemoryPresence(), signing: (any SigningService)? = nil,
+                                  sealed: (any SealedContentService)? = nil, vault: (any VaultService)? = InMemoryVault(),
+                                  identity: (any IdentityService)? = nil) throws -> BridgeDispatcher {
+        try BridgeDispatcher(catalogue: .bundled(), sites: resolver, presence: presence,
+                             modules: modules(signing: signing, sealed: sealed, vault: vault, identity: identity))
     }
 }
 

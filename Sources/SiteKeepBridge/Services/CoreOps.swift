@@ -52,3 +52,19 @@ enum InboxOps {
         ]
     }
 }
+
+/// The bridge module of the `workflow.*` ops: the vault's workflows.
+public struct WorkflowModule: BridgeModule {
+    public static let ops = WorkflowOps.names
+    private let service: any WorkflowService
+    public init(_ service: any WorkflowService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { WorkflowOps.handlers(service) }
+}
+
+/// The bridge module of `inbox.list`: what agents wrote into the vault.
+public struct InboxModule: BridgeModule {
+    public static let ops = InboxOps.names
+    private let service: any InboxService
+    public init(_ service: any InboxService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { InboxOps.handlers(service) }
+}

@@ -28,3 +28,11 @@ enum IdentityOps {
         ]
     }
 }
+
+/// The bridge module of `identity.get`: the user's team identity.
+public struct IdentityModule: BridgeModule {
+    public static let ops = IdentityOps.names
+    private let service: any IdentityService
+    public init(_ service: any IdentityService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { IdentityOps.handlers(service) }
+}

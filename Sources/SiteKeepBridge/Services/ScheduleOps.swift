@@ -50,3 +50,19 @@ enum NotifyOps {
         ]
     }
 }
+
+/// The bridge module of the `schedule.*` ops: the site's `nr.schedule.v1` document.
+public struct ScheduleModule: BridgeModule {
+    public static let ops = ScheduleOps.names
+    private let service: any ScheduleService
+    public init(_ service: any ScheduleService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { ScheduleOps.handlers(service) }
+}
+
+/// The bridge module of `notify.plan`: the site's planned reminders.
+public struct NotifyModule: BridgeModule {
+    public static let ops = NotifyOps.names
+    private let service: any NotifyService
+    public init(_ service: any NotifyService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { NotifyOps.handlers(service) }
+}

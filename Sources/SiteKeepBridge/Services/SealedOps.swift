@@ -72,3 +72,11 @@ enum SealedOps {
         ]
     }
 }
+
+/// The bridge module of `sealed.open`: content sealed to the team.
+public struct SealedModule: BridgeModule {
+    public static let ops = SealedOps.names
+    private let service: any SealedContentService
+    public init(_ service: any SealedContentService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { SealedOps.handlers(service) }
+}

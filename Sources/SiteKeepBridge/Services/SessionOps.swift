@@ -48,3 +48,19 @@ enum ReadingOps {
         ]
     }
 }
+
+/// The bridge module of the `tabs.*` ops: the site's saved tab session.
+public struct TabsModule: BridgeModule {
+    public static let ops = TabsOps.names
+    private let service: any TabsService
+    public init(_ service: any TabsService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { TabsOps.handlers(service) }
+}
+
+/// The bridge module of the `reading.*` ops: reading state per article.
+public struct ReadingModule: BridgeModule {
+    public static let ops = ReadingOps.names
+    private let service: any ReadingService
+    public init(_ service: any ReadingService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { ReadingOps.handlers(service) }
+}

@@ -46,3 +46,12 @@ enum SigningOps {
         ]
     }
 }
+
+/// The bridge module of `key.sign`: signatures by custody's team keys, checked before the presence prompt.
+public struct SigningModule: BridgeModule {
+    public static let ops = SigningOps.names
+    private let service: any SigningService
+    public init(_ service: any SigningService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { SigningOps.handlers(service) }
+    public var preflights: [String: BridgePreflight] { SigningOps.preflights(service) }
+}

@@ -37,3 +37,11 @@ enum StorageOps {
         ]
     }
 }
+
+/// The bridge module of the `storage.*` ops: the site's own key/value store.
+public struct StorageModule: BridgeModule {
+    public static let ops = StorageOps.names
+    private let service: any StorageService
+    public init(_ service: any StorageService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { StorageOps.handlers(service) }
+}

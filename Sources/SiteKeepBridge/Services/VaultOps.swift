@@ -120,3 +120,11 @@ enum VaultOps {
         return path
     }
 }
+
+/// The bridge module of the `vault.*` ops and `capture.save`: the site's vault.
+public struct VaultModule: BridgeModule {
+    public static let ops = VaultOps.names
+    private let service: any VaultService
+    public init(_ service: any VaultService) { self.service = service }
+    public var handlers: [String: BridgeHandler] { VaultOps.handlers(service) }
+}

@@ -1,10 +1,9 @@
-import Foundation
-internal import SiteKeepBridge
-internal import SiteKeepCore
-internal import SiteKeepDesktop
-internal import SiteKeepJSON
-internal import SiteKeepPartitions
 import Synchronization
+import SiteKeepBridge
+import SiteKeepCore
+import SiteKeepDesktop
+import SiteKeepJSON
+import SiteKeepPartitions
 
 /// The daemon's native core: delivers every site's reminders as desktop notifications at their
 /// time (``DeliveryLoop``), re-plans when a site's picks or leads change, keeps the "what is
@@ -39,10 +38,10 @@ final class DaemonCore: Sendable {
         return out
     }
 
-    /// Starts delivering. - Parameter note: where the daemon's messages go (its standard error).
+    /// Starts delivering. - Parameter note: where the daemon's messages go (the daemon's log).
     func start(dispatcher d: BridgeDispatcher, environment: [String: String], note: @escaping @Sendable (String) -> Void) {
         dispatcher.withLock { $0 = d }
-        let printed = PrintingNotifier { note("sitekeep serve: \($0)") }
+        let printed = PrintingNotifier { note("\($0)") }
         let sink: any NotificationSink
         if environment["SITEKEEP_NOTIFY"] == "print" {
             sink = printed
@@ -50,7 +49,7 @@ final class DaemonCore: Sendable {
             let desktop = FreedesktopNotifier { [weak self] n in self?.opened(n) }
             desktop.startListening()
             notifier.withLock { $0 = desktop }
-            sink = FallbackNotifier(primary: desktop, fallback: printed, note: { note("sitekeep serve: \($0)") })
+            sink = FallbackNotifier(primary: desktop, fallback: printed, note: { note("\($0)") })
         }
         let names = Mutex<[String: String]>([:])
         let deliverer = ReminderDeliverer(ledger: FileDeliveryLedger(path: state.deliveredLedger), sink: sink, clock: SystemClock())
@@ -64,20 +63,20 @@ final class DaemonCore: Sendable {
         }, onRound: { result in
             switch result {
             case .success(let round):
-                for n in round.delivered { note("sitekeep serve: reminder \(n.late ? "(late) " : "")\(n.key): \(n.title)") }
-                for f in round.failed { note("sitekeep serve: reminder \(f.key) not shown: \(f.reason)") }
+                for n in round.delivered { note("reminder \(n.late ? "(late) " : "")\(n.key): \(n.title)") }
+                for f in round.failed { note("reminder \(f.key) not shown: \(f.reason)") }
                 let sources = latest.withLock { $0 }
                 do {
                     try CoreFiles.ensureDirectory(state.root)
                     let pending = round.pending.values.reduce(0) { $0 + $1.count }
                     try NextSnapshotStore(path: state.nextSnapshot).write(NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil,
                                                                                               extraBadges: ["reminders": pending]))
-                } catch { note("sitekeep serve: the what-is-next snapshot was not written: \(error)") }
+                } catch { note("the what-is-next snapshot was not written: \(error)") }
             case .failure(let e):
-                note("sitekeep serve: reminders stopped for this round: \(e)")
+                note("reminders stopped for this round: \(e)")
             }
         })
-        do { try CoreFiles.ensureDirectory(state.root) } catch { note("sitekeep serve: \(error)") }
+        do { try CoreFiles.ensureDirectory(state.root) } catch { note("\(error)") }
         loop.withLock { $0 = l }
         l.start()
     }

@@ -1,0 +1,36 @@
+/// One group of ops and the service behind them, registered with a ``BridgeDispatcher``.
+///
+/// A module declares the ops it serves (``ops``, known without an instance, so the catalogue
+/// check can see every op some module could serve), their handlers and the checks they make
+/// before a presence prompt. Adding an op group means adding a module beside its service
+/// (`Services/*Ops.swift`) and listing its kind in ``BridgeModules/shipped``; the dispatcher and
+/// the other modules do not change. An op whose module is not registered answers `not_configured`.
+///
+/// ```swift
+/// let d = try BridgeDispatcher(catalogue: .bundled(), sites: resolver,
+///                              modules: [StorageModule(storage), VaultModule(vault)])
+/// ```
+public protocol BridgeModule: Sendable {
+    /// The ops this module serves: exactly the keys of ``handlers``.
+    static var ops: Set<String> { get }
+    /// Each op's handler, by op name.
+    var handlers: [String: BridgeHandler] { get }
+    /// The checks some ops make before a presence prompt (see ``PresenceService``), by op name;
+    /// each names one of ``ops``.
+    var preflights: [String: BridgePreflight] { get }
+}
+
+extension BridgeModule {
+    /// No op of this module checks anything before a presence prompt.
+    public var preflights: [String: BridgePreflight] { [:] }
+}
+
+/// The module kinds SiteKeepBridge ships: what the catalogue consistency check counts as able
+/// to serve an op, whether or not a daemon registers it.
+public enum BridgeModules {
+    public static let shipped: [any BridgeModule.Type] = [
+        StorageModule.self, TabsModule.self, ReadingModule.self, ScheduleModule.self, NotifyModule.self,
+        IdentityModule.self, SigningModule.self, VaultModule.self, SealedModule.self, WorkflowModule.self,
+        InboxModule.self,
+    ]
+}

@@ -1,0 +1,36 @@
+import Foundation
+public import SiteKeepBridge
+public import SiteKeepKeyring
+public import SiteKeepSocket
+
+/// How a ``Daemon`` runs: what the command line's `serve` options set, and what a host sets in code.
+public struct DaemonOptions: Sendable {
+    /// Where the daemon reads `SITEKEEP_SOCK`, `XDG_RUNTIME_DIR`, `LISTEN_FDS`, `SITEKEEP_ASKPASS`,
+    /// `SITEKEEP_NOTIFY` and the session bus from.
+    public var environment: [String: String]
+    /// The keyring to open the store with (`auto` follows what the store recorded).
+    public var keyring: KeyringChoice = .auto
+    /// Lock after this long unused (like `ssh-add -t`).
+    public var idleLockSeconds: Int = IdleLock.defaultSeconds
+    /// The team key `identity.get` reports; nil: the first team key.
+    public var teamKeyID: String?
+    /// Sync the vaults that have a remote this often while unlocked, and at unlock; 0: never.
+    public var syncIntervalSeconds: Int = 300
+    /// Treat the network as metered: no background sync.
+    public var metered = false
+    /// The bridge socket; nil: the socket systemd passed (`LISTEN_FDS`), else `$SITEKEEP_SOCK`,
+    /// else `$XDG_RUNTIME_DIR/sitekeep/bridge.sock`. The control socket goes beside it.
+    public var bridgeSocket: String?
+    /// Also serve the ssh-agent protocol over the team keys on this socket; nil: no agent.
+    public var sshAgentSocket: String?
+    /// Where the daemon's messages go (one line each, without a trailing newline).
+    public var log: @Sendable (String) -> Void = { _ in }
+    /// Runs a client's whole command inside the daemon (the control socket's `run`, as the
+    /// command line forwards it) against the daemon's open store; nil refuses `run`.
+    public var runCommand: (@Sendable (ControlServer.Request, SocketConnection, OpenStore) -> Void)?
+
+    /// - Parameter environment: nil reads this process's environment.
+    public init(environment: [String: String]? = nil) {
+        self.environment = environment ?? ProcessInfo.processInfo.environment
+    }
+}

@@ -1,0 +1,69 @@
+public import SiteKeepBridge
+import SiteKeepCore
+import SiteKeepCustody
+import SiteKeepKeyring
+import SiteKeepPartitions
+import SiteKeepVault
+
+/// The bridge of one open store: its site registry as the resolver, presence through
+/// `$SITEKEEP_ASKPASS`, and every op module on the store's partitions, custody, vaults and core.
+public enum StoreBridge {
+    /// A dispatcher over `store`'s modules, for a host that serves the bridge itself (the
+    /// ``Daemon`` adds its reminders, vault sync and sockets around the same modules).
+    /// - Parameter teamKeyID: the team key `identity.get` reports (default: the first team key).
+    public static func dispatcher(for store: OpenStore, teamKeyID: String? = nil,
+                                  environment: [String: String]) throws -> BridgeDispatcher {
+        let wired = try make(store, registry: try store.registry(), teamKeyID: teamKeyID, environment: environment, vault: nil)
+        return try wired.dispatcher()
+    }
+
+    /// The parts before the dispatcher exists: the daemon's native core needs the dispatcher
+    /// later (its events), and the modules need the core now (re-planning).
+    struct Wired {
+        let sites: any SiteResolver
+        let presence: (any PresenceService)?
+        let modules: [any BridgeModule]
+        let core: DaemonCore
+
+        func dispatcher() throws -> BridgeDispatcher {
+            try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), sites: sites, presence: presence, modules: modules)
+        }
+    }
+
+    /// The modules of `store`, sharing one set of partitions with the native core.
+    /// - Parameter vault: the vault service to serve (the daemon's sync passes its own), else
+    ///   one on the store's library.
+    static func make(_ store: OpenStore, registry: SiteRegistry, teamKeyID: String?, environment: [String: String],
+                     vault: (any VaultService)?) throws -> Wired {
+        // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
+        // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
+        // partitions here, the presence window, and the vault library (through its key store).
+        let scope = store.custodian.lockScope
+        let access = PartitionAccess(registry: registry, lockScope: scope)
+        // The CLI changes sites.json while the daemon runs: see it at once, close what it removed.
+        access.followRegistryChanges()
+        let core = DaemonCore(home: store.home.path, registry: registry, access: access)
+        let state = core.state
+        let library = store.vaultLibrary()
+        let vaults = CoreVaultAccess(library: library)
+        var presence: (any PresenceService)? = nil
+        if let verifier = try? AskpassPresenceVerifier.fromEnvironment(environment) {
+            presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
+        }
+        let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
+        let custodian = store.custodian
+        let modules: [any BridgeModule] = [
+            StorageModule(PartitionStorageService(access: access)),
+            TabsModule(PartitionTabsService(access: access)),
+            ReadingModule(PartitionReadingService(access: access)),
+            ScheduleModule(PartitionScheduleService(access: access, mirror: VaultPicksMirror(library: library), onChange: { _ in core.replan() })),
+            NotifyModule(CoreNotifyService(access: access, state: state, onChange: { _ in core.replan() })),
+            IdentityModule(SettingsIdentityService(state: state, fallback: team.map { CustodyIdentityService(custodian: custodian, teamKeyID: $0) })),
+            SigningModule(CustodySigningService(custodian: custodian)),
+            VaultModule(vault ?? LibraryVaultService(library: library)),
+            WorkflowModule(CoreWorkflowService(state: state, vaults: vaults)),
+            InboxModule(CoreInboxService(vaults: vaults, state: state)),
+        ]
+        return Wired(sites: RegistrySiteResolver(registry: registry), presence: presence, modules: modules, core: core)
+    }
+}
