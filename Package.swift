@@ -69,7 +69,10 @@ let package = Package(
         // Test support (in-memory services and keys), for the fuzz package; never linked by a
         // production executable.
         .library(name: "SiteKeepTesting", targets: ["SiteKeepTesting"]),
+        // `sitekeep` is the daemon client people run; it execs `sitekeep-main`, the whole tool,
+        // when no daemon serves the store. The two ship together, in one folder.
         .executable(name: "sitekeep", targets: ["sitekeep"]),
+        .executable(name: "sitekeep-main", targets: ["sitekeep-main"]),
     ] + (browserAvailable ? [.executable(name: "sitekeep-browser", targets: ["sitekeep-browser"])] : []),
     targets: [
         // C libraries. Module map + shim header only; no Swift.
@@ -134,8 +137,15 @@ let package = Package(
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
+            "SiteKeepRunClient",
         ]),
-        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
+        .executableTarget(name: "sitekeep-main", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
+        // A command run inside the daemon, from the client's side: the `run` relay and the
+        // process's terminal. Glibc, JSON, sockets and guarded memory only: no Foundation.
+        .target(name: "SiteKeepRunClient", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepSystem", "SiteKeepCrypto"]),
+        // The `sitekeep` front end: runs a command in its store's daemon, else execs sitekeep-main.
+        // It must never link Foundation (ThinClientTests checks): its start-up is the point.
+        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepHardening"]),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
         // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
         .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
@@ -167,7 +177,7 @@ let package = Package(
         .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
-        .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
+        .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting"]),
@@ -175,7 +185,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport"], swiftSettings: faultsInDebugOnly),
-        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
