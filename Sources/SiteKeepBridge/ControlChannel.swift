@@ -6,7 +6,7 @@ public import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 
 /// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
-/// folder; peers of another uid refused), speaking ``ControlWire`` version 2. It is how the
+/// folder; peers of another uid refused), speaking ``ControlWire`` version 3. It is how the
 /// `sitekeep` command line reaches the one process that holds a store's unlocked keys
 /// (`unlock`, `lock`, `status`, and `run`: a whole command run inside the daemon), and how a
 /// web-view host (`sitekeep-browser`) learns the app-bound sites (`sites`). Sites never use it.

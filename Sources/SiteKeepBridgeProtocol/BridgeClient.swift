@@ -1,5 +1,5 @@
 import Glibc
-import Foundation
+import SiteKeepSystem
 import Synchronization
 public import SiteKeepJSON
 import SiteKeepSocket
@@ -45,7 +45,7 @@ public final class BridgeClient: Sendable {
     ///   benchmark or latency-bound caller may set ~100 µs; the default blocks at once).
     public static func connect(path: String? = nil, timeout: Duration = .seconds(30), spin: Duration = .zero) throws(BridgeError) -> BridgeClient {
         let p: String
-        if let path { p = path } else { p = try DaemonSockets.bridge(environment: ProcessInfo.processInfo.environment) }
+        if let path { p = path } else { p = try DaemonSockets.bridge(environment: ProcessEnvironment.current()) }
         do { return BridgeClient(fd: try UnixSocket.connect(path: p, remedy: clientRemedy), timeout: timeout, spin: spin) } catch {
             throw BridgeError(error)
         }

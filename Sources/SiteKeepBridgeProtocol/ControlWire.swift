@@ -10,23 +10,27 @@ import SiteKeepSocket
 /// One request per connection. The client sends a JSON header line:
 ///
 /// ```
-/// {"v": 2, "op": "hello" | "status" | "lock" | "unlock" | "sites" | "run", "store": "<store id>", ...}
+/// {"v": 3, "op": "hello" | "status" | "lock" | "unlock" | "sites" | "run", "store": "<store id>", ...}
 /// ```
 ///
 /// - `store` is the store id the client means; a daemon serving another store refuses with
 ///   `wrong_store` (so `--home B` never reaches store A's daemon).
 /// - `unlock` adds `"method": "passphrase" | "prf" | "recovery"` and `"length": N`, then exactly N
 ///   raw secret bytes follow the header. Every other op sends `"length": 0` or none.
-/// - `run` adds `"argv"` (the command line, paths made absolute), `"cwd"`, `"env"` (the few
-///   variables that shape output: `TERM`, `NO_COLOR`, `COLUMNS`) and `"tty"` (which of the
-///   client's streams are terminals). Both sides then speak ``ControlFrame``s until the daemon
-///   sends `exit`.
+/// - `run` adds `"argv"` (the command line as typed, without the program name), `"cwd"` (the
+///   client's working folder, against which the daemon makes local paths absolute), `"env"`
+///   (the variables that shape output, `TERM`, `NO_COLOR`, `COLUMNS`, and those the store's
+///   folder is resolved from, `SITEKEEP_HOME`, `XDG_DATA_HOME`, `HOME`) and `"tty"` (which of
+///   the client's streams are terminals). The daemon refuses with `runs_here` a command that
+///   runs in its own process, and with `wrong_store` one that names another store; otherwise
+///   both sides speak ``ControlFrame``s until the daemon sends `exit`.
 ///
 /// Every other op gets one JSON line back: `{"ok": true, ...}` or
 /// `{"ok": false, "code": "...", "error": "..."}`.
 public enum ControlWire {
-    /// The version a client sends as `v`.
-    public static let version = 2
+    /// The version a client sends as `v` (3: `run` carries the command line as typed and the
+    /// daemon reads it; 2 sent it with paths already made absolute).
+    public static let version = 3
     /// The longest header line either side accepts.
     public static let maximumHeaderBytes = 64 << 10
     /// The longest unlock secret a request may carry: 64 KiB, the command line's passphrase limit.

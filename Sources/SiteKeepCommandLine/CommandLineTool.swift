@@ -284,8 +284,7 @@ public enum CommandLineTool {
             home = try StoreHome.resolve(explicit: values["--home"]?.last, environment: environment,
                                          workingDirectory: FileManager.default.currentDirectoryPath).path
         } catch {
-            var why = "\(error)"
-            if case .io(let what) = error { why = what }
+            let why = error.message
             if values["--home"] != nil { throw UsageError(why, command: spec.commandLine) }
             throw CommandFailure("cannot tell where the store lives: \(why)", remedy: "pass --home DIR or set SITEKEEP_HOME")
         }

@@ -8,6 +8,10 @@ internal import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 internal import SiteKeepJSON
 internal import SiteKeepSocket
+internal import SiteKeepRunClient
+internal import SiteKeepDaemon
+internal import SiteKeepSystem
+internal import SiteKeepCustody
 
 /// The daemon's side of `run` (see ``RemoteRun``): one command line of a client, run in the
 /// daemon against its store (its unlocked custodian, its registry, its vault library), with
@@ -21,21 +25,34 @@ enum RemoteSession {
             _ = connection.writer.send(JSONSerializer.bytes(["ok": false, "code": "bad_request", "error": "run needs argv"]))
             return
         }
+        var clientEnvironment: [String: String] = [:]
+        for member in header["env"]?.objectValue ?? [] where RunClient.forwardedEnvironment.contains(member.key) {
+            if let v = member.value.stringValue { clientEnvironment[member.key] = v }
+        }
+        guard let cwd = header["cwd"]?.stringValue, cwd.hasPrefix("/") else {
+            _ = connection.writer.send(JSONSerializer.bytes(["ok": false, "code": "bad_request", "error": "run needs the client's working folder (cwd, absolute)"]))
+            return
+        }
+        let commandLine: [String]
+        switch RemoteRun.commandLine(argv, cwd: cwd, clientEnvironment: clientEnvironment,
+                                     serving: hosted.home.path, store: hosted.custodian.storeID) {
+        case .success(let line): commandLine = line
+        case .failure(let refusal):
+            _ = connection.writer.send(JSONSerializer.bytes(["ok": false, "code": .string(refusal.code), "error": .string(refusal.message)]))
+            return
+        }
         let tty = header["tty"]
         let io = RemoteIO(connection: connection,
                           outputIsTerminal: tty?["stdout"]?.boolValue ?? false,
                           errorIsTerminal: tty?["stderr"]?.boolValue ?? false,
                           canPrompt: tty?["prompt"]?.boolValue ?? false)
         var env = environment
-        for member in header["env"]?.objectValue ?? [] where ["TERM", "NO_COLOR", "COLUMNS"].contains(member.key) {
-            if let v = member.value.stringValue { env[member.key] = v }
-        }
-        if header["env"]?["NO_COLOR"] == nil { env["NO_COLOR"] = nil }
+        for name in ["TERM", "NO_COLOR", "COLUMNS"] { env[name] = clientEnvironment[name] }
         let runEnvironment = env
         let done = DispatchSemaphore(value: 0)
         let status = Mutex<Int32>(1)
         let run = { @Sendable in
-            let s = await CommandLineTool.run(arguments: argv, environment: runEnvironment, io: io, hosted: hosted)
+            let s = await CommandLineTool.run(arguments: commandLine, environment: runEnvironment, io: io, hosted: hosted)
             status.withLock { $0 = s }
             done.signal()
         }

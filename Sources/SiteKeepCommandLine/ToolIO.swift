@@ -1,13 +1,13 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-import Foundation
+internal import SiteKeepRunClient
 internal import SiteKeepCrypto
 internal import SiteKeepSystem
 import Synchronization
 
 /// Where a command reads and writes. The real process uses the standard streams; tests
-/// capture them.
+/// capture them; a command run inside the daemon writes to its client's (`RemoteIO`).
 public protocol ToolIO: Sendable {
     func write(_ text: String)
     /// Writes raw bytes to standard output (file contents, unchanged).
@@ -42,23 +42,34 @@ extension ToolIO {
     }
 }
 
-/// The process's real standard streams.
+/// A ``ToolIO`` as the terminal a command run in the daemon relays to (``RunClient``).
+struct ToolIOTerminal: RunTerminal {
+    let io: any ToolIO
+    func write(_ text: String) { io.write(text) }
+    func writeBytes(_ bytes: [UInt8]) { io.writeBytes(bytes) }
+    func writeError(_ text: String) { io.writeError(text) }
+    func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int { try io.readSecretInput(into: buffer) }
+    var outputIsTerminal: Bool { io.outputIsTerminal }
+    var errorIsTerminal: Bool { io.errorIsTerminal }
+    var canPrompt: Bool { io.canPrompt }
+    func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int { try io.promptSecret(prompt, into: buffer) }
+    func promptLine(_ prompt: String) throws -> String { try io.promptLine(prompt) }
+}
+
+/// The process's real standard streams (``ProcessTerminal``, with the command line's errors).
 public struct StandardIO: ToolIO {
+    private let terminal = ProcessTerminal()
+
     public init() {
         setvbuf(stdout, nil, _IOLBF, 0)
     }
-    public func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
-    }
-    public func writeError(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
-    }
-    public func writeBytes(_ bytes: [UInt8]) {
-        FileHandle.standardOutput.write(Data(bytes))
-    }
+    public func write(_ text: String) { terminal.write(text) }
+    public func writeError(_ text: String) { terminal.writeError(text) }
+    public func writeBytes(_ bytes: [UInt8]) { terminal.writeBytes(bytes) }
     public func readStandardInput(limit: Int) throws -> [UInt8] {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
+        defer { SecureMemory.zero(&chunk) }
         while true {
             let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -70,77 +81,21 @@ public struct StandardIO: ToolIO {
             out.append(contentsOf: chunk[0..<n])
             if out.count > limit { throw CommandFailure("standard input is larger than \(limit) bytes") }
         }
-        SecureMemory.zero(&chunk)
         return out
     }
     public func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         try SecretReader.readAll(0, into: buffer, what: "standard input")
     }
-    public var outputIsTerminal: Bool { isatty(1) == 1 }
-    public var errorIsTerminal: Bool { isatty(2) == 1 }
-    public var canPrompt: Bool {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        if fd >= 0 { close(fd); return true }
-        return false
-    }
+    public var outputIsTerminal: Bool { terminal.outputIsTerminal }
+    public var errorIsTerminal: Bool { terminal.errorIsTerminal }
+    public var canPrompt: Bool { terminal.canPrompt }
 
     public func promptLine(_ prompt: String) throws -> String {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw CommandFailure("no terminal to ask on", remedy: "pass --yes to confirm without a terminal") }
-        defer { close(fd) }
-        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while true {
-            let n = Glibc.read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 || byte == 0x0a { break }
-            if line.count < 1024 { line.append(byte) }
-        }
-        return String(decoding: line, as: UTF8.self)
+        do { return try terminal.promptLine(prompt) } catch let e as TerminalError { throw CommandFailure(e.problem, remedy: e.remedy) }
     }
 
     public func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard fd >= 0, let base = buffer.baseAddress else {
-            if fd >= 0 { close(fd) }
-            throw CommandFailure("no terminal to prompt on", remedy: "pass the secret with a file option (or '-' for stdin)")
-        }
-        defer { close(fd) }
-        var saved = termios()
-        let haveTermios = tcgetattr(fd, &saved) == 0
-        if haveTermios {
-            var noEcho = saved
-            noEcho.c_lflag &= ~tcflag_t(ECHO)
-            noEcho.c_lflag |= tcflag_t(ICANON)
-            _ = tcsetattr(fd, TCSAFLUSH, &noEcho)
-        }
-        defer {
-            if haveTermios { var s = saved; _ = tcsetattr(fd, TCSAFLUSH, &s) }
-            try? FileIO.writeAll(fd, [0x0a])
-        }
-        try? FileIO.writeAll(fd, Array(prompt.utf8))
-        // Byte by byte, straight into the caller's guarded buffer.
-        var count = 0
-        while count < buffer.count {
-            let n = Glibc.read(fd, base + count, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return count }
-            if base.load(fromByteOffset: count, as: UInt8.self) == 0x0a {
-                base.storeBytes(of: 0, toByteOffset: count, as: UInt8.self)
-                return count
-            }
-            count += 1
-        }
-        // Too long: read the rest of the line, so none of it reaches the shell after we exit.
-        var byte: UInt8 = 0
-        while true {
-            let n = Glibc.read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 || byte == 0x0a { break }
-        }
-        withUnsafeMutableBytes(of: &byte) { SecureMemory.zero($0) }
-        return count
+        do { return try terminal.promptSecret(prompt, into: buffer) } catch let e as TerminalError { throw CommandFailure(e.problem, remedy: e.remedy) }
     }
 }
 

@@ -5,6 +5,7 @@ import Dispatch
 import Synchronization
 public import SiteKeepCrypto
 public import SiteKeepKeyring
+public import SiteKeepSystem
 
 /// The secret that opens an unlock slot. Noncopyable: it stays in guarded memory and is wiped
 /// when the unlock call returns.

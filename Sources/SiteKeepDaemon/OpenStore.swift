@@ -38,9 +38,7 @@ public struct OpenStore: Sendable {
     /// The id of the store in `home` (its `store-id` file), or nil when there is no store there.
     /// Reads one small file; opens no keyring.
     public static func storeID(home: String) -> String? {
-        guard let text = try? String(contentsOfFile: home + "/store-id", encoding: .utf8) else { return nil }
-        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return id.isEmpty ? nil : id
+        StoreHome.storeID(at: home)
     }
 
     /// Whether `home` holds a store made by `init` (a store id and a keyring or audit trail of

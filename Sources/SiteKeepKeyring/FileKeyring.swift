@@ -3,7 +3,7 @@
 #endif
 import SiteKeepCrypto
 import SiteKeepJSON
-import SiteKeepSystem
+public import SiteKeepSystem
 import Synchronization
 
 /// The embedded keyring: one file in the store's home, used when no Secret Service is reachable

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import SiteKeepSystem
 
 /// Opens the keyring backend a `--keyring` choice asks for.
 public enum Keyring: Sendable {

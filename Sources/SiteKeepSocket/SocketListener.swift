@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Dispatch
-import Foundation
 import Synchronization
 import SiteKeepSystem
 
@@ -135,7 +134,14 @@ public final class SocketListener: Sendable {
     /// Starts the accept thread; `handle` runs on a thread of its own for each connection, and
     /// the connection is closed when it returns.
     public func start(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
-        Thread.detachNewThread { [self] in acceptLoop(handle) }
+        if !SystemThread.detach({ [self] in acceptLoop(handle) }) {
+            // No thread for the accept loop: stop at once, so shutdown() does not wait forever.
+            stopping.store(true, ordering: .releasing)
+            close(listener)
+            if let path { unlink(path) }
+            onStopped()
+            stopped.signal()
+        }
     }
 
     /// Stops gracefully (see the type's discussion) and returns when everything is closed.
@@ -162,8 +168,12 @@ public final class SocketListener: Sendable {
             let connection = SocketConnection(fd: fd, peer: UnixSocket.peerCredentials(fd), wake: wakeRead,
                                               spinNanoseconds: spinNanoseconds) { [self] in stopping.load(ordering: .relaxed) }
             connections.enter()
-            Thread.detachNewThread { [self] in
+            let started = SystemThread.detach { [self] in
                 handle(connection)
+                connection.writer.close()
+                connections.leave()
+            }
+            if !started {   // out of threads: refuse this connection, go on serving
                 connection.writer.close()
                 connections.leave()
             }

@@ -1,4 +1,5 @@
 public import SiteKeepCustody
+import SiteKeepSystem
 import SiteKeepCrypto
 import SiteKeepJSON
 import Synchronization
@@ -110,6 +111,11 @@ public final class Vault: Sendable {
     private let keyCell: LockBound<SgitKeys?>
     let options: VaultOptions
     let cache: ObjectCache
+    /// The last HEAD resolved and the stamps of the files it was read from (see
+    /// ``resolveHead()``); in the keys' lock scope, so a lock drops it with the keys.
+    private let headMemo: LockBound<HeadMemo>
+    /// How many times HEAD was resolved from its files, not from ``headMemo`` (for tests).
+    let headResolutions = Atomic<Int>(0)
     /// The trust rule in force, and the authenticated registry record it was read from (the
     /// library re-reads the record on every call and checks its tag again when it changed).
     private let trustState: Mutex<(trust: VaultTrust, record: VaultRecord?)>
@@ -135,11 +141,15 @@ public final class Vault: Sendable {
         // Keys from before a lock are not kept: such a vault starts dead.
         _ = keyCell.withLock(ifNotClearedSince: keys.lockGeneration) { $0 = keys }
         cache = ObjectCache(budget: options.cacheBytes, lockScope: keys.lockScope, since: keys.lockGeneration)
+        headMemo = keys.lockScope.bound(HeadMemo())
         trustState = Mutex((options.trust, nil))
     }
 
     /// Whether a lock has wiped this vault's keys (it then serves nothing).
     public var isWiped: Bool { keyCell.withLock { $0 == nil } }
+
+    /// Whether a resolved HEAD is kept (for tests of the lock).
+    var holdsHead: Bool { headMemo.withLock { $0.head != nil } }
 
     /// Opens the vault in `path` (the folder holding `.sg_vault`) and checks that the keys
     /// open it and that HEAD may be served: HEAD is resolved, its commit read and judged by
@@ -185,7 +195,7 @@ public final class Vault: Sendable {
 
     // MARK: HEAD
 
-    struct Head {
+    struct Head: Sendable {
         var index: BranchIndex?
         var branch: Branch?
         var branchName: String
@@ -206,7 +216,49 @@ public final class Vault: Sendable {
         do { return try Envelope.openV1(bytes, key: key) } catch { throw .decryptionFailed(object: object) }
     }
 
+    /// A resolved HEAD and the stamps of every file it was read from, in the order
+    /// ``headFiles(refFile:)`` lists them.
+    struct HeadMemo: LockWipeable, Sendable {
+        var head: Head?
+        var stamps: [FileStamp?] = []
+        mutating func wipeForLock() {
+            head = nil
+            stamps = []
+        }
+    }
+
+    /// The files HEAD is resolved from: the clone's config and mode, the branch index and the
+    /// head ref.
+    private func headFiles(refFile: String) throws(VaultError) -> [String] {
+        let keys = try self.keys
+        return [local + "/config.json", local + "/clone_mode.json", bare + "/indexes/" + keys.branchIndexFileID,
+                root + "/.sg_vault/" + refFile]
+    }
+
+    /// HEAD: which branch, its index and its head commit (§5.3). Kept while none of the files
+    /// it was read from changes (their ``FileStamp``s, taken before each file is read), so a
+    /// daemon's repeated reads do not decrypt the index and ref again, and another process's
+    /// commit, pull or checkout is seen at the next call.
     func resolveHead() throws(VaultError) -> Head {
+        if let kept = headMemo.withLock({ $0.head.map { ($0, $0.refFile) } }) {
+            let files = try headFiles(refFile: kept.1)
+            let stamps = files.map(FileStamp.of)
+            if headMemo.withLock({ $0.head?.refFile == kept.1 && $0.stamps == stamps }) { return kept.0 }
+        }
+        let generation = try keys.lockGeneration
+        let fixed = try headFiles(refFile: "").dropLast().map(FileStamp.of)
+        var refStamp: FileStamp?
+        headResolutions.add(1, ordering: .relaxed)
+        let head = try resolveHeadFromFiles { refFile in refStamp = FileStamp.of(root + "/.sg_vault/" + refFile) }
+        let stamps = fixed + [refStamp]
+        // A file changed in the last few milliseconds may change again with an equal stamp.
+        let settled = stamps.allSatisfy { $0?.isSettled() ?? true }
+        _ = headMemo.withLock(ifNotClearedSince: generation) { $0 = settled ? HeadMemo(head: head, stamps: stamps) : HeadMemo() }
+        return head
+    }
+
+    /// ``resolveHead()`` from the files; `beforeReadingRef` runs just before the head ref is read.
+    private func resolveHeadFromFiles(beforeReadingRef: (String) -> Void) throws(VaultError) -> Head {
         // local/config.json: my_branch_id makes HEAD (§5.3).
         var myBranch: String?
         if let config = try readSmall("local/config.json") {
@@ -236,6 +288,7 @@ public final class Vault: Sendable {
             // No index: a single branch `current` at the HMAC-derived named ref.
             if FileAccess.hasEntries(bare + "/indexes") { throw .wrongKey(vaultID: vaultID) }
             let refFile = "bare/refs/" + keys.namedRefFileID
+            beforeReadingRef(refFile)
             let commit = try readRef(refFile)
             if commit == nil, FileAccess.hasEntries(bare + "/refs") { throw .wrongKey(vaultID: vaultID) }
             return Head(index: nil, branch: nil, branchName: "current", refFile: refFile, commitID: commit, readOnlyClone: myBranch == nil)
@@ -258,6 +311,7 @@ public final class Vault: Sendable {
             throw .malformed(object: indexFile, reason: what)
         }
         let refFile = "bare/refs/" + b.headRefID
+        beforeReadingRef(refFile)
         return Head(index: index, branch: b, branchName: b.name, refFile: refFile, commitID: try readRef(refFile),
                     readOnlyClone: myBranch == nil)
     }

@@ -7,6 +7,7 @@ import SiteKeepDesktop
 import SiteKeepBridgeProtocol
 import SiteKeepSocket
 import SiteKeepDaemon
+import SiteKeepRunClient
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -114,7 +115,7 @@ import Glibc
     }
 
     /// A raw `run` of a command that manages the daemon (serve, init, unlock…) is refused inside
-    /// it: a client never forwards those, and the daemon does not run them for anyone.
+    /// it, before anything runs (`runs_here`: the client then runs it in its own process).
     @Test func commandsThatManageTheDaemonDoNotRunInsideIt() async throws {
         let bed = try await Bed()
         defer { bed.stop() }
@@ -124,33 +125,56 @@ import Glibc
             let fd = try #require(try ControlClient.connect(path: bed.run + "/control.sock"))
             defer { close(fd) }
             let header = ControlClient.header(op: "run", store: storeID, extra: [
-                JSONMember(key: "argv", value: .array((argv + ["--home", bed.store.home]).map { .string($0) }))])
+                JSONMember(key: "argv", value: .array((argv + ["--home", bed.store.home]).map { .string($0) })),
+                JSONMember(key: "cwd", value: "/")])
             #expect(UnixSocket.writeAll(fd, header))
-            var stderr = "", status: UInt32? = nil
-            while status == nil, let frame = ControlFrame.receive(fd) {
-                if frame.kind == .stderr { stderr += String(decoding: frame.payload, as: UTF8.self) }
-                if frame.kind == .exit { status = frame.number }
-            }
-            #expect(status == 1 && stderr.contains("does not run inside the daemon"), "\(argv): \(stderr)")
+            let reply = try ControlClient.readReply(fd)
+            #expect(reply["code"] == "runs_here", "\(argv): \(reply)")
         }
         // The daemon still serves.
         #expect(bed.cli(["status"]).status == 0)
     }
 
-    /// What the client sends: local paths (path options, a URL or SOURCE that is a folder) made
-    /// absolute against its working folder, the command words left alone even after global
-    /// options, URLs and `-` untouched, and the store's folder named.
+    /// What the daemon runs for a client: local paths (path options, a URL or SOURCE that is a
+    /// folder) made absolute against the client's working folder, the command words left alone
+    /// even after global options, URLs and `-` untouched, and its own store named last.
     @Test func localPathsAreMadeAbsoluteAndCommandWordsAreNot() throws {
         func line(_ args: [String]) throws -> [String] {
-            let (_, inv, _) = try CommandLineTool.parse(args, environment: ["HOME": "/nonexistent-home"], io: CapturedIO(), commands: CommandRegistry.all)
-            return RemoteRun.commandLine(args, try #require(inv), cwd: "/work")
+            let (spec, _, _) = try CommandLineTool.parse(args, environment: ["HOME": "/nonexistent-home"], io: CapturedIO(), commands: CommandRegistry.all)
+            return RemoteRun.commandLine(args, spec: try #require(spec), cwd: "/work")
         }
         #expect(try line(["--home", "/h", "vault", "remote", "add", "notes", "rel/.sg_vault", "--token-file", "tok"])
-                == ["--home", "/h", "vault", "remote", "add", "notes", "/work/rel/.sg_vault", "--token-file", "/work/tok", "--home", "/h"])
+                == ["--home", "/h", "vault", "remote", "add", "notes", "/work/rel/.sg_vault", "--token-file", "/work/tok"])
         #expect(try line(["vault", "remote", "add", "notes", "https://vault.example", "--token-file=-", "--home", "/h"])
-                == ["vault", "remote", "add", "notes", "https://vault.example", "--token-file=-", "--home", "/h", "--home", "/h"])
-        #expect(try line(["team", "sign", "summit", "--message-file", "m.txt", "--home", "/h"])
-                == ["team", "sign", "summit", "--message-file", "/work/m.txt", "--home", "/h", "--home", "/h"])
+                == ["vault", "remote", "add", "notes", "https://vault.example", "--token-file=-", "--home", "/h"])
+        #expect(try line(["team", "sign", "summit", "--message-file", "m.txt", "--home", "rel/store"])
+                == ["team", "sign", "summit", "--message-file", "/work/m.txt", "--home", "/work/rel/store"])
+    }
+
+    /// The daemon reads a client's command line as the client would: a relative --home or
+    /// SITEKEEP_HOME against the client's folder, the store compared by id (two spellings of
+    /// one folder agree), another store refused as `wrong_store`, a daemon-managing command as
+    /// `runs_here`; help and usage errors run as typed.
+    @Test func theDaemonReadsTheClientsCommandLineAndChecksTheStore() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sk-cl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for (folder, id) in [("a", "store-a"), ("b", "store-b")] {
+            try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+            try Array((id + "\n").utf8).write(to: root + "/" + folder + "/store-id")
+        }
+        let home = root + "/a"
+        func run(_ args: [String], cwd: String = root, env: [String: String] = [:]) -> Result<[String], RemoteRun.Refusal> {
+            RemoteRun.commandLine(args, cwd: cwd, clientEnvironment: env, serving: home, store: "store-a")
+        }
+        #expect(run(["team", "sign", "k", "--message-file", "m", "--home", "a"]) == .success(["team", "sign", "k", "--message-file", root + "/m", "--home", home, "--home", home]))
+        #expect(run(["vault", "cat", "v", "f"], cwd: root + "/b", env: ["SITEKEEP_HOME": "../a/"]) == .success(["vault", "cat", "v", "f", "--home", home]))
+        #expect(run(["vault", "cat", "v", "f", "--home", root + "/b"]).failureCode == "wrong_store")
+        #expect(run(["vault", "cat", "v", "f"], env: ["SITEKEEP_HOME": root + "/b"]).failureCode == "wrong_store")
+        #expect(run(["vault", "cat", "v", "f"], env: ["SITEKEEP_HOME": root + "/nothing"]).failureCode == "wrong_store")
+        #expect(run(["unlock", "--home", home]).failureCode == "runs_here")
+        #expect(run(["--home", home, "status"]).failureCode == "runs_here")
+        #expect(run(["vault", "--help"]) == .success(["vault", "--help", "--home", home]))
+        #expect(run(["no-such-command"]) == .success(["no-such-command", "--home", home]))
     }
 
     @Test func theIdleLockLocksTheDaemon() async throws {
@@ -188,6 +212,70 @@ import Glibc
                                                               "--passphrase-file", bed.store.passFile], environment: bed.env)
         #expect(oneShot.status == 0, "\(oneShot.err)")
         #expect(try String(contentsOfFile: trace, encoding: .utf8).contains("keyring.v1"))
+    }
+
+    /// `sitekeep`, the front end, runs a command through the daemon by itself: it never starts
+    /// the whole tool (`sitekeep-main`) for it. With no daemon, or for a command that runs in
+    /// its own process, it execs the whole tool, with the same pid and arguments.
+    @Test func theFrontEndRunsThroughTheDaemonWithoutStartingTheWholeTool() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "strace is missing: run tools/setup")
+        let bed = try await Bed()
+        defer { bed.stop() }
+        try bed.serve()
+        #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
+        let trace = bed.store.dir.appendingPathComponent("exec-trace").path
+        func execs(_ args: [String]) throws -> (status: Int32, out: String, programs: [String]) {
+            let r = ChildProcess.capture("/usr/bin/strace", ["-f", "-e", "trace=execve", "-o", trace, bed.sitekeep] + args, environment: bed.env)
+            let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+            let programs = calls.filter { $0.contains("execve(\"") && !$0.contains("= -1") }.compactMap { line -> String? in
+                guard let open = line.range(of: "execve(\"") , let close = line[open.upperBound...].firstIndex(of: "\"") else { return nil }
+                return String(line[open.upperBound..<close])
+            }
+            return (r.status, r.out, programs)
+        }
+        let through = try execs(["vault", "cat", "notes", "n.txt"])
+        #expect(through.status == 0 && through.out == "vault text\n")
+        #expect(through.programs == [bed.sitekeep], "\(through.programs)")
+        // The check can fail: a command that runs in its own process execs the whole tool.
+        let status = try execs(["status"])
+        #expect(status.status == 0)
+        #expect(status.programs.count == 2 && status.programs.last?.hasSuffix("/sitekeep-main") == true, "\(status.programs)")
+        bed.stop()
+        let alone = try execs(["vault", "cat", "notes", "n.txt", "--passphrase-file", bed.store.passFile])
+        #expect(alone.status == 0 && alone.out == "vault text\n")
+        #expect(alone.programs.last?.hasSuffix("/sitekeep-main") == true, "\(alone.programs)")
+    }
+
+    /// The front end links no Foundation (its start-up is the point of it): no symbol of
+    /// Foundation, FoundationEssentials or FoundationNetworking in the built executable.
+    /// The front end's quick test for "runs in its own process" agrees with the command table:
+    /// every such command (after global options) is caught, a key-using one is not, and a
+    /// miss is only a round trip (the daemon answers `runs_here`).
+    @Test func theFrontEndKnowsWhichCommandsRunInTheirOwnProcess() {
+        for spec in CommandRegistry.all where RemoteRun.runsHere.contains(spec.path) {
+            #expect(RunClient.runsHere(spec.path), "\(spec.path)")
+            #expect(RunClient.runsHere(["--home", "/h", "--json"] + spec.path + ["--x"]), "\(spec.path)")
+        }
+        #expect(RunClient.runsHere([]) && RunClient.runsHere(["--help"]) && RunClient.runsHere(["help", "vault"]))
+        for forwarded in [["vault", "cat", "v", "f"], ["--home=/h", "team", "sign", "k"], ["site", "storage", "get", "o", "k"], ["team", "show", "verify"]] {
+            #expect(!RunClient.runsHere(forwarded), "\(forwarded)")
+        }
+    }
+
+    @Test func theFrontEndLinksNoFoundation() throws {
+        let front = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        func foundationSymbols(_ path: String) throws -> [Substring] {
+            let symbols = ChildProcess.capture("/usr/bin/nm", [path], environment: [:])
+            try #require(symbols.status == 0 && !symbols.out.isEmpty, "nm could not read \(path): \(symbols.err)")
+            return symbols.out.split(separator: "\n").filter {
+                $0.contains("10Foundation") || $0.contains("20FoundationEssentials") || $0.contains("20FoundationNetworking")
+                    || $0.contains("32FoundationInternationalization")
+            }
+        }
+        let linked = try foundationSymbols(front)
+        #expect(linked.isEmpty, "the front end links Foundation: \(linked.prefix(5))")
+        // The check can fail: the whole tool does link it.
+        #expect(try !foundationSymbols(URL(fileURLWithPath: front).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path).isEmpty)
     }
 
     /// A daemon serves one store: another store's unlock, status and lock never reach it.
@@ -286,5 +374,18 @@ import Glibc
         #expect(SessionLockWatcher.logindSessionPath("c2") == "/org/freedesktop/login1/session/c2")
         #expect(SessionLockWatcher.logindSessionPath("2") == "/org/freedesktop/login1/session/_32")
         #expect(SessionLockWatcher.logindSessionPath("a-b") == "/org/freedesktop/login1/session/a_2db")
+    }
+}
+
+extension Result where Failure == RemoteRun.Refusal {
+    var failureCode: String? {
+        if case .failure(let refusal) = self { return refusal.code }
+        return nil
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func write(to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(self)) else { throw CocoaError(.fileWriteUnknown) }
     }
 }

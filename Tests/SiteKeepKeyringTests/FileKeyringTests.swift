@@ -1,5 +1,6 @@
 import Foundation
 import SiteKeepKeyring
+import SiteKeepSystem
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -199,8 +200,8 @@ import Glibc
         #expect(try StoreHome.resolve(environment: ["XDG_DATA_HOME": "/d", "HOME": "/h"]) .path == "/d/sitekeep")
         #expect(try StoreHome.resolve(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path == "/h/.local/share/sitekeep")
         #expect(try StoreHome.resolve(environment: ["HOME": "/h"]).source == .home)
-        #expect(throws: KeyringError.self) { try StoreHome.resolve(environment: [:]) }
-        #expect(throws: KeyringError.self) { try StoreHome.resolve(environment: ["SITEKEEP_HOME": "rel"]) }
+        #expect(throws: StoreHomeError.self) { try StoreHome.resolve(environment: [:]) }
+        #expect(throws: StoreHomeError.self) { try StoreHome.resolve(environment: ["SITEKEEP_HOME": "rel"]) }
     }
 
     /// The one rule the CLI uses too (issue 13, item 6): `--home` beats the environment, a
@@ -213,10 +214,10 @@ import Glibc
         #expect(try StoreHome.resolve(explicit: "rel/s", environment: env, workingDirectory: "/w/").path == "/w/rel/s")
         #expect(try StoreHome.resolve(environment: ["SITEKEEP_HOME": "rel"], workingDirectory: "/w").path == "/w/rel")
         #expect(try StoreHome.resolve(environment: ["SITEKEEP_HOME": "", "HOME": "/h"]).path == "/h/.local/share/sitekeep")
-        #expect(throws: KeyringError.self) { try StoreHome.resolve(environment: ["HOME": "relative"], workingDirectory: "/w") }
-        #expect(throws: KeyringError.io("--home must be a folder path")) { try StoreHome.resolve(explicit: "", environment: env) }
-        #expect(throws: KeyringError.io("--home must be a folder path")) { try StoreHome.resolve(explicit: "a\0b", environment: env) }
-        #expect(throws: KeyringError.io("--home must be an absolute path, not 'rel'")) { try StoreHome.resolve(explicit: "rel", environment: env) }
+        #expect(throws: StoreHomeError.self) { try StoreHome.resolve(environment: ["HOME": "relative"], workingDirectory: "/w") }
+        #expect(throws: StoreHomeError("--home must be a folder path")) { try StoreHome.resolve(explicit: "", environment: env) }
+        #expect(throws: StoreHomeError("--home must be a folder path")) { try StoreHome.resolve(explicit: "a\0b", environment: env) }
+        #expect(throws: StoreHomeError("--home must be an absolute path, not 'rel'")) { try StoreHome.resolve(explicit: "rel", environment: env) }
     }
 
     @Test func openFileAndAutoKeepsAnExistingFileKeyring() throws {

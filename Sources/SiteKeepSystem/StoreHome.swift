@@ -1,6 +1,7 @@
 /// Where a SiteKeep store keeps its files (the file keyring among them).
 ///
-/// Resolved once, at the edge (the CLI), from the environment: `$SITEKEEP_HOME` when set, else
+/// Resolved once, at the edge (the CLI, and the `sitekeep` daemon client that links no more than
+/// this target), from the environment: `$SITEKEEP_HOME` when set, else
 /// `$XDG_DATA_HOME/sitekeep` when `XDG_DATA_HOME` is an absolute path, else
 /// `$HOME/.local/share/sitekeep`. Relative values are ignored, as the XDG base directory
 /// specification asks.
@@ -38,15 +39,15 @@ public struct StoreHome: Sendable, Equatable, CustomStringConvertible {
     /// `$XDG_DATA_HOME/sitekeep` when `XDG_DATA_HOME` is absolute, `$HOME/.local/share/sitekeep`
     /// when `HOME` is absolute. A relative `explicit` or `$SITEKEEP_HOME` is taken relative to
     /// `workingDirectory`, and refused when none is given. Trailing slashes are dropped.
-    /// - Throws: ``KeyringError/io(_:)`` naming the value that is unusable, or saying that none
-    ///   of the rules yields a folder.
+    /// - Throws: ``StoreHomeError`` naming the value that is unusable, or saying that none of
+    ///   the rules yields a folder.
     public static func resolve(explicit: String? = nil, environment: [String: String],
-                               workingDirectory: String? = nil) throws(KeyringError) -> StoreHome {
-        func absolute(_ value: String, _ name: String) throws(KeyringError) -> String {
-            guard !value.isEmpty, !value.contains("\0") else { throw .io("\(name) must be a folder path") }
+                               workingDirectory: String? = nil) throws(StoreHomeError) -> StoreHome {
+        func absolute(_ value: String, _ name: String) throws(StoreHomeError) -> String {
+            guard !value.isEmpty, !value.contains("\0") else { throw StoreHomeError("\(name) must be a folder path") }
             if value.hasPrefix("/") { return trimmed(value) }
             guard let cwd = workingDirectory, cwd.hasPrefix("/") else {
-                throw .io("\(name) must be an absolute path, not '\(value)'")
+                throw StoreHomeError("\(name) must be an absolute path, not '\(value)'")
             }
             return trimmed(trimmed(cwd) + "/" + value)
         }
@@ -60,14 +61,37 @@ public struct StoreHome: Sendable, Equatable, CustomStringConvertible {
         if let home = environment["HOME"], home.hasPrefix("/") {
             return StoreHome(path: trimmed(home) + "/.local/share/sitekeep", source: .home)
         }
-        throw .io("cannot find a home for the store: pass --home DIR or set SITEKEEP_HOME (or HOME) to an absolute path")
+        throw StoreHomeError("cannot find a home for the store: pass --home DIR or set SITEKEEP_HOME (or HOME) to an absolute path")
     }
 
     public var description: String { path }
+
+    /// The store's id (its `store-id` file, written by `init`), nil when the folder holds no
+    /// store. What a daemon client names in every control request.
+    public func storeID() -> String? { Self.storeID(at: path) }
+
+    /// ``storeID()`` for the store in `folder`.
+    public static func storeID(at folder: String) -> String? {
+        guard case .bytes(let bytes)? = try? FileIO.readRegularFile(folder + "/store-id", limit: 4096) else { return nil }
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0a || b == 0x0d || b == 0x09 }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return nil }
+        let id = String(decoding: bytes[first...last], as: UTF8.self)
+        return id.isEmpty ? nil : id
+    }
 
     private static func trimmed(_ path: String) -> String {
         var path = path
         while path.count > 1, path.hasSuffix("/") { path.removeLast() }
         return path
     }
+}
+
+/// Why no store home could be resolved: the message names the value and the fix.
+public struct StoreHomeError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was wrong and what to do.
+    public let message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
 }

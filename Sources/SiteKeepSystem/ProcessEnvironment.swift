@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process's environment and working folder, read from libc (no Foundation).
+public enum ProcessEnvironment {
+    /// Every `NAME=value` of `environ`; a name given twice keeps its first value, as `getenv` does.
+    public static func current() -> [String: String] {
+        var out: [String: String] = [:]
+        let start: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ   // NULL after clearenv()
+        guard var entry = start else { return out }
+        while let cString = entry.pointee {
+            let pair = String(cString: cString)
+            if let eq = pair.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                let name = String(pair[..<eq])
+                if out[name] == nil { out[name] = String(pair[pair.index(after: eq)...]) }
+            }
+            entry += 1
+        }
+        return out
+    }
+
+    /// The working folder (`getcwd`), nil when it cannot be read (removed, or too long).
+    public static func workingDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The path of this process's executable (`/proc/self/exe`), nil when it cannot be read.
+    public static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// A detached POSIX thread (no Foundation): what a listener runs its accept loop and each
+/// connection on.
+public enum SystemThread {
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
+    /// Runs `body` on a new detached thread.
+    /// - Returns: false when the thread could not be created (`body` then never runs).
+    @discardableResult
+    public static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        var thread = pthread_t()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let started = pthread_create(&thread, &attributes, { raw in
+            let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
+            body.run()
+            return nil
+        }, context)
+        if started != 0 {
+            Unmanaged<Body>.fromOpaque(context).release()
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import Synchronization
+import SiteKeepCrypto
+import SiteKeepCustody
+@testable import SiteKeepVault
+
+/// HEAD is resolved once and kept while the files it came from are unchanged (so a daemon's
+/// repeated `vault.load` does not decrypt the index and ref again), and is read again at once
+/// when another process commits; lock drops it with the keys.
+@Suite("The kept HEAD", .enabled(if: Interop.enabled, "SITEKEEP_SKIP_INTEROP=1"))
+struct HeadMemoTests {
+    @Test func headIsKeptUntilAnotherProcessCommitsAndLockDropsIt() throws {
+        let f = try SgitFixture.get()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let copy = dir + "/plain"
+        try FileManager.default.copyItem(atPath: f.plainPath, toPath: copy)
+        let vault = try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText))
+        // Files changed in the last few milliseconds are not trusted to show a change: wait.
+        usleep(120_000)
+        _ = try vault.read(path: "docs/a.txt")
+        let resolved = vault.headResolutions.load(ordering: .relaxed)
+        for _ in 0..<5 { #expect(try vault.read(path: "docs/a.txt") == Array("hello again\n".utf8)) }
+        #expect(vault.headResolutions.load(ordering: .relaxed) == resolved, "HEAD was resolved again with nothing changed")
+        #expect(vault.holdsHead)
+
+        // The real sgit commits in the same folder: the next read sees the new HEAD.
+        try Array("changed by sgit\n".utf8).write(toFile: copy + "/docs/a.txt")
+        try Interop.must(f.sgit, ["commit", "-m", "another process"], cwd: copy, home: f.home)
+        #expect(try vault.read(path: "docs/a.txt") == Array("changed by sgit\n".utf8))
+        #expect(vault.headResolutions.load(ordering: .relaxed) > resolved)
+        // A HEAD read from files changed just now is not kept: the next call reads them again.
+        let afterCommit = vault.headResolutions.load(ordering: .relaxed)
+        _ = try vault.read(path: "docs/a.txt")
+        #expect(vault.headResolutions.load(ordering: .relaxed) > afterCommit)
+    }
+
+    @Test func lockDropsTheKeptHead() throws {
+        let (custodian, library, dir) = try VaultLockTests.library()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let held = try library.vault(named: "notes")
+        usleep(120_000)
+        _ = try held.read(path: "docs/a.txt")
+        #expect(held.holdsHead)
+        custodian.lock()
+        #expect(!held.holdsHead, "a lock leaves the decrypted branch index and HEAD behind")
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func write(toFile path: String) throws {
+        try Data(self).write(to: URL(fileURLWithPath: path))
+    }
+}
