@@ -49,6 +49,14 @@ let browserAvailable: Bool = {
 /// code paths they select.
 let faultsInDebugOnly: [SwiftSetting] = [.define("SITEKEEP_FAULTS", .when(configuration: .debug))]
 
+/// Release executables are linked by lld (shipped with the Swift toolchain) with packed relative
+/// relocations (DT_RELR, glibc 2.36): the dynamic loader applies the tens of thousands of
+/// relative relocations of a static-stdlib PIE from a bitmap instead of one table entry each,
+/// which is most of a short command's start-up (BENCHMARKS.md, "The daemon client"). Still PIE.
+let packedRelocations: [LinkerSetting] = [
+    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
+]
+
 let package = Package(
     name: "SiteKeep",
     products: [
@@ -156,13 +164,14 @@ let package = Package(
             "SiteKeepDaemon",
             "SiteKeepRunClient",
         ]),
-        .executableTarget(name: "sitekeep-main", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"]),
+        .executableTarget(name: "sitekeep-main", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"], linkerSettings: packedRelocations),
         // A command run inside the daemon, from the client's side: the `run` relay and the
         // process's terminal. Glibc, JSON, sockets and guarded memory only: no Foundation.
         .target(name: "SiteKeepRunClient", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepSystem", "SiteKeepCrypto"]),
         // The `sitekeep` front end: runs a command in its store's daemon, else execs sitekeep-main.
         // It must never link Foundation (ThinClientTests checks): its start-up is the point.
-        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepHardening"]),
+        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepHardening"],
+                          linkerSettings: packedRelocations),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
         // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
         .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
