@@ -49,7 +49,7 @@ enum RemoteRun {
         let outcome: RunClient.Outcome
         do {
             outcome = try RunClient.run(argv, workingDirectory: FileManager.default.currentDirectoryPath,
-                                        environment: invocation.environment, store: storeID, socket: path, terminal: ToolIOTerminal(io: invocation.io))
+                                        environment: invocation.environment, store: storeID, socket: path, terminal: invocation.io)
         } catch {
             throw CommandFailure(error.description, remedy: error.remedy, code: error.code)
         }

@@ -1,59 +1,18 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-internal import SiteKeepRunClient
+@_exported public import SiteKeepRunClient
 internal import SiteKeepCrypto
 internal import SiteKeepSystem
 import Synchronization
 
 /// Where a command reads and writes. The real process uses the standard streams; tests
-/// capture them; a command run inside the daemon writes to its client's (`RemoteIO`).
-public protocol ToolIO: Sendable {
-    func write(_ text: String)
-    /// Writes raw bytes to standard output (file contents, unchanged).
-    func writeBytes(_ bytes: [UInt8])
-    func writeError(_ text: String)
+/// capture them; a command run inside the daemon writes to its client's (`RemoteIO`). The
+/// streams and prompts are ``RunTerminal``'s (what a daemon client relays); a command also
+/// reads all of standard input for `-`.
+public protocol ToolIO: RunTerminal {
     /// All of standard input (for `-` as a file name), for inputs that are not secrets.
     func readStandardInput(limit: Int) throws -> [UInt8]
-    /// Reads standard input into `buffer` (guarded memory the caller owns) until end of input
-    /// or the buffer is full, and returns the byte count. For secrets: no other copy is made.
-    func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
-    /// Whether standard output is a terminal (tables and colour for people).
-    var outputIsTerminal: Bool { get }
-    /// Whether standard error is a terminal (progress indicators).
-    var errorIsTerminal: Bool { get }
-    /// Whether a terminal is available to prompt on (`/dev/tty`).
-    var canPrompt: Bool { get }
-    /// Prompts on the terminal with echo off and reads the line into `buffer` (guarded memory
-    /// the caller owns), without its newline; returns the byte count, `buffer.count` when the
-    /// line was that long or longer (the rest of a longer line is read and dropped).
-    func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
-    /// Prompts on the terminal with echo on and returns the line typed, without its newline
-    /// (at most 1024 bytes; for confirmations such as "type the site's name", never secrets).
-    func promptLine(_ prompt: String) throws -> String
-}
-
-extension ToolIO {
-    /// The default for a ``ToolIO`` without its own line prompt: the secret prompt (no echo).
-    public func promptLine(_ prompt: String) throws -> String {
-        var line = [UInt8](repeating: 0, count: 1024)
-        let n = try line.withUnsafeMutableBytes { try promptSecret(prompt, into: $0) }
-        return String(decoding: line[0..<min(n, line.count)], as: UTF8.self)
-    }
-}
-
-/// A ``ToolIO`` as the terminal a command run in the daemon relays to (``RunClient``).
-struct ToolIOTerminal: RunTerminal {
-    let io: any ToolIO
-    func write(_ text: String) { io.write(text) }
-    func writeBytes(_ bytes: [UInt8]) { io.writeBytes(bytes) }
-    func writeError(_ text: String) { io.writeError(text) }
-    func readSecretInput(into buffer: UnsafeMutableRawBufferPointer) throws -> Int { try io.readSecretInput(into: buffer) }
-    var outputIsTerminal: Bool { io.outputIsTerminal }
-    var errorIsTerminal: Bool { io.errorIsTerminal }
-    var canPrompt: Bool { io.canPrompt }
-    func promptSecret(_ prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int { try io.promptSecret(prompt, into: buffer) }
-    func promptLine(_ prompt: String) throws -> String { try io.promptLine(prompt) }
 }
 
 /// The process's real standard streams (``ProcessTerminal``, with the command line's errors).
