@@ -131,6 +131,17 @@ import Glibc
             let reply = try ControlClient.readReply(fd)
             #expect(reply["code"] == "runs_here", "\(argv): \(reply)")
         }
+        // A run without the client's working folder, or with a relative one, is refused before
+        // anything runs: local paths could not be made absolute.
+        for cwd in [nil, "relative/folder", ""] as [String?] {
+            let fd = try #require(try ControlClient.connect(path: bed.run + "/control.sock"))
+            defer { close(fd) }
+            var extra = [JSONMember(key: "argv", value: .array(["vault", "cat", "notes", "n.txt"].map { .string($0) }))]
+            if let cwd { extra.append(JSONMember(key: "cwd", value: .string(cwd))) }
+            #expect(UnixSocket.writeAll(fd, ControlClient.header(op: "run", store: storeID, extra: extra)))
+            let reply = try ControlClient.readReply(fd)
+            #expect(reply["code"] == "bad_request" && reply["error"]?.stringValue?.contains("working folder") == true, "cwd \(cwd ?? "missing"): \(reply)")
+        }
         // The daemon still serves.
         #expect(bed.cli(["status"]).status == 0)
     }
