@@ -1,21 +1,17 @@
-import Dispatch
-import Foundation
-import Synchronization
+import SiteKeepSystem
 
 /// Runs a ``ReminderDeliverer`` on its own thread: a round, then a sleep until the next reminder
 /// is due, or at most ``maxNap`` (so a wake from suspend, or a change of the system clock, is
 /// noticed within that), or until ``replan()`` says the picks or the agenda changed.
 ///
-/// The sleep waits on the wall clock (`DispatchWallTime`, `CLOCK_REALTIME`), which counts the
-/// time a laptop spends suspended.
+/// The sleep waits on the wall clock (``BackgroundLoop/Clock/wall``, `CLOCK_REALTIME`), which
+/// counts the time a laptop spends suspended.
 public final class DeliveryLoop: Sendable {
     public let deliverer: ReminderDeliverer
     public let maxNap: Duration
     private let inputs: @Sendable () -> [ReminderInput]
     private let onRound: @Sendable (Result<DeliveryRound, CoreFileError>) -> Void
-    private let wake = DispatchSemaphore(value: 0)
-    private let state = Mutex<(running: Bool, stopped: Bool)>((false, false))
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = BackgroundLoop(name: "sitekeep-remind", clock: .wall)
 
     /// - Parameters:
     ///   - inputs: each site's schedule and agenda, read afresh every round.
@@ -31,45 +27,26 @@ public final class DeliveryLoop: Sendable {
 
     /// Starts the thread (once).
     public func start() {
-        let go = state.withLock { s -> Bool in
-            guard !s.running, !s.stopped else { return false }
-            s.running = true
-            return true
-        }
-        guard go else { return }
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "sitekeep-reminders"
-        thread.start()
+        thread.start { [self] loop in run(loop) }
     }
 
     /// Runs a round now (the picks or the agenda changed).
-    public func replan() { wake.signal() }
+    public func replan() { thread.wake() }
 
     /// Stops the thread and waits for its round in progress to end.
-    public func stop() {
-        let wasRunning = state.withLock { s -> Bool in
-            defer { s.stopped = true }
-            return s.running && !s.stopped
-        }
-        guard wasRunning else { return }
-        wake.signal()
-        finished.wait()
-    }
+    public func stop() { thread.stop() }
 
-    private var isStopped: Bool { state.withLock { $0.stopped } }
-
-    private func loop() {
-        defer { finished.signal() }
-        while !isStopped {
+    private func run(_ loop: BackgroundLoop) {
+        while !loop.isStopped {
             let result = Result { () throws(CoreFileError) in try deliverer.deliverDue(inputs()) }
             onRound(result)
             let now = deliverer.clock.now()
-            var napMs = maxNap.components.seconds * 1000 + maxNap.components.attoseconds / 1_000_000_000_000_000
+            var nap = maxNap
             if case .success(let round) = result, let next = round.nextFireAt {
-                napMs = min(napMs, max(0, next.milliseconds - now.milliseconds))
+                nap = min(nap, .milliseconds(max(0, next.milliseconds - now.milliseconds)))
             }
-            if isStopped { break }
-            _ = wake.wait(wallTimeout: .now() + .milliseconds(Int(min(napMs, Int64(Int32.max)))))
+            if loop.isStopped { break }
+            _ = loop.nap(nap)
         }
     }
 }

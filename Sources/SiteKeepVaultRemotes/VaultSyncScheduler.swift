@@ -1,6 +1,5 @@
 public import SiteKeepVault
 import SiteKeepSystem
-import Dispatch
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -32,9 +31,8 @@ public final class VaultSyncScheduler: Sendable {
     private let isMetered: @Sendable () -> Bool
     private let onChanged: @Sendable (_ vault: String, _ siteID: String?, _ outcome: PullOutcome) -> Void
     private let note: @Sendable (String) -> Void
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    private struct State { var running = false, stopped = false, rounds = 0; var last: [String: (Int64, String?)] = [:] }
+    private let thread = BackgroundLoop(name: "sitekeep-sync")
+    private struct State { var rounds = 0; var last: [String: (Int64, String?)] = [:] }
     private let state = Mutex(State())
     /// How often the lock state is looked at between rounds (an unlock syncs within this).
     static let poll: Duration = .seconds(1)
@@ -56,30 +54,14 @@ public final class VaultSyncScheduler: Sendable {
 
     /// Starts the thread (once).
     public func start() {
-        let go = state.withLock { s -> Bool in
-            guard !s.running, !s.stopped else { return false }
-            s.running = true
-            return true
-        }
-        guard go else { return }
-        let thread = Thread { [self] in loop() }
-        thread.name = "sitekeep-vault-sync"
-        thread.start()
+        thread.start { [self] loop in run(loop) }
     }
 
     /// Runs a round now (when unlocked and not metered).
-    public func syncNow() { wake.signal() }
+    public func syncNow() { thread.wake() }
 
     /// Stops the thread, waiting for a round in progress to end.
-    public func stop() {
-        let wasRunning = state.withLock { s -> Bool in
-            defer { s.stopped = true }
-            return s.running && !s.stopped
-        }
-        guard wasRunning else { return }
-        wake.signal()
-        finished.wait()
-    }
+    public func stop() { thread.stop() }
 
     /// The vault's sync state: the last round's time and error, what waits, what conflicts.
     public func status(vault name: String) -> VaultSyncState {
@@ -92,15 +74,15 @@ public final class VaultSyncScheduler: Sendable {
         return out
     }
 
-    private var isStopped: Bool { state.withLock { $0.stopped } }
+    private var isStopped: Bool { thread.isStopped }
 
-    private func loop() {
-        defer { finished.signal() }
+    private func run(_ loop: BackgroundLoop) {
         var wasUnlocked = false
+        var woken = false
         var due = ContinuousClock.now
-        while !isStopped {
+        while !loop.isStopped {
             let unlocked = isUnlocked()
-            let forced = wake.wait(timeout: .now()) == .success
+            let forced = woken || loop.takeWake()
             if unlocked && (!wasUnlocked || forced || ContinuousClock.now >= due) {
                 if isMetered() {
                     note("vault sync skipped: the network link is metered")
@@ -110,10 +92,8 @@ public final class VaultSyncScheduler: Sendable {
                 due = ContinuousClock.now.advanced(by: interval)
             }
             wasUnlocked = unlocked
-            if isStopped { break }
-            let nap = min(Self.poll, max(.milliseconds(10), due - ContinuousClock.now))
-            let ms = Int(nap.components.seconds * 1000 + nap.components.attoseconds / 1_000_000_000_000_000)
-            if wake.wait(timeout: .now() + .milliseconds(ms)) == .success { wake.signal() }
+            if loop.isStopped { break }
+            woken = loop.nap(min(Self.poll, max(.milliseconds(10), due - ContinuousClock.now)))
         }
     }
 
