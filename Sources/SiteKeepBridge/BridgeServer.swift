@@ -3,6 +3,7 @@ import Foundation
 public import SiteKeepJSON
 public import SiteKeepSocket
 public import SiteKeepBridgeProtocol
+import SiteKeepSystem
 
 /// The daemon's bridge socket server: newline-delimited JSON over a Unix socket, one thread per
 /// connection (the shared ``SocketListener``), each connection bound to one site by its `hello`.
@@ -107,12 +108,7 @@ public enum BridgeDaemon {
                            ready: @Sendable (String?) -> Void = { _ in },
                            onStopped: @escaping @Sendable () -> Void = {}) throws(BridgeError) {
         let environment = environment ?? ProcessInfo.processInfo.environment
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-        signal(SIGPIPE, SIG_IGN)
+        let signals = TerminationSignals.block(ignoringBrokenPipes: true)
         let server: BridgeServer
         let activated: Int32?
         do { activated = try UnixSocket.activatedListener(environment: environment) } catch { throw BridgeError(error) }
@@ -124,8 +120,7 @@ public enum BridgeDaemon {
         }
         server.start()
         ready(server.path)
-        var sig: Int32 = 0
-        sigwait(&set, &sig)
+        _ = signals.wait()
         server.shutdown()
     }
 }

@@ -3,6 +3,7 @@
 #endif
 import Foundation
 import Synchronization
+import SiteKeepSystem
 internal import SiteKeepHardening
 internal import SiteKeepKeyring
 public import SiteKeepJSON
@@ -47,11 +48,7 @@ public enum CommandLineTool {
     /// an unblocked mask (otherwise the signal kills the daemon mid-request).
     public static func prepareProcess(arguments: [String]) {
         if leadingGlobalOptions(Array(arguments.dropFirst())).rest.first == "serve" {
-            var set = sigset_t()
-            sigemptyset(&set)
-            sigaddset(&set, SIGTERM)
-            sigaddset(&set, SIGINT)
-            pthread_sigmask(SIG_BLOCK, &set, nil)
+            TerminationSignals.block()
         }
     }
 

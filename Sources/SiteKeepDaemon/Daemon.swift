@@ -11,6 +11,7 @@ import SiteKeepJSON
 import SiteKeepKeyring
 import SiteKeepPartitions
 import SiteKeepSocket
+import SiteKeepSystem
 
 /// A store's daemon: the one process that holds the store's unlocked keys and serves it. It
 /// wires the store's custody, site registry, vault library and native core into the bridge's
@@ -186,15 +187,9 @@ public final class Daemon: Sendable {
     /// first (call it from the main thread before any other thread starts, so every thread the
     /// daemon starts inherits the mask) and ignores SIGPIPE.
     public func run() throws {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-        signal(SIGPIPE, SIG_IGN)
+        let signals = TerminationSignals.block(ignoringBrokenPipes: true)
         try start()
-        var sig: Int32 = 0
-        sigwait(&set, &sig)
+        _ = signals.wait()
         stop()
     }
 }
