@@ -23,13 +23,29 @@ enum SigningKey: ~Copyable {
     case p256(P256.Signing.PrivateKey)
 }
 
-/// A signing key behind a lock; the same invariant as ``LockedSecret``.
-final class LockedSigningKey: @unchecked Sendable {
-    private let lock = Mutex<Void>(())
+/// A signing key that several threads may use at once, with no lock.
+///
+/// `@unchecked Sendable` because the invariant is kept by hand, and it differs from
+/// ``LockedSecret``'s: every use only reads the key, and no read changes any state. An Ed25519
+/// key is pinned read-only for its whole life (``SigningKeyHandle/init(ed25519:)``), so a use
+/// toggles no page protection; a P-256 key is an OpenSSL `EC_KEY` that signing only reads
+/// (OpenSSL's rule for shared objects, which a TLS server's one private key relies on). So
+/// four connections signing with one team key run on as many cores as there are, instead of
+/// queueing on a mutex. Nothing mutates the key until the last reference goes, which wipes it.
+/// Exports (for wrapping) are rare and go through OpenSSL's `EVP_PKEY` caches, so they take
+/// turns with each other (``withExclusiveKey(_:)``); they never touch the `EC_KEY` a
+/// signature reads.
+final class SharedSigningKey: @unchecked Sendable {
     private let key: SigningKey
+    private let exportLock = Mutex<Void>(())
     init(_ key: consuming SigningKey) { self.key = key }
-    func withLock<R: ~Copyable, E: Error>(_ body: (borrowing SigningKey) throws(E) -> R) throws(E) -> R {
-        try lock.withLock { (_: inout Void) throws(E) -> R in try body(key) }
+    /// A use that only reads the key (signing): concurrent uses are fine.
+    func withKey<R: ~Copyable, E: Error>(_ body: (borrowing SigningKey) throws(E) -> R) throws(E) -> R {
+        try body(key)
+    }
+    /// A use that may touch OpenSSL's caches of the key (export): one at a time.
+    func withExclusiveKey<R: ~Copyable, E: Error>(_ body: (borrowing SigningKey) throws(E) -> R) throws(E) -> R {
+        try exportLock.withLock { (_: inout Void) throws(E) -> R in try body(key) }
     }
 }
 
@@ -203,7 +219,7 @@ public enum SigningAlgorithm: String, Sendable, Codable, CaseIterable {
 
 /// A signing key held by custody. `sign` returns a signature; the key cannot be read.
 public final class SigningKeyHandle: Sendable {
-    private let key: LockedSigningKey
+    private let key: SharedSigningKey
     /// The key's algorithm.
     public let algorithm: SigningAlgorithm
     /// The public key: 32 raw bytes for Ed25519, SubjectPublicKeyInfo DER for P-256.
@@ -217,19 +233,19 @@ public final class SigningKeyHandle: Sendable {
         // PROT_NONE per signature (SecretBytes.pinReadOnly documents the trade).
         var key = key
         key.pinReadOnly()
-        self.key = LockedSigningKey(.ed25519(key))
+        self.key = SharedSigningKey(.ed25519(key))
     }
 
     /// Takes ownership of a P-256 key.
     package init(p256 key: consuming P256.Signing.PrivateKey) {
         algorithm = .p256
         publicKey = key.publicKey.derRepresentation
-        self.key = LockedSigningKey(.p256(key))
+        self.key = SharedSigningKey(.p256(key))
     }
 
     /// Signs `message`: Ed25519, or ECDSA P-256/SHA-256 in raw `r || s` form.
     public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        try key.withLock { (k: borrowing SigningKey) throws(CryptoError) -> [UInt8] in
+        try key.withKey { (k: borrowing SigningKey) throws(CryptoError) -> [UInt8] in
             switch k {
             case .ed25519(let ed): return ed.signature(for: message)
             case .p256(let p): return try p.signature(for: message).rawRepresentation
@@ -244,7 +260,7 @@ public final class SigningKeyHandle: Sendable {
 
     /// The private key in its storable form (Ed25519 seed or P-256 PKCS#8 DER), for wrapping.
     package func exportForWrapping() throws(CryptoError) -> SecretBytes {
-        try key.withLock { (k: borrowing SigningKey) throws(CryptoError) -> SecretBytes in
+        try key.withExclusiveKey { (k: borrowing SigningKey) throws(CryptoError) -> SecretBytes in
             switch k {
             case .ed25519(let ed): return try ed.seed()
             case .p256(let p): return try p.pkcs8DER()
