@@ -72,7 +72,7 @@ enum RemoteRun {
             if let dashes = out.firstIndex(of: "--") { out.insert(contentsOf: named, at: dashes) } else { out += named }
             return out
         }
-        guard let (found, _, help) = try? CommandLineTool.parse(arguments, environment: clientEnvironment, io: CapturedIO(),
+        guard let (found, parsed, help) = try? CommandLineTool.parse(arguments, environment: clientEnvironment, io: CapturedIO(),
                                                                commands: CommandRegistry.all),
               help == nil, let spec = found else {
             // Help or a usage error: the command prints it; no path or store is used.
@@ -84,8 +84,7 @@ enum RemoteRun {
         let absolute = commandLine(arguments, spec: spec, cwd: cwd)
         // The store the client means, resolved as the client would: its --home (now absolute),
         // else its environment; compared by store id, so two spellings of one folder agree.
-        let explicit = (try? CommandLineTool.parse(absolute, environment: clientEnvironment, io: CapturedIO(),
-                                                   commands: CommandRegistry.all))?.1?.option("--home")
+        let explicit = parsed?.option("--home").map { absolutePath($0, cwd: cwd) }
         guard let meant = try? StoreHome.resolve(explicit: explicit, environment: clientEnvironment, workingDirectory: cwd),
               meant.storeID() == store else {
             return .failure(Refusal(code: "wrong_store", message: "this daemon serves the store in \(home), not the one the command names"))
@@ -99,13 +98,17 @@ enum RemoteRun {
         let message: String
     }
 
+    /// A path as the client meant it: relative ones against its working folder; `-` (standard
+    /// input or output) and the empty word as they are.
+    static func absolutePath(_ p: String, cwd: String) -> String {
+        p == "-" || p.isEmpty || p.hasPrefix("/") ? p : cwd + "/" + p
+    }
+
     /// `arguments` with local paths made absolute against `cwd` (the daemon's working folder is
     /// not the client's); command words and other values unchanged.
     static func commandLine(_ arguments: [String], spec: CommandSpec, cwd: String) -> [String] {
         let known = spec.options + spec.secretInputs.map { OptionSpec.option($0.rawValue, value: "PATH", $0.help) } + CommandLineTool.globalOptions
-        func absolute(_ p: String) -> String {
-            p == "-" || p.isEmpty || p.hasPrefix("/") ? p : cwd + "/" + p
-        }
+        func absolute(_ p: String) -> String { absolutePath(p, cwd: cwd) }
         var out: [String] = []
         var positional = 0
         var onlyPositionals = false
