@@ -102,10 +102,17 @@ let package = Package(
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
+        // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
+        // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
+        // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
+        // loading was a third of its start-up (BENCHMARKS.md, "The one-shot start-up").
+        .target(name: "SiteKeepSecureMemory", dependencies: ["CSodium", "CLinux"]),
         // Crypto: typed primitives on libsodium, OpenSSL only where libsodium lacks them.
-        .target(name: "SiteKeepCrypto", dependencies: ["CSodium", "COpenSSL", "CZlib"]),
-        // Process hardening every executable calls first.
-        .target(name: "SiteKeepHardening", dependencies: ["SiteKeepCrypto", "CLinux"]),
+        // Re-exports SiteKeepSecureMemory.
+        .target(name: "SiteKeepCrypto", dependencies: ["SiteKeepSecureMemory", "CSodium", "COpenSSL", "CZlib"]),
+        // Process hardening every executable but the front end calls first (the secure memory's,
+        // then OpenSSL's secure heap).
+        .target(name: "SiteKeepHardening", dependencies: ["SiteKeepSecureMemory", "SiteKeepCrypto"]),
         // Keyring backends: opaque wrapped blobs in the Secret Service or an encrypted file.
         // The Secret Service client, loaded with dlopen only when that keyring is used.
         .target(name: "CSecretLoader"),
@@ -166,11 +173,11 @@ let package = Package(
         ]),
         .executableTarget(name: "sitekeep-main", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"], linkerSettings: packedRelocations),
         // A command run inside the daemon, from the client's side: the `run` relay and the
-        // process's terminal. Glibc, JSON, sockets and guarded memory only: no Foundation.
-        .target(name: "SiteKeepRunClient", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepSystem", "SiteKeepCrypto"]),
+        // process's terminal. Glibc, JSON, sockets and guarded memory only: no Foundation, no OpenSSL.
+        .target(name: "SiteKeepRunClient", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepSystem", "SiteKeepSecureMemory"]),
         // The `sitekeep` front end: runs a command in its store's daemon, else execs sitekeep-main.
-        // It must never link Foundation (ThinClientTests checks): its start-up is the point.
-        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepHardening"],
+        // It must never link Foundation, OpenSSL or zlib (DaemonClientTests checks): its start-up is the point.
+        .executableTarget(name: "sitekeep", dependencies: ["SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepSecureMemory"],
                           linkerSettings: packedRelocations),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
         // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.

@@ -1,17 +1,12 @@
-#if canImport(Glibc)
-internal import Glibc
-#endif
 public import SiteKeepCrypto
-internal import CLinux
+import SiteKeepSecureMemory
 import Synchronization
 
-/// What every SiteKeep executable calls first.
+/// What every SiteKeep executable calls first (the `sitekeep` front end, which links no
+/// OpenSSL, calls ``MemoryHardening/apply()`` alone).
 ///
-/// - `prctl(PR_SET_DUMPABLE, 0)`: no core dump, and other processes of the same user cannot
-///   `ptrace` this one or read its `/proc/<pid>/mem`.
-/// - `RLIMIT_CORE` set to 0 (soft and hard), so even a later `PR_SET_DUMPABLE` cannot bring
-///   core dumps back.
-/// - libsodium initialised once (its guarded allocations and CSPRNG are ready).
+/// - ``MemoryHardening/apply()``: not dumpable, no core dumps (`RLIMIT_CORE` 0), libsodium
+///   initialised.
 /// - OpenSSL's secure heap, so P-256 private scalars live in locked, guard-paged memory.
 public enum ProcessHardening: Sendable {
     /// What ``apply()`` achieved; reported by `sitekeep doctor`.
@@ -34,10 +29,7 @@ public enum ProcessHardening: Sendable {
     @discardableResult
     public static func apply() throws(CryptoError) -> Report {
         if let done = applied.withLock({ $0 }) { return done }
-        _ = sitekeep_set_dumpable(0)
-        var limit = rlimit(rlim_cur: 0, rlim_max: 0)
-        _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
-        try Sodium.ensureInitialized()
+        try MemoryHardening.apply()
         let secureHeap = OpenSSLSecureHeap.initialize()
         let report = current(secureHeap: secureHeap)
         applied.withLock { $0 = report }
@@ -46,11 +38,9 @@ public enum ProcessHardening: Sendable {
 
     /// Reads the process's current state without changing it.
     public static func current(secureHeap: Bool? = nil) -> Report {
-        var limit = rlimit()
-        _ = getrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
-        return Report(
-            dumpable: sitekeep_get_dumpable() != 0,
-            coreDumpsDisabled: limit.rlim_cur == 0 && limit.rlim_max == 0,
+        Report(
+            dumpable: MemoryHardening.dumpable,
+            coreDumpsDisabled: MemoryHardening.coreDumpsDisabled,
             sodiumReady: (try? Sodium.ensureInitialized()) != nil,
             secureHeap: secureHeap ?? OpenSSLSecureHeap.isInitialized)
     }

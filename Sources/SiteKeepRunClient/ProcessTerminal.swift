@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-import SiteKeepCrypto
+import SiteKeepSecureMemory
 import SiteKeepSystem
 
 /// This process's standard streams and its controlling terminal (`/dev/tty`), with libc only.

@@ -2,7 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import SiteKeepBridgeProtocol
-import SiteKeepCrypto
+import SiteKeepSecureMemory
 public import SiteKeepJSON
 import SiteKeepSocket
 

@@ -2,8 +2,8 @@
 @preconcurrency import Glibc
 #endif
 import SiteKeepBridgeProtocol
-import SiteKeepHardening
 import SiteKeepRunClient
+import SiteKeepSecureMemory
 import SiteKeepSystem
 
 /// `sitekeep`: the front end people and scripts run.
@@ -27,8 +27,10 @@ struct ThinClient {
               let cwd = ProcessEnvironment.workingDirectory(),
               let home = try? StoreHome.resolve(explicit: homeArgument(arguments), environment: environment, workingDirectory: cwd),
               let store = home.storeID() else { runMain(arguments) }
+        // The hardening guarded memory needs (this process links no OpenSSL, so it has no
+        // OpenSSL secure heap to set up: a relayed secret lives in libsodium's guarded memory).
         do {
-            _ = try ProcessHardening.apply()
+            try MemoryHardening.apply()
         } catch {
             runMain(arguments)   // the whole tool reports what is wrong with this process
         }

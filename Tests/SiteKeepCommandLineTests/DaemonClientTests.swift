@@ -289,6 +289,25 @@ import Glibc
         #expect(try !foundationSymbols(URL(fileURLWithPath: front).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path).isEmpty)
     }
 
+    /// The front end loads no OpenSSL, zlib or SQLite: the dynamic loading of libcrypto alone
+    /// was a third of its start-up, and it holds a relayed secret in libsodium's guarded memory
+    /// only (BENCHMARKS.md, "The one-shot start-up").
+    @Test func theFrontEndLoadsNoOpenSSL() throws {
+        let front = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        func needed(_ path: String) throws -> [Substring] {
+            let dynamic = ChildProcess.capture("/usr/bin/readelf", ["-d", path], environment: [:])
+            try #require(dynamic.status == 0 && !dynamic.out.isEmpty, "readelf could not read \(path): \(dynamic.err)")
+            return dynamic.out.split(separator: "\n").filter { $0.contains("(NEEDED)") }
+        }
+        let heavy = ["libcrypto", "libssl", "libz.", "libsqlite3"]
+        let loaded = try needed(front)
+        #expect(loaded.contains { $0.contains("libsodium") }, "\(loaded)")
+        #expect(!loaded.contains { line in heavy.contains { line.contains($0) } }, "the front end loads \(loaded)")
+        // The check can fail: the whole tool does load OpenSSL.
+        let main = URL(fileURLWithPath: front).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path
+        #expect(try needed(main).contains { $0.contains("libcrypto") })
+    }
+
     /// A daemon serves one store: another store's unlock, status and lock never reach it.
     @Test func aDaemonServesOneStoreAndSaysWhich() async throws {
         let bed = try await Bed()
