@@ -27,9 +27,31 @@ enum SigningKey: ~Copyable {
 final class LockedSigningKey: @unchecked Sendable {
     private let lock = Mutex<Void>(())
     private let key: SigningKey
-    init(_ key: consuming SigningKey) { self.key = key }
+    /// P-256: signing needs no lock (see ``SigningKeyHandle/sign(_:)``).
+    private let signsWithoutLock: Bool
+    init(_ key: consuming SigningKey) {
+        signsWithoutLock = Self.isP256(key)
+        self.key = key
+    }
+    private static func isP256(_ k: borrowing SigningKey) -> Bool {
+        switch k {
+        case .p256: true
+        case .ed25519: false
+        }
+    }
     func withLock<R: ~Copyable, E: Error>(_ body: (borrowing SigningKey) throws(E) -> R) throws(E) -> R {
         try lock.withLock { (_: inout Void) throws(E) -> R in try body(key) }
+    }
+    /// Signs: Ed25519 under the lock, P-256 without it (see ``SigningKeyHandle/sign(_:)``).
+    func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        if signsWithoutLock { return try Self.sign(key, message) }
+        return try withLock { (k: borrowing SigningKey) throws(CryptoError) -> [UInt8] in try Self.sign(k, message) }
+    }
+    private static func sign(_ k: borrowing SigningKey, _ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        switch k {
+        case .ed25519(let ed): return ed.signature(for: message)
+        case .p256(let p): return try p.signature(for: message).rawRepresentation
+        }
     }
 }
 
@@ -228,13 +250,14 @@ public final class SigningKeyHandle: Sendable {
     }
 
     /// Signs `message`: Ed25519, or ECDSA P-256/SHA-256 in raw `r || s` form.
+    ///
+    /// A P-256 signature does not take the handle's lock: libcrypto's `ECDSA_do_sign` only reads
+    /// the `EC_KEY` (each call has its own `BN_CTX` and nonce), the key is not in guarded pages
+    /// whose protection a use toggles, and this handle (so the key) lives until the call returns.
+    /// Serialising it made every connection of the agent and the bridge wait for one another's
+    /// signatures with the same team key (the 4-connection P-256 rows).
     public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        try key.withLock { (k: borrowing SigningKey) throws(CryptoError) -> [UInt8] in
-            switch k {
-            case .ed25519(let ed): return ed.signature(for: message)
-            case .p256(let p): return try p.signature(for: message).rawRepresentation
-            }
-        }
+        try key.sign(message)
     }
 
     /// Whether `signature` verifies under this key's public key.
