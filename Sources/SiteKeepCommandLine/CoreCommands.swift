@@ -442,7 +442,7 @@ enum CoreCommands {
             throw CommandFailure(error.message, code: error.code.rawValue)
         }
         let one = inv.option("--mark-read")
-        if let p = one, !listing.contains(where: { $0.path == p && Inbox.kind(of: p) != nil && p != InboxReadMarks.path }) {
+        if let p = one, !Inbox.isItem(p, in: listing) {
             throw CommandFailure("\(p) is not in the inbox", remedy: "see 'sitekeep inbox'", code: "not_found")
         }
         let all = inv.flag("--all-read")

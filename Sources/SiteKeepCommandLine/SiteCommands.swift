@@ -124,6 +124,11 @@ enum SiteCommands {
         if s.protection == .whenUnlocked { try store.unlockOneShot(inv) }
         try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
         inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
+        // Its core state (reminder leads, calendar sequences, inbox and workflow state) goes with
+        // its partition (a daemon serving the store forgets it too, ``SiteRegistry/onSiteRemoved(_:)``).
+        do throws(CoreFileError) { try CoreStateDirectory(home: store.home.path).removeSite(s.id.string) } catch {
+            inv.note("note: the site's core state was not deleted (\(error))")
+        }
         // Its vaults stay registered to the removed site's id, which no site ever has again: no
         // site reaches them until the user gives them to one.
         let orphans = ((try? VaultCommands.library(store).records()) ?? []).filter { $0.siteID == s.id.string }.map(\.name)

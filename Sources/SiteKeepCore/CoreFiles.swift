@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SiteKeepSystem
+import Foundation
 
 /// Why a core state file could not be read or written.
 public struct CoreFileError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -35,6 +36,21 @@ public enum CoreFiles {
     public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600) throws(CoreFileError) {
         do { try AtomicFile.replace(path, with: bytes, mode: mode) } catch {
             throw CoreFileError(path: path, reason: "cannot write: \(error)")
+        }
+    }
+
+    /// Deletes the folder `path` and everything in it (a symbolic link inside is removed, never
+    /// followed); nothing when it does not exist.
+    public static func removeFolder(_ path: String) throws(CoreFileError) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
+            if Errno.current == .noSuchFileOrDirectory { return }
+            throw CoreFileError(path: path, reason: "cannot be examined: \(Errno.current)")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw CoreFileError(path: path, reason: "is not a folder") }
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            guard lstat(path, &st) == 0 else { return }
+            throw CoreFileError(path: path, reason: "cannot be deleted; delete it by hand")
         }
     }
 

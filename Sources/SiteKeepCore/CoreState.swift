@@ -61,6 +61,13 @@ public struct CoreStateDirectory: Sendable, Equatable {
         return root + "/sites/" + id
     }
 
+    /// Deletes the site's core state (`core/sites/SITE`: its leads, calendar sequences, and the
+    /// inbox and workflow state of each of its vaults), as its partition is deleted when the site
+    /// is removed. - Throws: for an id that is not a plain name, or a folder that cannot be deleted.
+    public func removeSite(_ id: String) throws(CoreFileError) {
+        try CoreFiles.removeFolder(try site(id))
+    }
+
     /// Reads a JSON state file (nil when absent). - Throws: when it is not JSON.
     public func readJSON(_ path: String, limit: Int = 16 << 20) throws(CoreFileError) -> JSONValue? {
         guard let bytes = try CoreFiles.read(path, limit: limit) else { return nil }
@@ -200,5 +207,18 @@ extension CoreStateDirectory {
         try store.save(marks)
         try setInboxLastLooked(listing, scope: scope)
         return items
+    }
+
+    /// Marks the inbox items `paths` read at `now`, each in its version in `listing`, and saves
+    /// the marks (pruned to the listing) to `store`: not a look, so what is new since the last
+    /// look stays as it was. Paths that are not items of the inbox are left out (the caller
+    /// refuses them first, ``Inbox/firstNonItem(_:in:)``). - Returns: how many items were marked.
+    @discardableResult
+    public func markInboxRead(_ paths: [String], listing: [VaultListingEntry], marks store: any InboxMarksStore, now: Instant) throws(CoreFileError) -> Int {
+        var marks = try store.load()
+        let marked = marks.markRead(paths, in: listing, at: now)
+        marks.prune(keeping: listing)
+        try store.save(marks)
+        return marked
     }
 }

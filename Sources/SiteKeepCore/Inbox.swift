@@ -70,6 +70,19 @@ public struct InboxReadMarks: Sendable, Equatable {
         marks[path] = Mark(version: version, readAt: at)
     }
 
+    /// Marks the inbox items of `listing` that `paths` names read at `at`, each in its version
+    /// there (paths that are not items are left out). - Returns: how many items were marked.
+    @discardableResult
+    public mutating func markRead(_ paths: [String], in listing: [VaultListingEntry], at: Instant) -> Int {
+        let wanted = Set(paths)
+        var marked = 0
+        for e in listing where wanted.contains(e.path) && Inbox.kind(of: e.path) != nil && e.path != Self.path {
+            markRead(path: e.path, version: e.version, at: at)
+            marked += 1
+        }
+        return marked
+    }
+
     /// Drops marks of files no longer in `listing` (the oldest first when over the limit).
     public mutating func prune(keeping listing: [VaultListingEntry]) {
         let present = Set(listing.map(\.path))
@@ -106,6 +119,18 @@ public enum Inbox {
     /// The kind of `path`, or nil when it is not in an inbox folder.
     public static func kind(of path: String) -> InboxItem.Kind? {
         folders.first { path.hasPrefix($0.prefix) && path.count > $0.prefix.count }?.kind
+    }
+
+    /// Whether `path` is an item of the inbox in `listing`: a file of `listing` in an inbox
+    /// folder, other than the read marks themselves.
+    public static func isItem(_ path: String, in listing: [VaultListingEntry]) -> Bool {
+        kind(of: path) != nil && path != InboxReadMarks.path && listing.contains { $0.path == path }
+    }
+
+    /// The first of `paths` that is not an item of the inbox in `listing` (nil when all are).
+    public static func firstNonItem(_ paths: [String], in listing: [VaultListingEntry]) -> String? {
+        let items = Set(listing.lazy.map(\.path).filter { kind(of: $0) != nil && $0 != InboxReadMarks.path })
+        return paths.first { !items.contains($0) }
     }
 
     /// The differences between two listings.

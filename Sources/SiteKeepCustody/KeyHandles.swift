@@ -244,6 +244,12 @@ public final class SigningKeyHandle: Sendable {
     }
 
     /// Signs `message`: Ed25519, or ECDSA P-256/SHA-256 in raw `r || s` form.
+    ///
+    /// No lock is taken (``SharedSigningKey``): libcrypto's `ECDSA_do_sign` only reads the
+    /// `EC_KEY` (each call has its own `BN_CTX` and nonce), an Ed25519 key is pinned read-only,
+    /// and this handle (so the key) lives until the call returns. A lock made every connection
+    /// of the agent and the bridge wait for one another's signatures with the same team key
+    /// (the 4-connection rows).
     public func sign(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
         try key.withKey { (k: borrowing SigningKey) throws(CryptoError) -> [UInt8] in
             switch k {

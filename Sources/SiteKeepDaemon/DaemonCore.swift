@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import SiteKeepBridge
 import SiteKeepCore
@@ -21,10 +22,25 @@ final class DaemonCore: Sendable {
         state = CoreStateDirectory(home: home)
         self.registry = registry
         self.access = access
+        // A removed site (by `site remove` in this daemon or in another process) is forgotten at
+        // once, as its connections are refused at once. On a queue: the registry tells from
+        // inside its callers' locks.
+        registry.onSiteRemoved { [weak self] id in
+            guard let core = self else { return }
+            DispatchQueue.global().async { core.forget(siteID: id.string) }
+        }
     }
 
     /// Re-plan now (picks or leads changed).
     func replan() { loop.withLock { $0 }?.replan() }
+
+    /// Forgets a removed site: its core folder is deleted (again, should a call in flight have
+    /// written there after `site remove` deleted it) and a round runs now, so its reminders are
+    /// no longer pending and "what is next" no longer shows its items.
+    func forget(siteID: String) {
+        try? state.removeSite(siteID)
+        replan()
+    }
 
     /// Every site whose partition opens: its picks, agenda and leads.
     func inputs() -> [(BridgeSite, ReminderInput)] {

@@ -51,6 +51,8 @@ private final class RegistryState {
     var open: [SiteID: (core: PartitionCore, handles: Int)] = [:]
     /// Partitions closed under the lock whose observers are still to be told.
     var closed: [SiteID] = []
+    /// Sites seen removed (here, or by a re-read) under the lock whose observers are still to be told.
+    var removed: [SiteID] = []
     init(sites: [SiteID: Site], file: RegistryFileView) {
         self.sites = sites
         self.file = file
@@ -90,6 +92,7 @@ public final class SiteRegistry: Sendable {
     let faults: AuditFaults
     private let state: Mutex<RegistryState>
     private let closeObservers = Mutex<[@Sendable (SiteID) -> Void]>([])
+    private let removalObservers = Mutex<[@Sendable (SiteID) -> Void]>([])
 
     /// Opens (or creates) the registry in `home`.
     /// - Throws: ``PartitionError/registryDamaged(_:)`` when `sites.json` cannot be read.
@@ -188,18 +191,32 @@ public final class SiteRegistry: Sendable {
         closeObservers.withLock { $0.append(observer) }
     }
 
+    /// Calls `observer` with every site this registry sees removed, whether its partition was
+    /// open or not: by ``remove(forIdentifier:force:)`` here, by a purge, or (seen by a re-read)
+    /// in another process. It runs as ``onPartitionClosed(_:)``'s observers do (on the thread that
+    /// noticed, after the registry's lock is released), so one that takes locks should hand the
+    /// work to a queue. A removed site's id is never given again, so what was kept under it can go.
+    public func onSiteRemoved(_ observer: @escaping @Sendable (SiteID) -> Void) {
+        removalObservers.withLock { $0.append(observer) }
+    }
+
     /// Runs `body` on the current view (after a look for changes) under the registry's lock, then
-    /// tells the observers of ``onPartitionClosed(_:)`` which partitions were closed meanwhile.
+    /// tells the observers of ``onPartitionClosed(_:)`` which partitions were closed meanwhile and
+    /// those of ``onSiteRemoved(_:)`` which sites were removed.
     private func current<R: Sendable, E: Error>(_ body: @Sendable (RegistryState) throws(E) -> R) throws(E) -> R {
-        let (result, closed) = state.withLock { st -> (Result<R, E>, [SiteID]) in
+        let (result, closed, removed) = state.withLock { st -> (Result<R, E>, [SiteID], [SiteID]) in
             look(st)
             let result = Result { () throws(E) -> R in try body(st) }
-            defer { st.closed.removeAll() }
-            return (result, st.closed)
+            defer { st.closed.removeAll(); st.removed.removeAll() }
+            return (result, st.closed, st.removed)
         }
         if !closed.isEmpty {
             let observers = closeObservers.withLock { $0 }
             for id in closed { for o in observers { o(id) } }
+        }
+        if !removed.isEmpty {
+            let observers = removalObservers.withLock { $0 }
+            for id in removed { for o in observers { o(id) } }
         }
         return try result.get()
     }
@@ -226,6 +243,7 @@ public final class SiteRegistry: Sendable {
         guard sites != old else { return }
         st.sites = sites
         st.generation &+= 1
+        st.removed += old.keys.filter { sites[$0] == nil }
         for (id, entry) in st.open {
             guard let before = old[id] else { continue }
             if let now = sites[id] {
@@ -443,6 +461,7 @@ public final class SiteRegistry: Sendable {
             }
             st.sites[id] = nil
             try persist(st)
+            st.removed.append(id)
         } }
     }
 

@@ -9,7 +9,8 @@ import SiteKeepTesting
 /// The native core: planning the next 64 reminders for 1,000 picks against a 10,000-item agenda
 /// (the planner alone, and with the agenda's JSON parsed first), and `schedule.set` through the
 /// daemon's own stack (BridgeServer on a Unix socket, the dispatcher, strict nr.schedule.v1
-/// validation, a sealed write to a real SQLite partition), p50 and p99.
+/// validation, a sealed write to a real SQLite partition), p50 and p99, without the vault mirror
+/// and with it (``mirroredScheduleSetLatencies(_:connections:)``).
 func coreGroup(_ settings: Settings) throws -> [Row] {
     let zone = ZoneRules(identifier: "Europe/Lisbon")!
     let base = Int64(1_793_000_000_000)
@@ -66,8 +67,13 @@ func coreGroup(_ settings: Settings) throws -> [Row] {
         _ = try client.hello(origin: "https://promptugal.news")
         latencies += try timeEach(20) { _ = try client.call("schedule.set", args: args) }
     }
-    let sorted = latencies.sorted()
-    func pct(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+    func pct(_ p: Double, _ samples: [Double]) -> Double {
+        let sorted = samples.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+    func pct(_ p: Double) -> Double { pct(p, latencies) }
+    // The same with the vault mirror on (each call commits to a real vault).
+    let mirrored = try mirroredScheduleSetLatencies(settings, connections: 25)
     coreTable = [
         ("plan the next 64 reminders: 1,000 picks × 10,000 agenda items (median of 200)", String(format: "%.0f µs", median(plan) * 1e6)),
         ("… p99 of the same", String(format: "%.0f µs", plan.sorted()[min(plan.count - 1, Int(Double(plan.count) * 0.99))] * 1e6)),
@@ -75,6 +81,15 @@ func coreGroup(_ settings: Settings) throws -> [Row] {
         ("schedule.set (20 picks) through the daemon's socket, p50 of \(latencies.count)", String(format: "%.0f µs", pct(0.5) * 1e6)),
         ("schedule.set p99", String(format: "%.0f µs", pct(0.99) * 1e6)),
     ]
+    if let m = mirrored {
+        coreTable += [
+            ("schedule.set (20 picks) with the vault mirror (each call merges agenda/picks.json and commits to a real vault, signed), p50 of \(m.count)",
+             String(format: "%.0f µs", pct(0.5, m) * 1e6)),
+            ("schedule.set with the vault mirror p99", String(format: "%.0f µs", pct(0.99, m) * 1e6)),
+        ]
+    } else {
+        coreTable.append(("schedule.set with the vault mirror", "skipped: needs sgit and sitekeep (run through tools/bench)"))
+    }
     return []
 }
 

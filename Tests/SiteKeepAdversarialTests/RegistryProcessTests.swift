@@ -26,17 +26,27 @@ import SiteKeepJSON
         }
     }
 
-    @Test func aSiteRemovedByTheCLIIsRefusedAtOnceAndAddedSitesSurviveTheDaemonsWrites() async throws {
-        let exe = try #require(builtExecutable("sitekeep"), "the sitekeep executable is not built; run `swift build` first")
-        let f = try TempFolder("registry")
-        let home = f.path + "/home"
-        let sock = f.path + "/run/bridge.sock"
-        let pass = try f.file("pass.txt", Array("registry passphrase".utf8))
-        let env = ["HOME": f.path, "SITEKEEP_SOCK": sock]
+    /// A store home in a fresh folder, and the real `sitekeep` run on it.
+    struct Store {
+        let exe: String, f: TempFolder, home: String, sock: String, pass: String, env: [String: String]
+        init(_ tag: String, env extra: [String: String] = [:]) throws {
+            exe = try #require(builtExecutable("sitekeep"), "the sitekeep executable is not built; run `swift build` first")
+            f = try TempFolder(tag)
+            home = f.path + "/home"
+            sock = f.path + "/run/bridge.sock"
+            pass = try f.file("pass.txt", Array("\(tag) passphrase".utf8))
+            env = ["HOME": f.path, "SITEKEEP_SOCK": sock].merging(extra) { _, given in given }
+        }
         func cli(_ args: [String]) throws -> (code: Int32?, out: String, err: String) {
             let r = try Child.run(exe, args + ["--home", home, "--keyring", "file"], in: f.path, environment: env)
             return (r.code, String(decoding: r.out, as: UTF8.self), r.err)
         }
+    }
+
+    @Test func aSiteRemovedByTheCLIIsRefusedAtOnceAndAddedSitesSurviveTheDaemonsWrites() async throws {
+        let store = try Store("registry")
+        let (exe, f, home, sock, pass, env) = (store.exe, store.f, store.home, store.sock, store.pass, store.env)
+        func cli(_ args: [String]) throws -> (code: Int32?, out: String, err: String) { try store.cli(args) }
         func addSite(_ name: String, _ origin: String) throws -> String {
             let r = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--json"])
             try #require(r.code == 0, "site add \(name): \(r.err)")
@@ -110,6 +120,52 @@ import SiteKeepJSON
         #expect(used != nil && used != "2020-01-01T00:00:00Z", "the daemon did not write B's lastUsedAt")
         let list = try cli(["site", "list", "--json"])
         #expect(list.out.contains("https://c.example") && !list.out.contains("https://a.example"), "\(list.out)")
+    }
+
+    /// A site removed while `sitekeep serve` runs takes its core state with it at once: its
+    /// folder under `core/sites/` is deleted and the daemon's "what is next" no longer shows its
+    /// items within moments (not at its next round, up to 30 s later); the other site's stay.
+    @Test func aRemovedSitesCoreStateIsForgottenAtOnceByARunningDaemon() async throws {
+        let store = try Store("core-removal", env: ["SITEKEEP_NOTIFY": "print"])
+        let (exe, f, home, sock, pass, env) = (store.exe, store.f, store.home, store.sock, store.pass, store.env)
+        func cli(_ args: [String]) throws -> (code: Int32?, out: String, err: String) { try store.cli(args) }
+        let made = try cli(["init", "--passphrase-file", pass, "--argon2-iterations", "2", "--argon2-memory", "19", "--no-recovery"])
+        try #require(made.code == 0, "init: \(made.err)")
+        // Each site: a stand-up two days ahead in its agenda (what is next shows it) and its own leads.
+        let start = Date().addingTimeInterval(2 * 86_400)
+        let stamp = ISO8601DateFormatter().string(from: start)
+        var ids: [String: String] = [:]
+        for name in ["A", "B"] {
+            let origin = "https://\(name.lowercased()).example"
+            let added = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--json"])
+            ids[name] = try #require(try JSONParser.parse(added.out)["id"]?.stringValue, "site add: \(added.err)")
+            let agenda = try f.file("agenda-\(name).json", Array(#"{"timezone": "UTC", "items": [{"id": "s1", "title": "Stand-up \#(name)", "start": "\#(stamp)", "kind": "standup"}]}"#.utf8))
+            let loaded = try cli(["agenda", "load", agenda, "--site", origin])
+            try #require(loaded.code == 0, "agenda load: \(loaded.err)")
+            #expect(try cli(["remind", "plan", "--site", origin, "--session-lead", "5"]).code == 0)
+        }
+        let coreA = home + "/core/sites/" + (ids["A"] ?? "?")
+        #expect(FileManager.default.fileExists(atPath: coreA + "/reminders.json"))
+        func next() -> String { (try? String(contentsOfFile: home + "/next.json", encoding: .utf8)) ?? "" }
+
+        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
+                               stderrPath: f.path + "/serve.err", environment: env)
+        defer { daemon.kill9() }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: f.path + "/run/control.sock") { usleep(50_000) }
+        try #require(FileManager.default.fileExists(atPath: sock), "the daemon did not start: \(daemon.stderr)")
+        // The daemon's first round has written what is next, with both sites' stand-ups.
+        for _ in 0..<100 where !(next().contains("Stand-up A") && next().contains("Stand-up B")) { usleep(50_000) }
+        #expect(next().contains("Stand-up A") && next().contains("Stand-up B"), "\(next())")
+        usleep(500_000)   // past the first round: the next is 30 s away
+
+        let removed = try cli(["site", "remove", "https://a.example", "--force", "--yes"])
+        try #require(removed.code == 0, "site remove: \(removed.err)")
+        #expect(!FileManager.default.fileExists(atPath: coreA), "A's core folder outlived it")
+        for _ in 0..<50 where next().contains("Stand-up A") { usleep(100_000) }
+        #expect(!next().contains("Stand-up A"), "the daemon still shows the removed site's items: \(next())")
+        #expect(next().contains("Stand-up B"), "\(next())")
+        #expect(FileManager.default.fileExists(atPath: home + "/core/sites/" + (ids["B"] ?? "?") + "/reminders.json"))
+        #expect(!FileManager.default.fileExists(atPath: coreA))
     }
 
     /// Two processes adding sites at the same time lose none: each add holds the registry's file

@@ -46,6 +46,46 @@ import SiteKeepTesting
         if case .failure(_, let f) = reply { #expect(f.message.hasPrefix("args.picks[0].at ")) }
     }
 
+    /// `inbox.mark` marks the named items read for the calling site only, refuses a path that
+    /// is not an item of its inbox (naming it) without marking anything, and refuses what the
+    /// catalogue bounds (a path that is not a string, too many paths, unknown members).
+    @Test func inboxMarkMarksTheNamedItemsForItsSiteAllOrNone() async throws {
+        let bed = try Bed()
+        let a = try await bed.connect(InMemoryBridge.promptugal)
+        let b = try await bed.connect(InMemoryBridge.newsroom)
+        func unread(_ c: BridgeConnection) async throws -> [String: Bool] {
+            var out: [String: Bool] = [:]
+            for i in try #require(result(await bed.send(c, op: "inbox.list", args: .object([]))))["items"]?.arrayValue ?? [] {
+                if let p = i["path"]?.stringValue { out[p] = i["unread"] == .bool(true) }
+            }
+            return out
+        }
+        let all = ["inbox/briefs/today.md": true, "inbox/reviews/draft.md": true]
+        #expect(try await unread(a) == all)
+
+        // One unknown path: refused, named, and the known one beside it stays unread.
+        for bad in ["inbox/briefs/missing.md", "sitekeep/inbox-read.json", "notes/today.md", ""] {
+            let reply = await bed.send(a, op: "inbox.mark", args: ["paths": ["inbox/briefs/today.md", .string(bad)]])
+            guard case .failure(_, let f) = reply else { Issue.record("\(bad) was accepted"); continue }
+            #expect(f.code == .notFound && f.message.contains("args.paths: \"\(bad)\" is not an item"), "\(f)")
+        }
+        #expect(try await unread(a) == all, "a refused request marks nothing")
+
+        let marked = try #require(result(await bed.send(a, op: "inbox.mark", args: ["paths": ["inbox/briefs/today.md", "inbox/briefs/today.md"]])))
+        #expect(marked["marked"] == .integer(1))
+        #expect(try await unread(a) == ["inbox/briefs/today.md": false, "inbox/reviews/draft.md": true])
+        #expect(try await unread(b) == all, "another site's marks are its own")
+
+        let shapes: [(JSONValue, BridgeErrorCode)] = [
+            (["paths": "inbox/briefs/today.md"], .badRequest), (["paths": [1]], .badRequest), (.object([]), .badRequest),
+            (["paths": .array(Array(repeating: "inbox/briefs/today.md", count: 201))], .tooLarge),
+            (["paths": ["inbox/briefs/today.md"], "read": false], .unknownField),
+        ]
+        for (args, expected) in shapes {
+            #expect(code(await bed.send(try await bed.connect(InMemoryBridge.promptugal), op: "inbox.mark", args: args)) == expected, "\(args)")
+        }
+    }
+
     @Test func aWorkflowRunsAsTabsAndStepsWithNext() async throws {
         let bed = try Bed()
         let c = try await bed.connect(InMemoryBridge.newsroom)

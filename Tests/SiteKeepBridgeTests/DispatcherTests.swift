@@ -14,7 +14,7 @@ import SiteKeepTesting
                         "vault.load", "vault.save", "vault.list", "key.sign", "identity.get", "storage.get", "storage.set",
                         "storage.remove", "storage.keys", "storage.clear", "tabs.get", "tabs.set", "reading.get",
                         "reading.set", "sealed.open", "capture.save", "capture.open", "share",
-                        "notify.opened", "workflow.list", "workflow.show", "workflow.run", "workflow.next", "inbox.list", "vault.changed"]
+                        "notify.opened", "workflow.list", "workflow.show", "workflow.run", "workflow.next", "inbox.list", "inbox.mark", "vault.changed"]
         #expect(Set(c.ops.map(\.name)) == Set(expected))
         #expect(c["key.sign"]?.presence == true)
         #expect(c["sealed.open"]?.presence == true)

@@ -88,6 +88,30 @@ import SiteKeepPartitions
         #expect(await store.run(["site", "remove", "https://newsroom.sgit.ai", "--yes"]).status == 0)
     }
 
+    /// The site's core state (`core/sites/SITE`: its leads, and its vaults' inbox and workflow
+    /// state) is deleted with its partition; another site's stays.
+    @Test func siteRemoveDeletesTheSitesCoreStateAndNoOtherSites() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        var ids: [String] = []
+        for (name, origin) in [("A", "https://a.example"), ("B", "https://b.example")] {
+            let r = await store.run(["site", "add", name, "--origin", origin, "--app-bound", "--json"])
+            ids.append(try #require(try JSONParser.parse(r.out)["id"]?.stringValue, "\(r.err)"))
+            #expect(await store.run(["remind", "plan", "--site", origin, "--session-lead", "5"]).status == 0)
+        }
+        let sites = store.home + "/core/sites/"
+        // A vault's inbox state of A's (as `inbox --site` leaves it).
+        try FileManager.default.createDirectory(atPath: sites + ids[0] + "/vaults/va", withIntermediateDirectories: true)
+        try Data(#"{"format":"sitekeep.inbox-read.v1","read":[]}"#.utf8).write(to: URL(fileURLWithPath: sites + ids[0] + "/vaults/va/inbox-read.json"))
+        for id in ids { #expect(FileManager.default.fileExists(atPath: sites + id + "/reminders.json")) }
+
+        let removed = await store.run(["site", "remove", "https://a.example", "--yes"])
+        #expect(removed.status == 0, "\(removed.err)")
+        #expect(!FileManager.default.fileExists(atPath: sites + ids[0]), "A's core state outlived it")
+        #expect(FileManager.default.fileExists(atPath: sites + ids[1] + "/reminders.json"), "B's core state went with A's")
+        #expect(!removed.err.contains("not deleted"), "\(removed.err)")
+    }
+
     @Test func removingAWhenUnlockedSiteOrATeamKeyNeedsTheStoreUnlocked() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()

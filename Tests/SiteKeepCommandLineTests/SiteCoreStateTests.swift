@@ -49,8 +49,10 @@ import Glibc
         return out
     }
 
-    @Test func eachSiteHasItsOwnInboxAndWorkflowRunsThroughTheCommandLineAndTheBridge() async throws {
-        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+    /// A store with Promptugal (vault `va`: `inbox/briefs/a.md` and the morning workflow) and
+    /// Summit (vault `vb`: `inbox/briefs/b.md` and the same workflow), each vault made by sgit
+    /// and given to its site; answers the store and the two sites' ids.
+    static func twoSitesWithVaults(_ sgit: String) async throws -> (store: CLIStore, a: String, b: String) {
         let store = try CLIStore()
         _ = try await store.initialize()
         #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound"]).status == 0)
@@ -64,6 +66,29 @@ import Glibc
             let add = await store.run(["vault", "add", name, "--path", dir, "--key-file", key, "--site", origin, "--passphrase-file", store.passFile])
             #expect(add.status == 0, "\(add.err)")
         }
+        return (store, a, b)
+    }
+
+    /// A daemon on `store`, unlocked, with a bridge connection bound to each site.
+    static func daemonServingBothSites(_ store: CLIStore, tag: String) async throws -> (DaemonVaultSyncTests.Daemon, BridgeClient, BridgeClient) {
+        let daemon = try DaemonVaultSyncTests().start(store, [], tag: tag)
+        await daemon.unlock(store.passFile)
+        do {
+            let clients = try [Self.promptugal, Self.summit].map { origin in
+                let c = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+                _ = try c.hello(origin: origin)
+                return c
+            }
+            return (daemon, clients[0], clients[1])
+        } catch {
+            daemon.stop()
+            throw error
+        }
+    }
+
+    @Test func eachSiteHasItsOwnInboxAndWorkflowRunsThroughTheCommandLineAndTheBridge() async throws {
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let (store, a, b) = try await Self.twoSitesWithVaults(sgit)
 
         // The CLI: reading site A's inbox and stepping its run leaves site B's as they were.
         #expect(try await Self.inbox(store, ["--site", Self.promptugal, "--all-read"])["inbox/briefs/a.md"]?.unread == true)
@@ -88,15 +113,8 @@ import Glibc
         #expect(!Self.sg(sgit, store.dir.appendingPathComponent("vb").path, ["cat", "sitekeep/inbox-read.json"], home: store.dir.path).out.contains("a.md"))
 
         // The bridge: each connection answers for its own site, sharing the CLI's state of that site.
-        let daemon = try DaemonVaultSyncTests().start(store, [], tag: "scope")
-        defer { daemon.stop() }
-        await daemon.unlock(store.passFile)
-        let ca = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
-        defer { ca.close() }
-        _ = try ca.hello(origin: Self.promptugal)
-        let cb = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
-        defer { cb.close() }
-        _ = try cb.hello(origin: Self.summit)
+        let (daemon, ca, cb) = try await Self.daemonServingBothSites(store, tag: "scope")
+        defer { ca.close(); cb.close(); daemon.stop() }
         func items(_ c: BridgeClient) throws -> [String: Bool] {
             var out: [String: Bool] = [:]
             for i in try c.call("inbox.list")["items"]?.arrayValue ?? [] { if let p = i["path"]?.stringValue { out[p] = i["unread"] == .bool(true) } }
@@ -111,6 +129,51 @@ import Glibc
         daemon.stop()
         let again = await store.run(["workflow", "run", "morning", "--site", Self.summit, "--json", "--passphrase-file", store.passFile])
         #expect(try JSONParser.parse(again.out)["position"] == .integer(2), "the CLI sees the bridge's run of site B")
+    }
+
+    /// `inbox.mark` through the daemon: a page marks an item of its own site's inbox read; the
+    /// mark is committed to that site's vault (the real sgit reads it) and the CLI sees it; the
+    /// mark is not a look; another site naming that item, or any path not in the inbox, is
+    /// refused as `not_found` and writes nothing.
+    @Test func aPageMarksItsOwnInboxItemsReadInItsVaultThroughTheDaemon() async throws {
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let (store, a, _) = try await Self.twoSitesWithVaults(sgit)
+        let (daemon, ca, cb) = try await Self.daemonServingBothSites(store, tag: "mark")
+        defer { ca.close(); cb.close(); daemon.stop() }
+        func refusal(_ c: BridgeClient, _ paths: [String]) -> BridgeFailure? {
+            do { _ = try c.call("inbox.mark", args: ["paths": .array(paths.map { .string($0) })]); return nil } catch {
+                if case .reply(let f) = error { return f }
+                return BridgeFailure(.internal, "not a reply: \(error)")
+            }
+        }
+        func marksFile(_ vault: String) -> (status: Int32, out: String, err: String) {
+            Self.sg(sgit, store.dir.appendingPathComponent(vault).path, ["cat", "sitekeep/inbox-read.json"], home: store.dir.path)
+        }
+
+        // Refused before anything is written: Summit naming Promptugal's item, and unknown paths.
+        let fromB = refusal(cb, ["inbox/briefs/a.md"])
+        #expect(fromB?.code == .notFound && fromB?.message.contains("inbox/briefs/a.md") == true, "\(String(describing: fromB))")
+        let unknown = refusal(ca, ["inbox/briefs/a.md", "inbox/briefs/nope.md"])
+        #expect(unknown?.code == .notFound && unknown?.message.contains("\"inbox/briefs/nope.md\" is not an item") == true, "\(String(describing: unknown))")
+        #expect(marksFile("va").status != 0 && marksFile("vb").status != 0, "a refused mark wrote no read marks")
+
+        // Marked, before any look.
+        #expect(try ca.call("inbox.mark", args: ["paths": ["inbox/briefs/a.md"]])["marked"] == .integer(1))
+        let marks = marksFile("va")
+        #expect(marks.status == 0 && marks.out.contains("inbox/briefs/a.md") && !marks.out.contains("morning"), "\(marks.err)")
+        #expect(marksFile("vb").status != 0, "Summit's vault is untouched")
+        var seen: [String: (unread: Bool, new: Bool)] = [:]
+        for i in try ca.call("inbox.list")["items"]?.arrayValue ?? [] {
+            if let p = i["path"]?.stringValue { seen[p] = (i["unread"] == .bool(true), i["new"] == .bool(true)) }
+        }
+        #expect(seen["inbox/briefs/a.md"]?.unread == false && seen["inbox/briefs/a.md"]?.new == true, "marking is not a look: \(seen)")
+        #expect(seen["workflows/morning.json"]?.unread == true)
+        #expect(FileManager.default.fileExists(atPath: "\(store.home)/core/sites/\(a)/vaults/va/inbox-read.json"))
+        daemon.stop()
+
+        // The CLI on Promptugal's vault sees the page's mark; Summit's item is still unread.
+        #expect(try await Self.inbox(store, ["--site", Self.promptugal])["inbox/briefs/a.md"]?.unread == false)
+        #expect(try await Self.inbox(store, ["--site", Self.summit])["inbox/briefs/b.md"]?.unread == true)
     }
 
     @Test func aStoreWithStoreWideStateFromBeforeOpensKeepsItsReadMarksAndIsNotWritten() async throws {

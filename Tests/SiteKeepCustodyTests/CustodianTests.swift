@@ -131,6 +131,22 @@ import SiteKeepTestSupport
         try custodian.unlock(.passphrase(secret("legacy passphrase")))
     }
 
+    /// A P-256 handle signs from several threads at once (its signatures no longer wait for one
+    /// another's): every signature of every thread verifies for its own message and no other.
+    @Test func aP256HandleSignsFromManyThreadsAtOnceAndEverySignatureVerifies() throws {
+        let handle = SigningKeyHandle(p256: try P256.Signing.PrivateKey())
+        let bad = Atomic<Int>(0), made = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<150 {
+                let message = Array("thread \(t) message \(i)".utf8)
+                guard let sig = try? handle.sign(message), handle.isValidSignature(sig, for: message),
+                      !handle.isValidSignature(sig, for: message + [0]) else { bad.add(1, ordering: .relaxed); continue }
+                made.add(1, ordering: .relaxed)
+            }
+        }
+        #expect(bad.load(ordering: .relaxed) == 0 && made.load(ordering: .relaxed) == 600)
+    }
+
     @Test(arguments: Backend.allCases) func lockWipesAndSigningFailsAfterwards(backend: Backend) throws {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)

@@ -328,10 +328,18 @@ public final class InMemoryWorkflows: WorkflowService, WorkflowSource {
     }
 }
 
-/// A fixed inbox of one unread brief.
-public struct InMemoryInbox: InboxService {
+/// A fixed inbox of two unread items (a brief and a review), with each site's read marks in
+/// memory, marked by the core's own rule.
+public final class InMemoryInbox: InboxService {
+    public static let listing = [VaultListingEntry(path: "inbox/briefs/today.md", version: "v1", size: 12),
+                                 VaultListingEntry(path: "inbox/reviews/draft.md", version: "v7", size: 40)]
+    private let marks = Mutex<[String: InboxReadMarks]>([:])
     public init() {}
     public func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem] {
-        Inbox.items(current: [VaultListingEntry(path: "inbox/briefs/today.md", version: "v1", size: 12)], lastLooked: nil, marks: InboxReadMarks())
+        Inbox.items(current: Self.listing, lastLooked: nil, marks: marks.withLock { $0[site.id] } ?? InboxReadMarks())
+    }
+    public func markRead(_ paths: [String], site: BridgeSite) async throws(BridgeFailure) -> Int {
+        if let bad = Inbox.firstNonItem(paths, in: Self.listing) { throw .notInInbox(bad) }
+        return marks.withLock { all in all[site.id, default: InboxReadMarks()].markRead(paths, in: Self.listing, at: Instant(milliseconds: 1_793_000_000_000)!) }
     }
 }

@@ -246,7 +246,8 @@ public struct CoreWorkflowService: WorkflowService {
 }
 
 /// `inbox.list` on the site's vault's listing: each call is a look (the listing is kept as the
-/// last seen), in the site's scope for that vault, the read marks in the vault.
+/// last seen), in the site's scope for that vault, the read marks in the vault; `inbox.mark`
+/// marks items of that listing read there.
 public struct CoreInboxService: InboxService {
     public let vaults: CoreVaultAccess
     public let state: CoreStateDirectory
@@ -259,6 +260,17 @@ public struct CoreInboxService: InboxService {
         let r = try vaults.resolve(siteID: site.id)
         let listing = try CoreVaultAccess.listing(r.vault)
         do { return try state.lookAtInbox(listing: listing, scope: r.scope, marks: vaults.marks(r, state: state), now: clock.now()) } catch {
+            throw BridgeFailure(coreFile: error)
+        }
+    }
+
+    /// Marks in the site's scope for its vault, committed to the vault as the CLI's `inbox --mark-read` does.
+    public func markRead(_ paths: [String], site: BridgeSite) async throws(BridgeFailure) -> Int {
+        let r = try vaults.resolve(siteID: site.id)
+        let listing = try CoreVaultAccess.listing(r.vault)
+        if let bad = Inbox.firstNonItem(paths, in: listing) { throw .notInInbox(bad) }
+        guard !paths.isEmpty else { return 0 }
+        do { return try state.markInboxRead(paths, listing: listing, marks: vaults.marks(r, state: state), now: clock.now()) } catch {
             throw BridgeFailure(coreFile: error)
         }
     }

@@ -13,6 +13,18 @@ public protocol WorkflowService: Sendable {
 /// What agents wrote into the vault since the reader last looked.
 public protocol InboxService: Sendable {
     func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem]
+    /// Marks the site's inbox items `paths` read (in their current versions), all or none: a
+    /// path that is not an item of the site's inbox is refused with ``BridgeFailure/notInInbox(_:)``.
+    /// Not a look: what is new since the last look stays as it was. - Returns: how many were marked.
+    func markRead(_ paths: [String], site: BridgeSite) async throws(BridgeFailure) -> Int
+}
+
+extension BridgeFailure {
+    /// `inbox.mark`'s refusal of a path that is not an item of the calling site's inbox (a file of
+    /// another site's vault answers the same: nothing says it exists).
+    public static func notInInbox(_ path: String) -> BridgeFailure {
+        BridgeFailure(.notFound, "args.paths: \"\(FieldSchema.printable(path))\" is not an item of this site's inbox; nothing was marked (inbox.list names the items)")
+    }
 }
 
 enum WorkflowOps {
@@ -42,12 +54,17 @@ enum WorkflowOps {
 }
 
 enum InboxOps {
-    static let names: Set<String> = ["inbox.list"]
+    static let names: Set<String> = ["inbox.list", "inbox.mark"]
 
     static func handlers(_ s: any InboxService) -> [String: BridgeHandler] {
         [
             "inbox.list": { c throws(BridgeFailure) in
                 ["items": .array(try await s.items(site: c.site).prefix(1000).map(\.json))]
+            },
+            "inbox.mark": { c throws(BridgeFailure) in
+                // The catalogue checked the shape: an array of bounded strings.
+                let paths = (c.args["paths"]?.arrayValue ?? []).compactMap(\.stringValue)
+                return ["marked": .integer(try await s.markRead(paths, site: c.site))]
             },
         ]
     }
@@ -61,7 +78,7 @@ public struct WorkflowModule: BridgeModule {
     public var handlers: [String: BridgeHandler] { WorkflowOps.handlers(service) }
 }
 
-/// The bridge module of `inbox.list`: what agents wrote into the vault.
+/// The bridge module of `inbox.list` and `inbox.mark`: what agents wrote into the vault, and the reader's read marks.
 public struct InboxModule: BridgeModule {
     public static let ops = InboxOps.names
     private let service: any InboxService
