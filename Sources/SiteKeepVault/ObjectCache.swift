@@ -15,14 +15,15 @@ final class ObjectCache: Sendable {
         case tree(Tree)
         /// A commit kept without its decrypted message, which is kept as bytes beside it.
         case commit(Commit, message: [UInt8]?)
-        case blob([UInt8])
+        /// A blob's plaintext and the SHA-256 of it.
+        case blob([UInt8], digest: [UInt8])
         case publicKey([UInt8])
 
         var cost: Int {
             switch self {
             case .tree(let t): t.cost
             case .commit(_, let m): 512 + (m?.count ?? 0)
-            case .blob(let b): 64 + b.count
+            case .blob(let b, _): 96 + b.count
             case .publicKey(let k): 64 + k.count
             }
         }
@@ -37,10 +38,11 @@ final class ObjectCache: Sendable {
         /// Zeroes the decrypted bytes in their own storage, keeping the entry (so a test can see it).
         mutating func zeroInPlace() {
             switch self {
-            case .blob(var b):
+            case .blob(var b, var digest):
                 self = .publicKey([])          // `b` becomes the only owner of its storage
                 SecureMemory.zero(&b)
-                self = .blob(b)
+                SecureMemory.zero(&digest)
+                self = .blob(b, digest: digest)
             case .tree(var t):
                 self = .publicKey([])
                 t.zeroInPlace()

@@ -545,27 +545,32 @@ public final class Vault: Sendable {
         return der
     }
 
-    /// The plaintext of a blob, checked against the entry's size and content hash.
+    /// The plaintext of a blob, checked against the entry's size and content hash. A cached
+    /// blob keeps the SHA-256 of its plaintext, so a hit checks the entry against it without
+    /// hashing the bytes again (the same check: the bytes are the ones that were hashed).
     func blob(_ id: ObjectID, size: Int?, contentHash: String?, path: VaultPath, useCache: Bool = true) throws(VaultError) -> [UInt8] {
-        if useCache, case .blob(let b)? = cache.get(id.rawValue) {
-            try checkContent(b, id: id, size: size, contentHash: contentHash, path: path)
+        if useCache, case .blob(let b, let digest)? = cache.get(id.rawValue) {
+            try checkContent(count: b.count, digest: digest, id: id, size: size, contentHash: contentHash, path: path)
             return b
         }
         let limit = options.limits.maxBlobBytes
         if let size, size > limit { throw .tooLarge(object: id.fileID, size: size, limit: limit) }
         let stored = try readObject(id, limit: limit + 64)
         let plain = try decryptObject(stored, id: id, kind: "blob", inflateLimit: size ?? limit)
-        try checkContent(plain, id: id, size: size, contentHash: contentHash, path: path)
-        if plain.count <= 256 << 10 { cache.put(id.rawValue, .blob(plain)) }
+        let digest = SHA256.hash(plain)
+        try checkContent(count: plain.count, digest: digest, id: id, size: size, contentHash: contentHash, path: path)
+        if plain.count <= 256 << 10 { cache.put(id.rawValue, .blob(plain, digest: digest)) }
         return plain
     }
 
-    func checkContent(_ plain: [UInt8], id: ObjectID, size: Int?, contentHash: String?, path: VaultPath) throws(VaultError) {
-        if let size, size != plain.count {
-            throw .contentMismatch(path: path.string, object: id.fileID, reason: "the tree records \(size) bytes, the blob holds \(plain.count)")
+    /// Checks a plaintext of `count` bytes whose SHA-256 is `digest` against the size and
+    /// content hash (`hex(SHA-256)[:12]`) the tree records.
+    func checkContent(count: Int, digest: [UInt8], id: ObjectID, size: Int?, contentHash: String?, path: VaultPath) throws(VaultError) {
+        if let size, size != count {
+            throw .contentMismatch(path: path.string, object: id.fileID, reason: "the tree records \(size) bytes, the blob holds \(count)")
         }
         if let contentHash, !contentHash.isEmpty {
-            let actual = String(Hex.encode(SHA256.hash(plain)).prefix(12))
+            let actual = String(Hex.encode(digest).prefix(12))
             guard actual.utf8.elementsEqual(contentHash.lowercased().utf8) else {
                 throw .contentMismatch(path: path.string, object: id.fileID, reason: "the tree records content hash \(contentHash), the blob hashes to \(actual)")
             }

@@ -1,5 +1,7 @@
 import SiteKeepJSON
 import SiteKeepCrypto
+import SiteKeepSystem
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -109,17 +111,29 @@ public struct VaultRecord: Sendable, Equatable {
 
 /// The list of registered vaults, one JSON file (mode 0600, replaced atomically).
 /// It holds names, folders, vault ids, owners, pins and policies; keys live in a ``VaultKeyStore``.
+///
+/// The parsed records are kept with the file's ``FileStamp`` (taken before the read), so a
+/// daemon's bridge call costs one `lstat`, not a read and a parse: another process's `vault add`
+/// or `vault assign` replaces the file (a new inode), and the next call reads it again. A stamp
+/// younger than the settle margin is not trusted (the file is read again), as HEAD's memo does.
+/// The records are public facts (no key, no decrypted byte); authentication stays with the
+/// caller (``VaultLibrary`` checks each record's tag).
 public struct VaultRegistry: Sendable {
     /// The registry file.
     public let file: String
+    private let memo = RecordsMemo()
 
     public init(file: String) { self.file = file }
 
     /// Every record, in the order added.
     public func records() throws(VaultError) -> [VaultRecord] {
+        let stamp = FileStamp.of(file)
+        if let stamp, let kept = memo.records(ifStamp: stamp) { return kept }
         let bytes: [UInt8]
         switch try FileAccess.read(file, limit: 4 << 20, object: file) {
-        case .missing: return []
+        case .missing:
+            memo.parsed([], stamp: nil)
+            return []
         case .bytes(let b): bytes = b
         }
         let f = try Fields(parsing: bytes, object: file)
@@ -127,8 +141,14 @@ public struct VaultRegistry: Sendable {
         for (i, v) in try f.array("vaults").enumerated() {
             out.append(try VaultRecord.parse(v, object: "\(file) vault \(i)"))
         }
+        // Kept only when the file was settled before the read and unchanged after it.
+        let keep = stamp.map { $0.isSettled() && FileStamp.of(file) == $0 } ?? false
+        memo.parsed(out, stamp: keep ? stamp : nil)
         return out
     }
+
+    /// How many times the file was read and parsed (for tests).
+    var reads: Int { memo.reads }
 
     /// The record named `name`.
     public func record(named name: String) throws(VaultError) -> VaultRecord {
@@ -137,6 +157,7 @@ public struct VaultRegistry: Sendable {
     }
 
     func write(_ records: [VaultRecord]) throws(VaultError) {
+        memo.clear()
         let doc = JSONValue.object([JSONMember(key: "vaults", value: .array(records.map { $0.json(withTag: true) }))])
         try FileAccess.writeDurably(JSONSerializer.bytes(doc, style: .pretty) + [0x0a], to: file)
     }
@@ -165,4 +186,22 @@ public struct VaultRegistry: Sendable {
         all.removeAll { $0.name == name }
         try write(all)
     }
+}
+
+/// The last records parsed from a registry file and the stamp the file had before that read.
+private final class RecordsMemo: Sendable {
+    private let state = Mutex<(records: [VaultRecord], stamp: FileStamp?, reads: Int)>(([], nil, 0))
+
+    func records(ifStamp stamp: FileStamp) -> [VaultRecord]? {
+        state.withLock { $0.stamp == stamp ? $0.records : nil }
+    }
+
+    /// Records what one read of the file parsed; `stamp` nil: not to be served again.
+    func parsed(_ records: [VaultRecord], stamp: FileStamp?) {
+        state.withLock { $0 = (stamp == nil ? [] : records, stamp, $0.reads + 1) }
+    }
+
+    func clear() { state.withLock { $0 = ([], nil, $0.reads) } }
+
+    var reads: Int { state.withLock { $0.reads } }
 }

@@ -1,6 +1,7 @@
 public import SiteKeepVault
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +29,8 @@ public struct RetryPolicy: Sendable {
 
 /// The SG/Send vault server's HTTP API (SGIT-FORMAT.md §7.1) as a ``VaultObjectStore``.
 ///
-/// Reads and writes go through `batch` (≤ 50 operations and ~4 MiB of base64 per request);
+/// Reads go through `batch` (≤ 100 operations per request, several requests in flight), writes
+/// too (≤ 50 operations and ~4 MiB of base64 per request);
 /// blobs whose ciphertext is over 4 MiB use presigned multipart uploads when the server offers
 /// them (S3 storage), else the plain `write` route. Every answer is checked: a batch must
 /// answer every operation, each `ok`; object bytes are verified by the caller against their id.
@@ -38,8 +40,12 @@ public struct SGSendRemote: VaultObjectStore {
     public let vaultID: String
     let credentials: any RemoteCredentials
     let retry: RetryPolicy
-    /// Most operations and base64 bytes per batch (sgit's client limits).
+    /// Most operations and base64 bytes per write batch (sgit's client limits).
     static let maxOperations = 50
+    /// Most reads per batch: the server's limit (`BATCH_MAX_OPERATIONS`, 100 in 0.34.0).
+    static let maxReadOperations = 100
+    /// Read batches in flight at once.
+    static let parallelReads = 4
     static let maxBatchBytes = 4 << 20
     /// Ciphertext above this goes through presigned multipart when available.
     static let largeBytes = 4 << 20
@@ -139,30 +145,42 @@ public struct SGSendRemote: VaultObjectStore {
 
     // MARK: VaultObjectStore
 
+    /// Reads in batches of at most ``maxReadOperations`` (the server's own limit), up to
+    /// ``parallelReads`` of them in flight at once: the server answers one while SiteKeep parses
+    /// the last, instead of each waiting for the one before.
     public func read(_ fileIDs: [String]) throws(VaultError) -> [String: [UInt8]] {
+        let chunks = stride(from: 0, to: fileIDs.count, by: Self.maxReadOperations).map {
+            Array(fileIDs[$0..<min($0 + Self.maxReadOperations, fileIDs.count)])
+        }
+        let answers = SystemThread.map(chunks.count, width: Self.parallelReads) { i in
+            Result { () throws(VaultError) in try readBatch(chunks[i]) }
+        }
         var out: [String: [UInt8]] = [:]
-        var i = 0
-        while i < fileIDs.count {
-            let chunk = Array(fileIDs[i..<min(i + Self.maxOperations, fileIDs.count)])
-            i += chunk.count
-            let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array(chunk.map {
-                .object([JSONMember(key: "op", value: "read"), JSONMember(key: "file_id", value: .string($0))])
-            }))]))
-            let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: false)
-            guard r.status == 200 else { throw failure(r, doing: "batch read") }
-            guard let doc = try? JSONParser.parse(r.body, limits: JSONLimits(maxBytes: 64 << 20, maxDepth: 8, maxStringBytes: 48 << 20, maxElements: 10_000)),
-                  let results = doc["results"]?.arrayValue, results.count == chunk.count else {
-                throw malformed("batch read")
-            }
-            for (want, res) in zip(chunk, results) {
-                guard res["file_id"]?.stringValue == want, let status = res["status"]?.stringValue else { throw malformed("batch read") }
-                switch status {
-                case "ok":
-                    guard let b64 = res["data"]?.stringValue, let bytes = try? Base64.decode(b64) else { throw malformed("batch read of \(want)") }
-                    out[want] = bytes
-                case "not_found": continue
-                default: throw malformed("batch read of \(want) (status \(status))")
-                }
+        out.reserveCapacity(fileIDs.count)
+        for answer in answers { out.merge(try answer.get()) { a, _ in a } }
+        return out
+    }
+
+    /// One `batch` request of reads (at most ``maxReadOperations``).
+    func readBatch(_ chunk: [String]) throws(VaultError) -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array(chunk.map {
+            .object([JSONMember(key: "op", value: "read"), JSONMember(key: "file_id", value: .string($0))])
+        }))]))
+        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: false)
+        guard r.status == 200 else { throw failure(r, doing: "batch read") }
+        guard let doc = try? JSONParser.parse(r.body, limits: JSONLimits(maxBytes: 128 << 20, maxDepth: 8, maxStringBytes: 48 << 20, maxElements: 10_000)),
+              let results = doc["results"]?.arrayValue, results.count == chunk.count else {
+            throw malformed("batch read")
+        }
+        for (want, res) in zip(chunk, results) {
+            guard res["file_id"]?.stringValue == want, let status = res["status"]?.stringValue else { throw malformed("batch read") }
+            switch status {
+            case "ok":
+                guard let b64 = res["data"]?.stringValue, let bytes = try? Base64.decode(b64) else { throw malformed("batch read of \(want)") }
+                out[want] = bytes
+            case "not_found": continue
+            default: throw malformed("batch read of \(want) (status \(status))")
             }
         }
         return out

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import Testing
 import SiteKeepTestSupport
 @testable import SiteKeepSystem
@@ -91,6 +92,50 @@ private func entries(_ folder: String) -> [String] {
         #expect(try String(contentsOfFile: dir + "/obj", encoding: .utf8) == "v")
         #expect(entries(dir) == ["obj", "tmp"])
         #expect(entries(tmp) == [])
+    }
+
+    /// A batch (a pull's objects): every file whole with its mode, across folders, with fewer
+    /// files than writers and more, and the temporary folder left empty.
+    @Test func aBatchReplacesEveryFileWholeWithItsMode() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/a", 0o700) == 0 && mkdir(dir + "/b", 0o700) == 0)
+        for count in [1, 2, AtomicFile.syncWidth + 1, 300] {
+            let files = (0..<count).map { i in (path: "\(dir)/\(i % 2 == 0 ? "a" : "b")/f\(i)", bytes: Array("file \(i) of \(count)".utf8)) }
+            try AtomicFile.replaceAll(files, mode: 0o640, temporaryFolder: tmp)
+            for f in files {
+                #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: f.path))) == f.bytes, "\(f.path) of \(count)")
+                #expect(mode(f.path) == 0o640)
+            }
+            #expect(entries(tmp) == [], "no temporary file is left (\(count) files)")
+        }
+        try AtomicFile.replaceAll([], temporaryFolder: tmp)
+    }
+
+    /// A rename that fails part-way: the files before it are replaced, the one that failed and
+    /// those after it are as they were, no temporary file is left, and the error names the file.
+    @Test func aBatchThatFailsPartWayLeavesTheRestAsTheyWere() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0)
+        for count in [3, 12] {
+            for i in 0..<count { try AtomicFile.replace("\(dir)/f\(i)", with: Array("old".utf8)) }
+            let blocked = dir + "/blocked\(count)"
+            #expect(mkdir(blocked, 0o700) == 0)   // rename(2) of a file over a folder fails
+            var files = (0..<count).map { i in (path: "\(dir)/f\(i)", bytes: Array("new".utf8)) }
+            files.insert((path: blocked, bytes: Array("x".utf8)), at: count / 2)
+            do {
+                try AtomicFile.replaceAll(files, temporaryFolder: tmp)
+                Issue.record("a rename over a folder succeeded")
+            } catch {
+                #expect(error.description.contains(blocked), "the error names the file: \(error)")
+            }
+            for i in 0..<count {
+                let text = try String(contentsOfFile: "\(dir)/f\(i)", encoding: .utf8)
+                #expect(text == (i < count / 2 ? "new" : "old"), "f\(i) of \(count)")
+            }
+            #expect(entries(tmp) == [])
+        }
     }
 
     @Test func folderOfAPath() {
@@ -331,5 +376,26 @@ private final class UnsafeCounter: @unchecked Sendable {
         }
         #expect(r == 5 && calls == 3)
         #expect(throws: Errno.noSuchFileOrDirectory) { try Errno.retryingOnInterrupt { () -> Int32 in errno = ENOENT; return -1 } }
+    }
+}
+
+@Suite struct ParallelMapTests {
+    /// Every index runs exactly once, the results come back in index order, and up to `width`
+    /// run at the same time (each waits until the others are in, so a serial run would never
+    /// see more than one).
+    @Test func everyIndexOnceInOrderSeveralAtOnce() {
+        let running = Mutex<(now: Int, most: Int, seen: [Int])>((0, 0, []))
+        let out = SystemThread.map(12, width: 4) { i -> Int in
+            running.withLock { $0.now += 1; $0.most = max($0.most, $0.now); $0.seen.append(i) }
+            for _ in 0..<200 where running.withLock({ $0.most }) < 4 { usleep(1000) }
+            running.withLock { $0.now -= 1 }
+            return i * i
+        }
+        #expect(out == (0..<12).map { $0 * $0 })
+        let state = running.withLock { $0 }
+        #expect(state.seen.sorted() == Array(0..<12))
+        #expect(state.most == 4, "at most 4 and, given the chance, 4 at once")
+        #expect(SystemThread.map(0, width: 4) { $0 } == [])
+        #expect(SystemThread.map(3, width: 1) { $0 + 1 } == [1, 2, 3])
     }
 }

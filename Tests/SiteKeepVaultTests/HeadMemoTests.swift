@@ -33,6 +33,27 @@ struct HeadMemoTests {
         // (A HEAD read from files changed within the last 50 ms is not kept: FileStampTests.)
     }
 
+    /// A cached blob keeps the SHA-256 of its plaintext, so a hit is checked against the
+    /// entry's recorded size and content hash without hashing again: a tree recording another
+    /// hash or size for the same blob is still refused, from the cache as from the disk.
+    @Test func aCachedBlobIsStillCheckedAgainstTheEntry() throws {
+        let f = try SgitFixture.get()
+        let vault = try Vault.open(path: f.plainPath, keys: try SgitFixture.keys(SgitFixture.plainKeyText))
+        let (entry, bytes) = try vault.file(at: "docs/a.txt")
+        let hash = try #require(entry.contentHash)
+        let path = entry.path
+        for useCache in [true, false] {
+            #expect(try vault.blob(entry.blobID, size: entry.size, contentHash: hash, path: path, useCache: useCache) == bytes)
+            #expect(throws: VaultError.self, "a wrong content hash (cache \(useCache))") {
+                try vault.blob(entry.blobID, size: entry.size, contentHash: "000000000000", path: path, useCache: useCache)
+            }
+            #expect(throws: VaultError.self, "a wrong size (cache \(useCache))") {
+                try vault.blob(entry.blobID, size: entry.size + 1, contentHash: hash, path: path, useCache: useCache)
+            }
+        }
+        #expect(vault.cacheStatistics.hits > 0)
+    }
+
     @Test func lockDropsTheKeptHead() throws {
         let (custodian, library, dir) = try VaultLockTests.library()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -85,6 +85,39 @@ struct RegistryTests {
         #expect(throws: VaultError.self) { try reg.records() }
     }
 
+    /// The daemon's bridge reads the registry on every vault call: a settled file is parsed
+    /// once, and any change (another process's registry adding a vault, an edit in place of
+    /// the same size) is seen at the next call.
+    @Test("a settled registry file is parsed once; every change is seen at the next call")
+    func keptWhileUnchanged() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/r.json"
+        let reg = VaultRegistry(file: file)
+        try reg.add(VaultRecord(name: "a", path: "/x", vaultID: "abcd1234", readOnly: true))
+        usleep(80_000)   // past the settle margin
+        let before = reg.reads
+        for _ in 0..<5 { #expect(try reg.records().map(\.name) == ["a"]) }
+        #expect(reg.reads == before + 1, "parsed once while unchanged")
+        // Another process's registry (a memo of its own) adds a vault: seen at once.
+        try VaultRegistry(file: file).add(VaultRecord(name: "b", path: "/y", vaultID: "efgh5678", readOnly: false))
+        #expect(try reg.records().map(\.name) == ["a", "b"])
+        // An edit in place, the same size, once the kept copy is settled: seen.
+        usleep(80_000)
+        _ = try reg.records()
+        let kept = reg.reads
+        _ = try reg.records()
+        #expect(reg.reads == kept, "kept again once settled")
+        let text = try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "abcd1234", with: "abcd9999")
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
+        #expect(try reg.record(named: "a").vaultID == "abcd9999")
+        // Removed: no records, and a new file is read again.
+        try FileManager.default.removeItem(atPath: file)
+        #expect(try reg.records().isEmpty)
+    }
+
     @Test("not a vault, and an empty vault folder")
     func notAVault() throws {
         let dir = try temporaryDirectory()

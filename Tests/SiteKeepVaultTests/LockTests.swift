@@ -91,7 +91,7 @@ struct VaultLockTests {
         func storage(_ b: [UInt8]) -> Seen { b.withUnsafeBufferPointer { Seen(address: UInt(bitPattern: $0.baseAddress), count: $0.count) } }
         func decrypted(_ item: ObjectCache.Item) -> [[UInt8]] {
             switch item {
-            case .blob(let b): [b]
+            case .blob(let b, let digest): [b, digest]
             case .tree(let t): t.entries.flatMap { [$0.nameBytes] + [$0.contentHash, $0.contentType].compactMap { $0.map { Array($0.utf8) } } }
             case .commit(_, let m): m.map { [$0] } ?? []
             case .publicKey: []
@@ -106,13 +106,15 @@ struct VaultLockTests {
             var before: [String: [Seen]] = [:]
             for (k, v) in state.items {
                 if case .tree(let t) = v.item { before[k] = t.entries.map { storage($0.nameBytes) } }
-                if case .blob(let b) = v.item { before[k] = [storage(b)] }
+                if case .blob(let b, let digest) = v.item { before[k] = [storage(b), storage(digest)] }
             }
             state.zeroInPlace()
             for (k, v) in state.items {
                 for bytes in decrypted(v.item) { #expect(!bytes.isEmpty && bytes.allSatisfy { $0 == 0 }, "\(k)") }
                 if case .tree(let t) = v.item { #expect(t.entries.map { storage($0.nameBytes).address } == before[k]?.map(\.address), "tree names zeroed where they were") }
-                if case .blob(let b) = v.item { #expect([storage(b).address] == before[k]?.map(\.address), "blob zeroed where it was") }
+                if case .blob(let b, let digest) = v.item {
+                    #expect([storage(b).address, storage(digest).address] == before[k]?.map(\.address), "blob and its digest zeroed where they were")
+                }
             }
             state.wipeForLock()
             #expect(state.items.isEmpty && state.bytes == 0)

@@ -39,6 +39,18 @@ extension FileAccess {
         }
     }
 
+    /// Durably replaces each `(path, bytes)`, renamed in the order given, with one sync of all
+    /// their bytes (``AtomicFile/replaceAll(_:mode:temporaryFolder:)``); temp files in `tempFolder`.
+    static func writeAllDurably(_ files: [(path: String, bytes: [UInt8])], mode: mode_t = 0o600, tempFolder: String) throws(VaultError) {
+        guard !files.isEmpty else { return }
+        try makeFolders(tempFolder)
+        do {
+            try AtomicFile.replaceAll(files, mode: UInt32(mode), temporaryFolder: tempFolder)
+        } catch {
+            throw .io(path: error.path, reason: error.cause)
+        }
+    }
+
     /// Appends one line to `path` (created 0600), fsynced.
     static func appendLine(_ bytes: [UInt8], to path: String) throws(VaultError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)

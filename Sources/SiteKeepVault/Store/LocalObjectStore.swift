@@ -43,28 +43,35 @@ public struct LocalObjectStore: VaultObjectStore {
         return out.sorted()
     }
 
+    /// Stores `files` as one durable batch (``FileAccess/writeAllDurably(_:tempFolder:)``): every
+    /// temp file written, one sync of their bytes, then the renames in the order given (objects
+    /// before what refers to them, so a crash leaves only objects whose closure is present),
+    /// then one `fsync` per folder.
     public func write(_ files: [StoredFile]) throws(VaultError) {
-        var folders = Set<String>()
+        var batch: [(path: String, bytes: [UInt8])] = []
+        var planned: [String: Int] = [:]
         for f in files {
             guard let id = FileIDs.validate(f.fileID) else { throw .invalidID(kind: "file id", value: f.fileID, in: label) }
             let path = folder + "/" + id
-            let dir = FileAccess.parent(of: path)
-            try FileAccess.makeFolders(dir)
+            try FileAccess.makeFolders(FileAccess.parent(of: path))
             if let oid = FileIDs.objectID(of: id) {
                 guard FileIDs.matches(id, f.bytes) else {
                     throw .idMismatch(object: id, actual: ObjectIDs.of(f.bytes, width: oid.width).rawValue)
                 }
-                if case .bytes(let existing) = try FileAccess.read(path, limit: limit, object: id) {
+                let earlier = planned[id].map { batch[$0].bytes }
+                let existing: [UInt8]?
+                if let earlier { existing = earlier } else if case .bytes(let b) = try FileAccess.read(path, limit: limit, object: id) { existing = b } else { existing = nil }
+                if let existing {
                     guard existing == f.bytes else {
                         throw .malformed(object: id, reason: "a different object with this id is already stored (a truncated-hash collision); refused")
                     }
                     continue
                 }
+                planned[id] = batch.count
             }
-            try FileAccess.writeDurably(f.bytes, to: path, syncFolder: false, tempFolder: tempFolder)
-            folders.insert(dir)
+            batch.append((path, f.bytes))
         }
-        for dir in folders.sorted() { try FileAccess.syncFolder(dir) }
+        try FileAccess.writeAllDurably(batch, tempFolder: tempFolder)
     }
 
     public func writeIfMatch(fileID: String, bytes: [UInt8], expected: [UInt8]?) throws(VaultError) -> Bool {

@@ -17,7 +17,8 @@ struct RemoteState {
 /// What a fetch brought.
 public struct FetchReport: Sendable, Equatable {
     public var commits = 0, trees = 0, blobs = 0, keys = 0
-    /// Requests to the remote for objects (each a batch of at most 50).
+    /// Reads of objects asked of the remote (one per level of the walk; a remote splits each
+    /// into requests of its own size).
     public var batches = 0
     public var objects: Int { commits + trees + blobs }
 }
@@ -77,23 +78,22 @@ extension Vault {
         var staged: [(ObjectID, [UInt8])] = []       // discovery order (parents first)
         var seen = Set<ObjectID>()
 
+        // One read of every id of a level: the remote splits it into its own batches (the
+        // server's, several in flight), so a level of 1,000 blobs is not 20 requests in a row.
         func fetchBatch(_ ids: [ObjectID], kind: String) throws(VaultError) -> [ObjectID: [UInt8]] {
             var out: [ObjectID: [UInt8]] = [:]
-            var i = 0
-            while i < ids.count {
-                let chunk = Array(ids[i..<min(i + 50, ids.count)])
-                i += chunk.count
-                report.batches += 1
-                let got = try remote.read(chunk.map(\.fileID))
-                for id in chunk {
-                    guard let bytes = got[id.fileID] else {
-                        throw .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
-                    }
-                    guard FileIDs.matches(id.fileID, bytes) else {
-                        throw .idMismatch(object: "\(remote.label) \(id.fileID)", actual: ObjectIDs.of(bytes, width: id.width).rawValue)
-                    }
-                    out[id] = bytes
+            out.reserveCapacity(ids.count)
+            guard !ids.isEmpty else { return out }
+            report.batches += 1
+            let got = try remote.read(ids.map(\.fileID))
+            for id in ids {
+                guard let bytes = got[id.fileID] else {
+                    throw .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
                 }
+                guard FileIDs.matches(id.fileID, bytes) else {
+                    throw .idMismatch(object: "\(remote.label) \(id.fileID)", actual: ObjectIDs.of(bytes, width: id.width).rawValue)
+                }
+                out[id] = bytes
             }
             return out
         }
