@@ -161,6 +161,8 @@ final class HiddenLoad {
     private let timeout: UInt32
     private let view: UnsafeMutablePointer<WebKitWebView>
     private var resources: [OpaquePointer] = []
+    /// Whether the page's document has arrived (before that, a navigation is the page's own).
+    private var committed = false
     private var done: (@MainActor (HiddenLoad, Outcome) -> Void)?
     private var site: BrowserSite { context.site }
 
@@ -210,8 +212,9 @@ final class HiddenLoad {
 
     private func connectSignals() {
         ViewSignal.loadChanged(view) { [weak self] event in
-            guard let self, event == WEBKIT_LOAD_FINISHED, self.done != nil else { return }
-            self.loaded()
+            guard let self, self.done != nil else { return }
+            if event == WEBKIT_LOAD_COMMITTED { self.committed = true }
+            if event == WEBKIT_LOAD_FINISHED { self.loaded() }
         }
         ViewSignal.loadFailed(view) { [weak self] _, error in
             guard let self, self.done != nil else { return true }
@@ -258,6 +261,11 @@ final class HiddenLoad {
                 .flatMap { string(webkit_uri_request_get_uri(webkit_navigation_action_get_request($0))) }
             if type == WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION, let target, policy.decide(target, in: site) == .stay { return false }
             webkit_policy_decision_ignore(decision)
+            // Before the page's document arrives a navigation is the page's own (its address or
+            // a redirect): refused, the page ends here. After, it is a frame's: only it is refused.
+            if type == WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION, !committed {
+                finish(.skipped("it leads off \(site.name) (to \(target ?? "an address without a URL"))"))
+            }
             return true
         case WEBKIT_POLICY_DECISION_TYPE_RESPONSE:
             guard webkit_response_policy_decision_is_main_frame_main_resource(specific) != 0 else { return false }

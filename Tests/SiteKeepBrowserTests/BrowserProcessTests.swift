@@ -215,24 +215,30 @@ import Glibc
     }
 
     /// A listed page that never ends is stopped at the prefetch timeout and dropped (its
-    /// connection closed), and the round goes on to the next article.
-    @Test func aListedPageThatNeverEndsIsStoppedAndTheRoundGoesOn() throws {
+    /// connection closed); a listed page of the site that redirects to another site's origin is
+    /// dropped before the redirect is followed; the round goes on to the next article.
+    @Test func aListedPageThatNeverEndsOrLeavesTheSiteIsDropped() throws {
         let rig = try BrowserRig()
         try rig.makeStore()
         try rig.write(rig.ports[0], "index.html", TestSites.article("Index"))
         try rig.write(rig.ports[0], "c.html", TestSites.article("C"))
+        try rig.write(rig.ports[1], "private.html", TestSites.isolationPage)
         try rig.startDaemon()
-        try rig.startEndlessServer(rig.ports[0])
-        let endless = rig.origins[0] + "/endless.html", article = rig.origins[0] + "/c.html"
+        try rig.startEndlessServer(rig.ports[0], away: rig.origins[1] + "/private.html")
+        try rig.startServer(rig.ports[1])
+        let endless = rig.origins[0] + "/endless.html", article = rig.origins[0] + "/c.html", away = rig.origins[0] + "/away.html"
         let list: JSONValue = ["articles": [["id": .string(endless), "state": "partial", "progress": 0.2],
+                                            ["id": .string(away), "state": "partial", "progress": 0.3],
                                             ["id": .string(article), "state": "partial", "progress": 0.1]]]
         #expect(try rig.cli(["call", "reading.set", "--site", rig.origins[0], "--args", JSONSerializer.string(list, style: .compact)]).status == 0)
         let b = try rig.launch(["--prefetch-timeout", "3", rig.origins[0] + "/index.html"])
         _ = try b.waitForLoads(1)
         let round = try b.waitFor("Site One's prefetch round", timeout: 60) { $0["event"]?.stringValue == "prefetch" && $0["site"]?.stringValue == "Site One" }
-        #expect(round["kept"]?.intValue == 1 && round["skipped"]?.intValue == 1, "\(JSONSerializer.string(round))")
+        #expect(round["kept"]?.intValue == 1 && round["skipped"]?.intValue == 2, "\(JSONSerializer.string(round))")
         #expect(b.events.filter { $0["event"]?.stringValue == "prefetched" }.compactMap { $0["url"]?.stringValue } == [article])
         #expect(b.events.contains { $0["event"]?.stringValue == "note" && $0["text"]?.stringValue?.contains("endless.html was not kept: it did not load within 3 s") == true })
+        #expect(b.events.contains { $0["event"]?.stringValue == "note" && $0["text"]?.stringValue?.contains("away.html was not kept: it leads off Site One") == true })
+        #expect(!rig.serverLog(rig.ports[1]).contains("private.html"), "the redirect to another site was followed")
         var gone = false
         for _ in 0..<100 where !gone { gone = rig.serverLog(rig.ports[0]).contains("endless: reader gone"); if !gone { usleep(100_000) } }
         #expect(gone, "the endless page was not stopped: \(rig.serverLog(rig.ports[0]).suffix(400))")

@@ -126,9 +126,9 @@ final class BrowserRig {
     }
 
     /// Serves `www(port)` on 127.0.0.1:port as ``startServer(_:)`` does, and `/endless.html` as a
-    /// page that never ends (``TestSites/endlessServer``), logging when a reader of it goes away.
-    func startEndlessServer(_ port: Int) throws {
-        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.endlessServer, String(port), www(port)],
+    /// page that never ends and `/away.html` as a redirect to `away` (``TestSites/endlessServer``).
+    func startEndlessServer(_ port: Int, away: String) throws {
+        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.endlessServer, String(port), www(port), away],
                                     env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
         for _ in 0..<100 {
             if canConnect(port: port) { return }

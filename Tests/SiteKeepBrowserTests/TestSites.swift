@@ -98,14 +98,21 @@ enum TestSites {
         <script>setTimeout(() => { window.__tried = true; location.href = decodeURIComponent(location.hash.slice(1)); }, 300);</script>
         """
 
-    /// A loopback server (python3 -c, arguments PORT FOLDER): the folder's files as http.server
-    /// serves them, and `/endless.html`, a page that starts and never ends (a paragraph every
-    /// 200 ms, no length); it logs `endless: reader gone` when the reader closes the connection.
+    /// A loopback server (python3 -c, arguments PORT FOLDER AWAY): the folder's files as
+    /// http.server serves them; `/endless.html`, a page that starts and never ends (a paragraph
+    /// every 200 ms, no length), logging `endless: reader gone` when the reader closes the
+    /// connection; and `/away.html`, a redirect (302) to AWAY.
     static let endlessServer = #"""
         import functools, http.server, sys, time
-        port, folder = int(sys.argv[1]), sys.argv[2]
+        port, folder, away = int(sys.argv[1]), sys.argv[2], sys.argv[3]
         class Handler(http.server.SimpleHTTPRequestHandler):
             def do_GET(self):
+                if self.path == "/away.html":
+                    self.send_response(302)
+                    self.send_header("Location", away)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path != "/endless.html":
                     return super().do_GET()
                 self.send_response(200)
