@@ -108,6 +108,11 @@ static inline gulong skb_connect_message(WebKitUserContentManager *manager, cons
     g_free(signal);
     return id;
 }
+/* GNetworkMonitor::network-changed (monitor, available, ctx) */
+typedef void (*skb_network_changed_fn)(GNetworkMonitor *monitor, gboolean available, void *context);
+static inline gulong skb_connect_network_changed(GNetworkMonitor *monitor, skb_network_changed_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(monitor, "network-changed", cb, ctx, destroy);
+}
 /* GtkEventControllerKey::key-pressed (controller, keyval, keycode, state, ctx) -> handled */
 typedef gboolean (*skb_key_fn)(GtkEventControllerKey *controller, guint keyval, guint keycode, GdkModifierType state, void *context);
 static inline gulong skb_connect_key_pressed(GtkEventController *controller, skb_key_fn cb, void *ctx, skb_destroy_fn destroy) {

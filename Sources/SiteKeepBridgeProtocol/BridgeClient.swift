@@ -16,13 +16,13 @@ import SiteKeepSocket
 /// ```
 public final class BridgeClient: Sendable {
     private struct State {
-        var reader = FrameReader(maxFrame: 16 << 20)
-        var pending: [[UInt8]] = []
         var events: [(name: String, data: JSONValue)] = []
         var nextID: Int64 = 1
     }
     private let fd: Int32
     private let state = Mutex(State())
+    /// The frames arriving (the framing the browser's channel shares); held only while reading.
+    private let receiver: Mutex<FrameReceiver>
     private let writer: SocketWriter
     /// How long to wait for a reply.
     public let timeout: Duration
@@ -34,6 +34,7 @@ public final class BridgeClient: Sendable {
         self.timeout = timeout
         self.spin = spin
         writer = SocketWriter(fd: fd)
+        receiver = Mutex(FrameReceiver(fd: fd))
     }
 
     deinit { writer.close() }
@@ -117,29 +118,13 @@ public final class BridgeClient: Sendable {
 
     private func nextFrame(timeout: Duration) throws(BridgeError) -> [UInt8] {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        // A receive buffer on the stack: no allocation or zeroing per reply.
-        return try withUnsafeTemporaryAllocation(byteCount: 16 << 10, alignment: 16) { chunk throws(BridgeError) -> [UInt8] in
-            try nextFrame(deadline: deadline, chunk: chunk)
-        }
-    }
-
-    private func nextFrame(deadline: ContinuousClock.Instant, chunk: UnsafeMutableRawBufferPointer) throws(BridgeError) -> [UInt8] {
-        while true {
-            if let f = state.withLock({ s in s.pending.isEmpty ? nil : s.pending.removeFirst() }) { return f }
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { throw .timeout }
-            let ms = Int32(min(Int64(left.components.seconds) * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 3_600_000))
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let spinNs = UInt64(spin.components.seconds) * 1_000_000_000 + UInt64(spin.components.attoseconds / 1_000_000_000)
-            let rc = UnixSocket.spinUntilReadable(fd, spinNanoseconds: spinNs) ? 1 : poll(&p, 1, ms)
-            if rc < 0 { if errno == EINTR { continue } else { throw .socket(call: "poll", errno: errno) } }
-            if rc == 0 { continue }
-            let n = recv(fd, chunk.baseAddress, chunk.count, 0)
-            if n < 0 { if errno == EINTR { continue } else { throw .socket(call: "recv", errno: errno) } }
-            if n == 0 { throw .connectionClosed }
-            state.withLock { s in
-                let frames = s.reader.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
-                for f in frames { if case .frame(let b) = f { s.pending.append(b) } }
+        let spin = spin
+        return try receiver.withLock { r throws(BridgeError) -> [UInt8] in
+            while true {
+                // A line over the limit is skipped: its reply cannot be read, so the wait goes on
+                // (and ends in a timeout when it was the reply awaited).
+                guard let frame = try r.next(until: deadline, spin: spin) else { throw .connectionClosed }
+                if case .frame(let bytes) = frame { return bytes }
             }
         }
     }

@@ -69,8 +69,8 @@ public struct SocketDaemonLink: DaemonLink {
         let fd = try DaemonSocket.connect(controlPath)
         defer { Glibc.close(fd) }
         guard DaemonSocket.writeAll(fd, Array(#"{"op":"sites","length":0}"#.utf8) + [0x0a]) else { throw .closed }
-        var lines = LineReader()
-        guard let line = try lines.next(fd) else { throw .closed }
+        var frames = FrameReceiver(fd: fd)
+        let line = try DaemonSocket.nextLine(&frames)
         let value: JSONValue
         do { value = try JSONParser.parse(line, limits: .document) } catch { throw .protocolViolation("control reply is not JSON") }
         guard value["ok"]?.boolValue == true else {
@@ -94,13 +94,13 @@ public struct SocketDaemonLink: DaemonLink {
     public func open(origin: String, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
                      onClose: @escaping @Sendable () -> Void) throws(DaemonLinkError) -> any BridgeChannel {
         let fd = try DaemonSocket.connect(bridgePath)
-        var lines = LineReader()
+        var frames = FrameReceiver(fd: fd)
         let hello: JSONValue = ["v": 1, "id": 0, "op": "hello", "args": ["origin": .string(origin)]]
-        guard DaemonSocket.writeAll(fd, Array(JSONSerializer.string(hello, style: .compact).utf8) + [0x0a]) else {
+        guard DaemonSocket.writeAll(fd, BridgeFraming.frame(hello)) else {
             Glibc.close(fd); throw .closed
         }
         do {
-            guard let line = try lines.next(fd) else { throw DaemonLinkError.closed }
+            let line = try DaemonSocket.nextLine(&frames)
             guard let reply = try? JSONParser.parse(line, limits: .document) else { throw DaemonLinkError.protocolViolation("hello reply is not JSON") }
             guard reply["ok"]?.boolValue == true else {
                 let r = PageReply.from(frame: reply).json["error"]
@@ -110,7 +110,7 @@ public struct SocketDaemonLink: DaemonLink {
                   let ops = reply["result"]?["ops"]?.arrayValue?.compactMap(\.stringValue) else {
                 throw DaemonLinkError.protocolViolation("hello reply lacks version or ops")
             }
-            return SocketBridgeChannel(fd: fd, version: Int(v), ops: ops, reader: lines, onEvent: onEvent, onClose: onClose)
+            return SocketBridgeChannel(fd: fd, version: Int(v), ops: ops, frames: frames, onEvent: onEvent, onClose: onClose)
         } catch let e as DaemonLinkError {
             Glibc.close(fd)
             throw e
@@ -122,7 +122,11 @@ public struct SocketDaemonLink: DaemonLink {
 }
 
 /// A pipelined bridge connection: requests are written as they come, a reader thread matches
-/// replies to requests by id and passes events on.
+/// replies to requests by id and passes events on. Its framing is the bridge's own
+/// (``FrameReceiver``, ``BridgeFraming``), as ``BridgeClient``'s: the same line limit, the same
+/// handling of a line split across receives. A line over the limit ends the connection (the
+/// reply it carried cannot be matched to its request), and every request still waiting is
+/// answered with an error naming why.
 final class SocketBridgeChannel: BridgeChannel {
     private struct State {
         var nextID: Int64 = 1
@@ -131,38 +135,41 @@ final class SocketBridgeChannel: BridgeChannel {
     }
     let version: Int
     let ops: [String]
-    private let fd: Int32
+    private let writer: SocketWriter
     private let state = Mutex(State())
-    private let writeLock = Mutex(())
 
-    init(fd: Int32, version: Int, ops: [String], reader: LineReader, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
+    init(fd: Int32, version: Int, ops: [String], frames: FrameReceiver, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
          onClose: @escaping @Sendable () -> Void) {
-        self.fd = fd
         self.version = version
         self.ops = ops
-        let box = ReaderBox(reader)
-        Thread.detachNewThread { [self] in
-            var reader = box.take()
+        writer = SocketWriter(fd: fd)
+        Thread.detachNewThread { [self, frames] in
+            var frames = frames
+            var why = "the connection to the SiteKeep daemon closed"
             while true {
-                let line: [UInt8]?
-                do { line = try reader.next(fd) } catch { line = nil }
-                guard let line else { break }
-                guard let frame = try? JSONParser.parse(line, limits: .document) else { continue }
-                if let name = frame["event"]?.stringValue {
-                    onEvent(name, frame["data"] ?? .null)
+                let frame: FrameReader.Frame?
+                do { frame = try frames.next() } catch { why = "the connection to the SiteKeep daemon failed: \(error)"; break }
+                guard let frame else { break }
+                guard case .frame(let line) = frame else {
+                    why = "the SiteKeep daemon sent a line longer than \(frames.maxFrame) bytes; the connection was closed"
+                    break
+                }
+                guard let message = try? JSONParser.parse(line, limits: .document) else { continue }
+                if let name = message["event"]?.stringValue {
+                    onEvent(name, message["data"] ?? .null)
                     continue
                 }
-                guard let id = frame["id"]?.intValue else { continue }
+                guard let id = message["id"]?.intValue else { continue }
                 let callback = state.withLock { $0.pending.removeValue(forKey: id) }
-                callback?(PageReply.from(frame: frame))
+                callback?(PageReply.from(frame: message))
             }
             let orphans = state.withLock { s -> [@Sendable (PageReply) -> Void] in
                 s.closed = true
                 defer { s.pending.removeAll() }
                 return Array(s.pending.values)
             }
-            for o in orphans { o(.error("internal", "the connection to the SiteKeep daemon closed")) }
-            Glibc.close(fd)
+            for o in orphans { o(.error("internal", why)) }
+            writer.close()
             onClose()
         }
     }
@@ -176,48 +183,12 @@ final class SocketBridgeChannel: BridgeChannel {
         }
         guard let id else { reply(.error("internal", "the connection to the SiteKeep daemon is closed")); return }
         let frame: JSONValue = ["v": 1, "id": .int(id), "op": .string(op), "args": args]
-        let bytes = Array(JSONSerializer.string(frame, style: .compact).utf8) + [0x0a]
-        let ok = writeLock.withLock { _ in DaemonSocket.writeAll(fd, bytes) }
-        if !ok, let callback = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+        if !writer.send(BridgeFraming.frame(frame), terminator: nil), let callback = state.withLock({ $0.pending.removeValue(forKey: id) }) {
             callback(.error("internal", "the connection to the SiteKeep daemon closed"))
         }
     }
 
-    func close() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
-}
-
-/// Hands a reader to the reader thread.
-private final class ReaderBox: @unchecked Sendable {
-    // @unchecked: written once before the thread starts, taken once by it.
-    private var reader: LineReader
-    init(_ reader: LineReader) { self.reader = reader }
-    func take() -> LineReader { reader }
-}
-
-/// Newline-delimited frames from a socket, at most 16 MiB each (longer ones are skipped).
-struct LineReader {
-    private var buffer: [UInt8] = []
-    private var start = 0
-    static let maxFrame = 16 << 20
-
-    mutating func next(_ fd: Int32) throws(DaemonLinkError) -> [UInt8]? {
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            if let nl = buffer[start...].firstIndex(of: 0x0a) {
-                var line = Array(buffer[start..<nl])
-                start = nl + 1
-                if start > 1 << 20 { buffer.removeFirst(start); start = 0 }
-                if line.last == 0x0d { line.removeLast() }
-                if line.isEmpty { continue }
-                return line
-            }
-            if buffer.count - start > Self.maxFrame { throw .protocolViolation("a frame longer than 16 MiB") }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 { if errno == EINTR { continue }; return nil }
-            if n == 0 { return nil }
-            buffer.append(contentsOf: chunk[0..<n])
-        }
-    }
+    func close() { writer.shutdown() }
 }
 
 /// Unix-socket calls, through the shared socket target: before the browser sends a byte (a
@@ -233,6 +204,20 @@ enum DaemonSocket {
                 throw .refused(code: "untrusted_socket", message: "refusing \(refused), nothing was sent: \(reason)")
             }
             throw .notRunning(path)
+        }
+    }
+
+    /// The next line from the daemon, for a single request and reply (the site list, `hello`).
+    static func nextLine(_ frames: inout FrameReceiver) throws(DaemonLinkError) -> [UInt8] {
+        let frame: FrameReader.Frame?
+        do { frame = try frames.next(until: ContinuousClock.now.advanced(by: .seconds(30))) } catch {
+            if error == .timeout { throw .protocolViolation("no answer within 30 s") }
+            throw .closed
+        }
+        switch frame {
+        case .frame(let line)?: return line
+        case .oversized?: throw .protocolViolation("a line longer than \(frames.maxFrame) bytes")
+        case nil: throw .closed
         }
     }
 

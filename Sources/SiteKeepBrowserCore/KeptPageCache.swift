@@ -8,12 +8,16 @@ import SiteKeepSystem
 public enum KeptPageError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The page alone is larger than the whole budget.
     case tooLarge(bytes: Int, budget: Int64)
+    /// The page would fit only by dropping kept pages, and the caller asked not to (a prefetch
+    /// never pushes out what the reader opened).
+    case full(bytes: Int, used: Int64, budget: Int64)
     /// A file of the cache could not be written.
     case storage(String)
 
     public var description: String {
         switch self {
         case .tooLarge(let bytes, let budget): "the page is \(bytes) bytes, more than the kept-page budget of \(budget) bytes"
+        case .full(let bytes, let used, let budget): "the kept-page budget is reached: \(used) of \(budget) bytes used, and the page needs \(bytes) more; raise --kept-budget to keep more"
         case .storage(let what): "the kept-page cache cannot be written: \(what)"
         }
     }
@@ -61,7 +65,9 @@ public final class KeptPageCache: Sendable {
     private func objectPath(_ name: String) -> String { folder + "/objects/" + name.prefix(2) + "/" + name }
 
     /// Keeps `document` for `url`, then drops least recently used pages beyond the budget.
-    public func keep(url: String, title: String?, document: [UInt8], now: Date = Date()) throws(KeptPageError) {
+    /// - Parameter makeRoom: false to refuse (``KeptPageError/full(bytes:used:budget:)``) a page
+    ///   that fits only by dropping others, instead of dropping them (a prefetch).
+    public func keep(url: String, title: String?, document: [UInt8], now: Date = Date(), makeRoom: Bool = true) throws(KeptPageError) {
         guard Int64(document.count) <= budget else { throw .tooLarge(bytes: document.count, budget: budget) }
         try lock.withLock { _ throws(KeptPageError) in
             let name = digest(document)
@@ -69,6 +75,13 @@ public final class KeptPageCache: Sendable {
                 throw .storage("the digest function did not return 64 hex digits")
             }
             let object = objectPath(name)
+            if !makeRoom {
+                let others = entries().filter { KeptPageCache.key(for: $0.url) != Self.key(for: url) }
+                var seen = Set<String>()
+                let used = others.reduce(Int64(0)) { seen.insert($1.object).inserted ? $0 + $1.bytes : $0 }
+                let adds = seen.contains(name) ? 0 : Int64(document.count)
+                if used + adds > budget { throw .full(bytes: document.count, used: used, budget: budget) }
+            }
             if !FileManager.default.fileExists(atPath: object) {
                 try Self.makeFolder(folder + "/objects/" + name.prefix(2))
                 try Self.writeAtomically(object, document)

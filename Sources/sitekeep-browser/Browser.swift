@@ -12,6 +12,10 @@ struct BrowserOptions {
     /// Sites to open (name, id or origin); empty with no URLs: every site with a saved session.
     var sites: [String] = []
     var keptBudget: Int64 = 256 << 20
+    /// Fetch the reading list's articles for offline reading (``Prefetcher``).
+    var prefetch = true
+    /// How long one prefetched page may take to load, in seconds.
+    var prefetchTimeout: UInt32 = 30
     /// Machine-readable events on stdout and commands on stdin (tests and scripts).
     var automation = false
     var width: Int32 = 1024
@@ -39,6 +43,7 @@ final class Browser {
     private var saveScheduled: Set<String> = []
     private var quitting = false
     private let automationChannel: Automation?
+    private var prefetcher: Prefetcher?
 
     init(link: any DaemonLink, sites: [BrowserSite], options: BrowserOptions) {
         self.link = link
@@ -115,6 +120,7 @@ final class Browser {
             return 0
         }, Unmanaged.passUnretained(self).toOpaque())
 
+        if options.prefetch { prefetcher = Prefetcher(browser: self) }
         openInitialTabs()
         gtk_window_present(skb_window(UnsafeMutableRawPointer(win)))
         automationChannel?.start(self)
@@ -200,10 +206,10 @@ final class Browser {
         let shown = gtk_revealer_get_reveal_child(OpaquePointer(readingRevealer)) != 0
         gtk_revealer_set_reveal_child(OpaquePointer(readingRevealer), shown ? 0 : 1)
         guard !shown, let t = current else { return }
-        t.context.readingState { [weak self] entries in self?.showReading(entries, site: t.site) }
+        t.context.readingList { [weak self] entries in self?.showReading(entries, site: t.site) }
     }
 
-    private func showReading(_ entries: [ReadingEntry], site: BrowserSite) {
+    private func showReading(_ entries: [ReadingItem], site: BrowserSite) {
         while let child = gtk_widget_get_first_child(readingList) { gtk_list_box_remove(OpaquePointer(readingList), child) }
         let header = gtk_label_new("\(site.name): reading")!
         gtk_widget_add_css_class(header, "heading")
@@ -246,6 +252,7 @@ final class Browser {
         do {
             let c = try SiteContext(site: site, link: link, keptBudget: options.keptBudget)
             contexts[site.id] = c
+            prefetcher?.add(c)
             return c
         } catch {
             note("\(site.name): \(error)")
@@ -409,24 +416,8 @@ final class Browser {
         evaluateValue(tab, script, world: world) { value in done(jsonText(value)) }
     }
 
-    /// As ``evaluate(_:_:world:done:)`` for a script whose value is a string: passes the string.
-    func evaluateString(_ tab: Tab, _ script: String, world: String?, done: @escaping @MainActor (String?) -> Void) {
-        evaluateValue(tab, script, world: world) { value in done(text(value)) }
-    }
-
     private func evaluateValue(_ tab: Tab, _ script: String, world: String?, done: @escaping @MainActor (OpaquePointer?) -> Void) {
-        typealias Done = @MainActor (UnsafeMutablePointer<GObject>?, OpaquePointer?) -> Void
-        let cb: Done = { source, result in
-            var error: UnsafeMutablePointer<GError>?
-            let value = webkit_web_view_evaluate_javascript_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
-            if let error { g_error_free(error) }
-            done(value)
-            if let value { g_object_unref(UnsafeMutableRawPointer(value)) }
-        }
-        skb_evaluate(tab.view, script, world, { source, result, ctx in
-            let b = Unmanaged<Callback<Done>>.fromOpaque(ctx!).takeRetainedValue()
-            MainActor.assumeIsolated { b.fn(source, result) }
-        }, Callback(cb).retained)
+        runScript(in: tab.view, script, world: world, done: done)
     }
 
     /// A PNG of the whole window.

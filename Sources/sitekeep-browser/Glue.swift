@@ -46,6 +46,45 @@ enum Signal {
     }
 }
 
+/// A web view's signals, each to a Swift closure (a tab's and a prefetch's views use them alike).
+@MainActor
+enum ViewSignal {
+    typealias Load = @MainActor (WebKitLoadEvent) -> Void
+    /// (failing URI, error) -> handled
+    typealias Failed = @MainActor (String?, UnsafeMutablePointer<GError>?) -> Bool
+    /// (decision, type) -> handled
+    typealias Decide = @MainActor (UnsafeMutablePointer<WebKitPolicyDecision>?, WebKitPolicyDecisionType) -> Bool
+    typealias Resource = @MainActor (OpaquePointer?) -> Void
+
+    static func loadChanged(_ view: UnsafeMutablePointer<WebKitWebView>, _ fn: @escaping Load) {
+        _ = skb_connect_load_changed(view, { _, event, ctx in
+            let f = Callback<Load>.from(ctx)
+            MainActor.assumeIsolated { f(event) }
+        }, Callback(fn).retained, releaseCallback)
+    }
+
+    static func loadFailed(_ view: UnsafeMutablePointer<WebKitWebView>, _ fn: @escaping Failed) {
+        _ = skb_connect_load_failed(view, { _, _, uri, error, ctx in
+            let f = Callback<Failed>.from(ctx)
+            return MainActor.assumeIsolated { f(string(uri), error) } ? 1 : 0
+        }, Callback(fn).retained, releaseCallback)
+    }
+
+    static func decidePolicy(_ view: UnsafeMutablePointer<WebKitWebView>, _ fn: @escaping Decide) {
+        _ = skb_connect_decide_policy(view, { _, decision, type, ctx in
+            let f = Callback<Decide>.from(ctx)
+            return MainActor.assumeIsolated { f(decision, type) } ? 1 : 0
+        }, Callback(fn).retained, releaseCallback)
+    }
+
+    static func resourceLoadStarted(_ view: UnsafeMutablePointer<WebKitWebView>, _ fn: @escaping Resource) {
+        _ = skb_connect_resource_load_started(view, { _, resource, _, ctx in
+            let f = Callback<Resource>.from(ctx)
+            MainActor.assumeIsolated { f(resource) }
+        }, Callback(fn).retained, releaseCallback)
+    }
+}
+
 /// Runs `work` on GTK's main loop (from any thread).
 func onMainLoop(_ work: @escaping @MainActor @Sendable () -> Void) {
     let box = Callback<@MainActor @Sendable () -> Void>(work)

@@ -92,10 +92,10 @@ final class SiteContext {
         return TabSession(result: result, site: site)
     }
 
-    /// The site's reading state (`reading.get`), on the main loop.
-    func readingState(_ done: @escaping @MainActor @Sendable ([ReadingEntry]) -> Void) {
+    /// The site's reading list (`reading.get`), on the main loop.
+    func readingList(_ done: @escaping @MainActor @Sendable ([ReadingItem]) -> Void) {
         host.send(op: "reading.get", args: .object([])) { reply in
-            let list = ReadingEntry.list(from: reply)
+            let list = ReadingItem.list(from: reply)
             onMainLoop { done(list) }
         }
     }
@@ -125,21 +125,6 @@ final class PendingReply {
         }
         webkit_script_message_reply_unref(reply)
         g_object_unref(UnsafeMutableRawPointer(context))
-    }
-}
-
-/// One article's reading state, as `reading.get` lists it.
-struct ReadingEntry: Sendable {
-    var id: String
-    var state: String
-    var progress: Double?
-
-    static func list(from reply: PageReply) -> [ReadingEntry] {
-        guard reply.json["ok"]?.boolValue == true else { return [] }
-        return (reply.json["result"]?["articles"]?.arrayValue ?? []).compactMap { a in
-            guard let id = a["id"]?.stringValue, let state = a["state"]?.stringValue else { return nil }
-            return ReadingEntry(id: id, state: state, progress: a["progress"]?.doubleValue)
-        }
     }
 }
 

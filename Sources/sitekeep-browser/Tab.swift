@@ -176,38 +176,15 @@ final class Tab {
 
     private func connectSignals() {
         let raw = UnsafeMutableRawPointer(view)
-        typealias Load = @MainActor (WebKitLoadEvent) -> Void
-        let onLoad: Load = { [unowned self] event in self.loadChanged(event) }
-        _ = skb_connect_load_changed(view, { _, event, ctx in
-            let f = Callback<Load>.from(ctx)
-            MainActor.assumeIsolated { f(event) }
-        }, Callback(onLoad).retained, releaseCallback)
-
-        typealias Failed = @MainActor (String?, UnsafeMutablePointer<GError>?) -> Bool
-        let onFailed: Failed = { [unowned self] uri, error in self.loadFailed(uri, error) }
-        _ = skb_connect_load_failed(view, { _, _, uri, error, ctx in
-            let f = Callback<Failed>.from(ctx)
-            return MainActor.assumeIsolated { f(string(uri), error) } ? 1 : 0
-        }, Callback(onFailed).retained, releaseCallback)
-
-        typealias Decide = @MainActor (UnsafeMutablePointer<WebKitPolicyDecision>?, WebKitPolicyDecisionType) -> Bool
-        let onDecide: Decide = { [unowned self] decision, type in self.decide(decision, type) }
-        _ = skb_connect_decide_policy(view, { _, decision, type, ctx in
-            let f = Callback<Decide>.from(ctx)
-            return MainActor.assumeIsolated { f(decision, type) } ? 1 : 0
-        }, Callback(onDecide).retained, releaseCallback)
-
-        typealias Resource = @MainActor (OpaquePointer?) -> Void
-        let onResource: Resource = { [unowned self] resource in
+        ViewSignal.loadChanged(view) { [unowned self] event in self.loadChanged(event) }
+        ViewSignal.loadFailed(view) { [unowned self] uri, error in self.loadFailed(uri, error) }
+        ViewSignal.decidePolicy(view) { [unowned self] decision, type in self.decide(decision, type) }
+        ViewSignal.resourceLoadStarted(view) { [unowned self] resource in
             if let resource, self.source == .network {
                 g_object_ref(UnsafeMutableRawPointer(resource))
                 self.resources.append(resource)
             }
         }
-        _ = skb_connect_resource_load_started(view, { _, resource, _, ctx in
-            let f = Callback<Resource>.from(ctx)
-            MainActor.assumeIsolated { f(resource) }
-        }, Callback(onResource).retained, releaseCallback)
 
         typealias Terminated = @MainActor () -> Void
         let onTerminated: Terminated = { [unowned self] in
@@ -352,69 +329,16 @@ final class Tab {
 
     // MARK: - Kept pages
 
-    /// Keeps the page just loaded: its HTML as the server sent it, with figures, style sheets
-    /// and scripts inlined from what WebKit loaded, in the site's kept-page cache.
+    /// Keeps the page just loaded (``PageKeeper``).
     private func keepPage(generation gen: Int) {
-        guard let url = uri, site.owns(url: url), let main = webkit_web_view_get_main_resource(view) else { return }
-        if let response = webkit_web_resource_get_response(main) {
-            let status = webkit_uri_response_get_status_code(response)
-            let mime = string(webkit_uri_response_get_mime_type(response)) ?? ""
-            guard status == 200, mime == "text/html" else { return }
-        }
-        let subresources = resources.filter { $0 != main }
-        let collector = ResourceCollector(count: subresources.count + 1) { [weak self] parts in
-            guard let self, self.generation == gen else { return }
-            self.compose(url: url, parts: parts, generation: gen)
-        }
-        fetch(main, index: 0, into: collector)
-        for (i, r) in subresources.enumerated() { fetch(r, index: i + 1, into: collector) }
-    }
-
-    private func fetch(_ resource: OpaquePointer, index: Int, into collector: ResourceCollector) {
-        let uri = string(webkit_web_resource_get_uri(resource)) ?? ""
-        let mime = webkit_web_resource_get_response(resource).flatMap { string(webkit_uri_response_get_mime_type($0)) } ?? ""
-        typealias Done = @MainActor (UnsafeMutablePointer<GObject>?, OpaquePointer?) -> Void
-        let done: Done = { source, result in
-            var length: gsize = 0
-            var error: UnsafeMutablePointer<GError>?
-            let bytes: [UInt8]
-            if let data = webkit_web_resource_get_data_finish(OpaquePointer(source), result, &length, &error) {
-                bytes = Array(UnsafeBufferPointer(start: data, count: Int(length)))
-                g_free(data)
-            } else {
-                if let error { g_error_free(error) }
-                bytes = []
-            }
-            collector.add(index: index, part: ResourcePart(url: uri, mime: mime, bytes: bytes))
-        }
-        skb_resource_data(resource, { source, result, ctx in
-            let b = Unmanaged<Callback<Done>>.fromOpaque(ctx!).takeRetainedValue()
-            MainActor.assumeIsolated { b.fn(source, result) }
-        }, Callback(done).retained)
-    }
-
-    private func compose(url: String, parts: [ResourcePart], generation gen: Int) {
-        guard let main = parts.first, !main.bytes.isEmpty else { return }
-        var map: [JSONMember] = []
-        var total = main.bytes.count
-        for p in parts.dropFirst() where !p.bytes.isEmpty && p.bytes.count <= 8 << 20 {
-            total += p.bytes.count
-            if total > 32 << 20 { break }
-            let type = p.mime.lowercased()
-            if type == "text/css" || type.hasSuffix("javascript") || type == "text/ecmascript" {
-                map.append(JSONMember(key: p.url, value: ["text": .string(String(decoding: p.bytes, as: UTF8.self))]))
-            } else if type.hasPrefix("image/") {
-                map.append(JSONMember(key: p.url, value: ["data": .string("data:\(type);base64," + Data(p.bytes).base64EncodedString())]))
-            }
-        }
-        let script = PageScripts.inlineDocument(html: String(decoding: main.bytes, as: UTF8.self), url: url, resources: .object(map))
-        browser.evaluateString(self, script, world: PageScripts.worldName) { [weak self] document in
-            guard let self, self.generation == gen, let document else { return }
-            do {
-                try self.context.kept.keep(url: url, title: self.title, document: Array(document.utf8))
-                self.browser.kept(self, url: url)
-            } catch {
-                self.browser.note("\(self.site.name): \(url) was not kept: \(error)")
+        guard let url = uri, site.owns(url: url) else { return }
+        PageKeeper.keep(view: view, url: url, title: title, resources: resources, into: context.kept,
+                        current: { [weak self] in self?.generation == gen }) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
+            case .kept: self.browser.kept(self, url: url)
+            case .failed(let why): self.browser.note("\(self.site.name): \(url) was not kept: \(why)")
+            case .notAPage, .dropped: break
             }
         }
     }
@@ -425,33 +349,6 @@ final class Tab {
         channel = nil
         for r in resources { g_object_unref(UnsafeMutableRawPointer(r)) }
         resources.removeAll()
-    }
-}
-
-struct ResourcePart {
-    var url: String
-    var mime: String
-    var bytes: [UInt8]
-}
-
-/// Gathers the asynchronous reads of a page's resources; calls `done` once all have answered.
-@MainActor
-final class ResourceCollector {
-    private var parts: [ResourcePart?]
-    private var left: Int
-    private let done: @MainActor ([ResourcePart]) -> Void
-
-    init(count: Int, done: @escaping @MainActor ([ResourcePart]) -> Void) {
-        parts = Array(repeating: nil, count: count)
-        left = count
-        self.done = done
-    }
-
-    func add(index: Int, part: ResourcePart) {
-        guard parts.indices.contains(index), parts[index].map({ _ in false }) ?? true else { return }
-        parts[index] = part
-        left -= 1
-        if left == 0 { done(parts.compactMap { $0 }) }
     }
 }
 

@@ -7,12 +7,15 @@ import SiteKeepBrowserCore
 let arguments = Array(CommandLine.arguments.dropFirst())
 
 let usage = """
-usage: sitekeep-browser [URL...] [--site NAME|ID|ORIGIN]... [--kept-budget MB] [--size WxH] [--automation]
+usage: sitekeep-browser [URL...] [--site NAME|ID|ORIGIN]... [--kept-budget MB] [--no-prefetch] [--prefetch-timeout S] [--size WxH] [--automation]
 
 Opens your app-bound sites, each in views of its own: its own cookies, storage and cache (inside
 the site's folder in the SiteKeep store), its bridge (window.webkit.messageHandlers.pt and
 window.ptApp) bound to that site. With no URL it restores the tabs you left (tabs.get), each at
 its scroll position, from the kept copy when there is one; it never reloads on its own (F5 does).
+Every page it shows is kept for offline reading, and so are the articles on each open site's
+reading list, fetched in the background from the site alone within --kept-budget (256 MB by
+default), each page within --prefetch-timeout (30 s), unless --no-prefetch.
 Links to other sites open in your system browser (xdg-open).
 
 Keys: Ctrl+L address, Alt+Left back, F5 reload, F9 reading list, Ctrl+Tab next tab, Ctrl+W close tab.
@@ -49,6 +52,11 @@ while i < arguments.count {
         options.width = parts[0]
         options.height = parts[1]
     case "--automation": options.automation = true
+    case "--no-prefetch": options.prefetch = false
+    case "--prefetch-timeout":
+        let v = value()
+        guard let s = UInt32(v), s >= 1, s <= 600 else { fail("--prefetch-timeout takes seconds from 1 to 600, not \(v)", status: 64) }
+        options.prefetchTimeout = s
     default:
         if a.hasPrefix("-") { fail("unknown option \(a)\n\(usage)", status: 64) }
         options.urls.append(a)

@@ -162,6 +162,66 @@ let two = BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Two", o
     }
 }
 
+extension KeptPageCacheTests {
+    /// A prefetch keeps within what is left of the budget: it never drops a page to make room,
+    /// and says the budget is reached instead.
+    @Test func aPrefetchNeverPushesOutKeptPages() throws {
+        let (c, dir) = try cache(budget: 250)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let page = { (n: Int) in [UInt8](repeating: UInt8(n), count: 100) }
+        try c.keep(url: "http://x/1", title: nil, document: page(1))
+        try c.keep(url: "http://x/2", title: nil, document: page(2), makeRoom: false)
+        #expect(throws: KeptPageError.full(bytes: 100, used: 200, budget: 250)) {
+            try c.keep(url: "http://x/3", title: nil, document: page(3), makeRoom: false)
+        }
+        #expect(c.contains(url: "http://x/1") && c.contains(url: "http://x/2") && !c.contains(url: "http://x/3"))
+        // A copy of bytes already kept takes no room.
+        try c.keep(url: "http://x/1-again", title: nil, document: page(1), makeRoom: false)
+        #expect(c.usage() == 200)
+    }
+}
+
+/// What a prefetch round fetches from a site's reading list: the site's own pages, not read yet,
+/// not kept yet, part read first, at most a round's worth; ids on other origins are refused.
+@Suite struct PrefetchPlanTests {
+    @Test func addressesOnTheSiteOnly() {
+        #expect(PrefetchPlan.address(of: "/a.html", on: one) == .page("https://promptugal.news/a.html"))
+        #expect(PrefetchPlan.address(of: "http://127.0.0.1:8001/b.html#part", on: one) == .page("http://127.0.0.1:8001/b.html"))
+        #expect(PrefetchPlan.address(of: "https://PROMPTUGAL.news/c", on: one) == .page("https://PROMPTUGAL.news/c"))
+        for foreign in ["http://127.0.0.1:8002/x", "https://evil.example/a", "http://promptugal.news/a", "//evil.example/a",
+                        "/\\evil.example/a", "javascript:alert(1)", "file:///etc/passwd", "data:text/html,x", "ftp://127.0.0.1:8001/x"] {
+            #expect(PrefetchPlan.address(of: foreign, on: one) == .foreign, "\(foreign)")
+        }
+        for plain in ["a1", "", "article 7", "/a b", String(repeating: "/", count: 1) + String(repeating: "a", count: 300)] {
+            #expect(PrefetchPlan.address(of: plain, on: one) == .notAnAddress, "\(plain)")
+        }
+    }
+
+    @Test func partReadFirstNotKeptAndBounded() {
+        let items = [ReadingItem(id: "/u1", state: "unread"), ReadingItem(id: "/r1", state: "read"),
+                     ReadingItem(id: "/p1", state: "partial", progress: 0.3), ReadingItem(id: "/kept", state: "partial"),
+                     ReadingItem(id: "http://127.0.0.1:8002/other-site", state: "partial"), ReadingItem(id: "a7", state: "unread"),
+                     ReadingItem(id: "/p1#again", state: "unread")]
+        let plan = PrefetchPlan.make(items, site: one) { $0 == "https://promptugal.news/kept" }
+        #expect(plan.urls == ["https://promptugal.news/p1", "https://promptugal.news/u1"])
+        #expect(plan.refused == ["http://127.0.0.1:8002/other-site"] && plan.refusedCount == 1)
+        // A huge list: one round takes at most its limit, and asks isKept no more than that.
+        var asked = 0
+        let huge = (0..<5000).map { ReadingItem(id: "/article-\($0)", state: "unread") } +
+                   (0..<100).map { ReadingItem(id: "https://evil.example/\($0)", state: "partial") }
+        let big = PrefetchPlan.make(huge, site: one) { _ in asked += 1; return false }
+        #expect(big.urls.count == PrefetchPlan.limit && big.deferred == 5000 - PrefetchPlan.limit)
+        #expect(asked == PrefetchPlan.limit)
+        #expect(big.refusedCount == 100 && big.refused.count == PrefetchPlan.reportedRefusals)
+    }
+
+    @Test func theReadingListOfAReply() throws {
+        let reply = PageReply.from(frame: try JSONParser.parse(Array(#"{"id":1,"ok":true,"result":{"articles":[{"id":"/a","state":"partial","progress":0.5},{"id":7}]}}"#.utf8)))
+        #expect(ReadingItem.list(from: reply) == [ReadingItem(id: "/a", state: "partial", progress: 0.5)])
+        #expect(ReadingItem.list(from: .error("locked", "m")).isEmpty)
+    }
+}
+
 /// The browser checks the daemon's socket before it sends a byte, as the command line does: a
 /// listener in a folder another user can enter never hears the site-list request or a page's
 /// call (threat T64 family: the browser links only the wire, with its checks).

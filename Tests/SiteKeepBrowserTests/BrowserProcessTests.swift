@@ -53,7 +53,7 @@ import Glibc
         #expect(two["local"]?.isNull == true, "Site Two read Site One's localStorage")
         #expect(two["idb"]?.isNull == true, "Site Two read Site One's IndexedDB")
         #expect(two["ptApp"]?["ops"]?.arrayValue?.contains(.string("schedule.get")) == false, "Site Two is not on schedule.get's list")
-        try rig.screenshot(b, name: "browser-site-two.png")
+        try rig.screenshot(b, name: "browser-site-two.png", tab: 1)
         try b.quit()
 
         // On disk: each site's web data lives in its own folder, as the daemon named it.
@@ -143,13 +143,106 @@ import Glibc
                 // Reading back up brings the tab strip back (it hides while reading down).
                 // A restored position is not the reader scrolling: the tab strip stays.
                 #expect(try second.command(["cmd": "state"])["tabStrip"]?.stringValue == "shown")
-                try rig.screenshot(second, name: "browser-offline-restored.png")
+                try rig.screenshot(second, name: "browser-offline-restored.png", tab: 1)
             }
         }
         // The kept copy still has its own origin: the bridge answers there.
         let bridge = try second.evalUntil(1, #"window.__r || (window.webkit.messageHandlers.pt.postMessage({op: "storage.set", key: "offline", value: "yes"}).then(v => window.__r = {ok: v}, e => window.__r = {error: e.code}), null)"#)
         #expect(bridge["ok"] == .object([]), "the bridge from a kept page: \(JSONSerializer.string(bridge))")
         try second.quit()
+    }
+
+    /// The reading list is prefetched when online: two articles on Site One's list (part read on
+    /// another device, say), never opened here, are fetched in the background and kept, without
+    /// a visible view loading again; with the site's server stopped, opening them shows the kept
+    /// copies, style sheet and figure inline. An entry naming Site Two's origin is refused and
+    /// never fetched, and a read article is not fetched.
+    @Test func readingListIsPrefetchedForOfflineReading() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        for name in ["c", "d", "read"] { try rig.write(rig.ports[0], "\(name).html", TestSites.article(name.uppercased())) }
+        try rig.write(rig.ports[0], "index.html", TestSites.article("Index"))
+        try rig.write(rig.ports[0], "style.css", TestSites.style)
+        try rig.write(rig.ports[0], "fig.svg", TestSites.figure)
+        try rig.write(rig.ports[1], "private.html", TestSites.isolationPage)
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        try rig.startServer(rig.ports[1])
+        let urls = [rig.origins[0] + "/c.html", rig.origins[0] + "/d.html"]
+        let list: JSONValue = ["articles": [
+            ["id": .string(urls[0]), "state": "partial", "progress": 0.4],
+            ["id": .string(urls[1] + "#part-2"), "state": "partial", "progress": 0.1],
+            ["id": .string(rig.origins[1] + "/private.html"), "state": "partial", "progress": 0.5],
+            ["id": "/read.html", "state": "read"],
+        ]]
+        let set = try rig.cli(["call", "reading.set", "--site", rig.origins[0], "--args", JSONSerializer.string(list, style: .compact), "--json"])
+        #expect(set.status == 0, "reading.set: \(set.out)")
+
+        let b = try rig.launch([rig.origins[0] + "/index.html"])
+        _ = try b.waitForLoads(1)
+        let round = try b.waitFor("Site One's prefetch round") { $0["event"]?.stringValue == "prefetch" && $0["site"]?.stringValue == "Site One" }
+        #expect(round["kept"]?.intValue == 2 && round["refused"]?.intValue == 1 && round["stopped"]?.isNull == true,
+                "\(JSONSerializer.string(round))")
+        let prefetched = Set(b.events.filter { $0["event"]?.stringValue == "prefetched" }.compactMap { $0["url"]?.stringValue })
+        #expect(prefetched == Set(urls))
+        #expect(b.events.contains { $0["event"]?.stringValue == "note" && $0["text"]?.stringValue?.contains("private.html") == true },
+                "the refused entry was not named")
+        // No visible view loaded again, and no tab opened.
+        #expect(b.events.filter { $0["event"]?.stringValue == "loaded" }.count == 1)
+        #expect(try b.command(["cmd": "state"])["tabs"]?.arrayValue?.count == 1)
+        // Only Site One's own, unread pages were asked for.
+        let one = (try? String(contentsOfFile: rig.dir.appendingPathComponent("http-\(rig.ports[0]).log").path, encoding: .utf8)) ?? ""
+        let two = (try? String(contentsOfFile: rig.dir.appendingPathComponent("http-\(rig.ports[1]).log").path, encoding: .utf8)) ?? ""
+        #expect(one.contains("GET /c.html") && one.contains("GET /d.html"), "\(one)")
+        #expect(!one.contains("GET /read.html"), "a read article was fetched")
+        #expect(!two.contains("private.html"), "an entry on another site's origin was fetched: \(two)")
+
+        // Offline: the articles never opened are shown from their kept copies.
+        rig.stopServer(rig.ports[0])
+        #expect(!canConnect(port: rig.ports[0]), "the test site is still up")
+        for (i, url) in urls.enumerated() {
+            try b.command(["cmd": "address", "text": .string(url)])
+            // The load fails (the site is down) and the kept copy is shown in its place.
+            try b.waitFor("the kept copy of \(url) shown", timeout: 30) {
+                $0["event"]?.stringValue == "loaded" && $0["url"]?.stringValue == url && $0["source"]?.stringValue == "kept"
+            }
+            let seen = try b.evalUntil(0, "location.href === \(JSONSerializer.string(.string(url))) && document.images[0] && document.images[0].complete ? [document.title, getComputedStyle(document.body).backgroundColor, document.images[0].naturalWidth, document.images[0].src.slice(0, 5)] : null")
+            #expect(seen.arrayValue?.first?.stringValue == "Article \(i == 0 ? "C" : "D")")
+            #expect(seen.arrayValue?[1].stringValue == "rgb(244, 241, 234)", "the kept copy lost its style sheet")
+            #expect(seen.arrayValue?[2].intValue == 160 && seen.arrayValue?[3].stringValue == "data:", "the kept copy lost its figure")
+        }
+        try b.quit()
+    }
+
+    /// A listed page that never ends is stopped at the prefetch timeout and dropped (its
+    /// connection closed); a listed page of the site that redirects to another site's origin is
+    /// dropped before the redirect is followed; the round goes on to the next article.
+    @Test func aListedPageThatNeverEndsOrLeavesTheSiteIsDropped() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        try rig.write(rig.ports[0], "index.html", TestSites.article("Index"))
+        try rig.write(rig.ports[0], "c.html", TestSites.article("C"))
+        try rig.write(rig.ports[1], "private.html", TestSites.isolationPage)
+        try rig.startDaemon()
+        try rig.startEndlessServer(rig.ports[0], away: rig.origins[1] + "/private.html")
+        try rig.startServer(rig.ports[1])
+        let endless = rig.origins[0] + "/endless.html", article = rig.origins[0] + "/c.html", away = rig.origins[0] + "/away.html"
+        let list: JSONValue = ["articles": [["id": .string(endless), "state": "partial", "progress": 0.2],
+                                            ["id": .string(away), "state": "partial", "progress": 0.3],
+                                            ["id": .string(article), "state": "partial", "progress": 0.1]]]
+        #expect(try rig.cli(["call", "reading.set", "--site", rig.origins[0], "--args", JSONSerializer.string(list, style: .compact)]).status == 0)
+        let b = try rig.launch(["--prefetch-timeout", "3", rig.origins[0] + "/index.html"])
+        _ = try b.waitForLoads(1)
+        let round = try b.waitFor("Site One's prefetch round", timeout: 60) { $0["event"]?.stringValue == "prefetch" && $0["site"]?.stringValue == "Site One" }
+        #expect(round["kept"]?.intValue == 1 && round["skipped"]?.intValue == 2, "\(JSONSerializer.string(round))")
+        #expect(b.events.filter { $0["event"]?.stringValue == "prefetched" }.compactMap { $0["url"]?.stringValue } == [article])
+        #expect(b.events.contains { $0["event"]?.stringValue == "note" && $0["text"]?.stringValue?.contains("endless.html was not kept: it did not load within 3 s") == true })
+        #expect(b.events.contains { $0["event"]?.stringValue == "note" && $0["text"]?.stringValue?.contains("away.html was not kept: it leads off Site One") == true })
+        #expect(!rig.serverLog(rig.ports[1]).contains("private.html"), "the redirect to another site was followed")
+        var gone = false
+        for _ in 0..<100 where !gone { gone = rig.serverLog(rig.ports[0]).contains("endless: reader gone"); if !gone { usleep(100_000) } }
+        #expect(gone, "the endless page was not stopped: \(rig.serverLog(rig.ports[0]).suffix(400))")
+        try b.quit()
     }
 
     /// A page's own navigation to another origin (foreign or another app-bound site) does not

@@ -125,6 +125,23 @@ final class BrowserRig {
         throw RigError("the test HTTP server on port \(port) did not start")
     }
 
+    /// Serves `www(port)` on 127.0.0.1:port as ``startServer(_:)`` does, and `/endless.html` as a
+    /// page that never ends and `/away.html` as a redirect to `away` (``TestSites/endlessServer``).
+    func startEndlessServer(_ port: Int, away: String) throws {
+        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.endlessServer, String(port), www(port), away],
+                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
+        for _ in 0..<100 {
+            if canConnect(port: port) { return }
+            usleep(50_000)
+        }
+        throw RigError("the endless test server on port \(port) did not start")
+    }
+
+    /// What the test server on `port` logged.
+    func serverLog(_ port: Int) -> String {
+        (try? String(contentsOfFile: dir.appendingPathComponent("http-\(port).log").path, encoding: .utf8)) ?? ""
+    }
+
     func stopServer(_ port: Int) {
         servers.removeValue(forKey: port)?.stop()
         for _ in 0..<50 where canConnect(port: port) { usleep(50_000) }
@@ -199,15 +216,28 @@ final class BrowserRig {
         return false
     }
 
-    /// Saves a screenshot where SITEKEEP_BROWSER_SCREENSHOTS names (docs/ when updating README).
-    func screenshot(_ browser: BrowserProcess, name: String) throws {
+    /// Saves a screenshot of the window, showing tab `tab`, where SITEKEEP_BROWSER_SCREENSHOTS
+    /// names (tools/test: docs/screenshots, the README's). The page must have painted: the
+    /// shot is taken after two animation frames of the page, and again (up to 10 s) while it is
+    /// no bigger than the window with a blank page in it (a PNG of about 6 KB).
+    func screenshot(_ browser: BrowserProcess, name: String, tab: Int = 0) throws {
         let target = ProcessInfo.processInfo.environment["SITEKEEP_BROWSER_SCREENSHOTS"] ?? dir.appendingPathComponent("shots").path
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
         let path = (target as NSString).appendingPathComponent(name)
-        usleep(1_500_000)   // the view paints its first frames after the page reports
-        let r = try browser.command(["cmd": "screenshot", "path": .string(path)])
-        #expect(r["ok"]?.boolValue == true, "the screenshot \(path) was not written")
-        #expect(FileManager.default.fileExists(atPath: path))
+        _ = try browser.eval(tab, "requestAnimationFrame(() => requestAnimationFrame(() => { window.__painted = true; })); 1")
+        _ = try browser.evalUntil(tab, "window.__painted ? true : null", timeout: 15)
+        var png: [UInt8] = []
+        for _ in 0..<10 {
+            usleep(1_000_000)   // the window composes the page's frame after the page drew it
+            let r = try browser.command(["cmd": "screenshot", "path": .string(path)])
+            #expect(r["ok"]?.boolValue == true, "the screenshot \(path) was not written")
+            png = [UInt8](FileManager.default.contents(atPath: path) ?? Data())
+            if png.count > 9000 { break }
+        }
+        // A PNG of the whole window (1024 wide, as launched), with the page in it.
+        #expect(png.count > 9000 && png.starts(with: [0x89, 0x50, 0x4e, 0x47]), "\(path) is not a PNG of a painted page (\(png.count) bytes)")
+        let width = png.count > 24 ? png[16..<20].reduce(0) { $0 << 8 | Int($1) } : 0
+        #expect(width == 1024, "\(path) is \(width) pixels wide, not the window's 1024")
     }
 }
 

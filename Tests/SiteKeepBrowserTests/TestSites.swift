@@ -98,6 +98,39 @@ enum TestSites {
         <script>setTimeout(() => { window.__tried = true; location.href = decodeURIComponent(location.hash.slice(1)); }, 300);</script>
         """
 
+    /// A loopback server (python3 -c, arguments PORT FOLDER AWAY): the folder's files as
+    /// http.server serves them; `/endless.html`, a page that starts and never ends (a paragraph
+    /// every 200 ms, no length), logging `endless: reader gone` when the reader closes the
+    /// connection; and `/away.html`, a redirect (302) to AWAY.
+    static let endlessServer = #"""
+        import functools, http.server, sys, time
+        port, folder, away = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):
+                if self.path == "/away.html":
+                    self.send_response(302)
+                    self.send_header("Location", away)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.path != "/endless.html":
+                    return super().do_GET()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                try:
+                    self.wfile.write(b"<!DOCTYPE html><title>Endless</title><h1>Endless</h1>")
+                    while True:
+                        self.wfile.write(b"<p>more</p>" * 50)
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except OSError:
+                    sys.stderr.write("endless: reader gone\n")
+                    sys.stderr.flush()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=folder))
+        server.serve_forever()
+        """#
+
     static let style = "body { background: #f4f1ea; color: #222; font: 16px/1.5 serif; max-width: 44em; margin: 1em auto } h1 { color: #5a3d1e }"
     static let figure = ##"<svg xmlns="http://www.w3.org/2000/svg" width="160" height="60"><rect width="160" height="60" rx="8" fill="#b5452f"/><text x="80" y="38" font-size="20" text-anchor="middle" fill="#fff" font-family="sans-serif">figure</text></svg>"##
 }
