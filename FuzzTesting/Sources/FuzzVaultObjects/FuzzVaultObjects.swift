@@ -88,7 +88,7 @@ final class VaultHarness: @unchecked Sendable {
         let commit = writeObject(Self.templateCommit(tree: tree))
         writeRef(namedRef, plaintext: Array("{\"commit_id\": \"\(commit)\"}".utf8))
         do {
-            let vault = try Vault.open(path: root, keys: keys)
+            let vault = try Vault.open(path: root, keys: keys, options: Self.parserOptions)
             _ = try vault.list()
         } catch {
             fatalError("FuzzVaultObjects: the template vault does not open (\(error)); the harness is out of date with the format")
@@ -128,12 +128,28 @@ final class VaultHarness: @unchecked Sendable {
         writeFile("bare/refs/" + name, seal(plaintext))
     }
 
-    /// Opens the vault and reads it every way; errors are fine, crashes are not.
-    func exercise() {
+    /// The options the harness reads with: small bounds, and unsigned commits served, so that
+    /// a mutated commit, tree or blob reaches its parser instead of stopping at the signature
+    /// rule (the template's commits are unsigned, as an author-less fuzzed commit is).
+    static let parserOptions: VaultOptions = {
         var options = VaultOptions()
         options.limits.maxCommits = 64
         options.limits.maxListedEntries = 4096
-        guard let vault = try? Vault.open(path: root, keys: keys, options: options) else { return }
+        options.trust = VaultTrust(allowUnsigned: true)
+        return options
+    }()
+
+    /// Opens the vault and reads it every way; errors are fine, crashes are not. The default
+    /// trust rule (unsigned and unknown signers refused) gets every input first, then the
+    /// parsers get it with unsigned commits allowed.
+    func exercise() {
+        var strict = VaultOptions()
+        strict.limits = Self.parserOptions.limits
+        if let vault = try? Vault.open(path: root, keys: keys, options: strict) {
+            _ = try? vault.status()
+            _ = try? vault.verify()
+        }
+        guard let vault = try? Vault.open(path: root, keys: keys, options: Self.parserOptions) else { return }
         _ = try? vault.status()
         _ = try? vault.log(limit: 8)
         _ = try? vault.verify()
