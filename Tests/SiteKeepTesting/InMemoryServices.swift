@@ -2,6 +2,7 @@ public import SiteKeepBridge
 public import SiteKeepCore
 public import SiteKeepJSON
 public import SiteKeepCustody
+import SiteKeepCrypto
 import SiteKeepPartitions
 import Synchronization
 import Foundation
@@ -192,6 +193,14 @@ public final class HandleSigningService: SigningService {
     public init(keys: [String: SigningKeyHandle], audit: any SigningAuditSink) {
         self.keys = keys
         self.audit = audit
+    }
+
+    /// Fresh random team keys `team-ed` (Ed25519) and `team-p256` (P-256), for harnesses outside
+    /// this package (the fuzz targets), which cannot make key handles themselves.
+    public static func freshKeys(audit: any SigningAuditSink = InMemoryAuditSink()) throws -> HandleSigningService {
+        HandleSigningService(keys: ["team-ed": SigningKeyHandle(ed25519: try Ed25519.PrivateKey(seed: SecretBytes(randomCount: 32))),
+                                    "team-p256": SigningKeyHandle(p256: try P256.Signing.PrivateKey())],
+                             audit: audit)
     }
 
     public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {

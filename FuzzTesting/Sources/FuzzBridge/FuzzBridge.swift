@@ -2,10 +2,11 @@ import SiteKeepBridge
 import SiteKeepJSON
 import SiteKeepTesting
 
-/// The dispatcher on in-memory services (every op configured, presence approved).
+/// The dispatcher on the in-memory modules (every op but `sealed.*` configured, presence
+/// approved), with team keys `team-ed` and `team-p256`, so `key.sign` reaches custody's handles.
 let dispatcher: BridgeDispatcher? = {
-    guard let catalogue = try? OpCatalogue.bundled() else { return nil }
-    return try? BridgeDispatcher(catalogue: catalogue, services: InMemoryBridge.services(sealed: nil))
+    guard let signing = try? HandleSigningService.freshKeys() else { return nil }
+    return try? InMemoryBridge.dispatcher(signing: signing)
 }()
 
 /// libFuzzer entry point. The first byte picks the connection's starting state (unbound, or bound
