@@ -187,8 +187,8 @@ public final class KeptPageCache: Sendable {
             parts.append(p)
             p = (p as NSString).deletingLastPathComponent
         }
-        for dir in parts.reversed() where mkdir(dir, 0o700) != 0 && Errno.current != .fileExists {
-            throw .storage("\(SystemError.current("create", dir))")
+        for dir in parts.reversed() {
+            do { try PrivateFolder.make(dir) } catch { throw .storage("\(error)") }
         }
     }
 

@@ -27,7 +27,7 @@ struct CurlAgendaFetcher: AgendaFetcher {
         }
         guard FileManager.default.isExecutableFile(atPath: curl) else { throw .fetchFailed("\(curl) is missing; install curl") }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-fetch-\(UUID().uuidString)")
-        do { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700]) } catch {
+        do { try PrivateFolder.make(dir.path) } catch {
             throw .fetchFailed("cannot make a temporary folder")
         }
         defer { try? FileManager.default.removeItem(at: dir) }

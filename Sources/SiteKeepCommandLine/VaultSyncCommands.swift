@@ -1,4 +1,5 @@
 import Foundation
+internal import SiteKeepSystem
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON
@@ -102,7 +103,7 @@ enum VaultSyncCommands {
         let siteID = try VaultCommands.owningSiteID(inv, store)
         let given = inv.option("--path") ?? store.home.path + "/vaults/" + name
         let path = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try? PrivateFolder.makeParents(of: path)
         let key = SecretBox(try inv.readSecret(.key, prompt: "Vault key: "))
         let tokenBox: SecretBox?
         if let t = try token(inv) { tokenBox = SecretBox(t) } else { tokenBox = nil }

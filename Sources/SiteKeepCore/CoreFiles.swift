@@ -62,8 +62,8 @@ public enum CoreFiles {
             return
         }
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex { try ensureDirectory(String(path[..<slash])) }
-        guard mkdir(path, 0o700) == 0 || Errno.current == .fileExists else {
-            throw CoreFileError(path: path, reason: "cannot create the folder: \(Errno.current)")
+        do { try PrivateFolder.make(path) } catch {
+            throw CoreFileError(path: path, reason: "cannot create the folder: \(error.cause)")
         }
     }
 }

@@ -67,7 +67,7 @@ enum Files {
             if parent != path, parent != "/", !exists(parent) {
                 try ensurePrivateDirectory(parent)
             }
-            guard mkdir(path, 0o700) == 0 || Errno.current == .fileExists else { throw .io("\(SystemError.current("create", path))") }
+            do { try PrivateFolder.make(path) } catch { throw .io("\(error)") }
             guard lstat(path, &st) == 0 else { throw .io("\(SystemError.current("inspect", path))") }
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .insecureHome("\(path) is not a directory") }

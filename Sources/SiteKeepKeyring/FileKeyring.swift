@@ -274,11 +274,7 @@ public final class FileKeyring: KeyringBackend {
         var prefix = ""
         for component in folder.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 {
-                let code = errno
-                if code == EEXIST { continue }
-                throw .io("cannot create \(prefix): \(describe(code))")
-            }
+            do { try PrivateFolder.make(prefix) } catch { throw .io("cannot create \(prefix): \(error.cause)") }
         }
         try checkFolder(folder)
     }

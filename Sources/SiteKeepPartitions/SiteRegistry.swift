@@ -109,7 +109,7 @@ public final class SiteRegistry: Sendable {
         self.limits = limits
         self.faults = faults
         // Parents are created as needed (with the default mode); the home itself is 0700.
-        try? FileManager.default.createDirectory(at: home.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try? PrivateFolder.makeParents(of: home.path)
         try Self.makePrivateDirectory(home.path, tighten: false)
         try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
         let (sites, file) = try Self.read(registryPath)
@@ -272,9 +272,7 @@ public final class SiteRegistry: Sendable {
     /// named (the store home) is refused instead: SiteKeep never changes the mode of a folder it
     /// did not create.
     static func makePrivateDirectory(_ path: String, tighten: Bool = true) throws(PartitionError) {
-        if mkdir(path, 0o700) != 0 && Errno.current != .fileExists {
-            throw .storageFailure("\(SystemError.current("create", path))")
-        }
+        do { try PrivateFolder.make(path) } catch { throw .storageFailure("\(error)") }
         var st = stat()
         guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
             throw .storageFailure("\(path) is not a directory")

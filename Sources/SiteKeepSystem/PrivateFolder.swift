@@ -42,18 +42,54 @@ public enum PrivateFolder {
         return nil
     }
 
+    /// Creates the folder `path` with exactly `mode`, whatever the process umask or the parent's
+    /// default ACL would make of the mode `mkdir` is given (a umask of 0177 would otherwise leave
+    /// a folder its owner cannot enter).
+    ///
+    /// The mode is set through a descriptor opened with `O_NOFOLLOW`, so a link swapped in after
+    /// the `mkdir` is never followed.
+    /// - Returns: true when this call created the folder, false when something already existed
+    ///   at `path` (its mode is left alone: SiteKeep never changes a folder it did not create).
+    /// - Throws: ``SystemError`` naming the folder and the step that failed.
+    @discardableResult
+    public static func make(_ path: String, mode: UInt32 = 0o700) throws(SystemError) -> Bool {
+        guard mkdir(path, mode_t(mode)) == 0 else {
+            if Errno.current == .fileExists { return false }
+            throw .current("create the folder", path)
+        }
+        try setMode(path, mode)
+        return true
+    }
+
+    /// Creates every missing folder above `path` the way `mkdir -p` does: mode 0755 narrowed by
+    /// the umask, but always with read, write and search for the owner.
+    /// - Throws: ``SystemError`` naming the first folder that could not be made.
+    public static func makeParents(of path: String) throws(SystemError) {
+        let parent = AtomicFile.folder(of: path)
+        guard parent != path, parent != "/", parent != ".", problem(with: parent) == .missing else { return }
+        try makeParents(of: parent)
+        guard mkdir(parent, 0o755) == 0 else {
+            if Errno.current == .fileExists { return }
+            throw .current("create the folder", parent)
+        }
+        var st = stat()
+        if stat(parent, &st) == 0, st.st_mode & 0o700 != 0o700 { try setMode(parent, UInt32(st.st_mode & 0o7777) | 0o700) }
+    }
+
+    private static func setMode(_ path: String, _ mode: UInt32) throws(SystemError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw .current("open the new folder", path) }
+        defer { close(fd) }
+        guard fchmod(fd, mode_t(mode)) == 0 else { throw .current("set the mode of", path) }
+    }
+
     /// Creates `path` with mode 0700 when it is missing (and, with `createParents`, its missing
     /// parents, with the default mode), then checks it with ``problem(with:)``.
     /// - Throws: ``SystemError`` naming the folder, what is wrong and the fix.
     public static func ensure(_ path: String, createParents: Bool = false) throws(SystemError) {
         if problem(with: path) == .missing {
-            if createParents {
-                let parent = AtomicFile.folder(of: path)
-                if parent != path, parent != "/", parent != ".", problem(with: parent) == .missing {
-                    try ensureExists(parent)
-                }
-            }
-            if mkdir(path, 0o700) != 0 && Errno.current != .fileExists { throw .current("create the folder", path) }
+            if createParents { try makeParents(of: path) }
+            try make(path)
         }
         if let p = problem(with: path) {
             switch p {
@@ -63,14 +99,5 @@ public enum PrivateFolder {
                 throw SystemError("use the folder", path, reason: "\(p); choose a folder of your own")
             }
         }
-    }
-
-    /// Creates `path` and its parents with the default mode when missing (no privacy check:
-    /// for the parents of a private folder).
-    static func ensureExists(_ path: String) throws(SystemError) {
-        if problem(with: path) != .missing { return }
-        let parent = AtomicFile.folder(of: path)
-        if parent != path, parent != "/", parent != "." { try ensureExists(parent) }
-        if mkdir(path, 0o755) != 0 && Errno.current != .fileExists { throw .current("create the folder", path) }
     }
 }

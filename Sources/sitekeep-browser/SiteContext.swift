@@ -2,6 +2,7 @@ import CWebKitGTK
 import Foundation
 import SiteKeepBrowserCore
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// One app-bound site in the browser: its own WebKit network session (data and cache
 /// directories inside the site's web folder, as the daemon named it), the relay and page scripts
@@ -24,7 +25,7 @@ final class SiteContext {
         guard let origin = site.pageOrigins.first else { throw .protocolViolation("\(site.name) has no origin") }
         host = try link.open(origin: origin, onEvent: { _, _ in }, onClose: {})
         kept = KeptPageCache(folder: site.keptDirectory, budget: keptBudget, digest: sha256Hex)
-        for dir in [site.dataDirectory, site.cacheDirectory] { mkdir(dir, 0o700) }
+        for dir in [site.dataDirectory, site.cacheDirectory] { _ = try? PrivateFolder.make(dir) }
         session = webkit_network_session_new(site.dataDirectory, site.cacheDirectory)
     }
 

@@ -100,6 +100,8 @@ import SiteKeepTestSupport
         let bin = dir.appendingPathComponent("ical-check").path
         let built = try Shell.run("cc -O1 -o \(Shell.quote(bin)) \(Shell.quote(src)) $(pkg-config --cflags --libs libical)")
         guard built.status == 0 else { throw CoreFieldError("libical", "checker did not build (install libical-dev: run tools/setup): \(built.output)") }
+        // The linker's output mode follows the umask; a strict one (0177) leaves it unrunnable.
+        guard chmod(bin, 0o700) == 0 else { throw CoreFieldError("libical", "cannot make \(bin) executable") }
         return bin
     }
 

@@ -263,6 +263,30 @@ private final class ReceiveBox: @unchecked Sendable {
         #expect(PrivateFolder.problem(with: dir + "/link") == .notADirectory, "a link to a private folder is not one")
         #expect(PrivateFolder.problem(with: dir + "/none") == .missing)
     }
+
+    /// The mode asked for is the mode made, whatever the umask (tools/test runs this suite again
+    /// under umask 0177, which strips the owner's search bit from a plain `mkdir`); parents made
+    /// on the way stay usable by their owner, as `mkdir -p` makes them; an existing folder keeps
+    /// its mode, and a link is never followed.
+    @Test func makesTheModeAskedForWhateverTheUmaskAndKeepsParentsUsable() throws {
+        let dir = try scratchFolder()
+        #expect(try PrivateFolder.make(dir + "/exact", mode: 0o750))
+        #expect(mode(dir + "/exact") == 0o750)
+        #expect(try PrivateFolder.make(dir + "/exact", mode: 0o700) == false, "an existing folder is reported, not changed")
+        #expect(mode(dir + "/exact") == 0o750)
+
+        try PrivateFolder.makeParents(of: dir + "/x/y/leaf")
+        for p in [dir + "/x", dir + "/x/y"] { #expect(mode(p) & 0o700 == 0o700, "\(p) is \(String(mode(p), radix: 8))") }
+        #expect(PrivateFolder.problem(with: dir + "/x/y/leaf") == .missing, "only the parents are made")
+        try PrivateFolder.ensure(dir + "/x/y/leaf")
+        #expect(mode(dir + "/x/y/leaf") == 0o700)
+
+        #expect(symlink(dir + "/exact", dir + "/sl") == 0)
+        #expect(try PrivateFolder.make(dir + "/sl") == false)
+        #expect(mode(dir + "/exact") == 0o750, "the link's target is untouched")
+        try AtomicFile.replace(dir + "/plain", with: [1])
+        #expect(throws: SystemError.self) { try PrivateFolder.ensure(dir + "/plain/sub") }
+    }
 }
 
 @Suite struct FileLockTests {

@@ -23,7 +23,7 @@ extension FileAccess {
         if isDirectory(path) { return }
         let up = parent(of: path)
         if up != path, up != ".", !isDirectory(up) { try makeFolders(up, mode: mode) }
-        if mkdir(path, mode) != 0, errno != EEXIST { throw .io(path: path, reason: errnoText()) }
+        do { try PrivateFolder.make(path, mode: UInt32(mode)) } catch { throw .io(path: path, reason: error.cause) }
     }
 
     /// Durably replaces `path` with `bytes`: ``AtomicFile/replace(_:with:mode:temporaryFolder:syncFolder:)``

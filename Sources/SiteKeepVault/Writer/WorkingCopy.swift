@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SiteKeepSystem
 
 extension Vault {
     /// Brings the plaintext working copy of a folder sgit checked out in step with a commit
@@ -51,7 +52,7 @@ extension Vault {
             if lstat(dir, &st) == 0 {
                 guard (st.st_mode & S_IFMT) == S_IFDIR else { return false }
             } else {
-                guard mkdir(dir, 0o700) == 0 else { return false }
+                guard (try? PrivateFolder.make(dir)) == true else { return false }
             }
         }
         return true
