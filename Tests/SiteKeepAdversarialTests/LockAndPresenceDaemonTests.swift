@@ -5,6 +5,7 @@ import SiteKeepBridge
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
+import SiteKeepTestSupport
 
 /// A real `sitekeep serve` on a file-keyring store made with the CLI: two team keys, the sites
 /// Promptugal and Web Summit, optionally a vault made by the real sgit, and an askpass script
@@ -57,7 +58,7 @@ final class ServedStore: @unchecked Sendable {
                               environment: ["SITEKEEP_SOCK": sock, "SITEKEEP_ASKPASS": askpass, "HOME": folder.path])
         daemon = child
         let control = folder.path + "/run/control.sock"
-        for _ in 0..<400 where !FileManager.default.fileExists(atPath: control) { usleep(25_000) }
+        #expect(ChildProcess.waitForPath(control), "the daemon's control socket did not appear")
         guard FileManager.default.fileExists(atPath: control) else { throw SpawnError("sitekeep serve did not start: \(child.stderr)") }
         try unlock()
     }

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import SiteKeepBridge
 import SiteKeepJSON
+import SiteKeepTestSupport
 
 /// The registry shared by real processes (issue 12, defect 4): `sitekeep serve` running, sites
 /// added and removed by `sitekeep site` commands beside it.
@@ -69,7 +70,7 @@ import SiteKeepJSON
         let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
                                stderrPath: f.path + "/serve.err", environment: env)
         defer { daemon.kill9() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: f.path + "/run/control.sock") { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")
         try #require(FileManager.default.fileExists(atPath: sock), "the daemon did not start: \(daemon.stderr)")
 
         let siteA = try BridgeClient.connect(path: sock, timeout: .seconds(30))
@@ -151,7 +152,7 @@ import SiteKeepJSON
         let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
                                stderrPath: f.path + "/serve.err", environment: env)
         defer { daemon.kill9() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: f.path + "/run/control.sock") { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")
         try #require(FileManager.default.fileExists(atPath: sock), "the daemon did not start: \(daemon.stderr)")
         // The daemon's first round has written what is next, with both sites' stand-ups.
         for _ in 0..<100 where !(next().contains("Stand-up A") && next().contains("Stand-up B")) { usleep(50_000) }

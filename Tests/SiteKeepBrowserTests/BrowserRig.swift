@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import SiteKeepJSON
+import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -108,7 +109,7 @@ final class BrowserRig {
         env["SITEKEEP_ASKPASS"] = approve
         daemon = try Spawned(sitekeep, ["serve", "--keyring", "file"], env: env, log: dir.appendingPathComponent("serve.log").path)
         let control = dir.appendingPathComponent("run/control.sock").path
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: control) { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(control), "the daemon's control socket did not appear")
         guard unlock else { return }
         let r = try cli(["unlock", "--passphrase-file", passFile, "--keyring", "file"])
         guard r.status == 0 else { throw RigError("sitekeep unlock failed: \(r.out)") }

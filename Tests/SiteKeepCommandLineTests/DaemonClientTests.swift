@@ -54,7 +54,7 @@ import Glibc
         func serve(_ args: [String] = []) throws {
             let envList = env.merging(["SITEKEEP_ASKPASS": ""]) { $1 }.map { "\($0.key)=\($0.value)" }
             daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"] + args, env: envList))
-            for _ in 0..<200 where !FileManager.default.fileExists(atPath: run + "/control.sock") { usleep(25_000) }
+            #expect(ChildProcess.waitForPath(run + "/control.sock"), "the daemon's control socket did not appear")
             try #require(FileManager.default.fileExists(atPath: run + "/control.sock"), "the daemon did not start")
         }
 
@@ -381,7 +381,7 @@ import Glibc
         let bus = try #require(Self.sessionBus)
         let envList = bed.env.merging(["DBUS_SESSION_BUS_ADDRESS": bus, "SITEKEEP_ASKPASS": ""]) { $1 }.map { "\($0.key)=\($0.value)" }
         bed.daemon = try #require(DaemonTests.spawn(bed.sitekeep, ["serve"], env: envList))
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: bed.run + "/control.sock") { usleep(25_000) }
+        #expect(ChildProcess.waitForPath(bed.run + "/control.sock"), "the daemon's control socket did not appear")
         #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
         #expect(try JSONParser.parse(bed.cli(["status", "--json"]).out)["unlocked"] == .bool(true))
         // The screensaver turning off (false) is not a lock.

@@ -46,7 +46,7 @@ import Glibc
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "SITEKEEP_ASKPASS=\(approve)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
 
         let cliEnv = ["SITEKEEP_SOCK": sock]
         let unlocked = await runTool(["unlock", "--prf-file", prf, "--home", store.home], environment: cliEnv)
@@ -92,7 +92,7 @@ import Glibc
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         let cliEnv = ["SITEKEEP_SOCK": sock]
         for (args, stdin) in [(["--passphrase-file", crlf], [UInt8]()), (["--passphrase-file", "-"], long + [0x0a]),
                               (["--passphrase-file", try store.file("long", long)], [])] {
@@ -114,7 +114,7 @@ import Glibc
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         func cli(_ args: [String]) -> Int32 { ChildProcess.run(sitekeep, args + ["--home", store.home], environment: env) }
         for round in 0..<3 {
             #expect(cli(["unlock", "--passphrase-file", store.passFile]) == 0)             // the daemon logs
@@ -154,7 +154,7 @@ extension DaemonTests {
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         #expect(await runTool(["unlock", "--prf-file", prf, "--home", store.home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
 
         let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))

@@ -20,9 +20,12 @@ import Glibc
         let home: String
         var stopped = false
         init(pid: pid_t, sock: String, home: String) { self.pid = pid; self.sock = sock; self.home = home }
+        /// Unlocks this daemon, and checks it was this daemon that took the secret (not a one-shot
+        /// check of the secret because no daemon answered).
         func unlock(_ pass: String) async {
-            let r = await runTool(["unlock", "--passphrase-file", pass, "--home", home], environment: ["SITEKEEP_SOCK": sock])
+            let r = await runTool(["unlock", "--passphrase-file", pass, "--home", home, "--json"], environment: ["SITEKEEP_SOCK": sock])
             #expect(r.status == 0, "unlock: \(r.err)")
+            #expect((try? JSONParser.parse(r.out)["daemon"]) == .bool(true), "the unlock reached no daemon: \(r.out)")
         }
         func lock() async {
             #expect(await runTool(["lock", "--home", home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
@@ -44,8 +47,19 @@ import Glibc
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(DaemonTests.spawn(sitekeep, ["serve", "--keyring", "file"] + extra, env: env))
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: run.appendingPathComponent("control.sock").path) { usleep(50_000) }
+        let control = run.appendingPathComponent("control.sock").path
+        guard ChildProcess.waitForPath(control, pid: pid) else {
+            kill(pid, SIGKILL)
+            var st: Int32 = 0
+            waitpid(pid, &st, 0)
+            throw DaemonStartFailure(message: "sitekeep serve did not open \(control) within 60 s (or exited)")
+        }
         return Daemon(pid: pid, sock: sock, home: store.home)
+    }
+
+    struct DaemonStartFailure: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
     }
 
     /// The next `vault.changed` within `seconds`, skipping other events.
@@ -141,7 +155,12 @@ import Glibc
         }
         #expect(seen, "the daemon pushed the local commits")
         #expect(sg(["cat", "hello.txt"]).out == "SiteKeep's\n")
-        let after = try client.call("vault.status", args: ["vault": "mine"])
+        // The push is on the server before the daemon's round has recorded it: poll, briefly.
+        var after = try client.call("vault.status", args: ["vault": "mine"])
+        for _ in 0..<50 where !(after["state"] == .string("clean") && after["queued"] == .integer(0)) {
+            usleep(200_000)
+            after = try client.call("vault.status", args: ["vault": "mine"])
+        }
         #expect(after["state"] == .string("clean") && after["queued"] == .integer(0), "\(after)")
         daemon.stop()
 

@@ -6,6 +6,29 @@ import Foundation
 /// Runs a program and waits for it, with `posix_spawn` and `waitpid` (Foundation's `Process`
 /// can hang in `waitUntilExit` inside the test runner here).
 public enum ChildProcess {
+    /// Waits until `path` exists (a daemon's socket, bound then listened on), for at most
+    /// `seconds`: false on the deadline, or as soon as the process `pid` (when given) has exited.
+    /// The deadline is generous on purpose: on two loaded cores a daemon can take many seconds to
+    /// start, and a caller that went on without its socket would test something else.
+    public static func waitForPath(_ path: String, pid: Int32? = nil, seconds: Double = 60) -> Bool {
+        var start = timespec(), now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        while true {
+            if access(path, F_OK) == 0 { return true }
+            if let pid, kill(pid, 0) != 0 || isZombie(pid) { return false }
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            if Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9 > seconds { return false }
+            usleep(20_000)
+        }
+    }
+
+    /// Whether `pid` (a child of this process) has exited and not been reaped yet.
+    private static func isZombie(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     /// Runs `path` with `arguments` (no shell), standard streams inherited; returns the exit
     /// status, or 128 + signal when killed.
     public static func run(_ path: String, _ arguments: [String], environment: [String]? = nil) -> Int32 {
