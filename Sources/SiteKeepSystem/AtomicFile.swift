@@ -41,23 +41,9 @@ public enum AtomicFile {
     /// - Throws: ``SystemError`` naming the step and the file that failed.
     public static func replace(_ path: String, with bytes: UnsafeRawBufferPointer, mode: UInt32 = 0o600,
                                temporaryFolder: String? = nil, syncFolder: Bool = true) throws(SystemError) {
-        var tmp = temporaryPath(for: path, in: temporaryFolder)
-        var fd: Int32 = -1
-        for _ in 0..<8 {
-            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode))
-            if fd >= 0 || Errno.current != .fileExists { break }
-            tmp = temporaryPath(for: path, in: temporaryFolder)
-        }
-        guard fd >= 0 else { throw .current("create", tmp) }
+        let tmp = try writeTemporary(bytes, for: path, mode: mode, temporaryFolder: temporaryFolder)
         var keep = false
         defer { if !keep { unlink(tmp) } }
-        do {
-            defer { close(fd) }
-            // The mode given to open is filtered by the umask; set it exactly.
-            guard fchmod(fd, mode_t(mode)) == 0 else { throw SystemError.current("set the mode of", tmp) }
-            do { try FileIO.writeAll(fd, bytes) } catch { throw SystemError("write", tmp, errno: error) }
-            guard fsync(fd) == 0 else { throw SystemError.current("fsync", tmp) }
-        }
         guard rename(tmp, path) == 0 else { throw .current("rename \(tmp) to", path) }
         keep = true
         if syncFolder { try FileIO.syncFolder(folder(of: path)) }
@@ -122,6 +108,16 @@ public enum AtomicFile {
 
     /// A new temporary file for `path` holding `bytes`, fsynced and closed; removed on failure.
     static func writeTemporary(_ bytes: [UInt8], for path: String, mode: UInt32, temporaryFolder: String?) throws(SystemError) -> String {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) -> String in
+                try writeTemporary(raw, for: path, mode: mode, temporaryFolder: temporaryFolder)
+            }
+        }
+        return try result.get()
+    }
+
+    /// The same, for bytes in a buffer.
+    static func writeTemporary(_ bytes: UnsafeRawBufferPointer, for path: String, mode: UInt32, temporaryFolder: String?) throws(SystemError) -> String {
         var tmp = temporaryPath(for: path, in: temporaryFolder)
         var fd: Int32 = -1
         for _ in 0..<8 {
@@ -133,6 +129,7 @@ public enum AtomicFile {
         var keep = false
         defer { if !keep { unlink(tmp) } }
         defer { close(fd) }
+        // The mode given to open is filtered by the umask; set it exactly.
         guard fchmod(fd, mode_t(mode)) == 0 else { throw SystemError.current("set the mode of", tmp) }
         do { try FileIO.writeAll(fd, bytes) } catch { throw SystemError("write", tmp, errno: error) }
         guard fsync(fd) == 0 else { throw SystemError.current("fsync", tmp) }
