@@ -66,7 +66,8 @@ public struct AuditVerification: Sendable, Equatable {
 /// Each line carries the SHA-256 of the previous line's bytes (the first line: a genesis value
 /// derived from the store id), so an edited, removed or reordered line breaks the chain at the
 /// line after it. A line is written (`write(2)`) before the call that logged it returns; fsync
-/// is grouped: at most ``syncInterval`` after a write, and at once when the last fsync is older.
+/// is grouped: at most ``syncInterval`` after a write, and at once when the last fsync is older
+/// (on the caller's thread, or on another with ``syncInBackground()``).
 ///
 /// A hash chain detects changes inside the log, not the last lines being cut off or the whole
 /// file being rewritten. For that the custodian's log anchors its head in the keyring
@@ -133,6 +134,11 @@ public final class AuditLog: Sendable {
         }
     }
     private let state: Mutex<State>
+    /// Whether no append waits for an fsync (``syncInBackground()``).
+    private let backgroundSync = Atomic<Bool>(false)
+    private let fsyncCount = Atomic<Int>(0)
+    /// How many fsyncs the log has made (for tests).
+    package var fsyncs: Int { fsyncCount.load(ordering: .relaxed) }
     /// Where the head is anchored (nil: a bare log, checked by its chain only).
     let anchor: AuditAnchor?
 
@@ -195,7 +201,7 @@ public final class AuditLog: Sendable {
                        presenceAgeMs: Int? = nil, prompt: String? = nil, detail: String? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
         // What to do after the line is written, outside the lock: fsync now (the last fsync is
         // older than the interval), schedule one, or nothing. Other threads append meanwhile.
-        enum After { case syncNow(Int32, AuditAnchor.Head), schedule, nothing }
+        enum After { case syncNow(Int32, AuditAnchor.Head), schedule(afterNs: Int64), nothing }
         let after: After = try state.withLock { (s: inout State) throws(CustodyError) -> After in
             // Several processes (the daemon, a one-shot CLI command) may append to one log:
             // take the file lock and re-read the head if someone else wrote since we did.
@@ -227,13 +233,16 @@ public final class AuditLog: Sendable {
             s.unanchored = true
             let nowNs = Int64(BootClock.system.nanoseconds())
             let interval = syncInterval.components.seconds * 1_000_000_000 + syncInterval.components.attoseconds / 1_000_000_000
-            if nowNs - s.lastSyncNs >= interval {
+            let idle = nowNs - s.lastSyncNs >= interval
+            if idle, !backgroundSync.load(ordering: .relaxed) {
                 s.lastSyncNs = nowNs
                 return .syncNow(s.fd, AuditAnchor.Head(seq: s.seq, hash: s.prev))
             }
             if s.syncScheduled { return .nothing }
             s.syncScheduled = true
-            return .schedule
+            // After an idle spell at once (on another thread), else when the interval since the
+            // last fsync ends: never more than the interval after this write.
+            return .schedule(afterNs: idle ? 0 : s.lastSyncNs + interval - nowNs)
         }
         switch after {
         case .nothing:
@@ -241,14 +250,26 @@ public final class AuditLog: Sendable {
         case .syncNow(let fd, let head):
             // The fd stays open while `self` lives (only deinit closes it).
             _ = fsync(fd)
+            fsyncCount.add(1, ordering: .relaxed)
             // On disk now: the background writer may anchor it (never on this thread).
             anchor?.advance(to: head)
-        case .schedule:
-            let ms = Int(syncInterval.components.seconds * 1000 + syncInterval.components.attoseconds / 1_000_000_000_000_000)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(max(ms, 1))) { [weak self] in
+        case .schedule(let afterNs):
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(max(afterNs, 0)))) { [weak self] in
                 self?.sync(anchorNow: false)
             }
         }
+    }
+
+    /// From now on no append waits for an fsync: the first line after an idle spell is synced at
+    /// once on another thread instead of the caller's, the rest grouped as before, each on disk
+    /// at most ``syncInterval`` after its write.
+    ///
+    /// For a long-running process that answers requests (the daemon: an `ssh-keygen -Y sign`
+    /// or a login must not wait for the disk), which ``flush()``es on its way out. A one-shot
+    /// command keeps the default, where a line written after an idle spell, usually its only
+    /// one, is on disk before its call returns.
+    public func syncInBackground() {
+        backgroundSync.store(true, ordering: .relaxed)
     }
 
     /// fsyncs everything written so far and anchors the head at once. Appends go on while it
@@ -267,6 +288,7 @@ public final class AuditLog: Sendable {
             return (s.fd, s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil)
         }
         _ = fsync(fd)
+        fsyncCount.add(1, ordering: .relaxed)
         guard let anchor else { return }
         if anchorNow {
             anchor.flush(with: head)

@@ -95,6 +95,8 @@ public final class Daemon: Sendable {
         let env = options.environment
         let log = options.log
         let custodian = store.custodian
+        // Requests never wait for the audit log's fsync; stop() flushes it.
+        custodian.auditLog.syncInBackground()
         let registry = try store.registry()
         let sync = options.syncIntervalSeconds > 0
             ? VaultSync(store: store, interval: .seconds(options.syncIntervalSeconds), metered: options.metered, note: log) : nil

@@ -243,6 +243,27 @@ func script(_ body: String) throws -> String {
         try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: false, encoding: .utf8)
     }
 
+    /// A line written after an idle spell is fsynced before `append` returns (a one-shot
+    /// command's only line is on disk before it exits); a log that syncs in the background (the
+    /// daemon's) returns at once and the fsync follows on another thread, within the interval.
+    @Test func anIdleSpellsFirstLineIsSyncedBeforeReturnOrInTheBackground() throws {
+        let dir = try temporaryFolder()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let inline = try AuditLog(path: dir + "/inline.log", genesis: AuditLog.genesis(storeID: "s"), syncInterval: .milliseconds(100))
+        try inline.append(site: "a", op: "sign", key: "k", result: "ok")
+        #expect(inline.fsyncs == 1, "the first line after an idle spell is on disk before append returns")
+
+        let background = try AuditLog(path: dir + "/background.log", genesis: AuditLog.genesis(storeID: "s"), syncInterval: .milliseconds(100))
+        background.syncInBackground()
+        try background.append(site: "a", op: "sign", key: "k", result: "ok")
+        try background.append(site: "a", op: "sign", key: "k2", result: "ok")
+        var waited = 0
+        while background.fsyncs == 0, waited < 200 { usleep(10_000); waited += 1 }
+        #expect(background.fsyncs >= 1, "the background fsync came")
+        #expect(waited < 100, "within the interval and some slack: \(waited * 10) ms")
+        #expect(try background.verify().lineCount == 2)
+    }
+
     @Test func intactLogVerifiesAndContinuesAcrossReopen() throws {
         let (log, path) = try makeLog(lines: 5)
         #expect(try log.verify() == AuditVerification(lineCount: 5, firstBadLine: nil, reason: nil))
