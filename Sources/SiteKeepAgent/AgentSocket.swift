@@ -1,7 +1,6 @@
 // The agent's Unix socket on the shared listener (SiteKeepSocket: private folder, SO_PEERCRED,
 // one thread per connection, drain on shutdown); the protocol is AgentSession's.
 import Glibc
-import Foundation
 internal import SiteKeepSocket
 public import SiteKeepSystem
 
@@ -66,7 +65,9 @@ public final class AgentSocketServer: Sendable {
         let peer = AgentPeer(pid: cred.pid, uid: cred.uid, command: Self.command(of: cred.pid))
         let session = AgentSession(keys: keys, peer: peer)
         var reader = AgentFrameReader()
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        // An agent request is small (a sign request: a key blob and the data); a longer one
+        // arrives in several reads, which the frame reader joins.
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let n = chunk.withUnsafeMutableBytes { connection.receive(into: $0) }
             if n == 0 { return }   // end of stream (a partial message is dropped with it)
@@ -84,10 +85,18 @@ public final class AgentSocketServer: Sendable {
         }
     }
 
-    /// The peer's command name, from `/proc/PID/comm` (a hint for the prompt, nothing more).
+    /// The peer's command name, from `/proc/PID/comm` (a hint for the prompt, nothing more):
+    /// one `open` and one `read` of at most 16 bytes, on every connection.
     static func command(of pid: Int32) -> String? {
-        guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
-        let name = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return name.isEmpty ? nil : name
+        guard pid > 0 else { return nil }
+        let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buf = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        let n = withUnsafeMutableBytes(of: &buf) { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        var bytes = withUnsafeBytes(of: &buf) { Array($0.prefix(n)) }
+        while let last = bytes.last, last == 0x0a || last == 0x20 || last == 0 { bytes.removeLast() }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
     }
 }

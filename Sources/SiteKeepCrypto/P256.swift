@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Synchronization
 
 /// ECDSA over NIST P-256 with SHA-256, through OpenSSL's libcrypto (libsodium has no P-256).
 ///
@@ -84,12 +85,24 @@ extension P256.Signing {
         /// encodings, compressed points and points not on the curve (the DER must be the canonical
         /// 91 bytes, so one key has exactly one encoding).
         public init(derRepresentation der: [UInt8]) throws(CryptoError) {
-            guard let key = OpenSSLKey.ecPublicKey(fromSPKI: der) else {
-                throw .invalidKeyEncoding("not a P-256 SubjectPublicKeyInfo")
+            if !Self.recentlyValidated.withLock({ $0.contains(der) }) {
+                guard let key = OpenSSLKey.ecPublicKey(fromSPKI: der) else {
+                    throw .invalidKeyEncoding("not a P-256 SubjectPublicKeyInfo")
+                }
+                EC_KEY_free(key)
+                Self.recentlyValidated.withLock { seen in
+                    if seen.count >= Self.maximumRemembered { seen.removeAll() }
+                    seen.insert(der)
+                }
             }
-            EC_KEY_free(key)
             derRepresentation = der
         }
+
+        /// Encodings that passed the checks lately: parsing a point and checking it lies on the
+        /// curve costs tens of microseconds, and the same few team keys are parsed on every
+        /// ssh-agent connection. Public keys only; a miss checks in full.
+        private static let recentlyValidated = Mutex<Set<[UInt8]>>([])
+        private static let maximumRemembered = 256
 
         /// Parses a `-----BEGIN PUBLIC KEY-----` PEM block.
         public init(pemRepresentation pem: String) throws(CryptoError) {

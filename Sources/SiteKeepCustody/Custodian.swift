@@ -203,6 +203,10 @@ public final class Custodian: Sendable {
     /// presence window). ``lock()``, the idle auto-lock and every unlock clear it.
     public let lockScope = LockScope()
     let signers: LockBound<SignerCache>
+    /// The last key records parsed, by item, with the bytes they were parsed from: a lookup whose
+    /// bytes are the same skips the JSON decode (the ssh-agent lists every team key on each
+    /// connection). Public facts and wrapped keys only, as stored; nothing a lock must wipe.
+    let parsedRecords = Mutex<[String: ParsedRecord]>([:])
 
     func didLock(_ how: String) {
         lockScope.clear()

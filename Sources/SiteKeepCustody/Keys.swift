@@ -10,9 +10,22 @@ extension Custodian {
     }
 
     func loadRecord(kind: String, id: String) throws(CustodyError) -> KeyRecord {
+        try loadParsed(kind: kind, id: id).record
+    }
+
+    /// The stored record and its public facts, parsed again only when its bytes changed.
+    func loadParsed(kind: String, id: String) throws(CustodyError) -> ParsedRecord {
         let bytes: [UInt8]
         do { bytes = try keyring.load(item(kind, id)) } catch .itemMissing { throw .keyNotFound(id) } catch { throw .keyring(error) }
-        return try KeyRecord.parse(bytes, kind: kind, id: id)
+        let name = kind + "/" + id
+        if let parsed = parsedRecords.withLock({ $0[name] }), parsed.bytes == bytes { return parsed }
+        let record = try KeyRecord.parse(bytes, kind: kind, id: id)
+        let parsed = ParsedRecord(bytes: bytes, record: record, info: record.info())
+        parsedRecords.withLock { memo in
+            if memo.count >= ParsedRecord.maximumKept { memo.removeAll() }
+            memo[name] = parsed
+        }
+        return parsed
     }
 
     func storeRecord(_ record: KeyRecord, kind: String) throws(CustodyError) {
@@ -165,7 +178,7 @@ extension Custodian {
         let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.teamKey) }
         var out: [SigningKeyInfo] = []
         for id in ids.sorted(by: { $0.id < $1.id }) {
-            out.append(try loadRecord(kind: ItemKind.teamKey, id: id.id).info())
+            out.append(try loadParsed(kind: ItemKind.teamKey, id: id.id).info)
         }
         return out
     }
@@ -173,7 +186,7 @@ extension Custodian {
     /// One team key's public facts (works while locked).
     public func teamKeyInfo(id: String) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
-        return try loadRecord(kind: ItemKind.teamKey, id: id).info()
+        return try loadParsed(kind: ItemKind.teamKey, id: id).info
     }
 
     /// Rotates a team key: a new version of the same algorithm becomes the signing version;
@@ -291,4 +304,14 @@ extension Custodian {
             return SignatureVerifier.isValid(signature, for: message, publicKey: pk, algorithm: record.algorithm)
         }
     }
+}
+
+/// A key record, the stored bytes it was parsed from and its public facts
+/// (``Custodian/parsedRecords``).
+struct ParsedRecord: Sendable {
+    /// The most records remembered; past it the memo starts again.
+    static let maximumKept = 64
+    let bytes: [UInt8]
+    let record: KeyRecord
+    let info: SigningKeyInfo
 }

@@ -213,7 +213,9 @@ public final class FileKeyring: KeyringBackend {
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(info.st_size))
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        // Sized from fstat (a byte more shows a file that grew meanwhile): no 64 KiB scratch
+        // buffer to zero on every lookup of a small keyring.
+        var chunk = [UInt8](repeating: 0, count: min(64 << 10, Int(info.st_size) + 1))
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
