@@ -128,7 +128,10 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case .signingFailed(let why):
             "the commit could not be signed with this device's key: \(why); unlock SiteKeep (`sitekeep unlock`) and retry"
         case let .remote(remote, reason, transient, retryAfter):
-            "remote \(remote): \(reason)" + (transient ? "; will retry" + (retryAfter.map { " after \($0 / 1000) s (the server's Retry-After)" } ?? " with back-off") : "")
+            "remote \(remote): \(reason)" + (transient
+                ? "; a temporary failure: try again " + (retryAfter.map { "after \($0 / 1000) s (the server's Retry-After)" } ?? "later")
+                    + " (a queued push goes with the next push, or with a running daemon's sync, which retries with back-off)"
+                : "")
         case .pullFirst(let remote):
             "remote \(remote) has commits this vault does not have yet; run `sitekeep vault pull` first, then push again"
         case .mergeConflicts(let paths):

@@ -293,7 +293,7 @@ final class PrivateVaultServer: @unchecked Sendable {
             try await rig.verifyClean(name)
             tally.append("\(name) at \(String(format: "%.2f", delay)) s: " + (exit == 0 ? "finished" : "failed, queued"))
             if exit != 0 {
-                #expect(child.output.contains("will retry"), "\(name): a clear, retryable error: \(child.output)")
+                #expect(child.output.contains("a temporary failure: try again"), "\(name): a clear, retryable error: \(child.output)")
                 let q = queue(st)
                 #expect(q.first?["head"] == head && (q.first?["attempts"]?.intValue ?? 0) >= 1, "\(name): queued with the attempt counted: \(q)")
             }
