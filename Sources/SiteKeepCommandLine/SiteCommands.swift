@@ -89,7 +89,10 @@ enum SiteCommands {
         if protection == .whenUnlocked { try store.unlockOneShot(inv) }
         let s = try registry(store).add(displayName: try inv.requiredArgument("NAME"), origins: origins,
                                         appBound: inv.flag("--app-bound"), protection: protection)
-        inv.emit(siteJSON(s)) { "Added site \(s.id.string): \(s.summary)" }
+        inv.emit(siteJSON(s)) {
+            "Added site \(s.displayName) (\(s.origins.map(\.serialized).joined(separator: " "))): id \(s.id.string), "
+                + (s.isAppBound ? "app-bound, " : "") + s.protection.rawValue
+        }
     }
 
     static let list = CommandSpec(
