@@ -131,6 +131,27 @@ import SiteKeepTestSupport
         try custodian.unlock(.passphrase(secret("legacy passphrase")))
     }
 
+    /// A key record another process changed is read afresh: the parsed-record memo is keyed by
+    /// the stored bytes, so the daemon's listing (what the ssh-agent offers) follows a
+    /// `team ssh enable|disable` or a rotation made by a one-shot command.
+    @Test func aKeyRecordChangedByAnotherCustodianIsSeenAtOnce() throws {
+        let home = try temporaryFolder()
+        let writer = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(folder: home))
+        _ = try writer.initialize(passphrase: secret("memo pass phrase"),
+                                  parameters: Argon2id.Parameters(iterations: Argon2id.Parameters.minimumIterations,
+                                                                  memoryKiB: Argon2id.Parameters.minimumMemoryKiB),
+                                  withRecoveryCode: false)
+        _ = try writer.generateTeamKey(id: "k", name: "K", algorithm: .p256)
+        let daemon = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(folder: home))
+        #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [false])
+        _ = try writer.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy())
+        #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [true], "the enable is seen")
+        _ = try writer.rotateTeamKey(id: "k")
+        #expect(try daemon.teamKeyInfo(id: "k").version == 2, "the rotation is seen")
+        _ = try writer.setSSHAgentPolicy(keyID: "k", nil)
+        #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [false], "the disable is seen")
+    }
+
     /// A P-256 handle signs from several threads at once (its signatures no longer wait for one
     /// another's): every signature of every thread verifies for its own message and no other.
     @Test func aP256HandleSignsFromManyThreadsAtOnceAndEverySignatureVerifies() throws {
