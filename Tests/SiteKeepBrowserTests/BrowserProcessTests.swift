@@ -276,8 +276,11 @@ import Glibc
         // What the reader types: a foreign site goes to the system browser…
         try b.command(["cmd": "address", "text": .string("http://localhost:\(rig.ports[1])/typed")])
         try b.waitFor("the system browser") { $0["event"]?.stringValue == "external" }
-        for _ in 0..<50 where !FileManager.default.fileExists(atPath: rig.externalLog) { usleep(100_000) }
-        #expect((try? String(contentsOfFile: rig.externalLog, encoding: .utf8))?.contains("http://localhost:\(rig.ports[1])/typed") == true)
+        // The opener is a process of its own: wait for its whole line, not just for the file.
+        let typed = "http://localhost:\(rig.ports[1])/typed"
+        func logged() -> Bool { (try? String(contentsOfFile: rig.externalLog, encoding: .utf8))?.contains(typed) == true }
+        for _ in 0..<200 where !logged() { usleep(100_000) }
+        #expect(logged(), "the system browser was not asked to open \(typed)")
         // …and another app-bound site opens in a tab of its own, on its own session.
         try b.command(["cmd": "address", "text": .string(otherSite)])
         let loads = try b.waitForLoads(4)
