@@ -204,6 +204,7 @@ let package = Package(
                                                         "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
                 path: "Tests/SiteKeepTesting"),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
