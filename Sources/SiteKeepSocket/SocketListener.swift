@@ -82,16 +82,16 @@ public final class SocketConnection: @unchecked Sendable {
 }
 
 /// A Unix-socket server's accept loop, shared by the bridge, the control socket and the
-/// ssh-agent socket: one thread per connection at a time, peers' credentials read at accept,
-/// and a graceful stop.
+/// ssh-agent socket: one thread per connection, peers' credentials read at accept, and a
+/// graceful stop.
 ///
-/// **Threads (leader and followers).** One thread at a time waits in `poll` on the listening
-/// socket. When a connection arrives, that same thread accepts it, hands the waiting role to a
-/// parked thread (or starts one), and serves the connection itself; when the handler returns,
-/// the thread parks until it is needed again (for `idleThreads`, 30 s by default, then it ends). So the
-/// thread that `poll` woke reads the first request, no second wake-up sits between a client's
-/// connect and its first answer, and a client that connects per request (`ssh-keygen -Y sign`,
-/// a one-shot CLI) costs no thread creation once the listener is warm.
+/// **Threads (leader and follower).** One thread at a time waits in `poll` on the listening
+/// socket. When a connection arrives, that same thread accepts it, starts a thread that takes
+/// over the waiting, and serves the connection itself; it ends when the handler returns. So the
+/// thread that `poll` woke reads the first request: no second wake-up sits between a client's
+/// connect and its first answer (`ssh-keygen -Y sign` and a one-shot CLI connect per request).
+/// Threads are not kept for reuse: measured, connections served by a reused thread made the
+/// 4-connection agent benchmark about 10 % slower (BENCHMARKS.md, 2026-12-02).
 ///
 /// ``shutdown()`` stops accepting, lets every connection answer what it has already received
 /// (see ``SocketConnection/receive(into:)``), waits for every handler to return, removes the
@@ -104,40 +104,17 @@ public final class SocketListener: Sendable {
     private let wakeWrite: Int32
     private let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
-    private let threads = Mutex(Threads())
+    /// Threads that run (the accepting one and those serving).
+    private let live = Mutex(0)
     private let spinNanoseconds: UInt64
-    private let idleMilliseconds: Int
     private let onStopped: @Sendable () -> Void
 
-    /// A thread waiting for its turn to accept.
-    private final class Parked: Sendable {
-        let turn = DispatchSemaphore(value: 0)
-        /// Set before `turn` is signalled when the thread is given the accepting turn (rather
-        /// than woken because the listener stops).
-        let hasTurn = Atomic<Bool>(false)
-    }
-
-    /// The serving threads, under `threads`' lock.
-    private struct Threads {
-        /// Threads that run (accepting, serving or parked).
-        var live = 0
-        /// Threads ever started.
-        var started = 0
-        /// Parked threads, the most recently parked last (it is woken first: its stack is warm).
-        var parked: [Parked] = []
-        /// Set by shutdown under the lock, so no thread parks after the parked ones were woken.
-        var stopping = false
-    }
-
     /// Listens at `path` (see ``UnixSocket/listen(path:what:)``).
-    /// - Parameters:
-    ///   - spin: how long a connection looks for the next request before it sleeps.
-    ///   - idleThreads: how long a thread whose connection ended waits for another before it ends.
+    /// - Parameter spin: how long a connection looks for the next request before it sleeps.
     public convenience init(path: String, what: String = "a SiteKeep daemon", spin: Duration = .microseconds(50),
-                            idleThreads: Duration = .seconds(30),
                             onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
         let fd = try UnixSocket.listen(path: path, what: what)
-        do { try self.init(listener: fd, path: path, spin: spin, idleThreads: idleThreads, onStopped: onStopped) } catch {
+        do { try self.init(listener: fd, path: path, spin: spin, onStopped: onStopped) } catch {
             close(fd)
             unlink(path)
             throw error
@@ -147,7 +124,7 @@ public final class SocketListener: Sendable {
     /// Serves an already listening socket (systemd socket activation passes fd 3); `path`, when
     /// given, is removed at shutdown.
     public init(listener: Int32, path: String? = nil, spin: Duration = .microseconds(50),
-                idleThreads: Duration = .seconds(30), onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
+                onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw .call("pipe", errno: .current) }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -157,30 +134,22 @@ public final class SocketListener: Sendable {
         wakeWrite = fds[1]
         let c = spin.components
         spinNanoseconds = UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
-        let idle = idleThreads.components
-        idleMilliseconds = Int(max(0, min(idle.seconds, 86_400))) * 1000 + Int(max(0, idle.attoseconds) / 1_000_000_000_000_000)
         self.onStopped = onStopped
     }
 
     /// Whether ``shutdown()`` has begun.
     public var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
-    /// The threads serving this listener now (accepting, serving or parked), for tests.
-    package var liveThreads: Int { threads.withLock { $0.live } }
+    /// The threads serving this listener now (the accepting one and one per connection), for tests.
+    package var liveThreads: Int { live.withLock { $0 } }
 
-    /// The threads parked now, waiting for a connection, for tests.
-    package var parkedThreads: Int { threads.withLock { $0.parked.count } }
-
-    /// The threads this listener has started so far, for tests.
-    package var startedThreads: Int { threads.withLock { $0.started } }
-
-    /// Starts accepting; `handle` runs for each connection on a thread that serves only that
-    /// connection until `handle` returns, and the connection is closed when it returns.
+    /// Starts accepting; `handle` runs for each connection on a thread of its own, and the
+    /// connection is closed when it returns.
     public func start(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
-        threads.withLock { $0.live += 1; $0.started += 1 }
+        live.withLock { $0 += 1 }
         if !SystemThread.detach({ [self] in serve(handle) }) {
             // No thread at all: stop at once, so shutdown() does not wait forever.
-            threads.withLock { $0.live -= 1; $0.stopping = true }
+            live.withLock { $0 -= 1 }
             stopping.store(true, ordering: .releasing)
             close(listener)
             if let path { unlink(path) }
@@ -194,30 +163,29 @@ public final class SocketListener: Sendable {
         if !stopping.exchange(true, ordering: .acquiringAndReleasing) {
             var one: UInt8 = 1
             _ = write(wakeWrite, &one, 1)
-            let parked = threads.withLock { t -> [Parked] in
-                t.stopping = true
-                defer { t.parked = [] }
-                return t.parked
-            }
-            for p in parked { p.turn.signal() }
         }
         stopped.wait()
         stopped.signal()   // let any other waiter through too
     }
 
-    /// One serving thread: accept (it holds the accepting turn), pass the turn on, serve, park.
+    /// One thread: wait for a connection, hand the waiting on to a new thread, serve.
     private func serve(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
         while let connection = acceptOne() {
-            if passTheTurn(handle) {
+            live.withLock { $0 += 1 }
+            if SystemThread.detach({ [self] in serve(handle) }) {
                 handle(connection)
+                connection.writer.close()
+                break
             }
-            // else: out of threads, and this one must go on accepting: refuse the connection.
+            // Out of threads: refuse this connection and go on accepting.
+            live.withLock { $0 -= 1 }
             connection.writer.close()
-            guard park() else { break }
         }
-        let last = threads.withLock { t -> Bool in
-            t.live -= 1
-            return t.live == 0 && t.stopping
+        // The accepting thread sets `stopping` before it leaves, so the count reaches 0 only
+        // once no thread accepts or serves.
+        let last = live.withLock { n -> Bool in
+            n -= 1
+            return n == 0 && stopping.load(ordering: .acquiring)
         }
         if last {
             onStopped()
@@ -225,8 +193,8 @@ public final class SocketListener: Sendable {
         }
     }
 
-    /// Waits for and accepts the next connection; nil when the listener stops (the one thread
-    /// holding the turn then closes the listening socket: no other thread polls it again).
+    /// Waits for and accepts the next connection; nil when the listener stops, after closing
+    /// the listening socket (only the one accepting thread ever touches it).
     private func acceptOne() -> SocketConnection? {
         while !stopping.load(ordering: .acquiring) {
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
@@ -241,60 +209,9 @@ public final class SocketListener: Sendable {
             return SocketConnection(fd: fd, peer: UnixSocket.peerCredentials(fd), wake: wakeRead,
                                     spinNanoseconds: spinNanoseconds) { [self] in stopping.load(ordering: .relaxed) }
         }
-        // This thread holds the turn, so it alone touches the listening socket.
-        threads.withLock { $0.stopping = true }
         stopping.store(true, ordering: .releasing)
         close(listener)
         if let path { unlink(path) }
-        // Wake the parked threads (shutdown did, unless poll failed on its own).
-        let parked = threads.withLock { t -> [Parked] in
-            defer { t.parked = [] }
-            return t.parked
-        }
-        for p in parked { p.turn.signal() }
         return nil
-    }
-
-    /// Gives the accepting turn to a parked thread, or to a new one; false when neither exists
-    /// (the caller keeps the turn).
-    private func passTheTurn(_ handle: @escaping @Sendable (SocketConnection) -> Void) -> Bool {
-        let next = threads.withLock { t -> Parked? in
-            if let p = t.parked.popLast() { return p }
-            t.live += 1
-            t.started += 1
-            return nil
-        }
-        if let next {
-            next.hasTurn.store(true, ordering: .releasing)
-            next.turn.signal()
-            return true
-        }
-        if SystemThread.detach({ [self] in serve(handle) }) { return true }
-        threads.withLock { $0.live -= 1 }
-        return false
-    }
-
-    /// Parks this thread until it is given the accepting turn: true then; false when the
-    /// listener stops or no turn came within `idleThreads` (the thread ends).
-    private func park() -> Bool {
-        let me = Parked()
-        let parked = threads.withLock { t -> Bool in
-            guard !t.stopping else { return false }
-            t.parked.append(me)
-            return true
-        }
-        guard parked else { return false }
-        if me.turn.wait(timeout: .now() + .milliseconds(idleMilliseconds)) == .timedOut {
-            let stillParked = threads.withLock { t -> Bool in
-                guard let i = t.parked.firstIndex(where: { $0 === me }) else { return false }
-                t.parked.remove(at: i)
-                return true
-            }
-            if stillParked { return false }
-            me.turn.wait()   // woken just as the wait ran out: take what it was
-        }
-        // Given the turn: accept (acceptOne sees a stop and closes the listener, since this
-        // thread alone holds the turn). Woken by a stop: end.
-        return me.hasTurn.load(ordering: .acquiring)
     }
 }

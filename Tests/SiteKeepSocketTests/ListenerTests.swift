@@ -6,9 +6,9 @@ import Synchronization
 import Testing
 import SiteKeepSocket
 
-/// The shared listener's threads: the thread that accepted a connection serves it, a thread
-/// whose connection ended is reused by the next one instead of a new thread being made, parked
-/// threads end after their idle time, and a stop ends every thread at once.
+/// The shared listener's threads: each connection is served on a thread of its own while a
+/// single other thread waits for the next one, a thread ends with its connection, and a stop
+/// drains open connections, ends every thread and removes the socket.
 @Suite struct ListenerTests {
     private static func folder() throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-listener-\(UUID().uuidString.prefix(8))")
@@ -27,11 +27,11 @@ import SiteKeepSocket
         }
     }
 
-    /// Connects, sends `text`, reads the echo; the connection stays open until `close`.
     private static func open(_ path: String) throws -> Int32 {
         try UnixSocket.connect(path: path, remedy: "test")
     }
 
+    /// Sends `text` and reads the echo (nil at end of stream or after 10 s).
     private static func roundTrip(_ fd: Int32, _ text: String) -> String? {
         guard UnixSocket.writeAll(fd, Array(text.utf8)) else { return nil }
         UnixSocket.setReceiveTimeout(fd, seconds: 10)
@@ -49,60 +49,58 @@ import SiteKeepSocket
         return condition()
     }
 
-    @Test func connectionsOneAfterAnotherReuseTheSameTwoThreads() throws {
+    @Test func connectionsOneAfterAnotherEachEndTheirThread() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let listener = try SocketListener(path: dir + "/s.sock")
         listener.start(Self.echo)
         defer { listener.shutdown() }
+        #expect(Self.waitUntil { listener.liveThreads == 1 })
         for i in 0..<40 {
             let fd = try Self.open(dir + "/s.sock")
             #expect(Self.roundTrip(fd, "ping \(i)") == "ping \(i)")
+            #expect(listener.liveThreads == 2, "one serving, one waiting for the next connection")
             close(fd)
-            // The serving thread parks once the handler has returned.
-            #expect(Self.waitUntil { listener.parkedThreads == 1 })
-            #expect(listener.liveThreads == 2)
+            #expect(Self.waitUntil { listener.liveThreads == 1 }, "the serving thread ended with its connection")
         }
-        // One thread accepting, one parked: a thread per connection would have made 40.
-        #expect(listener.startedThreads == 2, "started \(listener.startedThreads) threads for 40 connections one after another")
     }
 
-    @Test func connectionsAtOnceEachHaveAThreadAndIdleOnesEnd() throws {
+    @Test func connectionsAtOnceEachHaveAThread() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let listener = try SocketListener(path: dir + "/s.sock", idleThreads: .milliseconds(300))
+        let listener = try SocketListener(path: dir + "/s.sock")
         listener.start(Self.echo)
         defer { listener.shutdown() }
         let fds = try (0..<6).map { _ in try Self.open(dir + "/s.sock") }
-        // Every connection is answered while all six stay open: none waits for another.
-        for (i, fd) in fds.enumerated() { #expect(Self.roundTrip(fd, "c\(i)") == "c\(i)") }
+        // Answered in the reverse order of connecting: none waits for another to end.
+        for (i, fd) in fds.enumerated().reversed() { #expect(Self.roundTrip(fd, "c\(i)") == "c\(i)") }
         #expect(listener.liveThreads == 7, "six serving and one accepting")
         for fd in fds { close(fd) }
-        // The parked ones end after their idle time; the accepting one stays.
         #expect(Self.waitUntil { listener.liveThreads == 1 }, "\(listener.liveThreads) threads left")
         let fd = try Self.open(dir + "/s.sock")
         #expect(Self.roundTrip(fd, "after") == "after")
         close(fd)
     }
 
-    @Test func aStopEndsParkedAndServingThreadsAndRemovesTheSocket() throws {
+    @Test func aStopDrainsOpenConnectionsEndsEveryThreadAndRemovesTheSocket() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/s.sock"
         let stops = Mutex(0)
         let listener = try SocketListener(path: path, onStopped: { stops.withLock { $0 += 1 } })
         listener.start(Self.echo)
-        let burst = try (0..<4).map { _ in try Self.open(path) }
-        for fd in burst { #expect(Self.roundTrip(fd, "x") == "x") }
-        for fd in burst.dropFirst() { close(fd) }   // three park; one stays connected
-        #expect(Self.waitUntil { listener.liveThreads == 5 })
-        let t0 = Date()
-        listener.shutdown()   // drains the open connection: its handler sees end of stream
-        // Parked threads wait 30 s for work by default: a stop must not wait for that.
-        #expect(Date().timeIntervalSince(t0) < 5)
+        let open = try (0..<3).map { _ in try Self.open(path) }
+        for fd in open { #expect(Self.roundTrip(fd, "x") == "x") }
+        #expect(listener.liveThreads == 4)
+        listener.shutdown()   // each open connection's handler sees end of stream
         #expect(listener.liveThreads == 0)
         #expect(stops.withLock { $0 } == 1)
         #expect(!FileManager.default.fileExists(atPath: path))
-        close(burst[0])
+        for fd in open {
+            var b: UInt8 = 0
+            #expect(recv(fd, &b, 1, 0) == 0, "the listener closed the connection")
+            close(fd)
+        }
+        #expect((try? Self.open(path)) == nil, "nothing listens any more")
     }
 }
