@@ -256,8 +256,28 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         if let i = catalogue.ops.firstIndex(where: { $0.name == "vault.load" }) {
             catalogue.ops[i].rateLimit = RateLimit(burst: 1_000_000, perSecond: 1_000_000)
         }
-        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, sites: sites, modules: [vaultModule]),
-                                      path: base + "/run/bridge.sock")
+        let dispatcher = try BridgeDispatcher(catalogue: catalogue, sites: sites, modules: [vaultModule])
+        // The dispatcher alone, in this thread (parse, policy, handler, result check, encode):
+        // what the socket trip adds is the socket row minus this one.
+        do {
+            let connection = BridgeConnection()
+            let hello = JSONSerializer.bytes(BridgeRequest(id: .int(0), op: "hello", args: ["origin": "https://promptugal.news"]).json, style: .compact)
+            _ = dispatcher.handleSynchronously(hello, connection: connection)
+            let frame = JSONSerializer.bytes(BridgeRequest(id: .int(1), op: "vault.load", args: ["vault": "v", "path": .string(fileName)]).json, style: .compact)
+            guard String(decoding: dispatcher.handleSynchronously(frame, connection: connection), as: UTF8.self).contains("\"content\"") else {
+                throw BenchError.setupFailed("vault.load through the dispatcher did not answer the file")
+            }
+            var samples: [Double] = []
+            for _ in 0..<(max(10, settings.rounds) * 200) {
+                let start = now()
+                let reply = dispatcher.handleSynchronously(frame, connection: connection)
+                samples.append(Double(now() - start) / 1e9)
+                withExtendedLifetime(reply) {}
+            }
+            table.rows.append([String(format: "`vault.load` through the bridge dispatcher in-process (request bytes to reply bytes: parse, policy, handler, result check, encode), %d calls: p50", samples.count),
+                               String(format: "%.1f µs", percentile(samples, 50) * 1e6), "", ""])
+        }
+        let server = try BridgeServer(dispatcher: dispatcher, path: base + "/run/bridge.sock")
         server.start()
         defer { server.shutdown() }
         // Two clients, as the bridge group's key.sign rows: one that looks for its reply for
