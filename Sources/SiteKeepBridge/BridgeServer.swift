@@ -43,7 +43,7 @@ public final class BridgeServer: Sendable {
         maxFrame = JSONLimits.message.maxBytes
     }
 
-    /// Starts the accept thread and returns.
+    /// Starts accepting (see ``SocketListener``: a thread per connection) and returns.
     public func start() {
         listener.start { [self] connection in serve(connection) }
     }

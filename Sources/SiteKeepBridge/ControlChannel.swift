@@ -53,7 +53,7 @@ public final class ControlServer: Sendable {
         do { listener = try SocketListener(path: path) } catch { throw BridgeError(error) }
     }
 
-    /// Starts the accept thread.
+    /// Starts accepting (see ``SocketListener``: a thread per connection).
     public func start() {
         listener.start { [self] connection in serve(connection) }
     }
