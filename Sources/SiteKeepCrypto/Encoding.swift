@@ -87,24 +87,34 @@ public enum Base64: Sendable {
         return text.withUTF8 { isValid(bytes: $0, variant: variant) }
     }
 
+    /// Each byte's 6-bit value in the alphabet, 0xff for a byte outside it.
+    private static let standardDigits = digitTable("+", "/")
+    private static let urlSafeDigits = digitTable("-", "_")
+
+    private static func digitTable(_ d62: Unicode.Scalar, _ d63: Unicode.Scalar) -> [UInt8] {
+        var table = [UInt8](repeating: 0xff, count: 256)
+        for (value, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8.enumerated() {
+            table[Int(c)] = UInt8(value)
+        }
+        table[Int(d62.value)] = 62
+        table[Int(d63.value)] = 63
+        return table
+    }
+
     static func isValid(bytes: UnsafeBufferPointer<UInt8>, variant: Variant) -> Bool {
-        let urlSafe = variant != .standard
-        var digits = 0
+        // One table look-up a byte (a result's 4 KiB file is 5,464 of them, checked on every
+        // vault.load reply).
         var last: UInt8 = 0
         var index = 0
-        scan: while index < bytes.count {
-            let c = bytes[index]
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): last = c - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): last = c - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): last = c - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+") where !urlSafe, UInt8(ascii: "-") where urlSafe: last = 62
-            case UInt8(ascii: "/") where !urlSafe, UInt8(ascii: "_") where urlSafe: last = 63
-            default: break scan
+        (variant == .standard ? standardDigits : urlSafeDigits).withUnsafeBufferPointer { table in
+            while index < bytes.count {
+                let v = table[Int(bytes[index])]
+                if v == 0xff { break }
+                last = v
+                index += 1
             }
-            digits += 1
-            index += 1
         }
+        let digits = index
         let padding: Int
         switch digits % 4 {
         case 0: padding = 0
