@@ -323,12 +323,13 @@ func script(_ body: String) throws -> String {
         #expect(e.site == "evil\"site\n{\"seq\":99}" && e.op.count == AuditLog.maximumFieldLength)
     }
 
-    @Test func appendsAreFastEnoughForTheBridge() throws {
+    /// What keeps appends cheap enough for the bridge: a busy log does not fsync line by line
+    /// (it syncs at most once an interval). Speed itself is the benchmarks' business: a timed
+    /// assertion here failed under ThreadSanitizer (5.1 s for 5,000 appends).
+    @Test func aBusyLogDoesNotFsyncLineByLine() throws {
         let (log, _) = try makeLog(lines: 0)
-        let start = ContinuousClock.now
         for i in 0..<5000 { try log.append(site: "s", op: "key.sign", key: "k", result: "ok", presenceAgeMs: i) }
-        let elapsed = ContinuousClock.now - start
-        #expect(elapsed < .seconds(5), "5000 appends took \(elapsed)")
+        #expect(log.fsyncs < 500, "\(log.fsyncs) fsyncs for 5,000 appends")
         #expect(try log.verify().lineCount == 5000)
     }
 }
