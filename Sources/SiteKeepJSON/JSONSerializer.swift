@@ -87,9 +87,15 @@ public enum JSONSerializer: Sendable {
         out.append(0x22)
         // Fast path: nothing to escape, so the UTF-8 bytes are the output (what the loop below
         // would write, byte for byte).
+        // One pass without an early exit and without `||` (0/1 values joined with `|`), which
+        // the compiler vectorizes: a vault.load reply's 5,464 base64 characters go through here.
         let plain: (UnsafeBufferPointer<UInt8>) -> Bool = { bytes in
-            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c || (asciiOnly && b >= 0x7f) { return false }
-            return true
+            let nonASCII: UInt8 = asciiOnly ? 1 : 0   // whether 0x7f and above must be escaped
+            var special: UInt8 = 0
+            for b in bytes {
+                special |= (b < 0x20 ? 1 : 0) | (b == 0x22 ? 1 : 0) | (b == 0x5c ? 1 : 0) | ((b >= 0x7f ? 1 : 0) & nonASCII)
+            }
+            return special == 0
         }
         if let done = s.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
             guard plain(bytes) else { return false }

@@ -1,3 +1,4 @@
+import CSodium
 import Foundation
 import Testing
 @testable import SiteKeepCrypto
@@ -124,7 +125,7 @@ import SiteKeepTestSupport
             { b, g in if !b.isEmpty { b.insert(0x3d, at: Int.random(in: 0..<b.count, using: &g)) } },
             { b, g in if let i = b.lastIndex(where: { $0 != 0x3d }) { b[i] = [0x42, 0x43, 0x51, 0x67, 0x2f][Int.random(in: 0..<5, using: &g)] } },
         ]
-        for length in 0..<40 {
+        for length in Array(0..<40) + [63, 64, 65, 95, 96, 97, 4096] {
             for variant in [Base64.Variant.standard, .urlSafe, .urlSafeNoPadding] {
                 let valid = Base64.encode((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }, variant: variant)
                 texts.append(valid)
@@ -165,6 +166,33 @@ import SiteKeepTestSupport
         #expect(Base64.encode(Array("hello?>".utf8)) == "aGVsbG8/Pg==")
         #expect(Base64.encode(Array("hello?>".utf8), variant: .urlSafeNoPadding) == "aGVsbG8_Pg")
         #expect(Base64.encode(Array("hello?>".utf8), variant: .urlSafe) == "aGVsbG8_Pg==")
+    }
+
+    /// The Swift encoder must write exactly what libsodium's `sodium_bin2base64` writes, for
+    /// every variant and every length class, and RFC 4648 §10's vectors.
+    @Test func base64EncodingMatchesLibsodiumAndRFC4648() throws {
+        let vectors = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]
+        for (plain, encoded) in vectors {
+            #expect(Base64.encode(Array(plain.utf8)) == encoded)
+            #expect(Base64.encode(Array(plain.utf8), variant: .urlSafeNoPadding) == encoded.replacingOccurrences(of: "=", with: ""))
+        }
+        func sodium(_ bytes: [UInt8], _ variant: Base64.Variant) -> String {
+            let length = sodium_base64_encoded_len(bytes.count, variant.sodiumValue)
+            var out = [CChar](repeating: 0, count: length)
+            _ = sodium_bin2base64(&out, length, bytes, bytes.count, variant.sodiumValue)
+            return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        var generator = SystemRandomNumberGenerator()
+        // Every byte value in every position of a group, so every digit of both alphabets is written.
+        var inputs: [[UInt8]] = [Array(0...255), Array(1...255) + [0], Array(2...255) + [0, 1], [UInt8](repeating: 0xff, count: 48)]
+        for length in Array(0...300) + [1023, 4095, 4096, 4097, 65_537] {
+            inputs.append((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        }
+        for bytes in inputs {
+            for variant in [Base64.Variant.standard, .urlSafe, .urlSafeNoPadding] {
+                #expect(Base64.encode(bytes, variant: variant) == sodium(bytes, variant), "\(variant), \(bytes.count) bytes")
+            }
+        }
     }
 
     @Test func base64Refusals() throws {

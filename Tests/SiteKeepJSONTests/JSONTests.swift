@@ -75,6 +75,27 @@ import SiteKeepJSON
         #expect(JSONSerializer.string(v) == #"{"p":"docs/é"}"#)
     }
 
+    /// The plain-string fast path scans a whole string at once (vectorized): one character that
+    /// needs escaping, anywhere in a long string, must still take the escaping path.
+    @Test func aLongStringWithOneSpecialCharacterAnywhereIsEscaped() throws {
+        let plain = String(repeating: "AbC+/09=", count: 700)   // 5,600 characters, nothing to escape
+        #expect(JSONSerializer.string(.string(plain)) == "\"" + plain + "\"")
+        for special in ["\"", "\\", "\n", "\u{1}", "\u{7f}", "é"] {
+            for position in [0, 1, 15, 16, 31, 32, 33, 63, 64, 65, 1000, 5598, 5599] {
+                var chars = Array(plain)
+                chars[position] = Character(special)
+                let text = String(chars)
+                for style in [JSONSerializer.Style.compact, .python] {
+                    let bytes = JSONSerializer.bytes(.string(text), style: style)
+                    #expect(try JSONParser.parse(bytes) == .string(text), "\(special.debugDescription) at \(position)")
+                    // DEL and non-ASCII are escaped only by the python style (json.dumps' ensure_ascii).
+                    let escaped = (special != "é" && special != "\u{7f}") || style == .python
+                    #expect((bytes.count > text.utf8.count + 2) == escaped, "\(special.debugDescription) at \(position), \(style)")
+                }
+            }
+        }
+    }
+
     @Test func roundTripsThroughTheParser() throws {
         let v: JSONValue = ["k": ["x": [1, -0.25, "q\"\\"], "y": nil], "z": false]
         for style in [JSONSerializer.Style.compact, .canonical, .python, .pretty] {
