@@ -114,6 +114,11 @@ public final class Vault: Sendable {
     /// The last HEAD resolved and the stamps of the files it was read from (see
     /// ``resolveHead()``); in the keys' lock scope, so a lock drops it with the keys.
     private let headMemo: LockBound<HeadMemo>
+    /// The files HEAD is read from that do not depend on the branch: the clone's config and
+    /// mode and the branch index. Names, not secrets (the index's name is an HMAC of the vault
+    /// id, as on disk), computed once: a memo check stats them and computed the index's name
+    /// with an HMAC on every read before.
+    private let fixedHeadFiles: [String]
     /// How many times HEAD was resolved from its files, not from ``headMemo`` (for tests).
     let headResolutions = Atomic<Int>(0)
     /// The trust rule in force, and the authenticated registry record it was read from (the
@@ -136,6 +141,8 @@ public final class Vault: Sendable {
         bare = root + "/.sg_vault/bare"
         local = root + "/.sg_vault/local"
         vaultID = keys.vaultID
+        fixedHeadFiles = [root + "/.sg_vault/local/config.json", root + "/.sg_vault/local/clone_mode.json",
+                          root + "/.sg_vault/bare/indexes/" + keys.branchIndexFileID]
         self.options = options
         keyCell = keys.lockScope.bound(nil)
         // Keys from before a lock are not kept: such a vault starts dead.
@@ -229,10 +236,8 @@ public final class Vault: Sendable {
 
     /// The files HEAD is resolved from: the clone's config and mode, the branch index and the
     /// head ref.
-    private func headFiles(refFile: String) throws(VaultError) -> [String] {
-        let keys = try self.keys
-        return [local + "/config.json", local + "/clone_mode.json", bare + "/indexes/" + keys.branchIndexFileID,
-                root + "/.sg_vault/" + refFile]
+    private func headFiles(refFile: String) -> [String] {
+        fixedHeadFiles + [root + "/.sg_vault/" + refFile]
     }
 
     /// HEAD: which branch, its index and its head commit (§5.3). Kept while none of the files
@@ -241,12 +246,12 @@ public final class Vault: Sendable {
     /// commit, pull or checkout is seen at the next call.
     func resolveHead() throws(VaultError) -> Head {
         if let kept = headMemo.withLock({ $0.head.map { ($0, $0.refFile) } }) {
-            let files = try headFiles(refFile: kept.1)
+            let files = headFiles(refFile: kept.1)
             let stamps = files.map(FileStamp.of)
             if headMemo.withLock({ $0.head?.refFile == kept.1 && $0.stamps == stamps }) { return kept.0 }
         }
         let generation = try keys.lockGeneration
-        let fixed = try headFiles(refFile: "").dropLast().map(FileStamp.of)
+        let fixed = fixedHeadFiles.map(FileStamp.of)
         var refStamp: FileStamp?
         headResolutions.add(1, ordering: .relaxed)
         let head = try resolveHeadFromFiles { refFile in refStamp = FileStamp.of(root + "/.sg_vault/" + refFile) }
