@@ -264,7 +264,24 @@ public enum JSONParser: Sendable {
             // Fast path: no escape before the closing quote, so the String is made straight from
             // the input (UTF-8 validated on the way, control characters refused).
             let start = position
+            var nextRun = position   // where a run of 16 plain bytes is looked for again
             while position < bytes.count {
+                if position >= nextRun {
+                    // Runs of 16 bytes with nothing to look at (no quote, backslash, control or
+                    // non-ASCII byte) are skipped whole: `|` of 0/1 values, no branch per byte, so
+                    // the check vectorizes (a vault.load reply's 5,464 base64 characters).
+                    while position + 16 <= bytes.count {
+                        var special: UInt8 = 0
+                        for k in position..<(position + 16) {
+                            let b = bytes[k]
+                            special |= (b == 0x22 ? 1 : 0) | (b == 0x5c ? 1 : 0) | (b < 0x20 ? 1 : 0) | (b >= 0x80 ? 1 : 0)
+                        }
+                        if special != 0 { break }
+                        position += 16
+                        guard position - start <= limits.maxStringBytes else { throw fail(.stringTooLong(limit: limits.maxStringBytes)) }
+                    }
+                    nextRun = position + 16   // byte by byte past what stopped the run
+                }
                 let c = bytes[position]
                 if c == UInt8(ascii: "\"") {
                     guard position - start <= limits.maxStringBytes else { throw fail(.stringTooLong(limit: limits.maxStringBytes)) }

@@ -23,6 +23,31 @@ import SiteKeepJSON
         }
     }
 
+    /// The string scanner skips runs of 16 plain bytes at once: what stops a run (a quote, an
+    /// escape, a control byte, invalid or valid UTF-8) must be found wherever it falls.
+    @Test func longStringsAreCheckedAtEveryPosition() throws {
+        let plain = Array(String(repeating: "Zm9vYmFy+/09", count: 20).utf8)   // 240 bytes
+        for position in [0, 1, 14, 15, 16, 17, 31, 32, 33, 100, 223, 224, 238, 239] {
+            func doc(_ middle: [UInt8]) -> [UInt8] {
+                [0x22] + plain[..<position] + middle + plain[(position + 1)...] + [0x22]
+            }
+            #expect(throws: JSONError.self, "control byte at \(position)") { try JSONParser.parse(doc([0x01])) }
+            #expect(throws: JSONError.self, "lone 0xff at \(position)") { try JSONParser.parse(doc([0xff])) }
+            #expect(throws: JSONError.self, "a quote ends the string early at \(position)") { try JSONParser.parse(doc([0x22])) }
+            let e = try JSONParser.parse(doc(Array("é".utf8)))
+            #expect(e.stringValue == String(decoding: plain[..<position] + Array("é".utf8) + plain[(position + 1)...], as: UTF8.self))
+            let n = try JSONParser.parse(doc(Array("\\n".utf8)))
+            #expect(n.stringValue == String(decoding: plain[..<position] + [0x0a] + plain[(position + 1)...], as: UTF8.self))
+        }
+        for limit in [15, 16, 17, 100, 239] {
+            let limits = JSONLimits(maxBytes: 1000, maxDepth: 3, maxStringBytes: limit, maxElements: 3)
+            #expect(try JSONParser.parse([0x22] + plain[..<limit] + [0x22], limits: limits).stringValue?.utf8.count == limit)
+            #expect(throws: JSONError.self, "\(limit + 1) bytes over a limit of \(limit)") {
+                try JSONParser.parse([0x22] + plain[..<(limit + 1)] + [0x22], limits: limits)
+            }
+        }
+    }
+
     @Test func enforcesLimits() {
         let limits = JSONLimits(maxBytes: 100, maxDepth: 3, maxStringBytes: 5, maxElements: 3)
         #expect(throws: JSONError(reason: .tooDeep(limit: 3), offset: 3)) { try JSONParser.parse("[[[[1]]]]", limits: limits) }
