@@ -29,6 +29,9 @@ public final class BridgeDispatcher: Sendable {
     let preflights: [String: BridgePreflight]
     /// Per op: every app-bound site, or these canonical origins.
     private let allow: [String: (appBound: Bool, origins: Set<String>)]
+    /// The catalogue's ops by name (the catalogue's own look-up is a linear search, paid on
+    /// every request before); a hit is confirmed byte for byte.
+    private let policies: [String: OpPolicy]
     let hub = EventHub()
 
     /// The ops some registered module serves; every other catalogued request answers
@@ -96,6 +99,7 @@ public final class BridgeDispatcher: Sendable {
             throw .catalogueMismatch("a module serves \(name), which the catalogue does not list")
         }
         self.allow = allow
+        policies = Dictionary(catalogue.ops.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Whether `site` is on `op`'s allow-list.
@@ -150,7 +154,9 @@ public final class BridgeDispatcher: Sendable {
     }
 
     private func route(_ request: BridgeRequest, frameSize: Int, connection: BridgeConnection) async throws(BridgeFailure) -> JSONValue {
-        guard let op = catalogue[request.op] else {
+        // Names match byte for byte, as the catalogue's look-up does: a Dictionary compares
+        // Strings by canonical equivalence (U+212A KELVIN SIGN equals "K").
+        guard let op = policies[request.op], op.name.hasSameUTF8(as: request.op) else {
             throw BridgeFailure(.unknownOp, "\(FieldSchema.printable(request.op)) is not an op; `hello` lists the ops this site may call")
         }
         if op.name == "hello" {
