@@ -72,7 +72,10 @@ public enum HTTPClient {
             var tried: [String] = []
             for path in candidates() {
                 guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-                    tried.append(path)
+                    // A file that is there but does not load (a missing dependency, an undefined
+                    // symbol) says why: "not found" sent people looking for a file they had.
+                    let why = dlerror().map { String(cString: $0) } ?? ""
+                    tried.append(access(path, F_OK) == 0 ? path + " (present but not loadable: " + why + ")" : path)
                     continue
                 }
                 guard let p = dlsym(handle, "sitekeep_http_perform"), let f = dlsym(handle, "sitekeep_http_free") else {
@@ -84,7 +87,7 @@ public enum HTTPClient {
                 return r
             }
             let r = Result<Loaded, HTTPTransportError>.failure(HTTPTransportError(
-                description: "the HTTP library libSiteKeepHTTP.so was not found (looked at \(tried.joined(separator: ", "))); reinstall SiteKeep or set SITEKEEP_HTTP_LIBRARY"))
+                description: "the HTTP library libSiteKeepHTTP.so was not found or did not load (looked at \(tried.joined(separator: ", "))); reinstall SiteKeep or set SITEKEEP_HTTP_LIBRARY"))
             state = r
             return r
         }
