@@ -141,8 +141,7 @@ public final class Vault: Sendable {
         bare = root + "/.sg_vault/bare"
         local = root + "/.sg_vault/local"
         vaultID = keys.vaultID
-        fixedHeadFiles = [root + "/.sg_vault/local/config.json", root + "/.sg_vault/local/clone_mode.json",
-                          root + "/.sg_vault/bare/indexes/" + keys.branchIndexFileID]
+        fixedHeadFiles = [local + "/config.json", local + "/clone_mode.json", bare + "/indexes/" + keys.branchIndexFileID]
         self.options = options
         keyCell = keys.lockScope.bound(nil)
         // Keys from before a lock are not kept: such a vault starts dead.
