@@ -97,8 +97,9 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
 
         // System plumbing every layer shares: errno as a value, atomic file replacement, whole
-        // reads and writes, private folders, file locks, child processes. Glibc only.
-        .target(name: "SiteKeepSystem"),
+        // reads and writes, private folders, file locks, child processes. Glibc, and the
+        // header-only Linux shims (renameat2).
+        .target(name: "SiteKeepSystem", dependencies: ["CLinux"]),
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <errno.h>
 
 static inline int sitekeep_set_dumpable(int on) { return prctl(PR_SET_DUMPABLE, (unsigned long)on, 0, 0, 0); }
 static inline int sitekeep_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
@@ -25,4 +26,19 @@ static inline long long sitekeep_boottime_ns(void) {
     struct timespec ts;
     if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return -1;
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* renameat2(RENAME_NOREPLACE) through the system call (glibc declares renameat2 only under
+ * _GNU_SOURCE): 0 on success, -1 with errno (EEXIST when `to` exists; EINVAL or ENOSYS where
+ * the file system or kernel lacks the flag). */
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline int sitekeep_rename_noreplace(const char *from, const char *to) {
+#ifdef SYS_renameat2
+    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1u /* RENAME_NOREPLACE */);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }

@@ -60,11 +60,12 @@ public enum AtomicFile {
         try result.get()
     }
 
-    /// Temporary files of one ``replaceAll(_:mode:temporaryFolder:)`` written and fsynced at once.
-    static let syncWidth = 8
+    /// Temporary files of one ``Batch`` (or ``replaceAll(_:mode:temporaryFolder:)``) written and
+    /// fsynced at once.
+    public static let syncWidth = 8
 
     /// Replaces every `(path, bytes)` of `files` durably, renaming in the order given (a caller
-    /// storing objects passes what others refer to last).
+    /// storing objects passes what others refer to last): a ``Batch`` committed at once.
     ///
     /// Every temporary file is made first (`O_EXCL | O_NOFOLLOW`, the final mode), written and
     /// fsynced, up to ``syncWidth`` at once: the file system then commits their journal entries
@@ -75,35 +76,13 @@ public enum AtomicFile {
     /// renames leaves every target as it was; a crash during them leaves the first files
     /// replaced, each whole, and the rest as they were; after return everything is durable. On
     /// failure the temporary files not yet renamed are removed.
-    /// - Throws: ``SystemError`` naming the step and the file that failed (the first in order).
+    /// - Throws: ``SystemError`` naming the step and the file that failed.
     public static func replaceAll(_ files: [(path: String, bytes: [UInt8])], mode: UInt32 = 0o600,
                                   temporaryFolder: String? = nil) throws(SystemError) {
         guard !files.isEmpty else { return }
-        let made = SystemThread.map(files.count, width: syncWidth) { i in
-            Result { () throws(SystemError) -> String in
-                try writeTemporary(files[i].bytes, for: files[i].path, mode: mode, temporaryFolder: temporaryFolder)
-            }
-        }
-        var temps: [String] = []
-        temps.reserveCapacity(files.count)
-        var failure: SystemError?
-        for result in made {
-            switch result {
-            case .success(let tmp): temps.append(tmp)
-            case .failure(let e): if failure == nil { failure = e }
-            }
-        }
-        var renamed = 0
-        defer { for t in temps.dropFirst(renamed) { unlink(t) } }
-        if let failure { throw failure }
-        var folders: [String] = []
-        for (i, f) in files.enumerated() {
-            guard rename(temps[i], f.path) == 0 else { throw .current("rename \(temps[i]) to", f.path) }
-            renamed += 1
-            let dir = folder(of: f.path)
-            if !folders.contains(dir) { folders.append(dir) }
-        }
-        for dir in folders { try FileIO.syncFolder(dir) }
+        let batch = Batch(mode: mode, temporaryFolder: temporaryFolder)
+        for f in files { batch.add(f.path, f.bytes) }
+        try batch.commit(order: .asAdded)
     }
 
     /// A new temporary file for `path` holding `bytes`, fsynced and closed; removed on failure.

@@ -40,6 +40,10 @@ public struct Errno: Error, Sendable, Hashable, CustomStringConvertible {
     public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
     /// `EPIPE`.
     public static let brokenPipe = Errno(rawValue: EPIPE)
+    /// `EINVAL`.
+    public static let invalidArgument = Errno(rawValue: EINVAL)
+    /// `ENOSYS`: the kernel lacks the call.
+    public static let notImplemented = Errno(rawValue: ENOSYS)
 
     /// Pattern matching: `case Errno.interrupted`.
     public static func ~= (lhs: Errno, rhs: any Error) -> Bool {

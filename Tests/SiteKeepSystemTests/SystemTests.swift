@@ -138,6 +138,103 @@ private func entries(_ folder: String) -> [String] {
         }
     }
 
+    /// A background batch: nothing is visible under its final name before commit, files added
+    /// from several threads at once all land whole, and the temporary folder is left empty.
+    @Test func aBackgroundBatchShowsNothingBeforeCommitAndEverythingAfter() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/out", 0o700) == 0)
+        let batch = AtomicFile.Batch(mode: 0o640, temporaryFolder: tmp, width: 3)
+        let count = 400
+        _ = SystemThread.map(4, width: 4) { t in
+            for i in stride(from: t, to: count, by: 4) { batch.add("\(dir)/out/f\(i)", Array("file \(i)".utf8)) }
+        }
+        #expect(entries(dir + "/out") == [], "nothing is in place before commit")
+        try batch.commit()
+        #expect(entries(dir + "/out").count == count)
+        for i in 0..<count {
+            #expect(try String(contentsOfFile: "\(dir)/out/f\(i)", encoding: .utf8) == "file \(i)")
+            #expect(mode("\(dir)/out/f\(i)") == 0o640)
+        }
+        #expect(entries(tmp) == [])
+    }
+
+    /// `.reversed` puts the last added in place first: a rename that fails part-way leaves the
+    /// files added after it replaced and those added before it as they were.
+    @Test func aReversedBatchRenamesTheLastAddedFirst() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/blocked", 0o700) == 0)
+        let count = 10
+        for i in 0..<count { try AtomicFile.replace("\(dir)/f\(i)", with: Array("old".utf8)) }
+        let batch = AtomicFile.Batch(temporaryFolder: tmp)
+        for i in 0..<count {
+            if i == count / 2 { batch.add(dir + "/blocked", Array("x".utf8)) }   // a file over a folder: rename fails
+            batch.add("\(dir)/f\(i)", Array("new".utf8))
+        }
+        #expect(throws: SystemError.self) { try batch.commit(order: .reversed) }
+        for i in 0..<count {
+            #expect(try String(contentsOfFile: "\(dir)/f\(i)", encoding: .utf8) == (i >= count / 2 ? "new" : "old"), "f\(i)")
+        }
+        #expect(entries(tmp) == [])
+    }
+
+    /// A file added with `replaceExisting: false` never replaces one already there (a stored
+    /// object), and is placed when none is; the others replace as usual.
+    @Test func aBatchNeverReplacesAFileItWasToldToKeep() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0)
+        try AtomicFile.replace(dir + "/kept", with: Array("first".utf8))
+        try AtomicFile.replace(dir + "/replaced", with: Array("first".utf8))
+        let batch = AtomicFile.Batch(temporaryFolder: tmp)
+        batch.add(dir + "/kept", Array("second".utf8), replaceExisting: false)
+        batch.add(dir + "/new", Array("second".utf8), replaceExisting: false)
+        batch.add(dir + "/replaced", Array("second".utf8))
+        try batch.commit()
+        #expect(try String(contentsOfFile: dir + "/kept", encoding: .utf8) == "first")
+        #expect(try String(contentsOfFile: dir + "/new", encoding: .utf8) == "second")
+        #expect(try String(contentsOfFile: dir + "/replaced", encoding: .utf8) == "second")
+        #expect(entries(tmp) == [])
+        // The call itself: refuses an existing target and keeps the temporary file.
+        try AtomicFile.replace(tmp + "/t", with: Array("t".utf8))
+        #expect(try AtomicFile.Batch.placeUnlessPresent(tmp + "/t", dir + "/kept") == false)
+        #expect(entries(tmp) == ["t"])
+        #expect(try AtomicFile.Batch.placeUnlessPresent(tmp + "/t", dir + "/other") == true)
+        #expect(entries(tmp) == [])
+        #expect(try String(contentsOfFile: dir + "/other", encoding: .utf8) == "t")
+    }
+
+    /// Abandoned, or released without a commit: no target changes and no temporary file is
+    /// left. A file that cannot be written fails the commit, and nothing is put in place.
+    @Test func anAbandonedOrFailedBatchChangesNothing() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0)
+        try AtomicFile.replace(dir + "/f", with: Array("old".utf8))
+        let abandoned = AtomicFile.Batch(temporaryFolder: tmp)
+        for i in 0..<50 { abandoned.add("\(dir)/n\(i)", Array("new".utf8)) }
+        abandoned.add(dir + "/f", Array("new".utf8))
+        abandoned.abandon()
+        #expect(entries(dir) == ["f", "tmp"] && entries(tmp) == [])
+        #expect(try String(contentsOfFile: dir + "/f", encoding: .utf8) == "old")
+        do {
+            let dropped = AtomicFile.Batch(temporaryFolder: tmp)
+            for i in 0..<50 { dropped.add("\(dir)/n\(i)", Array("new".utf8)) }
+            dropped.add(dir + "/f", Array("new".utf8))
+        }
+        // The helpers hold the batch until they finish; then its release removes their files.
+        var waited = 0
+        while !entries(tmp).isEmpty, waited < 500 { usleep(10_000); waited += 1 }
+        #expect(entries(dir) == ["f", "tmp"] && entries(tmp) == [])
+        let failing = AtomicFile.Batch(temporaryFolder: dir + "/no-such-folder")
+        failing.add(dir + "/f", Array("new".utf8))
+        failing.add(dir + "/g", Array("new".utf8))
+        #expect(throws: SystemError.self) { try failing.commit() }
+        #expect(entries(dir) == ["f", "tmp"])
+        #expect(try String(contentsOfFile: dir + "/f", encoding: .utf8) == "old")
+    }
+
     @Test func folderOfAPath() {
         #expect(AtomicFile.folder(of: "/a/b/c") == "/a/b")
         #expect(AtomicFile.folder(of: "/c") == "/")

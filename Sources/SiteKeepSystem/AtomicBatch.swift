@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Synchronization
+
+extension AtomicFile {
+    /// The order in which ``Batch/commit(order:)`` puts a batch's files in place.
+    public enum RenameOrder: Sendable {
+        /// The order the files were added.
+        case asAdded
+        /// Last added first (a fetch adds what refers to others first, and must store it last).
+        case reversed
+    }
+
+    /// Many durable replacements, written in the background while the caller goes on and put
+    /// in place together: the way a fetch stores objects as they arrive.
+    ///
+    /// ``add(_:_:replaceExisting:)`` hands a file to up to `width` helper threads, which make its
+    /// temporary file (`O_EXCL | O_NOFOLLOW`, the final mode), write every byte and `fsync` it,
+    /// so the file system commits their journal entries together and the writing overlaps
+    /// whatever the caller waits for (a server's next answer). Nothing is visible under its
+    /// final name until ``commit(order:)``, which waits for every file to be durable, then renames
+    /// each in the order asked and `fsync`s each folder once: a crash at any point leaves every
+    /// target either as it was or whole. ``abandon()`` (or releasing the batch uncommitted)
+    /// removes the temporary files and leaves every target as it was.
+    ///
+    /// `add` may be called from several threads at once; `commit` and `abandon` by one caller,
+    /// after every `add` has returned.
+    ///
+    /// ```swift
+    /// let batch = AtomicFile.Batch(temporaryFolder: vault + "/local/tmp")
+    /// for (path, bytes) in arriving { batch.add(path, bytes) }
+    /// try batch.commit(order: .reversed)
+    /// ```
+    public final class Batch: @unchecked Sendable {
+        // @unchecked: every mutable field is behind `state` (a Mutex); `done` is a POSIX
+        // semaphore (thread-safe by contract), allocated once and freed in deinit.
+        private struct Job {
+            let index: Int
+            let path: String
+            let bytes: [UInt8]
+        }
+        private struct Entry {
+            let path: String
+            let replaceExisting: Bool
+            var temporary: String?
+        }
+        private struct State {
+            var queue: [Job?] = []
+            var next = 0
+            var entries: [Entry] = []
+            var failure: SystemError?
+            var running = 0
+            var started = 0
+            var waited = 0
+            var finished = false
+        }
+        private let state = Mutex(State())
+        private let done = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+        private let mode: UInt32
+        private let temporaryFolder: String?
+        private let width: Int
+
+        /// - Parameters:
+        ///   - mode: the files' mode (0600 by default), set exactly whatever the umask.
+        ///   - temporaryFolder: where the temporary files are made (on the targets' file
+        ///     system), instead of beside each target.
+        ///   - width: helper threads at most (``AtomicFile/syncWidth`` by default).
+        public init(mode: UInt32 = 0o600, temporaryFolder: String? = nil, width: Int = AtomicFile.syncWidth) {
+            self.mode = mode
+            self.temporaryFolder = temporaryFolder
+            self.width = max(1, width)
+            sem_init(done, 0, 0)
+        }
+
+        deinit {
+            // Helpers hold the batch while they run, so none runs now.
+            let leftover = state.withLock { s -> [Entry] in s.finished ? [] : s.entries }
+            for e in leftover { if let t = e.temporary { unlink(t) } }
+            sem_destroy(done)
+            done.deallocate()
+        }
+
+        /// Queues `bytes` to replace `path`. With `replaceExisting` false, a file already at
+        /// `path` when the batch commits is kept and this one dropped (content-addressed files:
+        /// an object already stored is never replaced). A failure to write shows at ``commit(order:)``.
+        public func add(_ path: String, _ bytes: [UInt8], replaceExisting: Bool = true) {
+            let spawn = state.withLock { s -> Bool in
+                s.entries.append(Entry(path: path, replaceExisting: replaceExisting, temporary: nil))
+                s.queue.append(Job(index: s.entries.count - 1, path: path, bytes: bytes))
+                guard s.running < width else { return false }
+                s.running += 1
+                s.started += 1
+                return true
+            }
+            guard spawn else { return }
+            if !SystemThread.detach({ self.work(); sem_post(self.done) }) {
+                // No thread to be had: do the work here.
+                state.withLock { $0.started -= 1 }
+                work()
+            }
+        }
+
+        /// Writes queued files until none is left (or one failed), then stops.
+        private func work() {
+            while true {
+                let job = state.withLock { s -> Job? in
+                    guard s.failure == nil, !s.finished, s.next < s.queue.count else {
+                        s.running -= 1
+                        return nil
+                    }
+                    defer { s.queue[s.next] = nil; s.next += 1 }
+                    return s.queue[s.next]
+                }
+                guard let job else { return }
+                do {
+                    let tmp = try AtomicFile.writeTemporary(job.bytes, for: job.path, mode: mode, temporaryFolder: temporaryFolder)
+                    state.withLock { $0.entries[job.index].temporary = tmp }
+                } catch {
+                    state.withLock { if $0.failure == nil { $0.failure = error } }
+                }
+            }
+        }
+
+        /// Waits until every helper started so far has stopped.
+        private func waitForHelpers() {
+            while true {
+                let pending = state.withLock { $0.started - $0.waited }
+                guard pending > 0 else { return }
+                if sem_wait(done) == 0 { state.withLock { $0.waited += 1 } } else if errno != EINTR { return }
+            }
+        }
+
+        /// Waits for every file to be durable, then puts each in place in `order` and `fsync`s
+        /// each folder once.
+        ///
+        /// - Throws: ``SystemError`` for the first file that could not be written (then nothing
+        ///   was put in place) or renamed (then the files before it in `order` are in place,
+        ///   the rest are not); every temporary file not put in place is removed.
+        public func commit(order: RenameOrder = .asAdded) throws(SystemError) {
+            waitForHelpers()
+            let (entries, failure) = state.withLock { s -> ([Entry], SystemError?) in
+                s.finished = true
+                return (s.entries, s.failure)
+            }
+            var placed = Set<Int>()
+            defer { for (i, e) in entries.enumerated() where !placed.contains(i) { if let t = e.temporary { unlink(t) } } }
+            if let failure { throw failure }
+            var folders: [String] = []
+            var seenFolders = Set<String>()
+            let indices: [Int] = order == .asAdded ? Array(entries.indices) : entries.indices.reversed()
+            for i in indices {
+                let e = entries[i]
+                guard let tmp = e.temporary else { continue }
+                if e.replaceExisting {
+                    guard rename(tmp, e.path) == 0 else { throw .current("rename \(tmp) to", e.path) }
+                } else if !(try Self.placeUnlessPresent(tmp, e.path)) {
+                    unlink(tmp)
+                }
+                placed.insert(i)
+                let dir = AtomicFile.folder(of: e.path)
+                if seenFolders.insert(dir).inserted { folders.append(dir) }
+            }
+            for dir in folders { try FileIO.syncFolder(dir) }
+        }
+
+        /// Stops the helpers (a file they are writing is finished, the rest is not started),
+        /// waits for them, and removes every temporary file: no target changes.
+        public func abandon() {
+            state.withLock { $0.finished = true }
+            waitForHelpers()
+            let entries = state.withLock { $0.entries }
+            for e in entries { if let t = e.temporary { unlink(t) } }
+        }
+
+        /// Renames `tmp` to `path` unless `path` exists; false when it did (`tmp` stays).
+        /// `renameat2(RENAME_NOREPLACE)`, or a hard link where the file system lacks the flag.
+        static func placeUnlessPresent(_ tmp: String, _ path: String) throws(SystemError) -> Bool {
+            if sitekeep_rename_noreplace(tmp, path) == 0 { return true }
+            switch Errno.current {
+            case .fileExists: return false
+            case .invalidArgument, .notImplemented:
+                if link(tmp, path) == 0 { unlink(tmp); return true }
+                if Errno.current == .fileExists { return false }
+                throw .current("link \(tmp) to", path)
+            default:
+                throw .current("rename \(tmp) to", path)
+            }
+        }
+    }
+}
