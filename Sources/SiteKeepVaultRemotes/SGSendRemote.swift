@@ -27,6 +27,18 @@ public struct RetryPolicy: Sendable {
     public init() {}
 }
 
+/// The batches of one ``SGSendRemote/read(_:)``, gathered from their threads.
+private final class GatheredFiles: Sendable {
+    let files = Mutex<[String: [UInt8]]>([:])
+}
+
+/// Set by the first batch of a read that fails, so the batches not yet sent are not.
+private final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .relaxed) }
+    func set() { flag.store(true, ordering: .relaxed) }
+}
+
 /// The SG/Send vault server's HTTP API (SGIT-FORMAT.md §7.1) as a ``VaultObjectStore``.
 ///
 /// Reads go through `batch` (≤ 100 operations per request, several requests in flight), writes
@@ -149,16 +161,28 @@ public struct SGSendRemote: VaultObjectStore {
     /// ``parallelReads`` of them in flight at once: the server answers one while SiteKeep parses
     /// the last, instead of each waiting for the one before.
     public func read(_ fileIDs: [String]) throws(VaultError) -> [String: [UInt8]] {
+        let out = GatheredFiles()
+        try read(fileIDs) { part in out.files.withLock { $0.merge(part) { a, _ in a } } }
+        return out.files.withLock { $0 }
+    }
+
+    /// The same batches, each handed to `deliver` on the thread that read it as soon as it is
+    /// parsed. After a failure no further batch is sent.
+    public func read(_ fileIDs: [String], delivering deliver: @escaping @Sendable ([String: [UInt8]]) throws(VaultError) -> Void) throws(VaultError) {
         let chunks = stride(from: 0, to: fileIDs.count, by: Self.maxReadOperations).map {
             Array(fileIDs[$0..<min($0 + Self.maxReadOperations, fileIDs.count)])
         }
+        let failed = StopFlag()
         let answers = SystemThread.map(chunks.count, width: Self.parallelReads) { i in
-            Result { () throws(VaultError) in try readBatch(chunks[i]) }
+            Result { () throws(VaultError) in
+                guard !failed.isSet else { return }
+                do throws(VaultError) { try deliver(try readBatch(chunks[i])) } catch {
+                    failed.set()
+                    throw error
+                }
+            }
         }
-        var out: [String: [UInt8]] = [:]
-        out.reserveCapacity(fileIDs.count)
-        for answer in answers { out.merge(try answer.get()) { a, _ in a } }
-        return out
+        for answer in answers { try answer.get() }
     }
 
     /// One `batch` request of reads (at most ``maxReadOperations``).

@@ -67,8 +67,9 @@ struct BadRemoteTests {
         }
         let signer = try MemorySigner()
         let (mine, _) = try Vault.clone(from: try remote(upstream), into: dir.path + "/sk", keys: k, signer: signer)
-        // Something new to pull.
+        // Something new to pull: enough files that their blobs come in several batches.
         try dir.write("a/two.txt", "two\n")
+        for i in 0..<250 { try dir.write("a/many/f\(i).txt", "file \(i)\n") }
         try sgit.must(["commit", "-m", "two"], in: dir.path + "/a")
         try sgit.must(["push", "--base-url", upstream, "--token", token], in: dir.path + "/a")
 
@@ -76,17 +77,19 @@ struct BadRemoteTests {
         fast.attempts = 2
         fast.backoffMs = [50]
         let before = snapshot(mine.root), head = try mine.status().headCommit
-        for (mode, expectTransient) in [("garbage", true), ("truncated", true), ("mismatch", false), ("401", false), ("500", true)] {
+        let tmp = mine.root + "/.sg_vault/local/tmp"
+        for (mode, expectTransient) in [("garbage", true), ("truncated", true), ("mismatch", false), ("mismatch-big", false), ("401", false), ("500", true)] {
             let e = #expect(throws: VaultError.self, "pull through \(mode)") { try mine.pull(from: try remote(bad.url + "/" + mode, retry: fast), signer: signer) }
             switch e {
             case .remote(_, let reason, let transient, _)?:
                 #expect(transient == expectTransient, "\(mode): \(reason)")
                 #expect(!reason.contains(token), "\(mode): the token is in the message")
-            case .idMismatch(let object, _)?: #expect(mode == "mismatch", "\(object)")
+            case .idMismatch(let object, _)?: #expect(mode.hasPrefix("mismatch"), "\(object)")
             case .decryptionFailed?: #expect(mode == "garbage" || mode == "truncated")
             default: Issue.record("\(mode): unexpected \(String(describing: e))")
             }
             #expect(snapshot(mine.root) == before, "\(mode): nothing was written")
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).isEmpty, "\(mode): no temporary file is left")
             #expect(try mine.status().headCommit == head)
         }
 
@@ -96,6 +99,7 @@ struct BadRemoteTests {
         #expect(Date().timeIntervalSince(start) >= 1.0, "Retry-After was honoured")
         #expect(p.merge?.kind == .fastForward)
         #expect(try mine.read(path: "two.txt") == Array("two\n".utf8))
+        #expect(try mine.read(path: "many/f249.txt") == Array("file 249\n".utf8))
 
         // Pushes that fail stay queued; nothing queued is lost; the good remote takes them.
         _ = try mine.commit([(try vp("queued.txt"), .write(Array("queued\n".utf8)))], message: "queued", signer: signer)

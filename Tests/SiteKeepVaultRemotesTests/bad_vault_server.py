@@ -4,6 +4,8 @@ the real vault server (UPSTREAM) and spoils the answers by the first path segmen
   /garbage/...    200 with bytes that are not JSON
   /truncated/...  the real answer cut in half (Content-Length still the full length)
   /mismatch/...   batch reads answer with one byte of every object flipped
+  /mismatch-big/...  batch reads of more than 20 objects (a pull's blobs) answer with one
+                  byte of their last object flipped; smaller ones are left alone
   /401/... /403/... /500/...   that status, always
   /429/...        429 with Retry-After: 1 on the first request, then the real answers
 
@@ -54,6 +56,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     raw = bytearray(base64.b64decode(r["data"]))
                     raw[-1] ^= 1
                     r["data"] = base64.b64encode(bytes(raw)).decode()
+            data = json.dumps(doc).encode()
+        if mode == "mismatch-big" and "/batch/" in rest and status == 200:
+            doc = json.loads(data)
+            objects = [r for r in doc.get("results", []) if r.get("status") == "ok" and r.get("file_id", "").startswith("bare/data/")]
+            if len(objects) > 20:
+                raw = bytearray(base64.b64decode(objects[-1]["data"]))
+                raw[-1] ^= 1
+                objects[-1]["data"] = base64.b64encode(bytes(raw)).decode()
             data = json.dumps(doc).encode()
         self.answer(status, data)
 

@@ -12,6 +12,11 @@ public protocol VaultObjectStore: Sendable {
     var isWritable: Bool { get }
     /// Reads files by id; ids that are absent are left out of the answer.
     func read(_ fileIDs: [String]) throws(VaultError) -> [String: [UInt8]]
+    /// Reads files by id as ``read(_:)`` does, handing the answer to `deliver` in parts as they
+    /// arrive (a store that reads in batches: once per batch, from several threads at once), so
+    /// a caller checks and stores one part while the next is on its way. An error `deliver`
+    /// throws ends the read (parts already asked for may still be delivered) and is rethrown.
+    func read(_ fileIDs: [String], delivering deliver: @escaping @Sendable ([String: [UInt8]]) throws(VaultError) -> Void) throws(VaultError)
     /// The file ids that start with `prefix` (e.g. `bare/refs/`).
     func list(prefix: String) throws(VaultError) -> [String]
     /// Writes files; objects before whatever refers to them.
@@ -19,6 +24,13 @@ public protocol VaultObjectStore: Sendable {
     /// Replaces `fileID` by `bytes` only when its current bytes equal `expected` (nil: only when
     /// absent). Answers false when they differ (the ref moved: pull first).
     func writeIfMatch(fileID: String, bytes: [UInt8], expected: [UInt8]?) throws(VaultError) -> Bool
+}
+
+extension VaultObjectStore {
+    /// The whole answer of ``read(_:)`` as one part.
+    public func read(_ fileIDs: [String], delivering deliver: @escaping @Sendable ([String: [UInt8]]) throws(VaultError) -> Void) throws(VaultError) {
+        try deliver(try read(fileIDs))
+    }
 }
 
 /// One file for ``VaultObjectStore/write(_:)``.

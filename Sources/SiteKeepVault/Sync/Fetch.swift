@@ -1,6 +1,8 @@
 import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
+import Synchronization
 
 /// What a remote holds for the vault's named branch `current`.
 struct RemoteState {
@@ -12,6 +14,11 @@ struct RemoteState {
     var namedRefID: String
     var refBytes: [UInt8]?
     var head: ObjectID?
+}
+
+/// The blob ids a fetch's parallel reads have delivered.
+private final class ArrivedIDs: Sendable {
+    let ids = Mutex<Set<String>>([])
 }
 
 /// What a fetch brought.
@@ -66,16 +73,34 @@ extension Vault {
     /// a commit or tree already present, which the store's order makes safe (children are
     /// stored before what refers to them, so a present object has its closure).
     ///
+    /// Arriving objects are written and fsynced in the background as they come
+    /// (``IncomingFiles``), while the remote serves the next batch, and renamed into place at
+    /// the end; the blobs' ids are checked on the threads that read them.
+    ///
     /// A pack vault's objects (feature `packs`, §7.3) come from the packs this clone has not
     /// absorbed, through a ``PackedRemote``, and are verified the same way; the packs are
     /// recorded as absorbed once their objects are stored.
     func fetch(_ head: ObjectID, from remote: any VaultObjectStore, state: RemoteState, trust: any SignerTrust) throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])]) {
         let local = LocalObjectStore(vaultRoot: root)
-        let packed = (state.parsedIndex?.features.contains(Self.packsFeature) ?? false) && !local.hasObject(head)
-            ? try PackedRemote(remote: remote, head: head, absorbed: try absorbedPacks(), limits: options.limits) : nil
-        let remote: any VaultObjectStore = packed ?? remote
+        let incoming = try IncomingFiles(into: local)
+        do {
+            let packed = (state.parsedIndex?.features.contains(Self.packsFeature) ?? false) && !local.hasObject(head)
+                ? try PackedRemote(remote: remote, head: head, absorbed: try absorbedPacks(), limits: options.limits) : nil
+            let (report, signers) = try fetchObjects(head, from: packed ?? remote, local: local, state: state, trust: trust, into: incoming)
+            try incoming.commit()
+            if let packed { try recordAbsorbed(packed.taken) }
+            return (report, signers)
+        } catch {
+            incoming.abandon()
+            throw error
+        }
+    }
+
+    /// The walk of ``fetch(_:from:state:trust:)``: every object checked and added to `incoming`
+    /// in discovery order (commits, trees, blobs), the key files last.
+    private func fetchObjects(_ head: ObjectID, from remote: any VaultObjectStore, local: LocalObjectStore, state: RemoteState,
+                              trust: any SignerTrust, into incoming: IncomingFiles) throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])]) {
         var report = FetchReport()
-        var staged: [(ObjectID, [UInt8])] = []       // discovery order (parents first)
         var seen = Set<ObjectID>()
 
         // One read of every id of a level: the remote splits it into its own batches (the
@@ -87,9 +112,7 @@ extension Vault {
             report.batches += 1
             let got = try remote.read(ids.map(\.fileID))
             for id in ids {
-                guard let bytes = got[id.fileID] else {
-                    throw .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
-                }
+                guard let bytes = got[id.fileID] else { throw Self.missing(kind, id, on: remote) }
                 guard FileIDs.matches(id.fileID, bytes) else {
                     throw .idMismatch(object: "\(remote.label) \(id.fileID)", actual: ObjectIDs.of(bytes, width: id.width).rawValue)
                 }
@@ -109,7 +132,7 @@ extension Vault {
                 let stored = got[id]!
                 let c = try decodeCommit(stored, id: id)
                 commits.append(c)
-                staged.append((id, stored))
+                try incoming.add(id.fileID, stored)
                 report.commits += 1
                 guard commits.count <= options.limits.maxCommits else { throw .tooLarge(object: "history of \(head.fileID)", size: commits.count, limit: options.limits.maxCommits) }
                 for p in c.parents where !seen.contains(p) && !local.hasObject(p) {
@@ -123,44 +146,67 @@ extension Vault {
         // Signatures of every new commit, against keys the trust admits.
         let (signers, keyFiles) = try verifyArriving(commits, remote: remote, state: state, trust: trust, report: &report)
 
-        // Trees, breadth-first; blobs collected.
+        // Trees, breadth-first, each level decoded on two threads; blobs collected.
         var treeFrontier: [ObjectID] = []
         for c in commits where !seen.contains(c.treeID) && !local.hasObject(c.treeID) {
             seen.insert(c.treeID)
             treeFrontier.append(c.treeID)
         }
-        var blobs: [(ObjectID, Int?, String?)] = []
+        var blobs: [ObjectID] = []
         while !treeFrontier.isEmpty {
             let got = try fetchBatch(treeFrontier, kind: "tree")
+            let level = treeFrontier
+            let decoded = SystemThread.map(level.count, width: 2) { i in
+                Result { () throws(VaultError) -> Tree in
+                    let plain = try self.decryptObject(got[level[i]]!, id: level[i], kind: "tree", inflateLimit: self.options.limits.maxTreeBytes)
+                    return try self.parseTree(plain, id: level[i])
+                }
+            }
             var next: [ObjectID] = []
-            for id in treeFrontier {
-                let stored = got[id]!
-                let plain = try decryptObject(stored, id: id, kind: "tree", inflateLimit: options.limits.maxTreeBytes)
-                let t = try parseTree(plain, id: id)
-                staged.append((id, stored))
+            for (i, id) in level.enumerated() {
+                let t = try decoded[i].get()
+                try incoming.add(id.fileID, got[id]!)
                 report.trees += 1
                 for e in t.entries {
                     switch e.kind {
                     case .folder(let sub):
                         if !seen.contains(sub) && !local.hasObject(sub) { seen.insert(sub); next.append(sub) }
                     case .file(let b):
-                        if !seen.contains(b) && !local.hasObject(b) { seen.insert(b); blobs.append((b, e.size, e.contentHash)) }
+                        if !seen.contains(b) && !local.hasObject(b) { seen.insert(b); blobs.append(b) }
                     }
                 }
             }
             treeFrontier = next
         }
+
+        // Blobs: each part checked and queued for writing on the thread that read it.
         if !blobs.isEmpty {
-            let got = try fetchBatch(blobs.map(\.0), kind: "blob")
-            for (id, _, _) in blobs {
-                staged.append((id, got[id]!))
-                report.blobs += 1
+            report.batches += 1
+            let wanted = Set(blobs.map(\.fileID))
+            let arrived = ArrivedIDs()
+            let label = remote.label
+            try remote.read(blobs.map(\.fileID)) { part throws(VaultError) in
+                var mine: [String] = []
+                for (fileID, bytes) in part where wanted.contains(fileID) {
+                    guard let id = FileIDs.objectID(of: fileID), ObjectIDs.of(bytes, width: id.width) == id else {
+                        let width = FileIDs.objectID(of: fileID)?.width ?? 12
+                        throw .idMismatch(object: "\(label) \(fileID)", actual: ObjectIDs.of(bytes, width: width).rawValue)
+                    }
+                    try incoming.add(fileID, bytes)
+                    mine.append(fileID)
+                }
+                arrived.ids.withLock { $0.formUnion(mine) }
             }
+            let got = arrived.ids.withLock { $0 }
+            for b in blobs where !got.contains(b.fileID) { throw Self.missing("blob", b, on: remote) }
+            report.blobs += blobs.count
         }
-        // Store children before what refers to them: reverse discovery order.
-        try local.write(staged.reversed().map { StoredFile(fileID: $0.0.fileID, bytes: $0.1) } + keyFiles)
-        if let packed { try recordAbsorbed(packed.taken) }
+        for k in keyFiles { try incoming.add(k.fileID, k.bytes) }
         return (report, signers)
+    }
+
+    static func missing(_ kind: String, _ id: ObjectID, on remote: any VaultObjectStore) -> VaultError {
+        .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
     }
 
     /// A commit decoded from stored bytes (signature not yet judged).

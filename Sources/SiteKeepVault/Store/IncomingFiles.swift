@@ -1,0 +1,45 @@
+import SiteKeepSystem
+import Synchronization
+
+/// Files a fetch brings from a remote, made durable under `.sg_vault/local/tmp` in the background
+/// as they arrive (an ``AtomicFile/Batch``) and stored under their ids only by ``commit()``, once
+/// the fetch has checked every id, decryption and signature: until then nothing is visible, and
+/// a fetch that fails leaves the folder as it was (``abandon()``).
+///
+/// ``commit()`` stores the last added first: a fetch adds in discovery order (commits, then the
+/// trees they name, then blobs), so every object is stored after everything it refers to, and
+/// a crash during the renames leaves only objects whose closure is present. An object already
+/// stored is never replaced (a truncated-hash collision cannot overwrite it); refs, indexes and
+/// key files are.
+final class IncomingFiles: Sendable {
+    let folder: String
+    private let batch: AtomicFile.Batch
+    private let madeFolders = Mutex<Set<String>>([])
+
+    /// Files for the vault folder of `store`.
+    init(into store: LocalObjectStore) throws(VaultError) {
+        folder = store.folder
+        try FileAccess.makeFolders(store.tempFolder)
+        batch = AtomicFile.Batch(temporaryFolder: store.tempFolder)
+    }
+
+    /// Queues one file (safe from several threads at once).
+    func add(_ fileID: String, _ bytes: [UInt8]) throws(VaultError) {
+        guard let id = FileIDs.validate(fileID) else { throw .invalidID(kind: "file id", value: fileID, in: "the vault folder \(folder)") }
+        let path = folder + "/" + id
+        let parent = FileAccess.parent(of: path)
+        if !madeFolders.withLock({ $0.contains(parent) }) {
+            try FileAccess.makeFolders(parent)
+            madeFolders.withLock { _ = $0.insert(parent) }
+        }
+        batch.add(path, bytes, replaceExisting: FileIDs.objectID(of: id) == nil)
+    }
+
+    /// Stores every file added, last added first, durably.
+    func commit() throws(VaultError) {
+        do { try batch.commit(order: .reversed) } catch { throw .io(path: error.path, reason: error.cause) }
+    }
+
+    /// Drops every file added: nothing is stored.
+    func abandon() { batch.abandon() }
+}
