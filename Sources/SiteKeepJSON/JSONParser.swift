@@ -281,6 +281,8 @@ public enum JSONParser: Sendable {
                         guard position - start <= limits.maxStringBytes else { throw fail(.stringTooLong(limit: limits.maxStringBytes)) }
                     }
                     nextRun = position + 16   // byte by byte past what stopped the run
+                    // A run can end exactly at the input's end (an unterminated string).
+                    guard position < bytes.count else { break }
                 }
                 let c = bytes[position]
                 if c == UInt8(ascii: "\"") {

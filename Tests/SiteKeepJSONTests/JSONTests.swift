@@ -12,6 +12,8 @@ import SiteKeepJSON
         "", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "tru", "nul", "'a'", "[1 2]",
         "{\"a\" 1}", "{a:1}", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"", "\"a\u{01}\"", "[1] x", "NaN", "Infinity",
         "{\"a\":1,\"a\":2}", "/* c */ 1",
+        // Unterminated strings whose plain run ends exactly at the input's end (16 and 32 bytes).
+        "\"" + String(repeating: "a", count: 16), "[\"" + String(repeating: "a", count: 32),
     ])
     func refusesMalformed(_ text: String) {
         #expect(throws: JSONError.self) { try JSONParser.parse(text) }
