@@ -1,5 +1,5 @@
-import Foundation
 public import SiteKeepCrypto
+internal import SiteKeepJSON
 
 /// Public facts of one version of a signing key.
 public struct SigningKeyVersionInfo: Sendable, Equatable, Codable {
@@ -182,15 +182,66 @@ struct KeyRecord: Codable, Equatable {
     static let maximumBlobCount = 256 * 1024
     static let maximumVersions = 1000
 
+    /// The record as stored: compact JSON, keys sorted (the shape `JSONEncoder` with
+    /// `.sortedKeys` wrote before, which every build reads), `ssh` left out when nil.
     func encoded() -> [UInt8] {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
-        return (try? Array(e.encode(self))) ?? []
+        var members: [JSONMember] = [
+            JSONMember(key: "algorithm", value: .string(algorithm.rawValue)),
+            JSONMember(key: "format", value: .integer(format)),
+            JSONMember(key: "id", value: .string(id)),
+            JSONMember(key: "name", value: .string(name)),
+        ]
+        if let ssh {
+            var policy: [JSONMember] = [JSONMember(key: "enabled", value: .bool(ssh.enabled)), JSONMember(key: "login", value: .bool(ssh.login))]
+            if let namespaces = ssh.namespaces { policy.append(JSONMember(key: "namespaces", value: .array(namespaces.map { .string($0) }))) }
+            policy.append(JSONMember(key: "otherData", value: .bool(ssh.otherData)))
+            members.append(JSONMember(key: "ssh", value: .object(policy)))
+        }
+        members.append(JSONMember(key: "versions", value: .array(versions.map { v in
+            .object([JSONMember(key: "created", value: .int(v.created)), JSONMember(key: "publicKey", value: .string(v.publicKey)),
+                     JSONMember(key: "version", value: .integer(v.version)), JSONMember(key: "wrapped", value: .string(v.wrapped))])
+        })))
+        return JSONSerializer.bytes(.object(members))
+    }
+
+    /// Reads a stored record's JSON: every field `encoded()` writes, with its type; members it
+    /// does not know are ignored (as `JSONDecoder` did). Nil when the bytes are not such a record.
+    static func decode(_ blob: [UInt8]) -> KeyRecord? {
+        do {
+            var r = try JSONObjectReader(JSONParser.parse(blob), path: "")
+            guard let format = Int(exactly: try r.int("format")),
+                  let algorithm = SigningAlgorithm(rawValue: try r.string("algorithm")) else { return nil }
+            let id = try r.string("id"), name = try r.string("name")
+            var versions: [Version] = []
+            for item in try r.array("versions") {
+                var v = try JSONObjectReader(item, path: "versions")
+                guard let number = Int(exactly: try v.int("version")) else { return nil }
+                versions.append(Version(version: number, created: try v.int("created"),
+                                        publicKey: try v.string("publicKey"), wrapped: try v.string("wrapped")))
+            }
+            var ssh: SSHAgentPolicy? = nil
+            if let value = r.optional("ssh"), !value.isNull {
+                var p = try JSONObjectReader(value, path: "ssh")
+                var namespaces: [String]? = nil
+                if let list = p.optional("namespaces"), !list.isNull {
+                    guard let items = list.arrayValue else { return nil }
+                    namespaces = try items.map { item throws(JSONShapeError) in
+                        guard let s = item.stringValue else { throw .wrongType(path: "ssh.namespaces", expected: "a string", found: item.typeName) }
+                        return s
+                    }
+                }
+                ssh = SSHAgentPolicy(enabled: try p.bool("enabled"), login: try p.bool("login"), namespaces: namespaces,
+                                     otherData: try p.bool("otherData"))
+            }
+            return KeyRecord(format: format, id: id, name: name, algorithm: algorithm, versions: versions, ssh: ssh)
+        } catch {
+            return nil
+        }
     }
 
     static func parse(_ blob: [UInt8], kind: String, id: String) throws(CustodyError) -> KeyRecord {
         guard blob.count <= maximumBlobCount else { throw .damagedItem("\(kind)/\(id) is larger than \(maximumBlobCount) bytes") }
-        guard let r = try? JSONDecoder().decode(KeyRecord.self, from: Data(blob)) else {
+        guard let r = decode(blob) else {
             throw .damagedItem("\(kind)/\(id) is not a SiteKeep key record")
         }
         guard r.format == 1 else { throw .damagedItem("\(kind)/\(id) has unsupported format \(r.format); upgrade SiteKeep") }

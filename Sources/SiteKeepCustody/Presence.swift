@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Dispatch
-import Foundation
 import Synchronization
 internal import CLinux
 internal import SiteKeepSystem
@@ -153,7 +152,7 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
     /// - Throws: ``CustodyError/presenceUnavailable(_:)`` when it is unset or unusable.
     public static func fromEnvironment(_ environment: [String: String]? = nil,
                                        timeout: Duration = .seconds(60)) throws(CustodyError) -> AskpassPresenceVerifier {
-        guard let program = (environment ?? ProcessInfo.processInfo.environment)["SITEKEEP_ASKPASS"], !program.isEmpty else {
+        guard let program = (environment ?? ProcessEnvironment.current())["SITEKEEP_ASKPASS"], !program.isEmpty else {
             throw .presenceUnavailable("SITEKEEP_ASKPASS is not set; set it to a program that asks the user (as SSH_ASKPASS does)")
         }
         return try AskpassPresenceVerifier(program: program, timeout: timeout)
@@ -171,7 +170,7 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
     /// Runs the askpass program, naming the site by `siteLabel`, and waits for its answer.
     public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         let promptID = PresenceProof.newPromptID()
-        var env = ProcessInfo.processInfo.environment
+        var env = ProcessEnvironment.current()
         env["SITEKEEP_PRESENCE_SITE"] = Self.printable(siteLabel)
         env["SITEKEEP_PRESENCE_SITE_ID"] = Self.printable(site)
         env["SITEKEEP_PRESENCE_OP"] = Self.printable(op)
