@@ -2,11 +2,11 @@
 import Glibc
 #endif
 import Dispatch
-import Foundation
 import Synchronization
 internal import CLinux
 import SiteKeepCrypto
 import SiteKeepSystem
+internal import SiteKeepJSON
 
 /// One key use, as the audit log records it. Holds no secret material: ids, names and
 /// outcomes only.
@@ -36,6 +36,41 @@ public struct AuditEntry: Sendable, Equatable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case seq, time, site, op, key, result, presenceAgeMs = "presence_age_ms", prompt, detail, prev
+    }
+
+    /// An entry.
+    public init(seq: Int, time: String, site: String, op: String, key: String, result: String,
+                presenceAgeMs: Int? = nil, prompt: String? = nil, detail: String? = nil, prev: String) {
+        self.seq = seq
+        self.time = time
+        self.site = site
+        self.op = op
+        self.key = key
+        self.result = result
+        self.presenceAgeMs = presenceAgeMs
+        self.prompt = prompt
+        self.detail = detail
+        self.prev = prev
+    }
+
+    /// Reads one log line (without its newline): the required members with their types, the
+    /// optional ones absent or null; members it does not know are ignored. Nil when the line
+    /// is not an entry.
+    public static func decode(_ line: some Collection<UInt8>) -> AuditEntry? {
+        do {
+            var r = try JSONObjectReader(JSONParser.parse(line), path: "")
+            guard let seq = Int(exactly: try r.int("seq")) else { return nil }
+            var age: Int? = nil
+            if let v = r.optional("presence_age_ms"), !v.isNull {
+                guard let i = v.intValue, let n = Int(exactly: i) else { return nil }
+                age = n
+            }
+            return AuditEntry(seq: seq, time: try r.string("time"), site: try r.string("site"), op: try r.string("op"),
+                              key: try r.string("key"), result: try r.string("result"), presenceAgeMs: age,
+                              prompt: try r.optionalString("prompt"), detail: try r.optionalString("detail"), prev: try r.string("prev"))
+        } catch {
+            return nil
+        }
     }
 }
 
@@ -136,6 +171,8 @@ public final class AuditLog: Sendable {
     private let state: Mutex<State>
     /// Whether no append waits for an fsync (``syncInBackground()``).
     private let backgroundSync = Atomic<Bool>(false)
+    /// Whether appends leave every fsync to ``flush()`` (``syncOnFlushOnly()``).
+    private let syncOnFlush = Atomic<Bool>(false)
     private let fsyncCount = Atomic<Int>(0)
     /// How many fsyncs the log has made (for tests).
     package var fsyncs: Int { fsyncCount.load(ordering: .relaxed) }
@@ -179,18 +216,25 @@ public final class AuditLog: Sendable {
         var lines = buf.split(separator: 0x0a, omittingEmptySubsequences: true)
         if buf.last != 0x0a, !lines.isEmpty { lines.removeLast() }  // a torn last line is not extended
         guard let last = lines.last else { return (genesis, 0) }
-        let seq = (try? JSONDecoder().decode(AuditEntry.self, from: Data(last)))?.seq ?? 0
+        let seq = AuditEntry.decode(last)?.seq ?? 0
         return (Hex.encode(SHA256.hash(last)), seq)
     }
 
     deinit {
-        let head: AuditAnchor.Head? = state.withLock { s in
-            _ = fsync(s.fd)
-            close(s.fd)
-            return s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil
+        finish()
+        state.withLock { s in close(s.fd) }
+    }
+
+    /// What a one-shot process does on its way out (and releasing the log does): fsyncs every
+    /// line written and anchors the head, unless another writer anchored within the anchor's
+    /// interval (then the next one anchors these lines too).
+    public func finish() {
+        let (fd, head) = state.withLock { s -> (Int32, AuditAnchor.Head?) in
+            defer { s.unanchored = false }
+            return (s.fd, s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil)
         }
-        // A one-shot command exits soon after: anchor what it wrote now, unless another writer
-        // anchored within the interval (then the next one anchors these lines too).
+        _ = fsync(fd)
+        fsyncCount.add(1, ordering: .relaxed)
         anchor?.flush(with: head, unlessWrittenWithin: anchor?.interval)
     }
 
@@ -231,6 +275,7 @@ public final class AuditLog: Sendable {
             s.seq += 1
             s.end = size + Int64(line.count)
             s.unanchored = true
+            if syncOnFlush.load(ordering: .relaxed) { return .nothing }
             let nowNs = Int64(BootClock.system.nanoseconds())
             let interval = syncInterval.components.seconds * 1_000_000_000 + syncInterval.components.attoseconds / 1_000_000_000
             let idle = nowNs - s.lastSyncNs >= interval
@@ -270,6 +315,15 @@ public final class AuditLog: Sendable {
     /// one, is on disk before its call returns.
     public func syncInBackground() {
         backgroundSync.store(true, ordering: .relaxed)
+    }
+
+    /// From now on appends only write their lines: one ``finish()`` fsyncs them all and anchors
+    /// the head. For a one-shot reader (`sitekeep-read`) whose whole run, a few milliseconds,
+    /// is shorter than ``syncInterval``: its lines are on disk before it exits, as the daemon's
+    /// are within the interval, for one fsync instead of one per idle spell and a timer thread.
+    /// The caller must ``finish()`` before it exits (releasing the log does too).
+    public func syncOnFlushOnly() {
+        syncOnFlush.store(true, ordering: .relaxed)
     }
 
     /// fsyncs everything written so far and anchors the head at once. Appends go on while it
@@ -355,7 +409,6 @@ public final class AuditLog: Sendable {
         var expected = genesis
         var number = 0
         var start = 0
-        let decoder = JSONDecoder()
         while start < bytes.count {
             guard let end = bytes[start...].firstIndex(of: 0x0a) else {
                 return (AuditVerification(lineCount: number + 1, firstBadLine: number + 1, reason: "the last line is incomplete"), nil)
@@ -363,7 +416,7 @@ public final class AuditLog: Sendable {
             number += 1
             let line = bytes[start..<end]
             start = end + 1
-            guard let entry = try? decoder.decode(AuditEntry.self, from: Data(line)) else {
+            guard let entry = AuditEntry.decode(line) else {
                 return (AuditVerification(lineCount: number, firstBadLine: number, reason: "not a valid audit entry"), nil)
             }
             guard entry.seq == number else {
@@ -384,8 +437,7 @@ public final class AuditLog: Sendable {
     /// The entries of a log file, for `sitekeep log show` (unverified: run ``verify()`` for that).
     public static func entries(path: String) throws(CustodyError) -> [AuditEntry] {
         let bytes = try Files.readIfExists(path, limit: 1 << 30) ?? []
-        let decoder = JSONDecoder()
-        return bytes.split(separator: 0x0a).compactMap { try? decoder.decode(AuditEntry.self, from: Data($0)) }
+        return bytes.split(separator: 0x0a).compactMap { AuditEntry.decode($0) }
     }
 
     /// Milliseconds since the Unix epoch.

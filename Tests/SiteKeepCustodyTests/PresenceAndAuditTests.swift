@@ -264,6 +264,58 @@ func script(_ body: String) throws -> String {
         #expect(try background.verify().lineCount == 2)
     }
 
+    /// A log that syncs on finish only (`sitekeep-read`'s) writes each line at once and makes
+    /// no fsync, and starts no timer, until `finish()`; that one fsync covers every line, and
+    /// an anchored log is anchored by it as a one-shot command's exit is.
+    @Test(arguments: Backend.allCases) func aLogThatSyncsOnFinishMakesOneFsync(backend: Backend) throws {
+        let dir = try temporaryFolder()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let log = try AuditLog(path: dir + "/one.log", genesis: AuditLog.genesis(storeID: "s"), syncInterval: .milliseconds(1))
+        log.syncOnFlushOnly()
+        for k in 0..<3 {
+            try log.append(site: "-", op: "vault.open", key: "k\(k)", result: "ok")
+            usleep(5_000)   // past the interval: a line after each idle spell would be synced at once
+        }
+        #expect(log.fsyncs == 0, "\(log.fsyncs) fsyncs before finish")
+        #expect(try AuditLog.entries(path: dir + "/one.log").count == 3, "each line is written before append returns")
+        log.finish()
+        #expect(log.fsyncs == 1)
+
+        let f = try Fixture(backend)
+        let config = CustodianConfiguration(auditAnchorInterval: .milliseconds(1), autoLockTimer: false)
+        try Custodian(home: f.home, keyring: f.keyring, configuration: config)
+            .initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
+        let item = KeyringItemID(store: try Custodian(home: f.home, keyring: f.keyring).storeID, kind: AuditAnchor.itemKind, id: "head")
+        let c = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
+        c.auditLog.syncOnFlushOnly()
+        usleep(5_000)
+        try c.auditLog.append(site: nil, op: "vault.open", key: "k", result: "ok")
+        c.auditLog.finish()
+        let lines = try c.auditLog.verify()
+        #expect(lines.isIntact && lines.anchoredThrough == lines.lineCount, "\(lines)")
+        #expect(try #require(AuditAnchor.parse(f.keyring.load(item))).head.seq == lines.lineCount)
+    }
+
+    /// Log lines are read without Foundation: the fields with their types, optional ones absent
+    /// or null, unknown members ignored; a line of another shape is no entry.
+    @Test func entriesAreReadByTheirFieldsAndTypes() {
+        let full = #"{"seq":7,"time":"2026-12-03T08:00:00.000Z","site":"https://a.example","op":"sign","key":"k","result":"ok","presence_age_ms":12,"prompt":"p1","detail":"git","prev":"ab","future":[1,{"x":null}]}"#
+        let entry = AuditEntry.decode(Array(full.utf8))
+        #expect(entry == AuditEntry(seq: 7, time: "2026-12-03T08:00:00.000Z", site: "https://a.example", op: "sign", key: "k", result: "ok",
+                                    presenceAgeMs: 12, prompt: "p1", detail: "git", prev: "ab"))
+        let bare = #"{"seq":1,"time":"t","site":"-","op":"unlock","key":"-","result":"denied","presence_age_ms":null,"prev":"g"}"#
+        #expect(AuditEntry.decode(Array(bare.utf8))?.presenceAgeMs == nil)
+        #expect(AuditEntry.decode(Array(bare.utf8))?.result == "denied")
+        for bad in [#"{"seq":"1","time":"t","site":"-","op":"o","key":"-","result":"ok","prev":"g"}"#,
+                    #"{"seq":1.5,"time":"t","site":"-","op":"o","key":"-","result":"ok","prev":"g"}"#,
+                    #"{"seq":1,"time":"t","site":"-","op":"o","key":"-","result":"ok"}"#,
+                    #"{"seq":1,"time":"t","site":"-","op":"o","key":"-","result":"ok","prev":"g","prompt":3}"#,
+                    #"{"seq":1,"time":"t","site":"-","op":"o","key":"-","result":"ok","prev":"g","presence_age_ms":"5"}"#,
+                    #"[1]"#, #"{"seq":1"#, ""] {
+            #expect(AuditEntry.decode(Array(bad.utf8)) == nil, "\(bad)")
+        }
+    }
+
     @Test func intactLogVerifiesAndContinuesAcrossReopen() throws {
         let (log, path) = try makeLog(lines: 5)
         #expect(try log.verify() == AuditVerification(lineCount: 5, firstBadLine: nil, reason: nil))
