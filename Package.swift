@@ -81,10 +81,12 @@ let package = Package(
         // Test support (in-memory services and keys), for the fuzz package; never linked by a
         // production executable.
         .library(name: "SiteKeepTesting", targets: ["SiteKeepTesting"]),
-        // `sitekeep` is the daemon client people run; it execs `sitekeep-main`, the whole tool,
-        // when no daemon serves the store. The two ship together, in one folder.
+        // `sitekeep` is the daemon client people run; when no daemon serves the store it execs
+        // `sitekeep-read` (a one-shot `vault cat`) or `sitekeep-main`, the whole tool. The three
+        // ship together, in one folder.
         .executable(name: "sitekeep", targets: ["sitekeep"]),
         .executable(name: "sitekeep-main", targets: ["sitekeep-main"]),
+        .executable(name: "sitekeep-read", targets: ["sitekeep-read"]),
     ] + (browserAvailable ? [.executable(name: "sitekeep-browser", targets: ["sitekeep-browser"])] : []),
     targets: [
         // C libraries. Module map + shim header only; no Swift.
@@ -176,10 +178,17 @@ let package = Package(
         // A command run inside the daemon, from the client's side: the `run` relay and the
         // process's terminal. Glibc, JSON, sockets and guarded memory only: no Foundation, no OpenSSL.
         .target(name: "SiteKeepRunClient", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepSystem", "SiteKeepSecureMemory"]),
-        // The `sitekeep` front end: runs a command in its store's daemon, else execs sitekeep-main.
+        // The `sitekeep` front end: runs a command in its store's daemon, else execs sitekeep-read
+        // or sitekeep-main.
         // It must never link Foundation, OpenSSL or zlib (DaemonClientTests checks): its start-up is the point.
         .executableTarget(name: "sitekeep", dependencies: ["SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepSecureMemory"],
                           linkerSettings: packedRelocations),
+        // `sitekeep-read`: the one-shot `vault cat NAME PATH --prf-file F` the front end hands it when
+        // no daemon runs (custody, the keyring and the vault; no Foundation, no SQLite), else sitekeep-main.
+        .executableTarget(name: "sitekeep-read", dependencies: [
+            "SiteKeepRunClient", "SiteKeepBridgeProtocol", "SiteKeepSystem", "SiteKeepSecureMemory", "SiteKeepCrypto", "SiteKeepKeyring",
+            "SiteKeepCustody", "SiteKeepHardening", "SiteKeepVault",
+        ], linkerSettings: packedRelocations),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
         // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
         .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),

@@ -26,7 +26,7 @@ struct ThinClient {
               let socket = try? DaemonSockets.control(environment: environment), exists(socket),
               let cwd = ProcessEnvironment.workingDirectory(),
               let home = try? StoreHome.resolve(explicit: homeArgument(arguments), environment: environment, workingDirectory: cwd),
-              let store = home.storeID() else { runMain(arguments) }
+              let store = home.storeID() else { runAlone(arguments, environment) }
         // The hardening guarded memory needs (this process links no OpenSSL, so it has no
         // OpenSSL secure heap to set up: a relayed secret lives in libsodium's guarded memory).
         do {
@@ -40,11 +40,22 @@ struct ThinClient {
             case .exited(let status): exit(status)
             // A refusal (locked, another version) is reported by the whole tool, which forwards
             // again and prints it as every command prints errors (text or --json).
-            case .notServed, .refused: runMain(arguments)
+            case .notServed: runAlone(arguments, environment)
+            case .refused: runMain(arguments)
             }
         } catch {
             runMain(arguments)
         }
+    }
+
+    /// A command with no daemon to run it: the plain one-shot `vault cat` in `sitekeep-read`
+    /// (``OneShotCatRequest``), when it is installed here; anything else in the whole tool.
+    /// Never returns.
+    static func runAlone(_ arguments: [String], _ environment: [String: String]) -> Never {
+        if environment["LISTEN_FDS"] == nil, OneShotCatRequest(arguments) != nil, SiblingExecutable.exists("sitekeep-read") {
+            _ = SiblingExecutable.exec("sitekeep-read", arguments: arguments)   // returns only if it cannot run
+        }
+        runMain(arguments)
     }
 
     /// The last `--home DIR` or `--home=DIR` before `--`. A hint for finding the store's id:
@@ -71,13 +82,6 @@ struct ThinClient {
     /// Replaces this process with `sitekeep-main` beside this executable (same arguments, same
     /// environment, same pid); never returns.
     static func runMain(_ arguments: [String]) -> Never {
-        let me = ProcessEnvironment.executablePath() ?? CommandLine.arguments[0]
-        let folder = me.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(me[..<$0]) } ?? "."
-        let main = folder + "/sitekeep-main"
-        let argv = ([CommandLine.arguments.first ?? "sitekeep"] + arguments).map { strdup($0) } + [nil]
-        execv(main, argv)
-        let why = String(cString: strerror(errno))
-        try? FileIO.writeAll(2, Array("error: cannot run \(main): \(why)\nhint: install sitekeep-main beside sitekeep (they ship together), or reinstall SiteKeep\n".utf8))
-        exit(1)
+        SiblingExecutable.execWholeTool(arguments)
     }
 }

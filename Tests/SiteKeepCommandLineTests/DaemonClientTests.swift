@@ -68,6 +68,20 @@ import Glibc
         }
         deinit { stop() }
 
+        /// Runs the real `sitekeep` under `strace`: its result and every program it became
+        /// (each successful `execve`, in order).
+        func traced(_ args: [String], extra: [String: String] = [:]) throws -> (status: Int32, out: String, err: String, programs: [String]) {
+            let trace = store.dir.appendingPathComponent("exec-trace").path
+            let r = ChildProcess.capture("/usr/bin/strace", ["-f", "-qq", "-e", "trace=execve", "-o", trace, sitekeep] + args,
+                                         environment: env.merging(extra) { $1 })
+            let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+            let programs = calls.filter { $0.contains("execve(\"") && !$0.contains("= -1") }.compactMap { line -> String? in
+                guard let open = line.range(of: "execve(\"") , let close = line[open.upperBound...].firstIndex(of: "\"") else { return nil }
+                return String(line[open.upperBound..<close])
+            }
+            return (r.status, r.out, r.err, programs)
+        }
+
         /// The three commands of the must-show, with no secret given and no terminal.
         func keyCommands() -> [(name: String, result: (status: Int32, out: String, err: String))] {
             let message = (try? store.file("m.txt", Array("sign me".utf8))) ?? ""
@@ -234,15 +248,9 @@ import Glibc
         defer { bed.stop() }
         try bed.serve()
         #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
-        let trace = bed.store.dir.appendingPathComponent("exec-trace").path
         func execs(_ args: [String]) throws -> (status: Int32, out: String, programs: [String]) {
-            let r = ChildProcess.capture("/usr/bin/strace", ["-f", "-e", "trace=execve", "-o", trace, bed.sitekeep] + args, environment: bed.env)
-            let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
-            let programs = calls.filter { $0.contains("execve(\"") && !$0.contains("= -1") }.compactMap { line -> String? in
-                guard let open = line.range(of: "execve(\"") , let close = line[open.upperBound...].firstIndex(of: "\"") else { return nil }
-                return String(line[open.upperBound..<close])
-            }
-            return (r.status, r.out, programs)
+            let r = try bed.traced(args)
+            return (r.status, r.out, r.programs)
         }
         let through = try execs(["vault", "cat", "notes", "n.txt"])
         #expect(through.status == 0 && through.out == "vault text\n")
@@ -255,6 +263,70 @@ import Glibc
         let alone = try execs(["vault", "cat", "notes", "n.txt", "--passphrase-file", bed.store.passFile])
         #expect(alone.status == 0 && alone.out == "vault text\n")
         #expect(alone.programs.last?.hasSuffix("/sitekeep-main") == true, "\(alone.programs)")
+    }
+
+    /// With no daemon, the plain one-shot `vault cat NAME PATH --prf-file F` runs in
+    /// `sitekeep-read` (custody and the vault, no Foundation): the whole tool never starts.
+    /// Every other form, and anything the reader would have to explain before it unlocks, goes
+    /// to the whole tool, which words it as always; a failed unlock is reported by the reader
+    /// itself, in the whole tool's words, and counted once.
+    @Test func theOneShotVaultCatRunsWithoutTheWholeTool() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "strace is missing: run tools/setup")
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let prf = try bed.store.file("prf.bin", (0..<32).map { UInt8($0 * 7 & 0xff) })
+        #expect(await bed.store.run(["slot", "add", "prf", "--passphrase-file", bed.store.passFile, "--new-prf-file", prf,
+                                     "--rp-id", "example.org", "--credential-id", "AAAA"]).status == 0)
+        // The front end finds its siblings through /proc/self/exe, so by their real path.
+        let folder = URL(fileURLWithPath: bed.sitekeep).resolvingSymlinksInPath().deletingLastPathComponent()
+        let main = folder.appendingPathComponent("sitekeep-main").path
+        let reader = folder.appendingPathComponent("sitekeep-read").path
+        #expect(FileManager.default.isExecutableFile(atPath: reader), "build sitekeep-read beside sitekeep (swift build)")
+
+        let plain = try bed.traced(["vault", "cat", "notes", "n.txt", "--prf-file", prf])
+        #expect(plain.status == 0 && plain.out == "vault text\n" && plain.err.isEmpty, "\(plain)")
+        #expect(plain.programs == [bed.sitekeep, reader], "\(plain.programs)")
+        // Options in another order, `--home=` and a hex PRF file are the same plain form.
+        let hex = try bed.store.file("prf.hex", Array(((0..<32).map { String(format: "%02X", $0 * 7 & 0xff) }.joined() + "\r\n").utf8))
+        let reordered = try bed.traced(["vault", "cat", "--home=\(bed.store.home)", "--prf-file", hex, "notes", "n.txt"])
+        #expect(reordered.status == 0 && reordered.out == "vault text\n" && reordered.programs == [bed.sitekeep, reader], "\(reordered)")
+
+        // The check can fail: another form of the command line starts the whole tool, at once.
+        let json = try bed.traced(["vault", "cat", "notes", "n.txt", "--prf-file", prf, "--json"])
+        #expect(json.status == 0 && json.out.contains("\"dataBase64\"") && json.programs == [bed.sitekeep, main], "\(json)")
+        // What the reader would have to explain before unlocking is the whole tool's to say.
+        for (args, words) in [(["vault", "cat", "nope", "n.txt", "--prf-file", prf], "no vault named \"nope\""),
+                              (["vault", "cat", "notes", "n.txt", "--prf-file", bed.store.dir.appendingPathComponent("missing").path], "cannot read the PRF output file"),
+                              (["vault", "cat", "notes", "n.txt", "--prf-file", bed.store.passFile], "not 32 raw bytes or 64 hex characters")] {
+            let r = try bed.traced(args)
+            #expect(r.status == 1 && r.err.contains(words) && r.programs.last == main, "\(args): \(r)")
+        }
+        let mismatch = try bed.traced(["vault", "cat", "notes", "n.txt", "--prf-file", prf], extra: ["SITEKEEP_KEYRING": "secret-service"])
+        #expect(mismatch.status == 1 && mismatch.err.contains("keyring") && mismatch.programs.last == main, "\(mismatch)")
+        // A daemon's control socket is there (here one left behind by a daemon that died): the
+        // reader never unlocks beside a daemon; the whole tool decides, and runs it alone.
+        try FileManager.default.createDirectory(atPath: bed.run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let left = ChildProcess.capture("/usr/bin/python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", bed.run + "/control.sock"], environment: [:])
+        try #require(left.status == 0, "could not leave a socket behind: \(left.err)")
+        let beside = try bed.traced(["vault", "cat", "notes", "n.txt", "--prf-file", prf])
+        #expect(beside.status == 0 && beside.out == "vault text\n" && beside.programs.last == main, "\(beside)")
+        try FileManager.default.removeItem(atPath: bed.run + "/control.sock")
+
+        // A wrong PRF output: the reader reports it as the whole tool does, and tries it once.
+        let wrong = try bed.store.file("wrong.bin", [UInt8](repeating: 0x5a, count: 32))
+        let auditPath = bed.store.home + "/audit.log"
+        func failedUnlocks() throws -> Int {
+            try String(contentsOfFile: auditPath, encoding: .utf8).split(separator: "\n")
+                .filter { $0.contains("\"op\":\"unlock\"") && !$0.contains("\"result\":\"ok\"") }.count
+        }
+        let before = try failedUnlocks()
+        let refused = try bed.traced(["vault", "cat", "notes", "n.txt", "--prf-file", wrong])
+        #expect(refused.status == 1 && refused.out.isEmpty && refused.programs == [bed.sitekeep, reader], "\(refused)")
+        #expect(try failedUnlocks() == before + 1)
+        let whole = ChildProcess.capture(main, ["vault", "cat", "notes", "n.txt", "--prf-file", wrong], environment: bed.env)
+        #expect(whole.status == 1 && refused.err == whole.err && refused.err.hasPrefix("error: could not unlock"), "\(refused.err) / \(whole.err)")
+        // Its audit lines are on disk and chained like the whole tool's.
+        #expect(bed.cli(["log", "verify"]).status == 0)
     }
 
     /// The front end links no Foundation (its start-up is the point of it): no symbol of
@@ -283,10 +355,21 @@ import Glibc
                     || $0.contains("32FoundationInternationalization")
             }
         }
+        func needed(_ path: String) throws -> [Substring] {
+            let dynamic = ChildProcess.capture("/usr/bin/readelf", ["-d", path], environment: [:])
+            try #require(dynamic.status == 0, "readelf could not read \(path): \(dynamic.err)")
+            return dynamic.out.split(separator: "\n").filter { $0.contains("(NEEDED)") && $0.contains("Foundation") }
+        }
         let linked = try foundationSymbols(front)
         #expect(linked.isEmpty, "the front end links Foundation: \(linked.prefix(5))")
+        // Nor does the one-shot reader, which a plain `vault cat` with no daemon runs instead
+        // of the whole tool: neither its code nor a library it loads.
+        let reader = URL(fileURLWithPath: front).deletingLastPathComponent().appendingPathComponent("sitekeep-read").path
+        let readerLoads = try needed(reader)
+        #expect(try foundationSymbols(reader).isEmpty && readerLoads.isEmpty, "sitekeep-read links Foundation: \(readerLoads)")
         // The check can fail: the whole tool does link it.
-        #expect(try !foundationSymbols(URL(fileURLWithPath: front).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path).isEmpty)
+        let main = URL(fileURLWithPath: front).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path
+        #expect(try !foundationSymbols(main).isEmpty && !needed(main).isEmpty)
     }
 
     /// The front end loads no OpenSSL, zlib or SQLite: the dynamic loading of libcrypto alone
