@@ -33,7 +33,10 @@ enum OneShotCat {
         if let request = OneShotCatRequest(arguments), let cwd = ProcessEnvironment.workingDirectory(),
            let home = try? StoreHome.resolve(explicit: request.home, environment: environment, workingDirectory: cwd),
            let status = run(request, home: home, environment: environment) {
-            exit(status)
+            // `_exit`, not `exit`: everything is written (unbuffered) and the audit log synced;
+            // the atexit handlers (OpenSSL's teardown of its tables, C++ destructors) would only
+            // free memory the kernel takes back anyway, and took a twentieth of the run.
+            _exit(status)
         }
         SiblingExecutable.execWholeTool(arguments)
     }
@@ -53,7 +56,8 @@ enum OneShotCat {
         guard StoreOpening.exists(home: home.path),
               let record = try? VaultRegistry(file: home.path + "/vaults.json").record(named: request.vault), !record.isLegacy,
               let prf = readPRF(request.prfFile),
-              let store = try? StoreOpening.open(home: home.path, keyring: keyring),
+              // A process that ends in milliseconds needs no idle-lock timer (nor the thread it starts).
+              let store = try? StoreOpening.open(home: home.path, keyring: keyring, configuration: CustodianConfiguration(autoLockTimer: false)),
               (try? store.custodian.isInitialized()) == true else { return nil }
         let custodian = store.custodian
         // One fsync of the audit log, as the process ends, for the lines of its few
