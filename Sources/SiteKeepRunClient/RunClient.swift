@@ -72,7 +72,10 @@ public enum RunClient {
             guard let connected = try ControlClient.connect(path: socket) else { return .notServed }
             fd = connected
         } catch {
-            throw .untrustedSocket("\(error)")
+            // The socket's path and why, once: the remedy is the error's own (printed as the hint).
+            guard case let .untrustedSocket(path, reason) = error else { throw .untrustedSocket("\(socket): \(error)") }
+            let suffix = "; " + ControlClient.remedy
+            throw .untrustedSocket("\(path): " + (reason.hasSuffix(suffix) ? String(reason.dropLast(suffix.count)) : reason))
         }
         defer { close(fd) }
         var env: [JSONMember] = []
@@ -172,7 +175,8 @@ public enum RunClient {
 
 /// Why a run through the daemon failed on the client's side.
 public enum RunClientError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The control socket failed the client's checks; nothing was sent. The reason names the path.
+    /// The control socket failed the client's checks; nothing was sent. The text is the
+    /// socket's path and what is wrong with it (``remedy`` says what to do).
     case untrustedSocket(String)
     /// The daemon closed the connection before the command finished.
     case connectionLost
@@ -181,7 +185,7 @@ public enum RunClientError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var description: String {
         switch self {
-        case .untrustedSocket(let why): "refusing to talk to the daemon socket, nothing was sent: \(why)"
+        case .untrustedSocket(let why): "refusing to talk to the daemon socket \(why); nothing was sent"
         case .connectionLost: "the daemon closed the connection before the command finished"
         case .input(let why): why
         }

@@ -310,6 +310,12 @@ import Glibc
         try #require(left.status == 0, "could not leave a socket behind: \(left.err)")
         let beside = try bed.traced(["vault", "cat", "notes", "n.txt", "--prf-file", prf])
         #expect(beside.status == 0 && beside.out == "vault text\n" && beside.programs.last == main, "\(beside)")
+        // The same socket in a folder others may enter: refused, nothing sent, said once.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bed.run)
+        let open = bed.cli(["vault", "cat", "notes", "n.txt", "--prf-file", prf])
+        #expect(open.status == 1 && open.out.isEmpty, "\(open)")
+        #expect(open.err == "error: refusing to talk to the daemon socket \(bed.run)/control.sock: its folder \(bed.run) is open to other users (mode 755), so another user could have put a listener there; nothing was sent\nhint: \(ControlClient.remedy)\n", "\(open.err)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: bed.run)
         try FileManager.default.removeItem(atPath: bed.run + "/control.sock")
 
         // A wrong PRF output: the reader reports it as the whole tool does, and tries it once.
