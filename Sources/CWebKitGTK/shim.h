@@ -22,6 +22,11 @@ static inline GObject *skb_object(void *object) { return G_OBJECT(object); }
 static inline GtkWindow *skb_window(void *object) { return GTK_WINDOW(object); }
 static inline GApplication *skb_application(void *object) { return G_APPLICATION(object); }
 static inline GtkEditable *skb_editable(void *object) { return GTK_EDITABLE(object); }
+/* The text of `widget` when it is a label, or a list box row holding one; NULL otherwise. */
+static inline const char *skb_label_text(GtkWidget *widget) {
+    if (GTK_IS_LIST_BOX_ROW(widget)) widget = gtk_list_box_row_get_child(GTK_LIST_BOX_ROW(widget));
+    return widget && GTK_IS_LABEL(widget) ? gtk_label_get_text(GTK_LABEL(widget)) : NULL;
+}
 
 /* --- Running work on the GLib main loop from any thread ------------------------------------ */
 typedef void (*skb_context_fn)(void *context);

@@ -13,6 +13,14 @@ import SiteKeepJSON
 /// {"cmd": "state", "id": 3}   {"cmd": "quit"}
 /// ```
 ///
+/// `state` answers with the tabs (site, url, source, scroll), the index of the one shown
+/// (`active`), the tab strip (`tabStrip`), the address bar (`address`: shown, focused, text,
+/// selection) and the reading list panel (`readingList`: shown, lines):
+///
+/// ```
+/// {"event": "result", "id": 3, "tabStrip": "shown", "active": 0, "address": {"shown": false, …}, …}
+/// ```
+///
 /// For tests and scripts driving the browser; off unless asked for, and only its own stdin
 /// can drive it.
 @MainActor
@@ -71,7 +79,8 @@ extension Browser {
             enterAddress(text)
             reply(id, ["ok": true])
         case "state":
-            reply(id, ["tabStrip": .string(tabStripShown ? "shown" : "hidden"), "tabs": .array(tabs.map { t in
+            reply(id, ["tabStrip": .string(tabStripShown ? "shown" : "hidden"), "active": activeIndex.map { .int(Int64($0)) } ?? .null,
+                       "address": addressState, "readingList": readingListState, "tabs": .array(tabs.map { t in
                 ["site": .string(t.site.name), "url": .string(t.uri ?? ""), "source": .string(t.source.rawValue), "scroll": .double(t.scroll)]
             })])
         case "quit":

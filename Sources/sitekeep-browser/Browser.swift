@@ -379,6 +379,34 @@ final class Browser {
 
     var tabStripShown: Bool { gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0 }
 
+    /// The index in ``tabs`` of the tab shown, if any.
+    var activeIndex: Int? { current.flatMap { c in tabs.firstIndex { $0 === c } } }
+
+    /// The address bar as the window has it (automation): revealed or not, whether the focus is
+    /// in it, its text, and the selected range in characters (empty when nothing is selected).
+    var addressState: JSONValue {
+        let editable = skb_editable(UnsafeMutableRawPointer(address))
+        var start: Int32 = 0, end: Int32 = 0
+        let selected = gtk_editable_get_selection_bounds(editable, &start, &end) != 0
+        // The focus is on the entry's own text widget, inside the entry.
+        let focus = window.flatMap { gtk_window_get_focus(skb_window(UnsafeMutableRawPointer($0))) }
+        let focused = focus.map { $0 == address || gtk_widget_is_ancestor($0, address) != 0 } ?? false
+        return ["shown": .bool(gtk_revealer_get_reveal_child(OpaquePointer(addressRevealer)) != 0), "focused": .bool(focused),
+                "text": .string(string(gtk_editable_get_text(editable)) ?? ""),
+                "selection": selected ? [.int(Int64(start)), .int(Int64(end))] : []]
+    }
+
+    /// The reading list panel (automation): revealed or not, and the lines it shows, read off its rows.
+    var readingListState: JSONValue {
+        var lines: [JSONValue] = []
+        var row = gtk_widget_get_first_child(readingList)
+        while let r = row {
+            if let text = string(skb_label_text(r)) { lines.append(.string(text)) }
+            row = gtk_widget_get_next_sibling(r)
+        }
+        return ["shown": .bool(gtk_revealer_get_reveal_child(OpaquePointer(readingRevealer)) != 0), "lines": .array(lines)]
+    }
+
     func select(_ index: Int) {
         guard tabs.indices.contains(index) else { return }
         let n = gtk_notebook_page_num(OpaquePointer(notebook), tabs[index].widget)
