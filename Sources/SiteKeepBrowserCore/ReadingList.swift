@@ -1,3 +1,4 @@
+import Foundation
 import SiteKeepJSON
 
 /// One article of a site's reading list, as `reading.get` lists it (the native list F9 shows).
@@ -13,6 +14,15 @@ public struct ReadingItem: Sendable, Equatable {
         self.id = id
         self.state = state
         self.progress = progress
+    }
+
+    /// The article's line in the reading list F9 shows: its state's mark (✓ read, ◐ part read,
+    /// ○ unread), its id, and how much of it was read when part read.
+    public var listLine: String {
+        let mark = ["read": "✓ read", "partial": "◐ part read", "unread": "○ unread"]
+        var line = "\(mark[state] ?? state)  \(id)"
+        if state == "partial", let p = progress { line += String(format: "  %.0f%%", p * 100) }
+        return line
     }
 
     /// The articles of a `reading.get` reply (none when it failed).

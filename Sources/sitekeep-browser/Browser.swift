@@ -215,11 +215,8 @@ final class Browser {
         gtk_widget_add_css_class(header, "heading")
         gtk_list_box_append(OpaquePointer(readingList), header)
         if entries.isEmpty { gtk_list_box_append(OpaquePointer(readingList), gtk_label_new("nothing recorded yet")) }
-        let mark = ["read": "✓ read", "partial": "◐ part read", "unread": "○ unread"]
         for e in entries {
-            var line = "\(mark[e.state] ?? e.state)  \(e.id)"
-            if e.state == "partial", let p = e.progress { line += String(format: "  %.0f%%", p * 100) }
-            let l = gtk_label_new(line)!
+            let l = gtk_label_new(e.listLine)!
             gtk_label_set_xalign(OpaquePointer(l), 0)
             gtk_label_set_ellipsize(OpaquePointer(l), PANGO_ELLIPSIZE_MIDDLE)
             gtk_list_box_append(OpaquePointer(readingList), l)

@@ -181,6 +181,18 @@ extension KeptPageCacheTests {
     }
 }
 
+/// The lines of the reading list F9 shows: each state's mark, and how far for an article part read.
+@Suite struct ReadingListLineTests {
+    @Test func eachStateHasItsMark() {
+        #expect(ReadingItem(id: "/a.html", state: "read").listLine == "✓ read  /a.html")
+        #expect(ReadingItem(id: "/b.html", state: "partial", progress: 0.4).listLine == "◐ part read  /b.html  40%")
+        #expect(ReadingItem(id: "/c.html", state: "partial").listLine == "◐ part read  /c.html")
+        #expect(ReadingItem(id: "/d.html", state: "unread").listLine == "○ unread  /d.html")
+        // How far is shown only for an article part read.
+        #expect(ReadingItem(id: "a7", state: "read", progress: 1).listLine == "✓ read  a7")
+    }
+}
+
 /// What a prefetch round fetches from a site's reading list: the site's own pages, not read yet,
 /// not kept yet, part read first, at most a round's worth; ids on other origins are refused.
 @Suite struct PrefetchPlanTests {
