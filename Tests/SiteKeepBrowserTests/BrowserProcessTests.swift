@@ -152,6 +152,77 @@ import Glibc
         try second.quit()
     }
 
+    /// The window's keys, sent through the automation channel as the window's key handler gets
+    /// them: Ctrl+L reveals the address bar with the focus in it and the page's address selected
+    /// (Escape puts it away), F5 fetches the page again, Alt+Left goes back to the page before,
+    /// and F9 shows the site's reading list, each article marked by its state (F9 again hides it).
+    /// The daemon keeps no row for an unread article (`reading.get` lists read and part-read ones),
+    /// so the panel shows ✓ and ◐ here; the ○ line is pinned by ``ReadingListLineTests``.
+    @Test func keysFocusTheAddressReloadGoBackAndShowTheReadingList() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        try rig.write(rig.ports[0], "a.html", TestSites.countingPage("A"))
+        try rig.write(rig.ports[0], "b.html", TestSites.countingPage("B"))
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        let a = rig.origins[0] + "/a.html", other = rig.origins[0] + "/b.html"
+        let list: JSONValue = ["articles": [
+            ["id": .string(rig.origins[0] + "/done.html"), "state": "read"],
+            ["id": .string(rig.origins[0] + "/half.html"), "state": "partial", "progress": 0.4],
+            ["id": .string(rig.origins[0] + "/new.html"), "state": "unread"],
+        ]]
+        let set = try rig.cli(["call", "reading.set", "--site", rig.origins[0], "--args", JSONSerializer.string(list, style: .compact)])
+        #expect(set.status == 0, "reading.set: \(set.out)")
+        // No prefetching: the listed articles are not there, and the test is about the keys.
+        let b = try rig.launch(["--no-prefetch", a])
+        _ = try b.waitForLoads(1)
+        #expect(try b.evalUntil(0, "sessionStorage.loads || null").stringValue == "1")
+
+        // Ctrl+L: the address bar, holding the focus, with the whole address selected to type over.
+        let before = try b.command(["cmd": "state"])
+        #expect(before["address"]?["shown"]?.boolValue == false && before["address"]?["focused"]?.boolValue == false)
+        try b.command(["cmd": "key", "name": "ctrl+l"])
+        let bar = try b.command(["cmd": "state"])["address"]
+        #expect(bar?["shown"]?.boolValue == true, "Ctrl+L did not reveal the address bar")
+        #expect(bar?["focused"]?.boolValue == true, "Ctrl+L did not put the focus in the address bar")
+        #expect(bar?["text"]?.stringValue == a)
+        #expect(bar?["selection"] == [0, .int(Int64(a.count))], "the address is not selected whole: \(bar.map { JSONSerializer.string($0) } ?? "-")")
+        try b.command(["cmd": "key", "name": "escape"])
+        let away = try b.command(["cmd": "state"])["address"]
+        #expect(away?["shown"]?.boolValue == false && away?["focused"]?.boolValue == false, "Escape left the address bar up")
+
+        // F5: the page is asked of the server again and runs again in the same tab.
+        func asked(_ path: String) -> Int { rig.serverLog(rig.ports[0]).components(separatedBy: "\"GET \(path) ").count - 1 }
+        #expect(asked("/a.html") == 1)
+        try b.command(["cmd": "key", "name": "F5"])
+        #expect(try b.evalUntil(0, "sessionStorage.loads === '2' ? 2 : null", timeout: 15).intValue == 2, "F5 did not load the page again")
+        #expect(asked("/a.html") == 2, "F5 did not ask the server for the page again")
+
+        // Alt+Left: back to the page before, in the same tab.
+        try b.command(["cmd": "address", "text": .string(other)])
+        _ = try b.evalUntil(0, "location.href === \(JSONSerializer.string(.string(other))) && document.readyState === 'complete' ? true : null")
+        try b.command(["cmd": "key", "name": "alt+left"])
+        _ = try b.evalUntil(0, "location.href === \(JSONSerializer.string(.string(a))) ? true : null", timeout: 15)
+        let back = try b.stateUntil("the tab's address after Alt+Left") { $0["tabs"]?.arrayValue?.first?["url"]?.stringValue == a }
+        #expect(back["tabs"]?.arrayValue?.count == 1, "Alt+Left opened or closed a tab")
+
+        // F9: the site's reading list, each article marked by its state.
+        #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false)
+        try b.command(["cmd": "key", "name": "F9"])
+        let shown = try b.stateUntil("the reading list after F9") { ($0["readingList"]?["lines"]?.arrayValue?.count ?? 0) > 0 }
+        #expect(shown["readingList"]?["shown"]?.boolValue == true, "F9 did not reveal the reading list")
+        let lines = shown["readingList"]?["lines"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        // reading.get lists the articles by id; new.html, set unread, has no row to list.
+        #expect(lines == [
+            "Site One: reading",
+            "✓ read  \(rig.origins[0])/done.html",
+            "◐ part read  \(rig.origins[0])/half.html  40%",
+        ], "the reading list shows \(lines)")
+        try b.command(["cmd": "key", "name": "F9"])
+        #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false, "F9 again did not hide the reading list")
+        try b.quit()
+    }
+
     /// The reading list is prefetched when online: two articles on Site One's list (part read on
     /// another device, say), never opened here, are fetched in the background and kept, without
     /// a visible view loading again; with the site's server stopped, opening them shows the kept

@@ -307,6 +307,20 @@ final class BrowserProcess {
         throw RigError("\(js) stayed null in tab \(tab)")
     }
 
+    /// Asks for the window's `state` until it satisfies `match` (scroll reports reach the window
+    /// a little after the page scrolls, a reading list after the daemon answers); returns it.
+    @discardableResult
+    func stateUntil(_ what: String, timeout: Double = 10, _ match: (JSONValue) -> Bool) throws -> JSONValue {
+        let deadline = Date().addingTimeInterval(timeout)
+        var last: JSONValue = .null
+        while Date() < deadline {
+            last = try command(["cmd": "state"])
+            if match(last) { return last }
+            usleep(100_000)
+        }
+        throw RigError("\(what): the window's state stayed \(JSONSerializer.string(last, style: .compact))")
+    }
+
     /// Quits through the window (the session is saved first) and waits for the process.
     func quit() throws {
         process.send("{\"cmd\":\"quit\"}\n")

@@ -92,6 +92,15 @@ enum TestSites {
         """
     }
 
+    /// A short page that counts how many times it ran in its tab (`sessionStorage.loads`, kept
+    /// across reloads of the tab and nowhere else).
+    static func countingPage(_ name: String) -> String {
+        """
+        <!DOCTYPE html><title>Counting \(name)</title><h1>Page \(name)</h1>
+        <script>sessionStorage.loads = String(Number(sessionStorage.loads || 0) + 1);</script>
+        """
+    }
+
     /// A page that, once loaded, navigates itself (no user gesture) to the URL after its `#`.
     static let selfNavigatingPage = """
         <!DOCTYPE html><title>Leaving</title><h1>This page tries to leave its site</h1>
