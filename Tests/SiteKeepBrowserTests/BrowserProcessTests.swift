@@ -140,8 +140,8 @@ import Glibc
             #expect(where_?.arrayValue?[2].stringValue == "rgb(244, 241, 234)", "the kept copy lost its style sheet")
             #expect(where_?.arrayValue?[3].intValue == 160, "the kept copy lost its figure")
             if i == 1 {
-                // Reading back up brings the tab strip back (it hides while reading down).
-                // A restored position is not the reader scrolling: the tab strip stays.
+                // The browser scrolled this tab to its restored position, the reader did not:
+                // the tab strip stays shown (reading down and up: theTabStripHidesReadingDownAndComesBackReadingUp).
                 #expect(try second.command(["cmd": "state"])["tabStrip"]?.stringValue == "shown")
                 try rig.screenshot(second, name: "browser-offline-restored.png", tab: 1)
             }
@@ -220,6 +220,33 @@ import Glibc
         ], "the reading list shows \(lines)")
         try b.command(["cmd": "key", "name": "F9"])
         #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false, "F9 again did not hide the reading list")
+        try b.quit()
+    }
+
+    /// The tab strip hides while the reader scrolls down and comes back as soon as they scroll
+    /// up, well before the top of the page. The page is scrolled for real (the page's own
+    /// scrolling, reported by the relay as the reader's would be).
+    @Test func theTabStripHidesReadingDownAndComesBackReadingUp() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        try rig.write(rig.ports[0], "a.html", TestSites.article("A"))
+        try rig.startDaemon()
+        try rig.startServer(rig.ports[0])
+        let b = try rig.launch(["--no-prefetch", rig.origins[0] + "/a.html"])
+        _ = try b.waitForLoads(1)
+        _ = try b.evalUntil(0, "document.visibilityState === 'visible' && document.documentElement.scrollHeight > 3 * innerHeight ? true : null")
+        #expect(try b.command(["cmd": "state"])["tabStrip"]?.stringValue == "shown")
+        // Down, a screen at a time: the strip goes.
+        for _ in 0..<3 { _ = try b.eval(0, "window.scrollBy(0, innerHeight); 1") }
+        try b.stateUntil("the tab strip hidden while reading down") { $0["tabStrip"]?.stringValue == "hidden" }
+        let down = try #require(try b.eval(0, "scrollY")?.doubleValue)
+        // Up a little, nowhere near the top: the strip is back.
+        _ = try b.eval(0, "window.scrollBy(0, -innerHeight / 2); 1")
+        try b.stateUntil("the tab strip shown again on the way up") { $0["tabStrip"]?.stringValue == "shown" }
+        let up = try #require(try b.eval(0, "scrollY")?.doubleValue)
+        #expect(up > 0 && up < down, "the page is at \(up) after scrolling up from \(down)")
+        let chrome = b.events.filter { $0["event"]?.stringValue == "chrome" }.compactMap { $0["tabStrip"]?.stringValue }
+        #expect(chrome == ["hidden", "shown"], "the tab strip went \(chrome)")
         try b.quit()
     }
 
