@@ -87,19 +87,22 @@ import Glibc
     }
 
     /// The design's own test: two tabs, scroll, go offline (server stopped), quit, relaunch: both
-    /// tabs come back at their positions, shown from their kept copies at their real URLs.
+    /// tabs come back at their positions, shown from their kept copies at their real URLs. A third
+    /// tab, not scrolled, makes the tab shown at quit the middle one: it is the one shown again.
     @Test func relaunchRestoresTabsFromKeptCopiesOffline() throws {
         let rig = try BrowserRig()
         try rig.makeStore()
-        for name in ["a", "b"] { try rig.write(rig.ports[0], "\(name).html", TestSites.article(name.uppercased())) }
+        for name in ["a", "b", "c"] { try rig.write(rig.ports[0], "\(name).html", TestSites.article(name.uppercased())) }
         try rig.write(rig.ports[0], "style.css", TestSites.style)
         try rig.write(rig.ports[0], "fig.svg", TestSites.figure)
         try rig.startDaemon()
         try rig.startServer(rig.ports[0])
         let urls = [rig.origins[0] + "/a.html", rig.origins[0] + "/b.html"]
         let targets = [0.5, 0.25]
-        let first = try rig.launch(urls)
-        _ = try first.waitForLoads(2)
+        let third = rig.origins[0] + "/c.html"
+        let first = try rig.launch(urls + [third])
+        _ = try first.waitForLoads(3)
+        try first.waitFor("the kept copy of \(third)") { $0["event"]?.stringValue == "kept" && $0["url"]?.stringValue == third }
         for (i, url) in urls.enumerated() {
             try first.waitFor("the kept copy of \(url)") { $0["event"]?.stringValue == "kept" && $0["url"]?.stringValue == url }
             try first.command(["cmd": "select", "tab": .int(Int64(i))])
@@ -113,18 +116,24 @@ import Glibc
                 usleep(100_000)
             }
         }
+        #expect(try first.command(["cmd": "state"])["active"]?.intValue == 1, "the second tab is not the one shown at quit")
         // Reading down hid the tab strip.
         #expect(first.events.contains { $0["event"]?.stringValue == "chrome" && $0["tabStrip"]?.stringValue == "hidden" },
                 "the tab strip did not hide while reading down")
         rig.stopServer(rig.ports[0])
         try first.quit()
         let saved = try rig.cli(["call", "tabs.get", "--site", rig.origins[0], "--json"])
-        #expect(saved.out.contains("a.html") && saved.out.contains("b.html"), "tabs.get after quit: \(saved.out)")
+        #expect(saved.out.contains("a.html") && saved.out.contains("b.html") && saved.out.contains("c.html"), "tabs.get after quit: \(saved.out)")
 
         // Offline relaunch with no URL: the saved session comes back.
         #expect(!canConnect(port: rig.ports[0]), "the test site is still up")
         let second = try rig.launch([])
-        let loads = try second.waitForLoads(2)
+        let loads = try second.waitForLoads(3)
+        // The tab shown at quit, neither the first nor the last, is the one shown again.
+        let restored = try second.command(["cmd": "state"])
+        #expect(restored["tabs"]?.arrayValue?.compactMap { $0["url"]?.stringValue } == urls + [third], "the tabs came back in another order")
+        #expect(restored["active"]?.intValue == 1, "tab \(restored["active"].map { JSONSerializer.string($0) } ?? "-") is shown after the relaunch, not the one shown at quit (1)")
+        _ = try second.evalUntil(1, "document.visibilityState === 'visible' ? true : null", timeout: 10)
         for (i, url) in urls.enumerated() {
             let load = try #require(loads.first { $0["url"]?.stringValue == url }, "\(url) was not restored")
             #expect(load["source"]?.stringValue == "kept", "\(url) was not shown from its kept copy")
