@@ -113,15 +113,11 @@ enum SecretReader {
                 }
                 return try copy(UnsafeRawBufferPointer(rebasing: input[0..<length]))
             case .prf:
-                if count == 32 { return try copy(input) }
-                let length = textLength(input)
-                guard length == 64, input[0..<64].allSatisfy({ nibble($0) != nil }) else {
+                guard let output = try PRFOutput.decode(input) else {
                     throw CommandFailure("the \(source.noun) from \(origin) holds \(count) bytes, not 32 raw bytes or 64 hex characters",
                                          remedy: "write the passkey's 32-byte PRF output (or its hex) to the file", code: "bad_secret")
                 }
-                return try SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-                    for i in 0..<32 { out[i] = nibble(input[2 * i])! << 4 | nibble(input[2 * i + 1])! }
-                })
+                return output
             }
         }
     }
@@ -132,15 +128,6 @@ enum SecretReader {
         if length > 0, bytes[length - 1] == 0x0a { length -= 1 }
         if length > 0, bytes[length - 1] == 0x0d { length -= 1 }
         return length
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x61 + 10
-        case 0x41...0x46: c - 0x41 + 10
-        default: nil
-        }
     }
 
     private static func copy(_ bytes: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes {

@@ -84,39 +84,18 @@ enum OneShotCat {
         return 1
     }
 
-    /// The PRF output in `path`: a regular file of exactly 32 raw bytes, or of 64 hexadecimal
-    /// digits with at most one line ending (the whole tool's rule, narrowed to what needs no
-    /// message). Nil for anything else, which the whole tool then reads and reports; a pipe is
-    /// never read here, so its bytes are still there for it.
+    /// The PRF output in `path`: a regular file holding what ``PRFOutput`` reads (the whole
+    /// tool's rule). Nil for anything else, which the whole tool then reads and reports; a pipe
+    /// is never read here, so its bytes are still there for it.
     static func readPRF(_ path: String) -> SecretBytes? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 32, info.st_size <= 66 else { return nil }
         var count = 0
         guard let scratch = try? SecretBytes(count: 67, initializingWith: { (buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) in
             count = (try? FileIO.readNamedInput(path, into: buffer, acceptPipes: false)) ?? -1
-        }) else { return nil }
+        }), count >= 32, count <= 66 else { return nil }
         return scratch.withUnsafeBytes { (all: UnsafeRawBufferPointer) -> SecretBytes? in
-            guard count >= 32, count <= 66 else { return nil }
-            let input = UnsafeRawBufferPointer(rebasing: all[0..<count])
-            if count == 32 {
-                return try? SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in out.copyMemory(from: input) })
-            }
-            var length = count
-            if input[length - 1] == 0x0a { length -= 1 }
-            if length > 0, input[length - 1] == 0x0d { length -= 1 }
-            guard length == 64, input[0..<64].allSatisfy({ nibble($0) != nil }) else { return nil }
-            return try? SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-                for i in 0..<32 { out[i] = nibble(input[2 * i])! << 4 | nibble(input[2 * i + 1])! }
-            })
-        }
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x61 + 10
-        case 0x41...0x46: c - 0x41 + 10
-        default: nil
+            (try? PRFOutput.decode(UnsafeRawBufferPointer(rebasing: all[0..<count]))) ?? nil
         }
     }
 

@@ -254,3 +254,32 @@ import SiteKeepTestSupport
         #expect(throws: CryptoError.self) { try Zlib.decompress([0x00, 0x01, 0x02, 0x03], limit: 1 << 20) }
     }
 }
+
+/// The one rule for a passkey's PRF output given as bytes (`--prf-file`, the one-shot reader).
+@Suite struct PRFOutputTests {
+    static func decode(_ bytes: [UInt8]) throws -> [UInt8]? {
+        try bytes.withUnsafeBytes { raw in try PRFOutput.decode(raw)?.withUnsafeBytes { Array($0) } }
+    }
+
+    @Test func rawBytesAndHexWithOneLineEndingAreTheOutput() throws {
+        let raw: [UInt8] = (0..<32).map { UInt8($0 * 37 & 0xff) }
+        #expect(try Self.decode(raw) == raw)
+        // 32 raw bytes are raw, even when they read as hex text and end in a newline.
+        let looksLikeText = Array(String(repeating: "ab", count: 15).utf8) + [0x0d, 0x0a]
+        #expect(try Self.decode(looksLikeText) == looksLikeText)
+        let hex = raw.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        for text in [hex, hex.uppercased(), hex + "\n", hex + "\r\n", hex + "\r"] {
+            #expect(try Self.decode(Array(text.utf8)) == raw, "\(text.debugDescription)")
+        }
+    }
+
+    @Test func anythingElseIsNot() throws {
+        let hex = String(repeating: "0f", count: 32)
+        for text in ["", String(hex.dropLast()), hex + "0", hex + "\n\n", hex + "\n\r", " " + hex, String(hex.dropLast()) + "g",
+                     hex + " ", String(repeating: "0f", count: 17)] {
+            #expect(try Self.decode(Array(text.utf8)) == nil, "\(text.debugDescription)")
+        }
+        #expect(try Self.decode([UInt8](repeating: 1, count: 31)) == nil)
+        #expect(try Self.decode([UInt8](repeating: 1, count: 33)) == nil)
+    }
+}
