@@ -123,6 +123,27 @@ public final class KeptPageCache: Sendable {
         lock.withLock { _ in readManifest(manifestPath(url)).map { FileManager.default.fileExists(atPath: objectPath($0.object)) } ?? false }
     }
 
+    /// A kept page as ``keptPages()`` lists it: its URL (in ``key(for:)`` form), title and
+    /// times, without its document.
+    public struct Listing: Sendable, Equatable {
+        public var url: String
+        public var title: String?
+        public var keptAt: Date
+        public var usedAt: Date
+    }
+
+    /// Every page kept here whose document file is present, in no particular order. Reads the
+    /// small manifests only (the documents' bytes are checked when a page is shown, by
+    /// ``page(for:now:)``), and changes nothing: listing a page does not count as using it.
+    public func keptPages() -> [Listing] {
+        lock.withLock { _ in
+            entries().filter { FileManager.default.fileExists(atPath: objectPath($0.object)) }.map {
+                Listing(url: $0.url, title: $0.title, keptAt: Date(timeIntervalSince1970: $0.keptAt),
+                        usedAt: Date(timeIntervalSince1970: $0.usedAt))
+            }
+        }
+    }
+
     /// Bytes the kept documents use (each object counted once).
     public func usage() -> Int64 {
         lock.withLock { _ in usageLocked() }

@@ -35,6 +35,68 @@ public struct ReadingItem: Sendable, Equatable {
     }
 }
 
+/// The reading list F9 shows for one site: the site's reading records and, as unread, the
+/// site's kept pages that have no record.
+///
+/// The daemon keeps no row for an unread article (`reading.get` lists read and part-read ones
+/// only), so the unread articles come from what the browser itself knows of the site: the pages
+/// in the site's ``KeptPageCache`` (every page a view of the site opens is kept, and so is every
+/// page prefetched). The rule, exactly:
+///
+/// - Every record of `reading.get` is shown, with its own state, whatever its id (a URL, a path,
+///   or a plain id of the site's own).
+/// - A kept URL is shown as unread when it is on one of the site's own origins
+///   (``BrowserSite/owns(url:)``) and no record names it. A kept URL off the site is never shown:
+///   the cache lives in the site's own web folder, so one there would be damage or a bug, and a
+///   site's list must not show another site's pages.
+/// - A record names a kept URL when ``PrefetchPlan/address(of:on:)`` gives `.page(url)` for its
+///   id with that URL, compared as ``KeptPageCache/key(for:)`` spells it (without the fragment):
+///   a path id is on the site's first origin, an absolute one must be on one of its origins,
+///   and the bytes must match (no case folding). It is the rule prefetching uses to tell whether
+///   a listed article is kept, so an article shows once: as its record, or as a kept page.
+/// - The browser cannot tell an article from any other page of the site, so every kept page
+///   counts (the site's front page too, once opened). A page dropped from the cache by its
+///   budget is no longer listed.
+///
+/// Order: part read first, then unread, then read (states the daemon does not name last), and
+/// within each group by id in UTF-8 byte order (the order `reading.get` lists records in). The
+/// list is where the reader picks what to read next: what they are in the middle of, then what
+/// they have not begun, then what they are done with; prefetching takes them in the same order.
+///
+/// Bounded: at most ``limit`` items (a list may hold 5000 records and the cache thousands of
+/// pages); the rest are counted in ``omitted``, cut from the end, so read articles go first.
+public struct ReadingList: Sendable, Equatable {
+    /// The items shown, in order.
+    public var items: [ReadingItem]
+    /// How many more there were beyond ``limit``.
+    public var omitted: Int
+
+    /// The most items a list shows.
+    public static let limit = 500
+
+    /// The list for `site` from its `records` (`reading.get`) and the URLs its kept-page cache
+    /// holds (``KeptPageCache/keptPages()``).
+    public static func merge(records: [ReadingItem], kept: [String], site: BrowserSite, limit: Int = ReadingList.limit) -> ReadingList {
+        var named = Set<String>()
+        for r in records {
+            if case .page(let url) = PrefetchPlan.address(of: r.id, on: site) { named.insert(url) }
+        }
+        var seen = Set<String>()
+        let unread = kept.map { KeptPageCache.key(for: $0) }.filter { url in
+            site.owns(url: url) && !named.contains(url) && seen.insert(url).inserted
+        }.map { ReadingItem(id: $0, state: "unread") }
+        func rank(_ state: String) -> Int { ["partial": 0, "unread": 1, "read": 2][state] ?? 3 }
+        let all = (records + unread).enumerated().sorted { a, b in
+            let (ra, rb) = (rank(a.element.state), rank(b.element.state))
+            if ra != rb { return ra < rb }
+            if !a.element.id.utf8.elementsEqual(b.element.id.utf8) { return a.element.id.utf8.lexicographicallyPrecedes(b.element.id.utf8) }
+            return a.offset < b.offset
+        }.map(\.element)
+        let shown = Array(all.prefix(max(0, limit)))
+        return ReadingList(items: shown, omitted: all.count - shown.count)
+    }
+}
+
 /// The pages one prefetch round of a site fetches in the background, from its reading list: the
 /// articles not read yet (part read first, then unread) whose id is an address on the site's
 /// own origins and that are not kept yet, at most ``limit`` of them. An id that is an absolute

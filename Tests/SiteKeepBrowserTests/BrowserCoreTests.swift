@@ -193,6 +193,79 @@ extension KeptPageCacheTests {
     }
 }
 
+/// The list F9 shows: the site's records, and its kept pages with no record as unread, matched
+/// as prefetching matches them, only the site's own pages, part read first, bounded.
+@Suite struct ReadingListMergeTests {
+    @Test func keptPagesWithoutARecordAreUnread() {
+        let records = [ReadingItem(id: "http://127.0.0.1:8001/done.html", state: "read"),
+                       ReadingItem(id: "/half.html", state: "partial", progress: 0.4),
+                       ReadingItem(id: "a7", state: "read")]
+        let kept = ["http://127.0.0.1:8001/new.html", "http://127.0.0.1:8001/done.html",
+                    "https://promptugal.news/half.html#part2", "http://127.0.0.1:8001/b.html"]
+        let list = ReadingList.merge(records: records, kept: kept, site: one)
+        #expect(list.items == [
+            ReadingItem(id: "/half.html", state: "partial", progress: 0.4),
+            ReadingItem(id: "http://127.0.0.1:8001/b.html", state: "unread"),
+            ReadingItem(id: "http://127.0.0.1:8001/new.html", state: "unread"),
+            ReadingItem(id: "a7", state: "read"),
+            ReadingItem(id: "http://127.0.0.1:8001/done.html", state: "read"),
+        ])
+        #expect(list.omitted == 0)
+        #expect(list.items.map(\.listLine).contains("○ unread  http://127.0.0.1:8001/new.html"))
+    }
+
+    /// The record ↔ kept URL rule is prefetching's: a path is on the site's first origin (so
+    /// `/b.html` names https://promptugal.news/b.html, not the loopback origin's), the fragment is
+    /// not part of the page, and a kept URL is listed once however many times it is kept.
+    @Test func recordsMatchKeptURLsAsPrefetchingDoes() {
+        let records = [ReadingItem(id: "/b.html", state: "read"), ReadingItem(id: "http://127.0.0.1:8001/c.html#x", state: "read")]
+        let kept = ["http://127.0.0.1:8001/b.html", "https://promptugal.news/b.html", "http://127.0.0.1:8001/c.html",
+                    "http://127.0.0.1:8001/d.html#one", "http://127.0.0.1:8001/d.html#two"]
+        let unread = ReadingList.merge(records: records, kept: kept, site: one).items.filter { $0.state == "unread" }.map(\.id)
+        #expect(unread == ["http://127.0.0.1:8001/b.html", "http://127.0.0.1:8001/d.html"])
+        // The same rule as the plan's: what the list shows as recorded, a round does not fetch again.
+        for url in kept.map(KeptPageCache.key(for:)) where !unread.contains(url) {
+            #expect(records.contains { PrefetchPlan.address(of: $0.id, on: one) == .page(url) }, "\(url)")
+        }
+    }
+
+    /// A site's list never shows another site's pages, even if one were in its cache folder.
+    @Test func anotherSitesPagesAreNeverShown() {
+        let kept = ["http://127.0.0.1:8002/theirs.html", "https://evil.example/x", "http://promptugal.news/a",
+                    "file:///etc/passwd", "http://127.0.0.1:8001/mine.html"]
+        let list = ReadingList.merge(records: [], kept: kept, site: one)
+        #expect(list.items == [ReadingItem(id: "http://127.0.0.1:8001/mine.html", state: "unread")])
+        #expect(ReadingList.merge(records: [], kept: kept, site: two).items == [ReadingItem(id: "http://127.0.0.1:8002/theirs.html", state: "unread")])
+        #expect(list.items.allSatisfy { one.owns(url: $0.id) })
+    }
+
+    /// At most the limit, cut from the end (read articles first), the rest counted.
+    @Test func boundedReadFirstToGo() {
+        let records = (0..<5000).map { ReadingItem(id: "/read-\($0)", state: "read") } + [ReadingItem(id: "/p", state: "partial")]
+        let kept = (0..<3000).map { "http://127.0.0.1:8001/kept-\($0)" }
+        let list = ReadingList.merge(records: records, kept: kept, site: one)
+        #expect(list.items.count == ReadingList.limit && list.omitted == 8001 - ReadingList.limit)
+        #expect(list.items.first == ReadingItem(id: "/p", state: "partial"))
+        #expect(list.items.dropFirst().allSatisfy { $0.state == "unread" })
+        #expect(ReadingList.merge(records: records, kept: [], site: one, limit: 3).items.map(\.id) == ["/p", "/read-0", "/read-1"])
+    }
+}
+
+extension KeptPageCacheTests {
+    /// The cache lists its pages (for the reading list) without their documents, and listing
+    /// them does not count as using them.
+    @Test func listsKeptPages() throws {
+        let (c, dir) = try cache()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try c.keep(url: "http://127.0.0.1:8001/a#top", title: "A", document: Array("<p>a</p>".utf8), now: Date(timeIntervalSince1970: 100))
+        try c.keep(url: "http://127.0.0.1:8001/b", title: nil, document: Array("<p>b</p>".utf8), now: Date(timeIntervalSince1970: 200))
+        let pages = c.keptPages().sorted { $0.url < $1.url }
+        #expect(pages.map(\.url) == ["http://127.0.0.1:8001/a", "http://127.0.0.1:8001/b"])
+        #expect(pages.first?.title == "A" && pages.first?.usedAt == Date(timeIntervalSince1970: 100))
+        #expect(c.keptPages().first { $0.url.hasSuffix("/a") }?.usedAt == Date(timeIntervalSince1970: 100), "listing used the page")
+    }
+}
+
 /// What a prefetch round fetches from a site's reading list: the site's own pages, not read yet,
 /// not kept yet, part read first, at most a round's worth; ids on other origins are refused.
 @Suite struct PrefetchPlanTests {
