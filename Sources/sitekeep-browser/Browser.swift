@@ -206,17 +206,19 @@ final class Browser {
         let shown = gtk_revealer_get_reveal_child(OpaquePointer(readingRevealer)) != 0
         gtk_revealer_set_reveal_child(OpaquePointer(readingRevealer), shown ? 0 : 1)
         guard !shown, let t = current else { return }
-        t.context.readingList { [weak self] entries in self?.showReading(entries, site: t.site) }
+        t.context.shownReadingList { [weak self] list in self?.showReading(list, site: t.site) }
     }
 
-    private func showReading(_ entries: [ReadingItem], site: BrowserSite) {
+    private func showReading(_ list: ReadingList, site: BrowserSite) {
+        let entries = list.items
         while let child = gtk_widget_get_first_child(readingList) { gtk_list_box_remove(OpaquePointer(readingList), child) }
         let header = gtk_label_new("\(site.name): reading")!
         gtk_widget_add_css_class(header, "heading")
         gtk_list_box_append(OpaquePointer(readingList), header)
-        if entries.isEmpty { gtk_list_box_append(OpaquePointer(readingList), gtk_label_new("nothing recorded yet")) }
-        for e in entries {
-            let l = gtk_label_new(e.listLine)!
+        if entries.isEmpty { gtk_list_box_append(OpaquePointer(readingList), gtk_label_new("nothing read or kept yet")) }
+        let lines = entries.map(\.listLine) + (list.omitted > 0 ? ["… and \(list.omitted) more"] : [])
+        for line in lines {
+            let l = gtk_label_new(line)!
             gtk_label_set_xalign(OpaquePointer(l), 0)
             gtk_label_set_ellipsize(OpaquePointer(l), PANGO_ELLIPSIZE_MIDDLE)
             gtk_list_box_append(OpaquePointer(readingList), l)

@@ -102,6 +102,19 @@ final class SiteContext {
     }
 }
 
+extension SiteContext {
+    /// The list F9 shows (``ReadingList/merge(records:kept:site:limit:)``): the site's reading
+    /// records and, as unread, its kept pages with no record. The kept pages are listed off the
+    /// main loop, with the daemon's reply; `done` runs on the main loop.
+    func shownReadingList(_ done: @escaping @MainActor @Sendable (ReadingList) -> Void) {
+        let site = site, kept = kept
+        host.send(op: "reading.get", args: .object([])) { reply in
+            let list = ReadingList.merge(records: ReadingItem.list(from: reply), kept: kept.keptPages().map(\.url), site: site)
+            onMainLoop { done(list) }
+        }
+    }
+}
+
 /// A page's promise, waiting for the daemon's reply: holds WebKit's reply object and the
 /// script context the answer is made in until ``answer(_:)`` (once; a second call does nothing).
 @MainActor

@@ -165,15 +165,20 @@ import Glibc
     /// them: Ctrl+L reveals the address bar with the focus in it and the page's address selected
     /// (Escape puts it away), F5 fetches the page again, Alt+Left goes back to the page before,
     /// and F9 shows the site's reading list, each article marked by its state (F9 again hides it).
-    /// The daemon keeps no row for an unread article (`reading.get` lists read and part-read ones),
-    /// so the panel shows ✓ and ◐ here; the ○ line is pinned by ``ReadingListLineTests``.
+    /// The daemon keeps no row for an unread article (`reading.get` lists read and part-read ones):
+    /// the article the reader opened and the page then set unread shows as ○ unread from the
+    /// site's kept pages (``ReadingList``), and so does the other page opened; the article set
+    /// unread that was never opened is not there. Site Two, open in another tab, has kept pages
+    /// of its own: Site One's list names none of them, and Site Two's names only its own.
     @Test func keysFocusTheAddressReloadGoBackAndShowTheReadingList() throws {
         let rig = try BrowserRig()
         try rig.makeStore()
         try rig.write(rig.ports[0], "a.html", TestSites.countingPage("A"))
         try rig.write(rig.ports[0], "b.html", TestSites.countingPage("B"))
+        try rig.write(rig.ports[1], "two.html", TestSites.countingPage("Two"))
         try rig.startDaemon()
         try rig.startServer(rig.ports[0])
+        try rig.startServer(rig.ports[1])
         let a = rig.origins[0] + "/a.html", other = rig.origins[0] + "/b.html"
         let list: JSONValue = ["articles": [
             ["id": .string(rig.origins[0] + "/done.html"), "state": "read"],
@@ -215,20 +220,52 @@ import Glibc
         let back = try b.stateUntil("the tab's address after Alt+Left") { $0["tabs"]?.arrayValue?.first?["url"]?.stringValue == a }
         #expect(back["tabs"]?.arrayValue?.count == 1, "Alt+Left opened or closed a tab")
 
+        // The article marks itself read, then unread, through the bridge: the daemon drops its row.
+        _ = try b.eval(0, """
+            (async () => { const pt = window.webkit.messageHandlers.pt;
+              await pt.postMessage({op: "reading.set", articles: [{id: location.href, state: "read"}]});
+              await pt.postMessage({op: "reading.set", articles: [{id: location.href, state: "unread"}]});
+              window.__unread = true; })(); 1
+            """)
+        _ = try b.evalUntil(0, "window.__unread || null")
+        let rows = try rig.cli(["call", "reading.get", "--site", rig.origins[0], "--json"])
+        #expect(rows.status == 0 && !rows.out.contains("a.html") && rows.out.contains("done.html"), "reading.get: \(rows.out)")
+        for url in [a, other] {
+            try b.waitFor("the kept copy of \(url)") { $0["event"]?.stringValue == "kept" && $0["url"]?.stringValue == url }
+        }
+        // Site Two in a tab of its own, its page kept in its own cache; then back to Site One's tab.
+        let two = rig.origins[1] + "/two.html"
+        try b.command(["cmd": "address", "text": .string(two)])
+        try b.waitFor("the kept copy of \(two)") { $0["event"]?.stringValue == "kept" && $0["url"]?.stringValue == two }
+        try b.command(["cmd": "select", "tab": 0])
+        _ = try b.stateUntil("Site One's tab shown again") { $0["active"]?.intValue == 0 }
+
         // F9: the site's reading list, each article marked by its state.
         #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false)
         try b.command(["cmd": "key", "name": "F9"])
         let shown = try b.stateUntil("the reading list after F9") { ($0["readingList"]?["lines"]?.arrayValue?.count ?? 0) > 0 }
         #expect(shown["readingList"]?["shown"]?.boolValue == true, "F9 did not reveal the reading list")
         let lines = shown["readingList"]?["lines"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        // reading.get lists the articles by id; new.html, set unread, has no row to list.
+        // Part read, then unread, then read. a.html and b.html are kept with no row: unread.
+        // new.html, set unread, has no row and was never opened: not there.
         #expect(lines == [
             "Site One: reading",
-            "✓ read  \(rig.origins[0])/done.html",
             "◐ part read  \(rig.origins[0])/half.html  40%",
+            "○ unread  \(a)",
+            "○ unread  \(other)",
+            "✓ read  \(rig.origins[0])/done.html",
         ], "the reading list shows \(lines)")
+        #expect(!lines.contains { $0.contains(rig.origins[1]) }, "Site One's reading list shows Site Two's pages: \(lines)")
         try b.command(["cmd": "key", "name": "F9"])
         #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false, "F9 again did not hide the reading list")
+
+        // Site Two's list: its own page, none of Site One's.
+        try b.command(["cmd": "select", "tab": 1])
+        _ = try b.stateUntil("Site Two's tab shown") { $0["active"]?.intValue == 1 }
+        try b.command(["cmd": "key", "name": "F9"])
+        let theirs = try b.stateUntil("Site Two's reading list after F9") { ($0["readingList"]?["lines"]?.arrayValue?.count ?? 0) > 0 }
+        let twoLines = theirs["readingList"]?["lines"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(twoLines == ["Site Two: reading", "○ unread  \(two)"], "Site Two's reading list shows \(twoLines)")
         try b.quit()
     }
 
