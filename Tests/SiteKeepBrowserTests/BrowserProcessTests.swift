@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SiteKeepJSON
+import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -83,6 +84,89 @@ import Glibc
         _ = try b.eval(1, #"window.webkit.messageHandlers.pt.postMessage({op: "schedule.set", v: 1, picks: [{id: "talk-42", at: "2026-11-29T10:00:00Z"}]}).then(() => 1)"#)
         let events = try b.evalUntil(0, "window.__events.length ? window.__events : null")
         #expect(events.arrayValue?.first?["picks"]?.arrayValue?.first?["id"]?.stringValue == "talk-42")
+        try b.quit()
+    }
+
+    /// `vault.changed` reaches the owning site's page as its own `nr:vault` event. The daemon
+    /// raises it from its background sync alone (`--sync-every`, VaultSync.swift), when a pull
+    /// moves a vault's head, and sends it to the connections of the site the vault is bound to;
+    /// a write through the daemon (`vault.save`) or a pull by the command line raises nothing.
+    /// So: the real `sgit` CLI pushes a commit to the real vault server, the daemon's next round
+    /// pulls it, and Site One's page (the vault's site) gets the event with the daemon's detail,
+    /// whose `head` is the head `vault.status` then reports to the page. Site Two's page, open at
+    /// the same time in its own tab, gets nothing.
+    @Test func aVaultPulledByTheDaemonBecomesTheOwningSitesPageEvent() throws {
+        let env = ProcessInfo.processInfo.environment
+        let server = try #require(env["SITEKEEP_TEST_VAULT_SERVER"], "run through tools/test: it starts the real vault server")
+        let token = try #require(env["SITEKEEP_TEST_VAULT_TOKEN"], "run through tools/test: it exports the vault server's token")
+        let sgit = try #require(env["SITEKEEP_TEST_SGIT"].flatMap { FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil },
+                                "the sgit CLI is missing (SITEKEEP_TEST_SGIT): run tools/setup, then tools/test")
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        // A vault made by sgit and pushed to the server, cloned into the store bound to Site One.
+        let id = "skbrowser" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
+        let keyText = "browser vault phrase \(UUID().uuidString.prefix(6)):\(id)"
+        let work = rig.dir.appendingPathComponent("sgit-work").path
+        func sg(_ args: [String]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture("/bin/sh", ["-c", "cd \"$0\" && exec \"$@\"", work, sgit] + args, environment: ["HOME": rig.dir.path, "NO_COLOR": "1"])
+        }
+        func push(_ file: String, _ text: String) throws {
+            try text.write(toFile: work + "/" + file, atomically: true, encoding: .utf8)
+            let c = sg(["commit", "-m", file])
+            #expect(c.status == 0, "sgit commit: \(c.err)")
+            let p = sg(["push", "--base-url", server, "--token", token])
+            #expect(p.status == 0, "sgit push: \(p.err)")
+        }
+        let initialized = ChildProcess.capture(sgit, ["init", work, "--vault-key", keyText], environment: ["HOME": rig.dir.path, "NO_COLOR": "1"])
+        #expect(initialized.status == 0, "sgit init: \(initialized.err)")
+        try push("hello.txt", "one\n")
+        let keyFile = rig.dir.appendingPathComponent("vault.key").path, tokenFile = rig.dir.appendingPathComponent("token.txt").path
+        try keyText.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let clone = try rig.cli(["vault", "clone", server, "mine", "--key-file", keyFile, "--token-file", tokenFile,
+                                 "--site", rig.origins[0], "--passphrase-file", rig.passFile, "--keyring", "file"])
+        #expect(clone.status == 0, "vault clone: \(clone.out)")
+
+        let listener = """
+            <!DOCTYPE html><title>Listening</title><h1>Listening for vault changes</h1>
+            <script>
+            window.__vault = []; window.__other = [];
+            window.addEventListener("nr:vault", (e) => {
+              window.__vault.push(e.detail);
+              window.webkit.messageHandlers.pt.postMessage({op: "vault.status", vault: e.detail.vault})
+                .then((s) => { window.__status = s; }, (x) => { window.__status = {error: x.code}; });
+            });
+            window.addEventListener("nr:schedule", (e) => window.__other.push(e.detail));
+            </script>
+            """
+        try rig.write(rig.ports[0], "vault.html", listener)
+        try rig.write(rig.ports[1], "vault.html", listener)
+        try rig.startDaemon(extra: ["--sync-every", "2"])
+        try rig.startServer(rig.ports[0])
+        try rig.startServer(rig.ports[1])
+        let b = try rig.launch(["--no-prefetch", rig.origins[0] + "/vault.html", rig.origins[1] + "/vault.html"])
+        _ = try b.waitForLoads(2)
+        for tab in [0, 1] { _ = try b.evalUntil(tab, "Array.isArray(window.__vault) ? true : null") }
+        // The clone is up to date: the rounds so far moved no head, and the page heard nothing.
+        usleep(2_500_000)
+        #expect(try b.eval(0, "window.__vault.length")?.intValue == 0, "an event before anything changed")
+
+        // sgit pushes a commit; the daemon's next round pulls it and tells Site One's connections.
+        try push("hello.txt", "two from sgit\n")
+        let events = try b.evalUntil(0, "window.__vault.length ? window.__vault : null", timeout: 40)
+        let detail = try #require(events.arrayValue?.first, "\(events)")
+        #expect(events.arrayValue?.count == 1, "one pull, one event: \(JSONSerializer.string(events))")
+        #expect(detail["vault"]?.stringValue == "mine" && detail["merge"]?.stringValue == "fast-forward", "\(JSONSerializer.string(detail))")
+        #expect((detail["fetched"]?.intValue ?? 0) > 0 && detail["conflicts"] == .array([]), "\(JSONSerializer.string(detail))")
+        let head = try #require(detail["head"]?.stringValue, "no head in \(JSONSerializer.string(detail))")
+        // The page asked vault.status on the event: the head it names is the one the event carried.
+        let status = try b.evalUntil(0, "window.__status || null")
+        #expect(status["head"]?.stringValue == head && status["state"]?.stringValue == "clean", "vault.status: \(JSONSerializer.string(status))")
+        #expect(try b.eval(0, "window.__other.length")?.intValue == 0)
+
+        // Site Two's page, open all along, heard nothing: not now, nor after another round.
+        usleep(3_000_000)
+        #expect(try b.eval(1, "[window.__vault.length, window.__other.length]") == [0, 0], "Site Two's page received an event")
         try b.quit()
     }
 

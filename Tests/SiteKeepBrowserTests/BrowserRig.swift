@@ -100,14 +100,15 @@ final class BrowserRig {
         }
     }
 
-    /// Starts `sitekeep serve` and unlocks it through the control socket.
-    func startDaemon(unlock: Bool = true) throws {
+    /// Starts `sitekeep serve` (with `extra` options, e.g. `--sync-every 2`) and unlocks it
+    /// through the control socket.
+    func startDaemon(unlock: Bool = true, extra: [String] = []) throws {
         let approve = dir.appendingPathComponent("approve.sh").path
         try "#!/bin/sh\nexit 0\n".write(toFile: approve, atomically: true, encoding: .utf8)
         chmod(approve, 0o700)
         var env = cliEnvironment
         env["SITEKEEP_ASKPASS"] = approve
-        daemon = try Spawned(sitekeep, ["serve", "--keyring", "file"], env: env, log: dir.appendingPathComponent("serve.log").path)
+        daemon = try Spawned(sitekeep, ["serve", "--keyring", "file"] + extra, env: env, log: dir.appendingPathComponent("serve.log").path)
         let control = dir.appendingPathComponent("run/control.sock").path
         #expect(ChildProcess.waitForPath(control), "the daemon's control socket did not appear")
         guard unlock else { return }
