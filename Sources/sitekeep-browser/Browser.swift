@@ -106,7 +106,11 @@ final class Browser {
             MainActor.assumeIsolated { f() }
         }, Callback<VoidHandler>({ [unowned self] in
             // The tab being shown is known only after the switch: look once the loop turns.
-            after(milliseconds: 0) { [weak self] in self?.current?.applyPendingScroll() }
+            after(milliseconds: 0) { [weak self] in
+                guard let self else { return }
+                self.current?.applyPendingScroll()
+                if gtk_revealer_get_reveal_child(OpaquePointer(self.readingRevealer)) != 0 { self.fillReadingList() }
+            }
             self.scheduleSaveAll()
         }).retained, releaseCallback)
         installKeys(win)
@@ -205,13 +209,28 @@ final class Browser {
     private func toggleReadingList() {
         let shown = gtk_revealer_get_reveal_child(OpaquePointer(readingRevealer)) != 0
         gtk_revealer_set_reveal_child(OpaquePointer(readingRevealer), shown ? 0 : 1)
-        guard !shown, let t = current else { return }
-        t.context.shownReadingList { [weak self] list in self?.showReading(list, site: t.site) }
+        if !shown { fillReadingList() }
+    }
+
+    /// Fills the reading list panel for the tab shown. The panel is emptied first, and a reply
+    /// is drawn only while its tab is still the one shown and the panel up: one site's list is
+    /// never on screen over another site's tab (a tab switch fills it again).
+    private func fillReadingList() {
+        clearReadingList()
+        guard let t = current else { return }
+        t.context.shownReadingList { [weak self] list in
+            guard let self, self.current === t, gtk_revealer_get_reveal_child(OpaquePointer(self.readingRevealer)) != 0 else { return }
+            self.showReading(list, site: t.site)
+        }
+    }
+
+    private func clearReadingList() {
+        while let child = gtk_widget_get_first_child(readingList) { gtk_list_box_remove(OpaquePointer(readingList), child) }
     }
 
     private func showReading(_ list: ReadingList, site: BrowserSite) {
         let entries = list.items
-        while let child = gtk_widget_get_first_child(readingList) { gtk_list_box_remove(OpaquePointer(readingList), child) }
+        clearReadingList()
         let header = gtk_label_new("\(site.name): reading")!
         gtk_widget_add_css_class(header, "heading")
         gtk_list_box_append(OpaquePointer(readingList), header)

@@ -253,7 +253,9 @@ import Glibc
     /// the article the reader opened and the page then set unread shows as ○ unread from the
     /// site's kept pages (``ReadingList``), and so does the other page opened; the article set
     /// unread that was never opened is not there. Site Two, open in another tab, has kept pages
-    /// of its own: Site One's list names none of them, and Site Two's names only its own.
+    /// of its own: Site One's list names none of them, Site Two's names only its own, and neither
+    /// list is ever on screen over the other site's tab (on F9, and on a tab switch with the
+    /// panel up).
     @Test func keysFocusTheAddressReloadGoBackAndShowTheReadingList() throws {
         let rig = try BrowserRig()
         try rig.makeStore()
@@ -327,7 +329,7 @@ import Glibc
         // F9: the site's reading list, each article marked by its state.
         #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false)
         try b.command(["cmd": "key", "name": "F9"])
-        let shown = try b.stateUntil("the reading list after F9") { ($0["readingList"]?["lines"]?.arrayValue?.count ?? 0) > 0 }
+        let shown = try b.stateUntil("the reading list after F9") { $0["readingList"]?["lines"]?.arrayValue?.first?.stringValue == "Site One: reading" }
         #expect(shown["readingList"]?["shown"]?.boolValue == true, "F9 did not reveal the reading list")
         let lines = shown["readingList"]?["lines"]?.arrayValue?.compactMap(\.stringValue) ?? []
         // Part read, then unread, then read. a.html and b.html are kept with no row: unread.
@@ -343,13 +345,20 @@ import Glibc
         try b.command(["cmd": "key", "name": "F9"])
         #expect(try b.command(["cmd": "state"])["readingList"]?["shown"]?.boolValue == false, "F9 again did not hide the reading list")
 
-        // Site Two's list: its own page, none of Site One's.
+        // Site Two's list: its own page, none of Site One's. The panel shows nothing of Site
+        // One's list (drawn last, then hidden) while Site Two's reply is on its way.
+        func panel(_ state: JSONValue) -> [String] { state["readingList"]?["lines"]?.arrayValue?.compactMap(\.stringValue) ?? [] }
         try b.command(["cmd": "select", "tab": 1])
         _ = try b.stateUntil("Site Two's tab shown") { $0["active"]?.intValue == 1 }
         try b.command(["cmd": "key", "name": "F9"])
-        let theirs = try b.stateUntil("Site Two's reading list after F9") { ($0["readingList"]?["lines"]?.arrayValue?.count ?? 0) > 0 }
-        let twoLines = theirs["readingList"]?["lines"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        #expect(twoLines == ["Site Two: reading", "○ unread  \(two)"], "Site Two's reading list shows \(twoLines)")
+        let revealed = panel( try b.command(["cmd": "state"]))
+        #expect(!revealed.contains { $0.contains(rig.origins[0]) || $0.hasPrefix("Site One") }, "Site One's list over Site Two's tab: \(revealed)")
+        let theirs = try b.stateUntil("Site Two's reading list after F9") { !panel( $0).isEmpty }
+        #expect(panel( theirs) == ["Site Two: reading", "○ unread  \(two)"], "Site Two's reading list shows \(panel( theirs))")
+        // Back to Site One's tab with the panel up: it shows Site One's list again, not Site Two's.
+        try b.command(["cmd": "select", "tab": 0])
+        let mine = try b.stateUntil("Site One's reading list after the tab switch") { panel( $0).first == "Site One: reading" }
+        #expect(panel( mine).count == 5 && !panel( mine).contains { $0.contains(rig.origins[1]) }, "after the switch: \(panel( mine))")
         try b.quit()
     }
 
