@@ -15,7 +15,8 @@ window.ptApp) bound to that site. With no URL it restores the tabs you left (tab
 its scroll position, from the kept copy when there is one; it never reloads on its own (F5 does).
 Every page it shows is kept for offline reading, and so are the articles on each open site's
 reading list, fetched in the background from the site alone within --kept-budget (256 MB by
-default), each page within --prefetch-timeout (30 s), unless --no-prefetch.
+default, for each site: every site keeps its pages in its own folder, within its own budget),
+each page within --prefetch-timeout (30 s), unless --no-prefetch.
 Links to other sites open in your system browser (xdg-open).
 
 Keys: Ctrl+L address, Alt+Left back, F5 reload, F9 reading list, Ctrl+Tab next tab, Ctrl+W close tab.
