@@ -16,11 +16,18 @@ final class IncomingFiles: Sendable {
     private let batch: AtomicFile.Batch
     private let madeFolders = Mutex<Set<String>>([])
 
+    /// Helper threads writing and fsyncing at once. A fetch's files are many and small, and
+    /// the file system commits the journal entries of concurrent fsyncs together: on this VM's
+    /// ext4, 1,024 files of 400 bytes took 200–250 ms eight at once, 90–110 ms 128 at once; in
+    /// a clone of 1,000 files through the vault server the wait for the last fsyncs after the
+    /// last blob arrived fell from 150–280 ms (8 at once) to 1–25 ms (32).
+    static let width = 32
+
     /// Files for the vault folder of `store`.
     init(into store: LocalObjectStore) throws(VaultError) {
         folder = store.folder
         try FileAccess.makeFolders(store.tempFolder)
-        batch = AtomicFile.Batch(temporaryFolder: store.tempFolder)
+        batch = AtomicFile.Batch(temporaryFolder: store.tempFolder, width: Self.width)
     }
 
     /// Queues one file (safe from several threads at once).
