@@ -102,15 +102,17 @@ extension Vault {
                               trust: any SignerTrust, into incoming: IncomingFiles) throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])]) {
         var report = FetchReport()
         var seen = Set<ObjectID>()
+        var prefetched: [String: [UInt8]] = [:]   // file id → bytes read along with the first commits
 
         // One read of every id of a level: the remote splits it into its own batches (the
         // server's, several in flight), so a level of 1,000 blobs is not 20 requests in a row.
-        func fetchBatch(_ ids: [ObjectID], kind: String) throws(VaultError) -> [ObjectID: [UInt8]] {
+        func fetchBatch(_ ids: [ObjectID], kind: String, alongWith extra: [String] = []) throws(VaultError) -> [ObjectID: [UInt8]] {
             var out: [ObjectID: [UInt8]] = [:]
             out.reserveCapacity(ids.count)
             guard !ids.isEmpty else { return out }
             report.batches += 1
-            let got = try remote.read(ids.map(\.fileID))
+            let got = try remote.read(ids.map(\.fileID) + extra)
+            for f in extra { if let bytes = got[f] { prefetched[f] = bytes } }
             for id in ids {
                 guard let bytes = got[id.fileID] else { throw Self.missing(kind, id, on: remote) }
                 guard FileIDs.matches(id.fileID, bytes) else {
@@ -121,12 +123,20 @@ extension Vault {
             return out
         }
 
+        // The key files the remote index lists and this folder lacks, read with the first
+        // commits: the signature check needs some of them, a clone all of them, and each
+        // request saved is a round trip to a server that answers one request at a time.
+        var keyPrefetch = Set((state.parsedIndex?.branches ?? []).compactMap(\.publicKeyID)).sorted()
+            .map { "bare/keys/" + $0 }.filter { !FileAccess.exists(sgVault + "/" + $0) }
+        if keyPrefetch.count > Self.prefetchedKeysLimit { keyPrefetch = [] }
+
         // Commits, breadth-first.
         var commits: [Commit] = []
         var frontier = local.hasObject(head) ? [] : [head]
         seen.insert(head)
         while !frontier.isEmpty {
-            let got = try fetchBatch(frontier, kind: "commit")
+            let got = try fetchBatch(frontier, kind: "commit", alongWith: keyPrefetch)
+            keyPrefetch = []
             var next: [ObjectID] = []
             for id in frontier {
                 let stored = got[id]!
@@ -144,7 +154,15 @@ extension Vault {
         }
 
         // Signatures of every new commit, against keys the trust admits.
-        let (signers, keyFiles) = try verifyArriving(commits, remote: remote, state: state, trust: trust, report: &report)
+        var (signers, keyFiles) = try verifyArriving(commits, remote: remote, state: state, trust: trust, prefetched: prefetched, report: &report)
+        // The prefetched keys no commit needed are stored too, when they are public key files
+        // (what a clone keeps of every branch); any other is left for the caller to read again.
+        let stored = Set(keyFiles.map(\.fileID))
+        for (fileID, bytes) in prefetched.sorted(by: { $0.key < $1.key }) where !stored.contains(fileID) {
+            guard (try? publicKeyFile(bytes, object: "\(remote.label) \(fileID)")) != nil else { continue }
+            keyFiles.append(StoredFile(fileID: fileID, bytes: bytes))
+            report.keys += 1
+        }
 
         // Trees, breadth-first, each level decoded on two threads; blobs collected.
         var treeFrontier: [ObjectID] = []
@@ -205,6 +223,20 @@ extension Vault {
         return (report, signers)
     }
 
+    /// Key files read with the first commits at most (a vault listing more reads them as needed).
+    static let prefetchedKeysLimit = 50
+
+    /// The DER public key of a remote key file: decrypted, and a P-256 public key file.
+    func publicKeyFile(_ bytes: [UInt8], object: String) throws(VaultError) -> [UInt8] {
+        let plain = try decryptRemote(bytes, object: object)
+        let f = try Fields(parsing: plain, object: object)
+        guard try f.optionalString("type") == "public", let pem = try f.optionalString("pem"),
+              let der = try? P256.Signing.PublicKey(pemRepresentation: pem).derRepresentation else {
+            throw .malformed(object: object, reason: "not a P-256 public key file")
+        }
+        return der
+    }
+
     static func missing(_ kind: String, _ id: ObjectID, on remote: any VaultObjectStore) -> VaultError {
         .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
     }
@@ -222,7 +254,7 @@ extension Vault {
     /// Checks every arriving commit's signature, fetching the key files it needs (stored by the
     /// caller with the objects). Returns the signers used and those key files.
     func verifyArriving(_ commits: [Commit], remote: any VaultObjectStore, state: RemoteState, trust: any SignerTrust,
-                        report: inout FetchReport) throws(VaultError) -> ([(keyID: String, publicKey: [UInt8])], [StoredFile]) {
+                        prefetched: [String: [UInt8]] = [:], report: inout FetchReport) throws(VaultError) -> ([(keyID: String, publicKey: [UInt8])], [StoredFile]) {
         let localIndex = try resolveHead().index
         let indexKeys = Set(((state.parsedIndex?.branches ?? []) + (localIndex?.branches ?? [])).compactMap(\.publicKeyID))
         var keysByID: [String: [UInt8]] = [:]
@@ -237,15 +269,12 @@ extension Vault {
             if let der = try publicKey(k, useCache: true) { keysByID[k] = der } else { missing.append(k) }
         }
         if !missing.isEmpty {
-            let got = try remote.read(missing.map { "bare/keys/" + $0 })
+            let unread = missing.filter { prefetched["bare/keys/" + $0] == nil }
+            var got = prefetched
+            if !unread.isEmpty { got.merge(try remote.read(unread.map { "bare/keys/" + $0 })) { a, _ in a } }
             for k in missing {
                 guard let bytes = got["bare/keys/" + k] else { continue }
-                let plain = try decryptRemote(bytes, object: "\(remote.label) bare/keys/\(k)")
-                let f = try Fields(parsing: plain, object: "bare/keys/\(k)")
-                guard try f.optionalString("type") == "public", let pem = try f.optionalString("pem"),
-                      let der = try? P256.Signing.PublicKey(pemRepresentation: pem).derRepresentation else {
-                    throw .malformed(object: "\(remote.label) bare/keys/\(k)", reason: "not a P-256 public key file")
-                }
+                let der = try publicKeyFile(bytes, object: "\(remote.label) bare/keys/\(k)")
                 keysByID[k] = der
                 keyFiles.append(StoredFile(fileID: "bare/keys/" + k, bytes: bytes))
                 report.keys += 1
