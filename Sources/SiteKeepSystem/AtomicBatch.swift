@@ -52,12 +52,24 @@ extension AtomicFile {
             var entries: [Entry] = []
             var failure: SystemError?
             var running = 0
+            /// Helpers waiting on `wake` for the next file (counted in `running`).
+            var idle = 0
             var started = 0
             var waited = 0
             var finished = false
+            /// Set by commit: helpers write what is queued, then stop instead of waiting.
+            var committing = false
         }
         private let state = Mutex(State())
         private let done = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+        /// Posted once per idle helper claimed by ``add(_:_:replaceExisting:)`` or released by
+        /// ``commit(order:)`` and ``abandon()``.
+        private let wake = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+        /// How long a helper with nothing to write waits for more before it ends. A fetch adds
+        /// its files in bursts, one per answer of the server; a helper that ended between two
+        /// bursts was started again for the next (a clone of 1,000 files started ~570 threads
+        /// at width 8), each start a few system calls on a machine the server shares.
+        static let lingerNs = 200_000_000
         private let mode: UInt32
         private let temporaryFolder: String?
         private let width: Int
@@ -72,6 +84,7 @@ extension AtomicFile {
             self.temporaryFolder = temporaryFolder
             self.width = max(1, width)
             sem_init(done, 0, 0)
+            sem_init(wake, 0, 0)
         }
 
         deinit {
@@ -80,40 +93,67 @@ extension AtomicFile {
             for e in leftover { if let t = e.temporary { unlink(t) } }
             sem_destroy(done)
             done.deallocate()
+            sem_destroy(wake)
+            wake.deallocate()
         }
 
         /// Queues `bytes` to replace `path`. With `replaceExisting` false, a file already at
         /// `path` when the batch commits is kept and this one dropped (content-addressed files:
         /// an object already stored is never replaced). A failure to write shows at ``commit(order:)``.
         public func add(_ path: String, _ bytes: [UInt8], replaceExisting: Bool = true) {
-            let spawn = state.withLock { s -> Bool in
+            enum Helper { case none, wake, spawn }
+            let helper = state.withLock { s -> Helper in
                 s.entries.append(Entry(path: path, replaceExisting: replaceExisting, temporary: nil))
                 s.queue.append(Job(index: s.entries.count - 1, path: path, bytes: bytes))
-                guard s.running < width else { return false }
+                if s.idle > 0 {
+                    s.idle -= 1
+                    return .wake
+                }
+                guard s.running < width else { return .none }
                 s.running += 1
                 s.started += 1
-                return true
+                return .spawn
             }
-            guard spawn else { return }
+            if helper == .wake { sem_post(wake) }
+            guard helper == .spawn else { return }
             if !SystemThread.detach({ self.work(); sem_post(self.done) }) {
-                // No thread to be had: do the work here.
+                // No thread to be had: do the work here (and never wait for more).
                 state.withLock { $0.started -= 1 }
-                work()
+                work(inline: true)
             }
         }
 
-        /// Writes queued files until none is left (or one failed), then stops.
-        private func work() {
+        /// What a helper does next.
+        private enum Step { case write(Job), wait, stop }
+
+        /// Writes queued files; with none left, waits up to ``lingerNs`` for more; stops when
+        /// that wait runs out, a file failed, or the batch is committed or abandoned.
+        private func work(inline: Bool = false) {
             while true {
-                let job = state.withLock { s -> Job? in
-                    guard s.failure == nil, !s.finished, s.next < s.queue.count else {
+                let step = state.withLock { s -> Step in
+                    guard s.failure == nil, !s.finished else {
                         s.running -= 1
-                        return nil
+                        return .stop
+                    }
+                    guard s.next < s.queue.count else {
+                        if s.committing || inline {
+                            s.running -= 1
+                            return .stop
+                        }
+                        s.idle += 1
+                        return .wait
                     }
                     defer { s.queue[s.next] = nil; s.next += 1 }
-                    return s.queue[s.next]
+                    return .write(s.queue[s.next]!)
                 }
-                guard let job else { return }
+                let job: Job
+                switch step {
+                case .stop: return
+                case .wait:
+                    if !waitForWork() { return }
+                    continue
+                case .write(let j): job = j
+                }
                 do {
                     let tmp = try AtomicFile.writeTemporary(job.bytes, for: job.path, mode: mode, temporaryFolder: temporaryFolder)
                     state.withLock { $0.entries[job.index].temporary = tmp }
@@ -122,6 +162,41 @@ extension AtomicFile {
                 }
             }
         }
+
+        /// An idle helper's wait: true when it was woken (for a file, or to see the batch end),
+        /// false when it timed out and has stopped (no longer counted in `running`).
+        private func waitForWork() -> Bool {
+            var deadline = AtomicFile.realtimeDeadline(afterNs: Self.lingerNs)
+            while true {
+                if sem_timedwait(wake, &deadline) == 0 { return true }
+                if errno == EINTR { continue }
+                // Timed out. A helper still counted idle stops; when none is, every idle helper
+                // was claimed by a post meanwhile, one of which is this helper's: take it.
+                let stop = state.withLock { s -> Bool in
+                    guard s.idle > 0 else { return false }
+                    s.idle -= 1
+                    s.running -= 1
+                    return true
+                }
+                if stop { return false }
+                while sem_wait(wake) != 0 && errno == EINTR {}
+                return true
+            }
+        }
+
+        /// Tells the helpers to stop: at once (`abandon`), or once the queue is written
+        /// (`commit`); idle ones are woken to see it.
+        private func release(abandoning: Bool) {
+            let idle = state.withLock { s -> Int in
+                if abandoning { s.finished = true } else { s.committing = true }
+                defer { s.idle = 0 }
+                return s.idle
+            }
+            for _ in 0..<idle { sem_post(wake) }
+        }
+
+        /// Helper threads started so far (for tests).
+        var helpersStarted: Int { state.withLock { $0.started } }
 
         /// Waits until every helper started so far has stopped.
         private func waitForHelpers() {
@@ -139,6 +214,7 @@ extension AtomicFile {
         ///   was put in place) or renamed (then the files before it in `order` are in place,
         ///   the rest are not); every temporary file not put in place is removed.
         public func commit(order: RenameOrder = .asAdded) throws(SystemError) {
+            release(abandoning: false)
             waitForHelpers()
             let (entries, failure) = state.withLock { s -> ([Entry], SystemError?) in
                 s.finished = true
@@ -147,6 +223,10 @@ extension AtomicFile {
             var placed = Set<Int>()
             defer { for (i, e) in entries.enumerated() where !placed.contains(i) { if let t = e.temporary { unlink(t) } } }
             if let failure { throw failure }
+            // Every file written and fsynced, or nothing is put in place.
+            if let unwritten = entries.first(where: { $0.temporary == nil }) {
+                throw SystemError("write", unwritten.path, reason: "the batch ended before this file was written")
+            }
             var folders: [String] = []
             var seenFolders = Set<String>()
             let indices: [Int] = order == .asAdded ? Array(entries.indices) : entries.indices.reversed()
@@ -168,7 +248,7 @@ extension AtomicFile {
         /// Stops the helpers (a file they are writing is finished, the rest is not started),
         /// waits for them, and removes every temporary file: no target changes.
         public func abandon() {
-            state.withLock { $0.finished = true }
+            release(abandoning: true)
             waitForHelpers()
             let entries = state.withLock { $0.entries }
             for e in entries { if let t = e.temporary { unlink(t) } }

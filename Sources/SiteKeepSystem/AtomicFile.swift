@@ -31,6 +31,16 @@ public enum AtomicFile {
         return "\(folder.isEmpty ? "" : folder)/.\(name).tmp-\(getpid())-\(n)-\(ts.tv_nsec)"
     }
 
+    /// The CLOCK_REALTIME time `ns` nanoseconds from now (a deadline for `sem_timedwait`).
+    static func realtimeDeadline(afterNs ns: Int) -> timespec {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        let total = Int(t.tv_nsec) + ns
+        t.tv_sec += total / 1_000_000_000
+        t.tv_nsec = total % 1_000_000_000
+        return t
+    }
+
     /// Replaces `path` with `bytes` (file mode `mode`, 0600 by default).
     ///
     /// - Parameters:

@@ -159,6 +159,30 @@ private func entries(_ folder: String) -> [String] {
         #expect(entries(tmp) == [])
     }
 
+    /// A batch fed in bursts (a fetch, one burst per answer of the server): its helpers wait
+    /// for the next burst instead of ending and being started again, commit still waits for
+    /// every queued file to be written and fsynced before it puts any in place, and helpers
+    /// that outwaited their linger are started again for files added later.
+    @Test func aBatchFedInBurstsKeepsItsHelpersAndCommitWritesEveryFile() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/out", 0o700) == 0)
+        let batch = AtomicFile.Batch(temporaryFolder: tmp, width: 4)
+        var count = 0
+        for burst in 0..<5 {
+            for _ in 0..<40 { batch.add("\(dir)/out/f\(count)", Array("file \(count)".utf8)); count += 1 }
+            usleep(burst == 3 ? UInt32(AtomicFile.Batch.lingerNs / 1000 + 100_000) : 20_000)
+        }
+        #expect(batch.helpersStarted <= 8, "helpers wait between bursts (started \(batch.helpersStarted))")
+        // The last burst is committed at once, most of it still queued.
+        for _ in 0..<200 { batch.add("\(dir)/out/f\(count)", Array("file \(count)".utf8)); count += 1 }
+        #expect(entries(dir + "/out") == [], "nothing is in place before commit")
+        try batch.commit()
+        #expect(entries(dir + "/out").count == count)
+        for i in 0..<count { #expect(try String(contentsOfFile: "\(dir)/out/f\(i)", encoding: .utf8) == "file \(i)") }
+        #expect(entries(tmp) == [])
+    }
+
     /// `.reversed` puts the last added in place first: a rename that fails part-way leaves the
     /// files added after it replaced and those added before it as they were.
     @Test func aReversedBatchRenamesTheLastAddedFirst() throws {
