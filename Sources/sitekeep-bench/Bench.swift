@@ -19,6 +19,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
     BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
     BenchGroup(name: "vault-sync", summary: "vault commit, push, pull and clone vs the sgit CLI through the real vault server", run: vaultSyncGroup),
+    BenchGroup(name: "vault-sync-probe", summary: "SiteKeep half of vault-sync only, for profiling (SITEKEEP_PROBE_ROUNDS)", run: vaultSyncProbe),
     BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
     BenchGroup(name: "core", summary: "reminder planning (1,000 picks x 10,000 items) and schedule.set through the daemon, p50/p99", run: coreGroup),
     BenchGroup(name: "agent", summary: "sign requests over SiteKeep's ssh-agent socket vs OpenSSH's ssh-agent; ssh-keygen -Y sign end to end", run: agentGroup),
