@@ -58,8 +58,25 @@ func vaultSyncProbe(_ settings: Settings) throws -> [Row] {
         _ = try writer.push(to: try remote(), signer: signer)
         pulls.append(try timed { _ = try vault.pull(from: try remote(), signer: signer) })
     }
+    // The remote's reads alone (no fetch around them): 10 reads of 100 blob ids one after the
+    // other, and the 1,000 in one read (its batches in flight together).
+    let blobIDs = try LocalObjectStore(vaultRoot: vault.root).list(prefix: "bare/data/").sorted()
+    var single: [Double] = []
+    for i in 0..<10 { let part = Array(blobIDs[(i * 100)..<min(blobIDs.count, (i + 1) * 100)]); single.append(try timed { _ = try remote().read(part) }) }
+    var whole: [Double] = []
+    for _ in 0..<3 { whole.append(try timed { _ = try remote().read(Array(blobIDs.prefix(1000))) }) }
+    // Every tree of the clone decoded from its files (a fresh open each time: no cache).
+    var lists: [Double] = []
+    let decodeRounds = Int(env["SITEKEEP_PROBE_DECODES"] ?? "") ?? 5
+    for _ in 0..<decodeRounds {
+        let fresh = try Vault.open(path: vault.root, keys: keys)
+        lists.append(try timed { _ = try fresh.list() })
+    }
     func fmt(_ xs: [Double]) -> String { xs.map { String(format: "%.0f", $0) }.joined(separator: " ") + String(format: " ms (median %.0f)", median(xs)) }
     print("clone of a 1,000-file vault: " + fmt(clones))
     print("pull of 1,000 new objects:   " + fmt(pulls))
+    print("read of 100 blobs:           " + fmt(single))
+    print("read of 1,000 blobs:         " + fmt(whole))
+    print("list of 1,000 files (cold):  " + fmt(lists))
     return []
 }
