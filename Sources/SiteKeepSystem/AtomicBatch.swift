@@ -11,6 +11,10 @@ extension AtomicFile {
         case asAdded
         /// Last added first (a fetch adds what refers to others first, and must store it last).
         case reversed
+        /// By the rank each target's path is given, lowest first (files of equal rank last
+        /// added first): for a caller that learns only at the end what must be in place before
+        /// what (a fetch: an object after everything it refers to, whatever order they came in).
+        case ranked(@Sendable (String) -> Int)
     }
 
     /// Many durable replacements, written in the background while the caller goes on and put
@@ -229,7 +233,14 @@ extension AtomicFile {
             }
             var folders: [String] = []
             var seenFolders = Set<String>()
-            let indices: [Int] = order == .asAdded ? Array(entries.indices) : entries.indices.reversed()
+            let indices: [Int]
+            switch order {
+            case .asAdded: indices = Array(entries.indices)
+            case .reversed: indices = entries.indices.reversed()
+            case .ranked(let rank):
+                let ranks = entries.map { rank($0.path) }
+                indices = entries.indices.sorted { ranks[$0] != ranks[$1] ? ranks[$0] < ranks[$1] : $0 > $1 }
+            }
             for i in indices {
                 let e = entries[i]
                 guard let tmp = e.temporary else { continue }

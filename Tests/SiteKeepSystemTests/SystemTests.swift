@@ -203,6 +203,30 @@ private func entries(_ folder: String) -> [String] {
         #expect(entries(tmp) == [])
     }
 
+    /// `.ranked` puts files in place lowest rank first, whatever order they were added in: a
+    /// rename that fails part-way leaves exactly the files of lower rank replaced.
+    @Test func aRankedBatchRenamesTheLowestRankFirst() throws {
+        let dir = try scratchFolder()
+        let tmp = dir + "/tmp"
+        #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/blocked", 0o700) == 0)
+        let count = 10
+        for i in 0..<count { try AtomicFile.replace("\(dir)/f\(i)", with: Array("old".utf8)) }
+        let batch = AtomicFile.Batch(temporaryFolder: tmp)
+        // Added in an order unrelated to rank: rank of f<i> is (i * 7) % 10, `blocked` ranks 5.
+        for i in (0..<count).reversed() { batch.add("\(dir)/f\(i)", Array("new".utf8)) }
+        batch.add(dir + "/blocked", Array("x".utf8))
+        let rank: @Sendable (String) -> Int = { path in
+            path.hasSuffix("/blocked") ? 5 : (Int(path.split(separator: "f").last!)! * 7) % 10
+        }
+        #expect(throws: SystemError.self) { try batch.commit(order: .ranked(rank)) }
+        for i in 0..<count {
+            let r = (i * 7) % 10
+            // Equal rank (5): the last added first, so `blocked` (added last) failed before f5.
+            #expect(try String(contentsOfFile: "\(dir)/f\(i)", encoding: .utf8) == (r < 5 ? "new" : "old"), "f\(i) rank \(r)")
+        }
+        #expect(entries(tmp) == [])
+    }
+
     /// A file added with `replaceExisting: false` never replaces one already there (a stored
     /// object), and is placed when none is; the others replace as usual.
     @Test func aBatchNeverReplacesAFileItWasToldToKeep() throws {
