@@ -157,6 +157,10 @@ public struct SGSendRemote: VaultObjectStore {
 
     // MARK: VaultObjectStore
 
+    /// A fetch sends each full batch of blob ids while it still decodes trees: the server
+    /// answers one request at a time, so the sooner the first is queued, the sooner it is done.
+    public var readPipelining: ReadPipelining? { ReadPipelining(batch: Self.maxReadOperations, inFlight: Self.parallelReads) }
+
     /// Reads in batches of at most ``maxReadOperations`` (the server's own limit), up to
     /// ``parallelReads`` of them in flight at once: the server answers one while SiteKeep parses
     /// the last, instead of each waiting for the one before.

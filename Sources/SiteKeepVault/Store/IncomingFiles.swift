@@ -6,9 +6,10 @@ import Synchronization
 /// the fetch has checked every id, decryption and signature: until then nothing is visible, and
 /// a fetch that fails leaves the folder as it was (``abandon()``).
 ///
-/// ``commit()`` stores the last added first: a fetch adds in discovery order (commits, then the
-/// trees they name, then blobs), so every object is stored after everything it refers to, and
-/// a crash during the renames leaves only objects whose closure is present. An object already
+/// ``commit(ranks:)`` stores the files by the rank the fetch gives each (blobs, then trees from
+/// the deepest up, then commits from the oldest), so every object is stored after everything
+/// it refers to, whatever order they arrived in, and a crash during the renames leaves only
+/// objects whose closure is present. An object already
 /// stored is never replaced (a truncated-hash collision cannot overwrite it); refs, indexes and
 /// key files are.
 final class IncomingFiles: Sendable {
@@ -42,9 +43,14 @@ final class IncomingFiles: Sendable {
         batch.add(path, bytes, replaceExisting: FileIDs.objectID(of: id) == nil)
     }
 
-    /// Stores every file added, last added first, durably.
-    func commit() throws(VaultError) {
-        do { try batch.commit(order: .reversed) } catch { throw .io(path: error.path, reason: error.cause) }
+    /// Stores every file added, durably, lowest rank first (`ranks` by file id; a file it does
+    /// not name has rank 0); files of equal rank last added first.
+    func commit(ranks: [String: Int]) throws(VaultError) {
+        let prefix = folder + "/"
+        let rank: @Sendable (String) -> Int = { path in
+            path.hasPrefix(prefix) ? ranks[String(path.dropFirst(prefix.count))] ?? 0 : 0
+        }
+        do { try batch.commit(order: .ranked(rank)) } catch { throw .io(path: error.path, reason: error.cause) }
     }
 
     /// Drops every file added: nothing is stored.

@@ -17,6 +17,11 @@ public protocol VaultObjectStore: Sendable {
     /// a caller checks and stores one part while the next is on its way. An error `deliver`
     /// throws ends the read (parts already asked for may still be delivered) and is rethrown.
     func read(_ fileIDs: [String], delivering deliver: @escaping @Sendable ([String: [UInt8]]) throws(VaultError) -> Void) throws(VaultError)
+    /// How a fetch should ask this store for many objects it learns of a few at a time (a
+    /// tree's blobs, as each tree is decoded): reads of at most `batch` ids, up to `inFlight`
+    /// at once, each sent as soon as it is full. nil (the default): one read of everything at
+    /// the end, for stores where a read costs no round trip (a folder, packs already read).
+    var readPipelining: ReadPipelining? { get }
     /// The file ids that start with `prefix` (e.g. `bare/refs/`).
     func list(prefix: String) throws(VaultError) -> [String]
     /// Writes files; objects before whatever refers to them.
@@ -26,7 +31,21 @@ public protocol VaultObjectStore: Sendable {
     func writeIfMatch(fileID: String, bytes: [UInt8], expected: [UInt8]?) throws(VaultError) -> Bool
 }
 
+/// Batch size and concurrency for reads a fetch sends while it is still walking trees.
+public struct ReadPipelining: Sendable, Equatable {
+    /// Most ids per read.
+    public let batch: Int
+    /// Reads in flight at once.
+    public let inFlight: Int
+    public init(batch: Int, inFlight: Int) {
+        self.batch = max(1, batch)
+        self.inFlight = max(1, inFlight)
+    }
+}
+
 extension VaultObjectStore {
+    public var readPipelining: ReadPipelining? { nil }
+
     /// The whole answer of ``read(_:)`` as one part.
     public func read(_ fileIDs: [String], delivering deliver: @escaping @Sendable ([String: [UInt8]]) throws(VaultError) -> Void) throws(VaultError) {
         try deliver(try read(fileIDs))

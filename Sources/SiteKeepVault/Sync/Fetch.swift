@@ -86,8 +86,8 @@ extension Vault {
         do {
             let packed = (state.parsedIndex?.features.contains(Self.packsFeature) ?? false) && !local.hasObject(head)
                 ? try PackedRemote(remote: remote, head: head, absorbed: try absorbedPacks(), limits: options.limits) : nil
-            let (report, signers) = try fetchObjects(head, from: packed ?? remote, local: local, state: state, trust: trust, into: incoming)
-            try incoming.commit()
+            let (report, signers, ranks) = try fetchObjects(head, from: packed ?? remote, local: local, state: state, trust: trust, into: incoming)
+            try incoming.commit(ranks: ranks)
             if let packed { try recordAbsorbed(packed.taken) }
             return (report, signers)
         } catch {
@@ -99,7 +99,8 @@ extension Vault {
     /// The walk of ``fetch(_:from:state:trust:)``: every object checked and added to `incoming`
     /// in discovery order (commits, trees, blobs), the key files last.
     private func fetchObjects(_ head: ObjectID, from remote: any VaultObjectStore, local: LocalObjectStore, state: RemoteState,
-                              trust: any SignerTrust, into incoming: IncomingFiles) throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])]) {
+                              trust: any SignerTrust, into incoming: IncomingFiles)
+        throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])], ranks: [String: Int]) {
         var report = FetchReport()
         var seen = Set<ObjectID>()
         var prefetched: [String: [UInt8]] = [:]   // file id → bytes read along with the first commits
@@ -164,63 +165,141 @@ extension Vault {
             report.keys += 1
         }
 
-        // Trees, breadth-first, each level decoded on two threads; blobs collected.
-        var treeFrontier: [ObjectID] = []
-        for c in commits where !seen.contains(c.treeID) && !local.hasObject(c.treeID) {
-            seen.insert(c.treeID)
-            treeFrontier.append(c.treeID)
+        // Blobs: asked for while the trees are still being decoded (a full batch at a time, as
+        // soon as it is known), each part checked and queued for writing on the thread that
+        // read it.
+        let arrived = ArrivedIDs()
+        let label = remote.label
+        var wanted = Set<String>()
+        let blobReads = PipelinedReads(from: remote) { part throws(VaultError) in
+            var mine: [String] = []
+            for (fileID, bytes) in part {
+                guard let id = FileIDs.objectID(of: fileID), ObjectIDs.of(bytes, width: id.width) == id else {
+                    let width = FileIDs.objectID(of: fileID)?.width ?? 12
+                    throw .idMismatch(object: "\(label) \(fileID)", actual: ObjectIDs.of(bytes, width: width).rawValue)
+                }
+                try incoming.add(fileID, bytes)
+                mine.append(fileID)
+            }
+            arrived.ids.withLock { $0.formUnion(mine) }
         }
         var blobs: [ObjectID] = []
-        while !treeFrontier.isEmpty {
-            let got = try fetchBatch(treeFrontier, kind: "tree")
-            let level = treeFrontier
-            let decoded = SystemThread.map(level.count, width: 2) { i in
-                Result { () throws(VaultError) -> Tree in
-                    let plain = try self.decryptObject(got[level[i]]!, id: level[i], kind: "tree", inflateLimit: self.options.limits.maxTreeBytes)
-                    return try self.parseTree(plain, id: level[i])
-                }
+        // Each new tree's new subtrees, for the order objects are stored in (``fetchRanks``).
+        var subtrees: [ObjectID: [ObjectID]] = [:]
+        do {
+            // Trees, breadth-first, a few at a time decoded on two threads; each group's new
+            // blobs queued for reading before the next group is decoded.
+            var treeFrontier: [ObjectID] = []
+            for c in commits where !seen.contains(c.treeID) && !local.hasObject(c.treeID) {
+                seen.insert(c.treeID)
+                treeFrontier.append(c.treeID)
             }
-            var next: [ObjectID] = []
-            for (i, id) in level.enumerated() {
-                let t = try decoded[i].get()
-                try incoming.add(id.fileID, got[id]!)
-                report.trees += 1
-                for e in t.entries {
-                    switch e.kind {
-                    case .folder(let sub):
-                        if !seen.contains(sub) && !local.hasObject(sub) { seen.insert(sub); next.append(sub) }
-                    case .file(let b):
-                        if !seen.contains(b) && !local.hasObject(b) { seen.insert(b); blobs.append(b) }
+            var newTrees = Set(treeFrontier)
+            while !treeFrontier.isEmpty {
+                let got = try fetchBatch(treeFrontier, kind: "tree")
+                let level = treeFrontier
+                var next: [ObjectID] = []
+                for group in stride(from: 0, to: level.count, by: Self.treeDecodeGroup) {
+                    let ids = Array(level[group..<min(group + Self.treeDecodeGroup, level.count)])
+                    let decoded = SystemThread.map(ids.count, width: 2) { i in
+                        Result { () throws(VaultError) -> Tree in
+                            let plain = try self.decryptObject(got[ids[i]]!, id: ids[i], kind: "tree", inflateLimit: self.options.limits.maxTreeBytes)
+                            return try self.parseTree(plain, id: ids[i])
+                        }
                     }
+                    var newBlobs: [String] = []
+                    for (i, id) in ids.enumerated() {
+                        let t = try decoded[i].get()
+                        try incoming.add(id.fileID, got[id]!)
+                        report.trees += 1
+                        var subs: [ObjectID] = []
+                        for e in t.entries {
+                            switch e.kind {
+                            case .folder(let sub):
+                                if newTrees.contains(sub) { subs.append(sub) }
+                                else if !seen.contains(sub) && !local.hasObject(sub) {
+                                    seen.insert(sub)
+                                    newTrees.insert(sub)
+                                    next.append(sub)
+                                    subs.append(sub)
+                                }
+                            case .file(let b):
+                                if !seen.contains(b) && !local.hasObject(b) {
+                                    seen.insert(b)
+                                    blobs.append(b)
+                                    newBlobs.append(b.fileID)
+                                }
+                            }
+                        }
+                        subtrees[id] = subs
+                    }
+                    wanted.formUnion(newBlobs)
+                    if !newBlobs.isEmpty && report.blobs == 0 { report.batches += 1 }
+                    report.blobs += newBlobs.count
+                    blobReads.add(newBlobs)
                 }
+                treeFrontier = next
             }
-            treeFrontier = next
+            try blobReads.finish()
+        } catch {
+            blobReads.cancel()
+            throw error
         }
-
-        // Blobs: each part checked and queued for writing on the thread that read it.
-        if !blobs.isEmpty {
-            report.batches += 1
-            let wanted = Set(blobs.map(\.fileID))
-            let arrived = ArrivedIDs()
-            let label = remote.label
-            try remote.read(blobs.map(\.fileID)) { part throws(VaultError) in
-                var mine: [String] = []
-                for (fileID, bytes) in part where wanted.contains(fileID) {
-                    guard let id = FileIDs.objectID(of: fileID), ObjectIDs.of(bytes, width: id.width) == id else {
-                        let width = FileIDs.objectID(of: fileID)?.width ?? 12
-                        throw .idMismatch(object: "\(label) \(fileID)", actual: ObjectIDs.of(bytes, width: width).rawValue)
-                    }
-                    try incoming.add(fileID, bytes)
-                    mine.append(fileID)
-                }
-                arrived.ids.withLock { $0.formUnion(mine) }
-            }
-            let got = arrived.ids.withLock { $0 }
-            for b in blobs where !got.contains(b.fileID) { throw Self.missing("blob", b, on: remote) }
-            report.blobs += blobs.count
+        let got = arrived.ids.withLock { $0 }
+        for b in blobs where !got.contains(b.fileID) { throw Self.missing("blob", b, on: remote) }
+        if got.count != wanted.count || !got.isSubset(of: wanted) {
+            let extra = got.subtracting(wanted).sorted().first ?? "?"
+            throw .malformed(object: "\(remote.label) \(extra)", reason: "the remote answered a file that was not asked for")
         }
         for k in keyFiles { try incoming.add(k.fileID, k.bytes) }
-        return (report, signers)
+        let parents = Dictionary(commits.map { ($0.id, $0.parents) }, uniquingKeysWith: { a, _ in a })
+        return (report, signers, Self.fetchRanks(parents: parents, subtrees: subtrees, blobs: blobs))
+    }
+
+    /// Trees decoded together before their blobs are asked for: small enough that the first
+    /// blob read goes out while the rest of the level is decoded.
+    static let treeDecodeGroup = 4
+
+    /// The order a fetch stores its files in (``IncomingFiles/commit(ranks:)``): every object
+    /// after everything it refers to. Blobs rank 1 (key files and other files 0); a tree ranks
+    /// above each of its new subtrees; a commit above every tree and each of its new parents.
+    /// Breadth-first discovery order is not enough: a subtree or a parent shared by two paths
+    /// of different depths is discovered at the shorter one.
+    ///
+    /// `parents`: each new commit's parents; `subtrees`: each new tree's subtrees (either may
+    /// name objects already stored, which are left out).
+    static func fetchRanks(parents: [ObjectID: [ObjectID]], subtrees: [ObjectID: [ObjectID]], blobs: [ObjectID]) -> [String: Int] {
+        var ranks: [String: Int] = [:]
+        ranks.reserveCapacity(blobs.count + subtrees.count + parents.count)
+        for b in blobs { ranks[b.fileID] = 1 }
+        let treeHeight = heights(of: Array(subtrees.keys), children: { subtrees[$0]?.filter { subtrees[$0] != nil } ?? [] })
+        let treeTop = (treeHeight.values.max() ?? 0) + 2
+        for (id, h) in treeHeight { ranks[id.fileID] = 2 + h }
+        let commitHeight = heights(of: Array(parents.keys), children: { parents[$0]?.filter { parents[$0] != nil } ?? [] })
+        for (id, h) in commitHeight { ranks[id.fileID] = treeTop + 1 + h }
+        return ranks
+    }
+
+    /// Each node's height in a DAG (0 without children, else 1 + the highest child), computed
+    /// without recursion (a history can be thousands of commits deep).
+    static func heights(of nodes: [ObjectID], children: (ObjectID) -> [ObjectID]) -> [ObjectID: Int] {
+        var height: [ObjectID: Int] = [:]
+        height.reserveCapacity(nodes.count)
+        for root in nodes where height[root] == nil {
+            var stack: [(ObjectID, Bool)] = [(root, false)]
+            var onPath = Set<ObjectID>()
+            while let (node, expanded) = stack.popLast() {
+                if expanded {
+                    onPath.remove(node)
+                    height[node] = children(node).map { (height[$0] ?? 0) + 1 }.max() ?? 0
+                    continue
+                }
+                guard height[node] == nil, onPath.insert(node).inserted else { continue }
+                stack.append((node, true))
+                for c in children(node) where height[c] == nil && !onPath.contains(c) { stack.append((c, false)) }
+            }
+        }
+        return height
     }
 
     /// Key files read with the first commits at most (a vault listing more reads them as needed).
