@@ -18,11 +18,15 @@ final class RecordingStore: VaultObjectStore, @unchecked Sendable {
     /// Each read waits this long first (so several are in flight together).
     let delayMs: Int
 
-    init(_ inner: any VaultObjectStore, pipelining: ReadPipelining?, failOn: String? = nil, delayMs: Int = 0) {
+    /// Added to every answer that holds an object (a remote answering more than was asked).
+    let extra: StoredFile?
+
+    init(_ inner: any VaultObjectStore, pipelining: ReadPipelining?, failOn: String? = nil, delayMs: Int = 0, extra: StoredFile? = nil) {
         self.inner = inner
         readPipelining = pipelining
         self.failOn = failOn
         self.delayMs = delayMs
+        self.extra = extra
     }
     var label: String { "recording \(inner.label)" }
     var isWritable: Bool { false }
@@ -31,7 +35,9 @@ final class RecordingStore: VaultObjectStore, @unchecked Sendable {
         started.signal()
         if delayMs > 0 { usleep(UInt32(delayMs) * 1000) }
         if let failOn, fileIDs.contains(failOn) { throw .remote(remote: label, reason: "refused \(failOn)", transient: true, retryAfterMs: nil) }
-        return try inner.read(fileIDs)
+        var answer = try inner.read(fileIDs)
+        if let extra, answer.keys.contains(where: { $0.hasPrefix("bare/data/") }) { answer[extra.fileID] = extra.bytes }
+        return answer
     }
     func list(prefix: String) throws(VaultError) -> [String] { try inner.list(prefix: prefix) }
     func write(_ files: [StoredFile]) throws(VaultError) { throw .readOnly(reason: "test store") }
@@ -172,5 +178,17 @@ struct FetchOrderTests {
         #expect(try clone.verify().isClean)
         let blobReads = recording.reads.withLock { $0 }.filter { $0.allSatisfy { id in FileIDs.objectID(of: id) != nil } && $0.count <= 2 }
         #expect(blobReads.count >= 2, "the blobs were read in batches of the store's size")
+
+        // A remote that answers an object it was not asked for (its id matches its bytes):
+        // the clone is refused and leaves nothing.
+        let stray = Array("not asked for\n".utf8)
+        let strayID = "bare/data/" + ObjectIDs.of(stray, width: 12).rawValue
+        let overeager = RecordingStore(LocalObjectStore(vaultRoot: dir), pipelining: ReadPipelining(batch: 2, inFlight: 2),
+                                       extra: StoredFile(fileID: strayID, bytes: stray))
+        let refused = try temporaryDirectory() + "/refused"
+        let e = #expect(throws: VaultError.self) { try Vault.clone(from: overeager, into: refused, keys: f.plainKeys, signer: try TestSigner()) }
+        guard case .malformed(_, let reason)? = e else { Issue.record("got \(String(describing: e))"); return }
+        #expect(reason.contains("not asked for"))
+        #expect(!FileManager.default.fileExists(atPath: refused))
     }
 }
