@@ -183,14 +183,20 @@ private func entries(_ folder: String) -> [String] {
         #expect(entries(tmp) == [])
     }
 
-    /// `.reversed` puts the last added in place first: a rename that fails part-way leaves the
-    /// files added after it replaced and those added before it as they were.
-    @Test func aReversedBatchRenamesTheLastAddedFirst() throws {
+    /// A scratch folder with `f0`…`f9` holding "old", a folder `blocked` (a file renamed over
+    /// it fails), and an empty `tmp` for a batch's temporary files.
+    func tenOldFilesAndAFolder() throws -> (dir: String, tmp: String, count: Int) {
         let dir = try scratchFolder()
         let tmp = dir + "/tmp"
         #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/blocked", 0o700) == 0)
-        let count = 10
-        for i in 0..<count { try AtomicFile.replace("\(dir)/f\(i)", with: Array("old".utf8)) }
+        for i in 0..<10 { try AtomicFile.replace("\(dir)/f\(i)", with: Array("old".utf8)) }
+        return (dir, tmp, 10)
+    }
+
+    /// `.reversed` puts the last added in place first: a rename that fails part-way leaves the
+    /// files added after it replaced and those added before it as they were.
+    @Test func aReversedBatchRenamesTheLastAddedFirst() throws {
+        let (dir, tmp, count) = try tenOldFilesAndAFolder()
         let batch = AtomicFile.Batch(temporaryFolder: tmp)
         for i in 0..<count {
             if i == count / 2 { batch.add(dir + "/blocked", Array("x".utf8)) }   // a file over a folder: rename fails
@@ -206,11 +212,7 @@ private func entries(_ folder: String) -> [String] {
     /// `.ranked` puts files in place lowest rank first, whatever order they were added in: a
     /// rename that fails part-way leaves exactly the files of lower rank replaced.
     @Test func aRankedBatchRenamesTheLowestRankFirst() throws {
-        let dir = try scratchFolder()
-        let tmp = dir + "/tmp"
-        #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/blocked", 0o700) == 0)
-        let count = 10
-        for i in 0..<count { try AtomicFile.replace("\(dir)/f\(i)", with: Array("old".utf8)) }
+        let (dir, tmp, count) = try tenOldFilesAndAFolder()
         let batch = AtomicFile.Batch(temporaryFolder: tmp)
         // Added in an order unrelated to rank: rank of f<i> is (i * 7) % 10, `blocked` ranks 5.
         for i in (0..<count).reversed() { batch.add("\(dir)/f\(i)", Array("new".utf8)) }
