@@ -9,9 +9,8 @@ import Synchronization
 /// ``commit(ranks:)`` stores the files by the rank the fetch gives each (blobs, then trees from
 /// the deepest up, then commits from the oldest), so every object is stored after everything
 /// it refers to, whatever order they arrived in, and a crash during the renames leaves only
-/// objects whose closure is present. An object already
-/// stored is never replaced (a truncated-hash collision cannot overwrite it); refs, indexes and
-/// key files are.
+/// objects whose closure is present. An object already stored is never replaced (a
+/// truncated-hash collision cannot overwrite it); refs, indexes and key files are.
 final class IncomingFiles: Sendable {
     let folder: String
     private let batch: AtomicFile.Batch

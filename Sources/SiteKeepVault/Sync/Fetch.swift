@@ -97,7 +97,8 @@ extension Vault {
     }
 
     /// The walk of ``fetch(_:from:state:trust:)``: every object checked and added to `incoming`
-    /// in discovery order (commits, trees, blobs), the key files last.
+    /// as it comes (commits, then trees with the blobs they name read alongside), the key files
+    /// last; the ranks it returns order the renames.
     private func fetchObjects(_ head: ObjectID, from remote: any VaultObjectStore, local: LocalObjectStore, state: RemoteState,
                               trust: any SignerTrust, into incoming: IncomingFiles)
         throws(VaultError) -> (FetchReport, [(keyID: String, publicKey: [UInt8])], ranks: [String: Int]) {
@@ -170,7 +171,6 @@ extension Vault {
         // read it.
         let arrived = ArrivedIDs()
         let label = remote.label
-        var wanted = Set<String>()
         let blobReads = PipelinedReads(from: remote) { part throws(VaultError) in
             var mine: [String] = []
             for (fileID, bytes) in part {
@@ -233,9 +233,6 @@ extension Vault {
                         }
                         subtrees[id] = subs
                     }
-                    wanted.formUnion(newBlobs)
-                    if !newBlobs.isEmpty && report.blobs == 0 { report.batches += 1 }
-                    report.blobs += newBlobs.count
                     blobReads.add(newBlobs)
                 }
                 treeFrontier = next
@@ -245,10 +242,11 @@ extension Vault {
             blobReads.cancel()
             throw error
         }
+        if !blobs.isEmpty { report.batches += 1 }
+        report.blobs += blobs.count
         let got = arrived.ids.withLock { $0 }
         for b in blobs where !got.contains(b.fileID) { throw Self.missing("blob", b, on: remote) }
-        if got.count != wanted.count || !got.isSubset(of: wanted) {
-            let extra = got.subtracting(wanted).sorted().first ?? "?"
+        if let extra = got.subtracting(blobs.map(\.fileID)).min() {
             throw .malformed(object: "\(remote.label) \(extra)", reason: "the remote answered a file that was not asked for")
         }
         for k in keyFiles { try incoming.add(k.fileID, k.bytes) }
