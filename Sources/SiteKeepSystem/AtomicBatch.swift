@@ -37,7 +37,73 @@ extension AtomicFile {
     /// for (path, bytes) in arriving { batch.add(path, bytes) }
     /// try batch.commit(order: .reversed)
     /// ```
-    public final class Batch: @unchecked Sendable {
+    public final class Batch: Sendable {
+        /// What the helpers hold while they run. The caller's handle is this class alone, so
+        /// releasing it uncommitted abandons the batch at once (its helpers stopped, its
+        /// temporary files removed before the release returns) instead of when the last helper
+        /// has lingered out.
+        private let core: Core
+
+        /// How long a helper with nothing to write waits for more before it ends. A fetch adds
+        /// its files in bursts, one per answer of the server; a helper that ended between two
+        /// bursts was started again for the next (a clone of 1,000 files started ~570 threads
+        /// at width 8), each start a few system calls on a machine the server shares.
+        static let lingerNs = 200_000_000
+
+        /// - Parameters:
+        ///   - mode: the files' mode (0600 by default), set exactly whatever the umask.
+        ///   - temporaryFolder: where the temporary files are made (on the targets' file
+        ///     system), instead of beside each target.
+        ///   - width: helper threads at most (``AtomicFile/syncWidth`` by default).
+        public init(mode: UInt32 = 0o600, temporaryFolder: String? = nil, width: Int = AtomicFile.syncWidth) {
+            core = Core(mode: mode, temporaryFolder: temporaryFolder, width: width)
+        }
+
+        deinit { core.abandon() }
+
+        /// Queues `bytes` to replace `path`. With `replaceExisting` false, a file already at
+        /// `path` when the batch commits is kept and this one dropped (content-addressed files:
+        /// an object already stored is never replaced). A failure to write shows at ``commit(order:)``.
+        public func add(_ path: String, _ bytes: [UInt8], replaceExisting: Bool = true) {
+            core.add(path, bytes, replaceExisting: replaceExisting)
+        }
+
+        /// Waits for every file to be durable, then puts each in place in `order` and `fsync`s
+        /// each folder once.
+        ///
+        /// - Throws: ``SystemError`` for the first file that could not be written (then nothing
+        ///   was put in place) or renamed (then the files before it in `order` are in place,
+        ///   the rest are not); every temporary file not put in place is removed.
+        public func commit(order: RenameOrder = .asAdded) throws(SystemError) {
+            try core.commit(order: order)
+        }
+
+        /// Stops the helpers (a file they are writing is finished, the rest is not started),
+        /// waits for them, and removes every temporary file: no target changes. Nothing
+        /// happens after a commit, or a second time.
+        public func abandon() { core.abandon() }
+
+        /// Helper threads started so far (for tests).
+        var helpersStarted: Int { core.helpersStarted }
+
+        /// Renames `tmp` to `path` unless `path` exists; false when it did (`tmp` stays).
+        /// `renameat2(RENAME_NOREPLACE)`, or a hard link where the file system lacks the flag.
+        static func placeUnlessPresent(_ tmp: String, _ path: String) throws(SystemError) -> Bool {
+            if sitekeep_rename_noreplace(tmp, path) == 0 { return true }
+            switch Errno.current {
+            case .fileExists: return false
+            case .invalidArgument, .notImplemented:
+                if link(tmp, path) == 0 { unlink(tmp); return true }
+                if Errno.current == .fileExists { return false }
+                throw .current("link \(tmp) to", path)
+            default:
+                throw .current("rename \(tmp) to", path)
+            }
+        }
+    }
+
+    /// A ``Batch``'s state and helpers.
+    private final class Core: @unchecked Sendable {
         // @unchecked: every mutable field is behind `state` (a Mutex); `done` is a POSIX
         // semaphore (thread-safe by contract), allocated once and freed in deinit.
         private struct Job {
@@ -69,21 +135,11 @@ extension AtomicFile {
         /// Posted once per idle helper claimed by ``add(_:_:replaceExisting:)`` or released by
         /// ``commit(order:)`` and ``abandon()``.
         private let wake = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-        /// How long a helper with nothing to write waits for more before it ends. A fetch adds
-        /// its files in bursts, one per answer of the server; a helper that ended between two
-        /// bursts was started again for the next (a clone of 1,000 files started ~570 threads
-        /// at width 8), each start a few system calls on a machine the server shares.
-        static let lingerNs = 200_000_000
         private let mode: UInt32
         private let temporaryFolder: String?
         private let width: Int
 
-        /// - Parameters:
-        ///   - mode: the files' mode (0600 by default), set exactly whatever the umask.
-        ///   - temporaryFolder: where the temporary files are made (on the targets' file
-        ///     system), instead of beside each target.
-        ///   - width: helper threads at most (``AtomicFile/syncWidth`` by default).
-        public init(mode: UInt32 = 0o600, temporaryFolder: String? = nil, width: Int = AtomicFile.syncWidth) {
+        init(mode: UInt32, temporaryFolder: String?, width: Int) {
             self.mode = mode
             self.temporaryFolder = temporaryFolder
             self.width = max(1, width)
@@ -92,7 +148,8 @@ extension AtomicFile {
         }
 
         deinit {
-            // Helpers hold the batch while they run, so none runs now.
+            // Helpers hold the core while they run, so none runs now (the handle's release
+            // abandoned it already; this is for a core whose handle never existed).
             let leftover = state.withLock { s -> [Entry] in s.finished ? [] : s.entries }
             for e in leftover { if let t = e.temporary { unlink(t) } }
             sem_destroy(done)
@@ -101,10 +158,7 @@ extension AtomicFile {
             wake.deallocate()
         }
 
-        /// Queues `bytes` to replace `path`. With `replaceExisting` false, a file already at
-        /// `path` when the batch commits is kept and this one dropped (content-addressed files:
-        /// an object already stored is never replaced). A failure to write shows at ``commit(order:)``.
-        public func add(_ path: String, _ bytes: [UInt8], replaceExisting: Bool = true) {
+        func add(_ path: String, _ bytes: [UInt8], replaceExisting: Bool) {
             enum Helper { case none, wake, spawn }
             let helper = state.withLock { s -> Helper in
                 s.entries.append(Entry(path: path, replaceExisting: replaceExisting, temporary: nil))
@@ -130,7 +184,7 @@ extension AtomicFile {
         /// What a helper does next.
         private enum Step { case write(Job), wait, stop }
 
-        /// Writes queued files; with none left, waits up to ``lingerNs`` for more; stops when
+        /// Writes queued files; with none left, waits up to ``Batch/lingerNs`` for more; stops when
         /// that wait runs out, a file failed, or the batch is committed or abandoned.
         private func work(inline: Bool = false) {
             while true {
@@ -170,7 +224,7 @@ extension AtomicFile {
         /// An idle helper's wait: true when it was woken (for a file, or to see the batch end),
         /// false when it timed out and has stopped (no longer counted in `running`).
         private func waitForWork() -> Bool {
-            var deadline = AtomicFile.realtimeDeadline(afterNs: Self.lingerNs)
+            var deadline = AtomicFile.realtimeDeadline(afterNs: Batch.lingerNs)
             while true {
                 if sem_timedwait(wake, &deadline) == 0 { return true }
                 if errno == EINTR { continue }
@@ -190,13 +244,18 @@ extension AtomicFile {
 
         /// Tells the helpers to stop: at once (`abandon`), or once the queue is written
         /// (`commit`); idle ones are woken to see it.
-        private func release(abandoning: Bool) {
-            let idle = state.withLock { s -> Int in
+        /// False, and nothing done, when the batch had already ended.
+        @discardableResult
+        private func release(abandoning: Bool) -> Bool {
+            let idle = state.withLock { s -> Int? in
+                guard !s.finished else { return nil }
                 if abandoning { s.finished = true } else { s.committing = true }
                 defer { s.idle = 0 }
                 return s.idle
             }
+            guard let idle else { return false }
             for _ in 0..<idle { sem_post(wake) }
+            return true
         }
 
         /// Helper threads started so far (for tests).
@@ -211,14 +270,10 @@ extension AtomicFile {
             }
         }
 
-        /// Waits for every file to be durable, then puts each in place in `order` and `fsync`s
-        /// each folder once.
-        ///
-        /// - Throws: ``SystemError`` for the first file that could not be written (then nothing
-        ///   was put in place) or renamed (then the files before it in `order` are in place,
-        ///   the rest are not); every temporary file not put in place is removed.
-        public func commit(order: RenameOrder = .asAdded) throws(SystemError) {
-            release(abandoning: false)
+        func commit(order: RenameOrder) throws(SystemError) {
+            guard release(abandoning: false) else {
+                throw SystemError("commit", temporaryFolder ?? "a batch", reason: "the batch was already committed or abandoned; make a new one")
+            }
             waitForHelpers()
             let (entries, failure) = state.withLock { s -> ([Entry], SystemError?) in
                 s.finished = true
@@ -246,7 +301,7 @@ extension AtomicFile {
                 guard let tmp = e.temporary else { continue }
                 if e.replaceExisting {
                     guard rename(tmp, e.path) == 0 else { throw .current("rename \(tmp) to", e.path) }
-                } else if !(try Self.placeUnlessPresent(tmp, e.path)) {
+                } else if !(try Batch.placeUnlessPresent(tmp, e.path)) {
                     unlink(tmp)
                 }
                 placed.insert(i)
@@ -256,28 +311,13 @@ extension AtomicFile {
             for dir in folders { try FileIO.syncFolder(dir) }
         }
 
-        /// Stops the helpers (a file they are writing is finished, the rest is not started),
-        /// waits for them, and removes every temporary file: no target changes.
-        public func abandon() {
-            release(abandoning: true)
+        /// ``Batch/abandon()``: nothing when the batch already ended (committed or abandoned),
+        /// whose temporary files are gone or placed.
+        func abandon() {
+            guard release(abandoning: true) else { return }
             waitForHelpers()
             let entries = state.withLock { $0.entries }
             for e in entries { if let t = e.temporary { unlink(t) } }
-        }
-
-        /// Renames `tmp` to `path` unless `path` exists; false when it did (`tmp` stays).
-        /// `renameat2(RENAME_NOREPLACE)`, or a hard link where the file system lacks the flag.
-        static func placeUnlessPresent(_ tmp: String, _ path: String) throws(SystemError) -> Bool {
-            if sitekeep_rename_noreplace(tmp, path) == 0 { return true }
-            switch Errno.current {
-            case .fileExists: return false
-            case .invalidArgument, .notImplemented:
-                if link(tmp, path) == 0 { unlink(tmp); return true }
-                if Errno.current == .fileExists { return false }
-                throw .current("link \(tmp) to", path)
-            default:
-                throw .current("rename \(tmp) to", path)
-            }
         }
     }
 }
