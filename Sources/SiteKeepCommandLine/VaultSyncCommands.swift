@@ -19,6 +19,17 @@ enum VaultSyncCommands {
                                 custodian: store.custodian)
     }
 
+    /// The daemon's vault sync, when this command runs inside a daemon that syncs (unlocked for
+    /// the command first): its pulls and pushes are then the daemon's own, reported in
+    /// `vault.status` and, for a pull that brings changes, sent to the site as `vault.changed`.
+    static func daemonSync(_ inv: Invocation) throws -> VaultSyncScheduler? {
+        guard inv.hosted != nil else { return nil }
+        let store = try StoreContext.open(inv)
+        guard let sync = store.shared?.vaultSync else { return nil }
+        try store.unlockOneShot(inv)
+        return sync
+    }
+
     /// Reads an access token from `--token-file` by the one secret-input rule (``SecretReader``)
     /// into guarded memory; it must be printable ASCII without spaces.
     static func token(_ inv: Invocation) throws -> SecretBytes? {
@@ -127,7 +138,10 @@ enum VaultSyncCommands {
         examples: [CommandExample("sitekeep vault pull notes --prf-file prf.bin", "bring notes up to date")]
     ) { inv in
         let name = try inv.requiredArgument("NAME")
-        let p = try service(inv).pull(name: name, remote: inv.option("--remote"))
+        let p: PullOutcome
+        if let sync = try daemonSync(inv) { p = try sync.pull(name: name, remote: inv.option("--remote")) } else {
+            p = try service(inv).pull(name: name, remote: inv.option("--remote"))
+        }
         inv.emit(.object([
             JSONMember(key: "remoteHead", value: .string(p.remoteHead.map { "\($0)" })),
             JSONMember(key: "merge", value: .string(p.merge?.kind.rawValue)),
@@ -150,7 +164,10 @@ enum VaultSyncCommands {
         examples: [CommandExample("sitekeep vault push notes --prf-file prf.bin", "publish the new commits")]
     ) { inv in
         let name = try inv.requiredArgument("NAME")
-        let p = try service(inv).push(name: name, remote: inv.option("--remote"))
+        let p: PushOutcome
+        if let sync = try daemonSync(inv) { p = try sync.push(name: name, remote: inv.option("--remote")) } else {
+            p = try service(inv).push(name: name, remote: inv.option("--remote"))
+        }
         inv.emit(.object([JSONMember(key: "head", value: .string(p.head.map { "\($0)" })), JSONMember(key: "objects", value: .integer(p.objects)),
                           JSONMember(key: "upToDate", value: .bool(p.upToDate))])) {
             p.upToDate ? "Everything is on the remote already." : "Pushed \(p.objects) objects; the remote's head is \(p.head.map { "\($0)" } ?? "-")"

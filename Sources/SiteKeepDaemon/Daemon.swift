@@ -115,6 +115,7 @@ public final class Daemon: Sendable {
         }
         // Vaults with a remote sync on an interval while unlocked (issue 14); vault.status reports it.
         sync?.start(dispatcher)
+        store.shared?.attach(sync?.scheduler)
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         wired.core.start(dispatcher: dispatcher, environment: env, note: log)
         bridge.start()
@@ -176,6 +177,7 @@ public final class Daemon: Sendable {
         defer { claimed.withLock { $0 = false } }
         guard let run = running.withLock({ r in defer { r = nil }; return r }) else { return }
         run.bridge.shutdown()
+        store.shared?.attach(nil)
         run.sync?.stop()
         run.core.stop()
         run.agent?.shutdown()

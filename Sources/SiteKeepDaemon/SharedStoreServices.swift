@@ -1,13 +1,25 @@
 public import SiteKeepPartitions
 public import SiteKeepVault
+public import SiteKeepVaultRemotes
+import Synchronization
 
 /// What a daemon shares with the commands it runs: one site registry and one vault library
-/// (their caches register with custody's lock scope, so `lock` clears them for everyone).
+/// (their caches register with custody's lock scope, so `lock` clears them for everyone), and
+/// its vault sync while it runs one.
 public final class SharedStoreServices: Sendable {
     public let registry: SiteRegistry
     public let library: VaultLibrary
+    private let sync = Mutex<VaultSyncScheduler?>(nil)
+
     public init(registry: SiteRegistry, library: VaultLibrary) {
         self.registry = registry
         self.library = library
     }
+
+    /// The daemon's vault sync while it runs: a `vault pull` or `vault push` run inside the
+    /// daemon goes through it, so `vault.status` reports it and a pull that brings changes
+    /// sends `vault.changed` to the owning site's connections, as a background round does.
+    public var vaultSync: VaultSyncScheduler? { sync.withLock { $0 } }
+
+    func attach(_ scheduler: VaultSyncScheduler?) { sync.withLock { $0 = scheduler } }
 }

@@ -103,20 +103,54 @@ public final class VaultSyncScheduler: Sendable {
         let records = ((try? service.library.records()) ?? []).filter { names.contains($0.name) }
         for r in records {
             if isStopped || !isUnlocked() { break }
-            var error: String?
             do {
-                let before = try service.library.vault(named: r.name).status().headCommit
-                let outcome = try service.sync(name: r.name)
-                let after = try service.library.vault(named: r.name).status().headCommit
-                if after != before || !(outcome.merge?.conflicts.isEmpty ?? true) { onChanged(r.name, r.siteID, outcome) }
+                _ = try reporting(r.name, siteID: r.siteID) { () throws(VaultError) in try service.sync(name: r.name) }
             } catch let e {
-                error = e.description
                 note("vault \(r.name) did not sync: \(e.description)")
             }
-            let now = VaultSyncService.nowMs()
-            state.withLock { $0.last[r.name] = (now, error) }
         }
         state.withLock { $0.rounds += 1 }
+    }
+
+    /// A pull asked for by a command the daemon runs (`sitekeep vault pull` while it serves),
+    /// done as a round does it: its time and error show in ``status(vault:)`` and a change it
+    /// brings reaches the owning site's connections through `onChanged`, as the background
+    /// sync's would. Runs on the caller's thread (the vault's lock keeps it from racing a round).
+    public func pull(name: String, remote: String? = nil) throws(VaultError) -> PullOutcome {
+        let siteID = try service.library.open(name).record.siteID
+        return try reporting(name, siteID: siteID) { () throws(VaultError) in try service.pull(name: name, remote: remote) }
+    }
+
+    /// A push asked for by a command the daemon runs; its time and error show in ``status(vault:)``.
+    public func push(name: String, remote: String? = nil) throws(VaultError) -> PushOutcome {
+        var error: String?
+        defer { record(name, error: error) }
+        do { return try service.push(name: name, remote: remote) } catch let e {
+            error = e.description
+            throw e
+        }
+    }
+
+    /// Runs `pull` for vault `name`, records its time and error, and reports a changed head or
+    /// a conflict through `onChanged`.
+    private func reporting(_ name: String, siteID: String?, _ pull: () throws(VaultError) -> PullOutcome) throws(VaultError) -> PullOutcome {
+        var error: String?
+        defer { record(name, error: error) }
+        do {
+            let before = try service.library.vault(named: name).status().headCommit
+            let outcome = try pull()
+            let after = try service.library.vault(named: name).status().headCommit
+            if after != before || !(outcome.merge?.conflicts.isEmpty ?? true) { onChanged(name, siteID, outcome) }
+            return outcome
+        } catch let e {
+            error = e.description
+            throw e
+        }
+    }
+
+    private func record(_ name: String, error: String?) {
+        let now = VaultSyncService.nowMs()
+        state.withLock { $0.last[name] = (now, error) }
     }
 }
 

@@ -11,7 +11,8 @@ import Glibc
 /// `sitekeep serve --sync-every N` as a real process against the real vault server: nothing
 /// syncs while locked; at unlock the site's vault is pulled and the site's bridge connection gets
 /// `vault.changed`; local commits go up; a conflicting edit shows in `vault.status`; with
-/// `--metered` nothing syncs in the background.
+/// `--metered` nothing syncs in the background, and a `vault pull` run through the daemon is
+/// reported as a round's is.
 @Suite(.serialized) struct DaemonVaultSyncTests {
     final class Daemon: @unchecked Sendable {
         // @unchecked: used by one test at a time.
@@ -175,5 +176,20 @@ import Glibc
         #expect(changed(mc, within: 4) == nil, "a metered link syncs nothing")
         #expect(await cat("metered.txt") == nil)
         #expect(try mc.call("vault.status", args: ["vault": "mine"])["last_sync_ms"] == .null)
+
+        // A pull the reader asks for, run through the daemon, is the daemon's own: it pulls
+        // (metered or not: it was asked for), vault.status records it, and the vault's site hears
+        // of it as it hears of a background round. Before, a pull run through the daemon sent nothing.
+        let pulled = await runTool(["vault", "pull", "mine", "--home", store.home, "--json"], environment: ["SITEKEEP_SOCK": metered.sock])
+        #expect(pulled.status == 0, "vault pull through the daemon: \(pulled.err)")
+        let fourth = try #require(changed(mc, within: 10), "no vault.changed for a pull run through the daemon")
+        #expect(fourth["vault"] == .string("mine") && (fourth["fetched"]?.intValue ?? 0) > 0, "\(fourth)")
+        #expect((try? JSONParser.parse(pulled.out)["head"]) == fourth["head"], "the event names the head the pull reported: \(pulled.out)")
+        #expect(await cat("metered.txt") == "waits\n")
+        #expect(try mc.call("vault.status", args: ["vault": "mine"])["last_sync_ms"]?.intValue != nil)
+        // An explicit push through the daemon is recorded too, and nothing waits after it.
+        let pushed = await runTool(["vault", "push", "mine", "--home", store.home, "--json"], environment: ["SITEKEEP_SOCK": metered.sock])
+        #expect(pushed.status == 0, "vault push through the daemon: \(pushed.err)")
+        #expect(try mc.call("vault.status", args: ["vault": "mine"])["queued"] == .integer(0))
     }
 }
