@@ -224,7 +224,7 @@ let package = Package(
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCustody"]),
-        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring"]),
+        .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),

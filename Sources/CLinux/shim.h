@@ -42,3 +42,12 @@ static inline int sitekeep_rename_noreplace(const char *from, const char *to) {
     return -1;
 #endif
 }
+
+/* The file system type (statfs's f_type magic) of the one holding `path`: 0 on success. */
+#include <sys/vfs.h>
+static inline int sitekeep_fs_type(const char *path, unsigned long long *out) {
+    struct statfs fs;
+    if (statfs(path, &fs) != 0) return -1;
+    *out = (unsigned long long)(unsigned long)fs.f_type;
+    return 0;
+}

@@ -20,13 +20,26 @@ public struct FrameReader: Sendable {
     /// Adds bytes and returns the complete frames they finish.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Frame] {
         var out: [Frame] = []
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return out }
         var start = 0
-        for i in 0..<bytes.count where bytes[i] == 0x0a {
+        // memchr finds each newline (a reply is kilobytes of base64: a loop over every byte
+        // was a measurable part of a client's wait for it).
+        while start < bytes.count, let hit = memchr(base + start, 0x0a, bytes.count - start) {
+            let end = base.distance(to: UnsafeRawPointer(hit))
             if discarding {
                 discarding = false
                 out.append(.oversized)
+            } else if buffer.isEmpty {
+                // The whole line is in these bytes: one copy, straight into the frame.
+                var line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+                if line.count > maxFrame {
+                    out.append(.oversized)
+                } else {
+                    if line.last == 0x0d { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
+                    if !line.isEmpty { out.append(.frame(Array(line))) }
+                }
             } else {
-                buffer.append(contentsOf: bytes[start..<i])
+                buffer.append(contentsOf: bytes[start..<end])
                 if buffer.count > maxFrame {
                     out.append(.oversized)
                 } else {
@@ -35,7 +48,7 @@ public struct FrameReader: Sendable {
                 }
                 buffer.removeAll(keepingCapacity: true)
             }
-            start = i + 1
+            start = end + 1
         }
         if !discarding && start < bytes.count {
             buffer.append(contentsOf: bytes[start..<bytes.count])

@@ -12,6 +12,7 @@ import SiteKeepKeyring
 import SiteKeepPartitions
 import SiteKeepSocket
 import SiteKeepSystem
+import SiteKeepVault
 
 /// A store's daemon: the one process that holds the store's unlocked keys and serves it. It
 /// wires the store's custody, site registry, vault library and native core into the bridge's
@@ -66,6 +67,9 @@ public final class Daemon: Sendable {
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         // One registry and one vault library for the bridge and for every command run here.
         store.shared = SharedStoreServices(registry: try store.registry(), library: store.vaultLibrary())
+        // A long-running reader: other processes' vault changes are noticed by inotify, not by
+        // looking at five files on every bridge read.
+        store.shared?.library.watchForChanges()
         return Daemon(store: store, options: options)
     }
 

@@ -54,56 +54,6 @@ final class RegistryFileView {
     deinit { if fd >= 0 { close(fd) } }
 }
 
-/// An inotify watch on the store home that tells a registry whether anything there changed since
-/// it last asked, for the price of one non-blocking `read` (no path lookup). Only a long-running
-/// process (the daemon) makes one: inotify instances are few per user.
-final class RegistryWatch: Sendable {
-    enum News { case none, something, lost }
-
-    let fd: Int32
-
-    init?(home: String) {
-        let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        guard fd >= 0 else { return nil }
-        let mask = UInt32(IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
-        guard inotify_add_watch(fd, home, mask) >= 0 else {
-            close(fd)
-            return nil
-        }
-        self.fd = fd
-    }
-
-    deinit { close(fd) }
-
-    /// Reads every queued event. `lost` when the watch can no longer be trusted (the home was
-    /// moved or deleted, or the queue overflowed): the registry then compares stamps every time.
-    func drain() -> News {
-        var news = News.none
-        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
-            while true {
-                let n = read(fd, buffer.baseAddress, buffer.count)
-                if n < 0 && Errno.current == .interrupted { continue }
-                guard n > 0 else { return }
-                if case .none = news { news = .something }
-                var offset = 0
-                while offset + 16 <= n {
-                    let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
-                    let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
-                    if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { news = .lost }
-                    offset += 16 + length
-                }
-            }
-        }
-        return news
-    }
-
-    /// Waits up to `milliseconds` for an event; true when one is queued.
-    func waitForNews(milliseconds: Int32) -> Bool {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&p, 1, milliseconds) > 0 && p.revents & Int16(POLLIN) != 0
-    }
-}
-
 /// The cross-process lock every read-modify-write of `sites.json` holds: an exclusive `flock` on
 /// `sites.json.lock` beside it (as the file keyring locks `keyring.v1.lock`).
 enum RegistryFileLock {

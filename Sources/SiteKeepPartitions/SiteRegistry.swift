@@ -47,7 +47,7 @@ private final class RegistryState {
     /// Bumped whenever `sites` changes (a read of a changed file, or a write).
     var generation: UInt64 = 1
     /// The daemon's inotify watch, when ``SiteRegistry/watchForChanges()`` made one.
-    var watch: RegistryWatch?
+    var watch: ChangeWatch?
     var open: [SiteID: (core: PartitionCore, handles: Int)] = [:]
     /// Partitions closed under the lock whose observers are still to be told.
     var closed: [SiteID] = []
@@ -161,8 +161,9 @@ public final class SiteRegistry: Sendable {
     /// watch). For a long-running process: the daemon calls it once. Without inotify it changes
     /// nothing (each look is then a `stat`).
     public func watchForChanges() {
-        guard let watch = state.withLock({ (st: inout RegistryState) -> RegistryWatch? in
-            guard st.watch == nil, let w = RegistryWatch(home: home.path) else { return nil }
+        guard let watch = state.withLock({ (st: inout RegistryState) -> ChangeWatch? in
+            // An inotify watch on the home: whether anything there changed, for one read.
+            guard st.watch == nil, let w = ChangeWatch(folders: [home.path]) else { return nil }
             st.watch = w
             return w
         }) else { return }

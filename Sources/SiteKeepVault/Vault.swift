@@ -121,6 +121,10 @@ public final class Vault: Sendable {
     private let fixedHeadFiles: [String]
     /// How many times HEAD was resolved from its files, not from ``headMemo`` (for tests).
     let headResolutions = Atomic<Int>(0)
+    /// How many times the kept HEAD's files were stamped to see whether it still holds (for tests).
+    let headStampLooks = Atomic<Int>(0)
+    /// The library's watch on the folders HEAD is read from, when it keeps one (the daemon's).
+    private let changeWatch = Mutex<ChangeWatch?>(nil)
     /// The trust rule in force, and the authenticated registry record it was read from (the
     /// library re-reads the record on every call and checks its tag again when it changed).
     private let trustState: Mutex<(trust: VaultTrust, record: VaultRecord?)>
@@ -226,10 +230,15 @@ public final class Vault: Sendable {
     /// ``headFiles(refFile:)`` lists them.
     struct HeadMemo: LockWipeable, Sendable {
         var head: Head?
+        /// Served while every file keeps its stamp ([]: not by stamps).
         var stamps: [FileStamp?] = []
+        /// Served while the vault's ``ChangeWatch`` stays at this generation (taken before the
+        /// files were read or stamped).
+        var watched: UInt64?
         mutating func wipeForLock() {
             head = nil
             stamps = []
+            watched = nil
         }
     }
 
@@ -243,11 +252,24 @@ public final class Vault: Sendable {
     /// it was read from changes (their ``FileStamp``s, taken before each file is read), so a
     /// daemon's repeated reads do not decrypt the index and ref again, and another process's
     /// commit, pull or checkout is seen at the next call.
+    ///
+    /// In the daemon the library watches the vault's folders (``watch(with:)``): while the
+    /// watch's generation is the one the memo was taken at, HEAD is served with no look at the
+    /// files at all (one read of the inotify queue instead of four `lstat`s).
     func resolveHead() throws(VaultError) -> Head {
+        let watched = changeWatch.withLock { $0 }?.generation()
+        if let watched, let kept = headMemo.withLock({ $0.watched == watched ? $0.head : nil }) { return kept }
         if let kept = headMemo.withLock({ $0.head.map { ($0, $0.refFile) } }) {
+            headStampLooks.add(1, ordering: .relaxed)
             let files = headFiles(refFile: kept.1)
             let stamps = files.map(FileStamp.of)
-            if headMemo.withLock({ $0.head?.refFile == kept.1 && $0.stamps == stamps }) { return kept.0 }
+            let same = headMemo.withLock { m -> Bool in
+                guard m.head?.refFile == kept.1, m.stamps == stamps else { return false }
+                // Unchanged since the generation taken before these stamps: good as of it.
+                if let watched { m.watched = watched }
+                return true
+            }
+            if same { return kept.0 }
         }
         let generation = try keys.lockGeneration
         let fixed = fixedHeadFiles.map(FileStamp.of)
@@ -255,10 +277,21 @@ public final class Vault: Sendable {
         headResolutions.add(1, ordering: .relaxed)
         let head = try resolveHeadFromFiles { refFile in refStamp = FileStamp.of(root + "/.sg_vault/" + refFile) }
         let stamps = fixed + [refStamp]
-        // A file changed in the last few milliseconds may change again with an equal stamp.
+        // A file changed in the last few milliseconds may change again with an equal stamp; the
+        // watch, when there is one, reports such a change whatever the stamps say.
         let settled = stamps.allSatisfy { $0?.isSettled() ?? true }
-        _ = headMemo.withLock(ifNotClearedSince: generation) { $0 = settled ? HeadMemo(head: head, stamps: stamps) : HeadMemo() }
+        _ = headMemo.withLock(ifNotClearedSince: generation) {
+            $0 = settled || watched != nil ? HeadMemo(head: head, stamps: settled ? stamps : [], watched: watched) : HeadMemo()
+        }
         return head
+    }
+
+    /// Adds the folders HEAD is read from (the clone's `local`, the branch indexes and the refs)
+    /// to `watch`, and serves HEAD by it from now on; nothing changes when one cannot be watched.
+    func watch(with watch: ChangeWatch) {
+        let folders = [local, bare + "/indexes", bare + "/refs"]
+        guard folders.allSatisfy({ watch.add($0, mask: ChangeWatch.everyChange) }) else { return }
+        changeWatch.withLock { $0 = watch }
     }
 
     /// ``resolveHead()`` from the files; `beforeReadingRef` runs just before the head ref is read.

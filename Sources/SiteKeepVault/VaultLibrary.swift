@@ -1,5 +1,6 @@
 public import SiteKeepCustody
 public import SiteKeepCrypto
+import SiteKeepSystem
 import Synchronization
 
 /// A vault opened by the library, with the record it is read under.
@@ -38,6 +39,8 @@ public final class VaultLibrary: Sendable {
     /// keys and object cache are wiped in the same clear).
     private let open: LockBound<[String: Vault]>
     let signer: (@Sendable (String) -> any CommitSigner)?
+    /// The daemon's watch on the registry's folder and the open vaults' HEAD folders.
+    private let changeWatch = Mutex<ChangeWatch?>(nil)
 
     /// - Parameter signer: who signs the commits written to the vault of a given name (the
     ///   product passes ``DeviceCommitSigner``); nil makes every vault read-only here.
@@ -236,6 +239,7 @@ public final class VaultLibrary: Sendable {
         if let v = self.open.withLock({ $0[record.name] }) { return v }
         let keys = try keyStore.keys(forVault: record.name)
         let v = try Vault.load(path: record.path, keys: keys, options: options)
+        if let watch = changeWatch.withLock({ $0 }) { v.watch(with: watch) }
         // Not kept when a lock came between the unwrap and now (the vault is then dead anyway).
         _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[record.name] = v }
         return v
@@ -258,6 +262,25 @@ public final class VaultLibrary: Sendable {
         deviceFingerprint.withLock { $0 = fingerprint }
         return [fingerprint]
     }
+
+    /// Makes this library notice other processes' changes to the registry and to its vaults'
+    /// HEAD files through one inotify watch (see ``ChangeWatch``): a bridge read then looks at no
+    /// file on disk while nothing changed, instead of `lstat`ing five. For a long-running process:
+    /// the daemon calls it once. Without inotify, or on a network file system, nothing changes
+    /// (each read compares file stamps, as before).
+    public func watchForChanges() {
+        let made = changeWatch.withLock { w -> ChangeWatch? in
+            guard w == nil, let new = ChangeWatch(folders: [AtomicFile.folder(of: registry.file)]) else { return nil }
+            w = new
+            return new
+        }
+        guard let made else { return }
+        registry.follow(made)
+        for v in open.withLock({ Array($0.values) }) { v.watch(with: made) }
+    }
+
+    /// Whether ``watchForChanges()`` made a watch (for tests).
+    package var isWatching: Bool { changeWatch.withLock { $0 != nil } }
 
     /// How many vaults are open (for tests).
     package var openCount: Int { open.withLock { $0.count } }

@@ -113,7 +113,8 @@ public struct VaultRecord: Sendable, Equatable {
 /// It holds names, folders, vault ids, owners, pins and policies; keys live in a ``VaultKeyStore``.
 ///
 /// The parsed records are kept with the file's ``FileStamp`` (taken before the read), so a
-/// daemon's bridge call costs one `lstat`, not a read and a parse: another process's `vault add`
+/// bridge call costs one `lstat`, not a read and a parse (in the daemon, whose library watches
+/// the folder, one read of its inotify queue): another process's `vault add`
 /// or `vault assign` replaces the file (a new inode), and the next call reads it again. A stamp
 /// younger than the settle margin is not trusted (the file is read again), as HEAD's memo does.
 /// The records are public facts (no key, no decrypted byte); authentication stays with the
@@ -127,12 +128,15 @@ public struct VaultRegistry: Sendable {
 
     /// Every record, in the order added.
     public func records() throws(VaultError) -> [VaultRecord] {
+        // With a watch (the daemon's library): one read of the inotify queue, no path lookup.
+        let generation = memo.watchGeneration()
+        if let generation, let kept = memo.records(ifGeneration: generation) { return kept }
         let stamp = FileStamp.of(file)
-        if let stamp, let kept = memo.records(ifStamp: stamp) { return kept }
+        if let stamp, let kept = memo.records(ifStamp: stamp, nowGoodAt: generation) { return kept }
         let bytes: [UInt8]
         switch try FileAccess.read(file, limit: 4 << 20, object: file) {
         case .missing:
-            memo.parsed([], stamp: nil)
+            memo.parsed([], stamp: nil, generation: generation)
             return []
         case .bytes(let b): bytes = b
         }
@@ -143,9 +147,13 @@ public struct VaultRegistry: Sendable {
         }
         // Kept only when the file was settled before the read and unchanged after it.
         let keep = stamp.map { $0.isSettled() && FileStamp.of(file) == $0 } ?? false
-        memo.parsed(out, stamp: keep ? stamp : nil)
+        memo.parsed(out, stamp: keep ? stamp : nil, generation: generation)
         return out
     }
+
+    /// Serves the records by `watch` (which must watch the registry file's folder): while its
+    /// generation stays the same, nothing is looked up on disk.
+    func follow(_ watch: ChangeWatch) { memo.follow(watch) }
 
     /// How many times the file was read and parsed (for tests).
     var reads: Int { memo.reads }
@@ -188,20 +196,49 @@ public struct VaultRegistry: Sendable {
     }
 }
 
-/// The last records parsed from a registry file and the stamp the file had before that read.
+/// The last records parsed from a registry file, the stamp the file had before that read, and
+/// the generation of the library's ``ChangeWatch`` it is known good for.
 private final class RecordsMemo: Sendable {
-    private let state = Mutex<(records: [VaultRecord], stamp: FileStamp?, reads: Int)>(([], nil, 0))
+    private struct State {
+        var records: [VaultRecord] = []
+        var stamp: FileStamp?
+        var watched: UInt64?
+        var reads = 0
+        var watch: ChangeWatch?
+    }
+    private let state = Mutex(State())
 
-    func records(ifStamp stamp: FileStamp) -> [VaultRecord]? {
-        state.withLock { $0.stamp == stamp ? $0.records : nil }
+    func follow(_ watch: ChangeWatch) { state.withLock { $0.watch = watch; $0.watched = nil } }
+
+    /// The watch's generation (it drains first), nil without a watch.
+    func watchGeneration() -> UInt64? { state.withLock { $0.watch }?.generation() }
+
+    func records(ifGeneration generation: UInt64) -> [VaultRecord]? {
+        state.withLock { $0.watched == generation ? $0.records : nil }
     }
 
-    /// Records what one read of the file parsed; `stamp` nil: not to be served again.
-    func parsed(_ records: [VaultRecord], stamp: FileStamp?) {
-        state.withLock { $0 = (stamp == nil ? [] : records, stamp, $0.reads + 1) }
+    /// The records when the file still has `stamp`; they are then known good as of `generation`
+    /// (taken before the stamp) too.
+    func records(ifStamp stamp: FileStamp, nowGoodAt generation: UInt64?) -> [VaultRecord]? {
+        state.withLock { s in
+            guard s.stamp == stamp else { return nil }
+            if let generation { s.watched = generation }
+            return s.records
+        }
     }
 
-    func clear() { state.withLock { $0 = ([], nil, $0.reads) } }
+    /// Records what one read of the file parsed: served again while the file keeps `stamp`
+    /// (nil: not by stamp), or while the watch stays at `generation` (taken before the read).
+    func parsed(_ records: [VaultRecord], stamp: FileStamp?, generation: UInt64?) {
+        state.withLock { s in
+            s.records = stamp == nil && generation == nil ? [] : records
+            s.stamp = stamp
+            s.watched = generation
+            s.reads += 1
+        }
+    }
+
+    func clear() { state.withLock { s in s.records = []; s.stamp = nil; s.watched = nil } }
 
     var reads: Int { state.withLock { $0.reads } }
 }

@@ -250,6 +250,7 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
         }
         let vaultRegistry = VaultRegistry(file: store + "/vaults.json")
         let library = VaultLibrary(registry: vaultRegistry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: vaultRegistry))
+        library.watchForChanges()   // as the daemon's library
         let sites = RegistrySiteResolver(registry: registry), vaultModule = VaultModule(LibraryVaultService(library: library))
         // The catalogue limits vault.load to 10 a second per connection; lift it to measure latency.
         var catalogue = try OpCatalogue.bundled()

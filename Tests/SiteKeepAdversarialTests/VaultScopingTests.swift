@@ -37,8 +37,8 @@ final class RawConnection {
 }
 
 /// `sitekeep serve` as a real process with two sites and their vaults: over its socket a site
-/// reaches its own vault and nothing of the other's (threat T41), and a forged HEAD is refused
-/// (T15).
+/// reaches its own vault and nothing of the other's (threat T41), a forged HEAD is refused
+/// (T15), and another process's `vault assign` or commit counts from the next request (T116).
 @Suite(.serialized) struct VaultScopingTests {
     static let promptugal = "https://promptugal.news", summit = "https://web-summit.sgit.ai"
 
@@ -136,6 +136,20 @@ final class RawConnection {
                 == (try again.exchange(#"{"v":1,"id":"7","op":"vault.load","args":{"vault":"no-such-vault","path":"x"}}"#)))
         #expect(try again.reply(#"{"v":1,"id":"8","op":"vault.load","args":{"path":"p.txt"}}"#)["result"]?["content"] == "cHJvbXB0dWdhbCdzIG5vdGUK",
                 "with pforged given away, pnotes is promptugal's only vault and its default")
-        Attack.report("vault-scoping", "a site asked for another site's vault, a CLI-only one and a forged HEAD over the real daemon's socket: not_found byte-identical to an unknown name, vault_unverified")
+
+        // Another process changes what the running daemon serves (the daemon notices through its
+        // inotify watch instead of looking at the files on every request): every change counts
+        // from the next request, with no wait in between.
+        let load = #"{"v":1,"id":"9","op":"vault.load","args":{"vault":"pnotes","path":"p.txt"}}"#
+        _ = await cli(["vault", "assign", "pnotes", "--no-site", "--passphrase-file", pass])
+        #expect(try again.exchange(load) == (try again.exchange(#"{"v":1,"id":"9","op":"vault.load","args":{"vault":"no-such-vault","path":"p.txt"}}"#)),
+                "a vault given away by another process is out of reach at the next request")
+        _ = await cli(["vault", "assign", "pnotes", "--site", Self.promptugal, "--passphrase-file", pass])
+        #expect(try again.reply(load)["result"]?["content"] == "cHJvbXB0dWdhbCdzIG5vdGUK")
+        try Data("promptugal's second note\n".utf8).write(to: URL(fileURLWithPath: p + "/p.txt"))
+        #expect(try Child.run(sgit, ["commit", "-m", "two"], in: f.path, environment: env, cwd: p).code == 0)
+        #expect(try again.reply(load)["result"]?["content"]?.stringValue == Data("promptugal's second note\n".utf8).base64EncodedString(),
+                "sgit's commit is served at the next request")
+        Attack.report("vault-scoping", "a site asked for another site's vault, a CLI-only one and a forged HEAD over the real daemon's socket: not_found byte-identical to an unknown name, vault_unverified; a vault given away or committed to by another process: seen at the next request")
     }
 }

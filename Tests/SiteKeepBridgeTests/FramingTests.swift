@@ -83,4 +83,43 @@ import SiteKeepSocket
         #expect(throws: BridgeError.connectionClosed) { _ = try client.call("storage.get", args: ["key": "k"]) }
         client.close()
     }
+
+    /// However a stream of lines is cut into reads, the frames are the same: each line without
+    /// its newline (and a CR before it), empty lines skipped, a line over the limit reported once
+    /// as oversized whether it arrives in one read or across many. Checked against a plain
+    /// line split for 300 random streams and cuts (a line that ends inside one read is copied
+    /// straight into its frame; one that spans reads goes through the reader's buffer).
+    @Test func framesDoNotDependOnHowTheStreamIsCut() {
+        var rng = SystemRandomNumberGenerator()
+        let limit = 24
+        for _ in 0..<300 {
+            var stream: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...12, using: &rng) {
+                let length = [0, 1, 5, limit - 1, limit, limit + 1, 40].randomElement(using: &rng)!
+                stream += (0..<length).map { _ in UInt8.random(in: 0x61...0x7a, using: &rng) }
+                if Bool.random(using: &rng) { stream.append(0x0d) }
+                stream.append(0x0a)
+            }
+            // The plain split: what every cut must give.
+            var expected: [FrameReader.Frame] = []
+            var line: [UInt8] = []
+            for b in stream {
+                guard b == 0x0a else { line.append(b); continue }
+                if line.count > limit { expected.append(.oversized) } else {
+                    if line.last == 0x0d { line.removeLast() }
+                    if !line.isEmpty { expected.append(.frame(line)) }
+                }
+                line = []
+            }
+            var reader = FrameReader(maxFrame: limit)
+            var got: [FrameReader.Frame] = []
+            var at = 0
+            while at < stream.count {
+                let n = min(stream.count - at, Int.random(in: 1...60, using: &rng))
+                got += stream[at..<(at + n)].withUnsafeBytes { reader.feed($0) }
+                at += n
+            }
+            #expect(got == expected, "stream \(String(decoding: stream, as: UTF8.self).debugDescription)")
+        }
+    }
 }

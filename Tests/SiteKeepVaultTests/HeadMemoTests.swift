@@ -3,6 +3,7 @@ import Testing
 import Synchronization
 import SiteKeepCrypto
 import SiteKeepCustody
+import SiteKeepSystem
 @testable import SiteKeepVault
 
 /// HEAD is resolved once and kept while the files it came from are unchanged (so a daemon's
@@ -31,6 +32,32 @@ struct HeadMemoTests {
         #expect(try vault.read(path: "docs/a.txt") == Array("changed by sgit\n".utf8))
         #expect(vault.headResolutions.load(ordering: .relaxed) > resolved)
         // (A HEAD read from files changed within the last 50 ms is not kept: FileStampTests.)
+    }
+
+    /// With the daemon's watch, a kept HEAD is served with no look at its files (no stamps taken),
+    /// and still every commit of another process is seen at the next read, even one that lands
+    /// within the stamps' settle margin (where stamps alone cannot be trusted and are not kept).
+    @Test func withAWatchHeadIsServedWithoutLookingAtItsFilesAndEveryCommitIsSeen() throws {
+        let f = try SgitFixture.get()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let copy = dir + "/plain"
+        try FileManager.default.copyItem(atPath: f.plainPath, toPath: copy)
+        let vault = try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText))
+        let watch = try #require(ChangeWatch(folders: []))
+        vault.watch(with: watch)
+        _ = try vault.read(path: "docs/a.txt")
+        let resolved = vault.headResolutions.load(ordering: .relaxed)
+        let looks = vault.headStampLooks.load(ordering: .relaxed)
+        for _ in 0..<5 { #expect(try vault.read(path: "docs/a.txt") == Array("hello again\n".utf8)) }
+        #expect(vault.headResolutions.load(ordering: .relaxed) == resolved, "HEAD was resolved again with nothing changed")
+        #expect(vault.headStampLooks.load(ordering: .relaxed) == looks, "the kept HEAD's files were looked at")
+        for round in 1...3 {
+            // No wait between the read and the commit, nor between the commit and the next read.
+            try Array("round \(round)\n".utf8).write(toFile: copy + "/docs/a.txt")
+            try Interop.must(f.sgit, ["commit", "-m", "round \(round)"], cwd: copy, home: f.home)
+            #expect(try vault.read(path: "docs/a.txt") == Array("round \(round)\n".utf8))
+        }
     }
 
     /// A cached blob keeps the SHA-256 of its plaintext, so a hit is checked against the

@@ -3,6 +3,7 @@ import Testing
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
+import SiteKeepSystem
 @testable import SiteKeepVault
 import SiteKeepTesting
 
@@ -83,6 +84,32 @@ struct RegistryTests {
         #expect(!FileManager.default.fileExists(atPath: dir + "/r.json.tmp-\(getpid())"))
         try Data("{\"vaults\": [{\"name\": 5}]}".utf8).write(to: URL(fileURLWithPath: dir + "/r.json"))
         #expect(throws: VaultError.self) { try reg.records() }
+    }
+
+    /// With the daemon's watch on its folder, the registry is parsed once and served with no
+    /// look at the file, yet every change is seen at the next call, even one made within the
+    /// stamps' settle margin (no waiting here at all) or in place with the same size.
+    @Test func withAWatchEveryChangeIsSeenAtTheNextCall() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/r.json"
+        let reg = VaultRegistry(file: file)
+        reg.follow(try #require(ChangeWatch(folders: [dir])))
+        #expect(try reg.records().isEmpty)
+        try VaultRegistry(file: file).add(VaultRecord(name: "a", path: "/x", vaultID: "abcd1234", readOnly: true))
+        #expect(try reg.records().map(\.name) == ["a"], "created by another process")
+        let before = reg.reads
+        for _ in 0..<5 { #expect(try reg.records().map(\.name) == ["a"]) }
+        #expect(reg.reads == before, "served by the watch, unsettled as the file is")
+        try VaultRegistry(file: file).add(VaultRecord(name: "b", path: "/y", vaultID: "efgh5678", readOnly: false))
+        #expect(try reg.records().map(\.name) == ["a", "b"])
+        let text = try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "abcd1234", with: "abcd9999")
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
+        #expect(try reg.record(named: "a").vaultID == "abcd9999", "an edit in place of the same size")
+        try FileManager.default.removeItem(atPath: file)
+        #expect(try reg.records().isEmpty)
     }
 
     /// The daemon's bridge reads the registry on every vault call: a settled file is parsed
