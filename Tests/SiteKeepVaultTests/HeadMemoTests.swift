@@ -11,13 +11,18 @@ import SiteKeepSystem
 /// when another process commits; lock drops it with the keys.
 @Suite("The kept HEAD", .enabled(if: Interop.enabled, "SITEKEEP_SKIP_INTEROP=1"))
 struct HeadMemoTests {
-    @Test func headIsKeptUntilAnotherProcessCommitsAndLockDropsIt() throws {
+    /// The fixture's plain vault copied into a folder of its own (removed by the caller), opened.
+    static func openedCopy() throws -> (fixture: SgitFixture, dir: String, copy: String, vault: Vault) {
         let f = try SgitFixture.get()
         let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         let copy = dir + "/plain"
         try FileManager.default.copyItem(atPath: f.plainPath, toPath: copy)
-        let vault = try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText))
+        return (f, dir, copy, try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText)))
+    }
+
+    @Test func headIsKeptUntilAnotherProcessCommitsAndLockDropsIt() throws {
+        let (f, dir, copy, vault) = try Self.openedCopy()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         // Files changed in the last few milliseconds are not trusted to show a change: wait.
         usleep(120_000)
         _ = try vault.read(path: "docs/a.txt")
@@ -38,12 +43,8 @@ struct HeadMemoTests {
     /// and still every commit of another process is seen at the next read, even one that lands
     /// within the stamps' settle margin (where stamps alone cannot be trusted and are not kept).
     @Test func withAWatchHeadIsServedWithoutLookingAtItsFilesAndEveryCommitIsSeen() throws {
-        let f = try SgitFixture.get()
-        let dir = try temporaryDirectory()
+        let (f, dir, copy, vault) = try Self.openedCopy()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let copy = dir + "/plain"
-        try FileManager.default.copyItem(atPath: f.plainPath, toPath: copy)
-        let vault = try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText))
         let watch = try #require(ChangeWatch(folders: []))
         vault.watch(with: watch)
         _ = try vault.read(path: "docs/a.txt")
