@@ -342,6 +342,9 @@ final class PrivateVaultServer: @unchecked Sendable {
             let brought = try await rig.cat(path) == text
             #expect(brought, "\(name): and brings the file")
             try await rig.verifyClean(name + " after the pull")
+            // Nothing of the killed pull's temporary files is left once the next one is done.
+            let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: rig.root + "/.sg_vault/local/tmp")) ?? []
+            #expect(leftovers.isEmpty, "\(name): left in local/tmp: \(leftovers.prefix(5)) (\(leftovers.count))")
         }
         print("ATTACK vault sync kill -9 (push span \(String(format: "%.2f", span)) s): " + tally.joined(separator: "; "))
         withExtendedLifetime(rig) {}

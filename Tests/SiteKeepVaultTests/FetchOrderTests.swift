@@ -194,4 +194,29 @@ struct FetchOrderTests {
         #expect(reason.contains("not asked for"))
         #expect(!FileManager.default.fileExists(atPath: refused))
     }
+
+    /// A fetch first removes the temporary files killed processes left in `local/tmp` (a clone
+    /// or pull killed midway leaves up to one per object, and nothing else ever removed them),
+    /// and leaves a running process's files and every other name alone.
+    @Test(.enabled(if: Interop.enabled, "SITEKEEP_SKIP_INTEROP=1"))
+    func aFetchRemovesWhatKilledWritersLeftAndNothingElse() throws {
+        let f = try SgitFixture.get()
+        let dir = try f.copy(f.plainPath)
+        let into = try temporaryDirectory() + "/clone"
+        let (clone, _) = try Vault.clone(from: LocalObjectStore(vaultRoot: dir), into: into, keys: f.plainKeys, signer: try TestSigner())
+        let tmp = into + "/.sg_vault/local/tmp"
+        // A process id that no longer runs: a child that has exited and been waited for.
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        let dead = child.processIdentifier
+        let leftByTheDead = ["\(dead)-7-123.tmp", "\(dead)-8-456.tmp"]
+        let others = ["\(getpid())-1-2.tmp", "1-3-4.tmp", "notes.txt", "\(dead)-x-1.tmp", "\(dead)-1-2.tmp.bak", "-1-2.tmp"]
+        for name in leftByTheDead + others { try Data("x".utf8).write(to: URL(fileURLWithPath: tmp + "/" + name)) }
+        _ = try clone.pull(from: LocalObjectStore(vaultRoot: dir), signer: try TestSigner())
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: tmp)) == Set(others))
+        #expect(LocalObjectStore.temporaryFileMaker("\(dead)-7-123.tmp") == dead)
+        #expect(LocalObjectStore.temporaryFileMaker("0-1-2.tmp") == nil && LocalObjectStore.temporaryFileMaker("1-2.tmp") == nil)
+    }
 }

@@ -27,6 +27,8 @@ final class IncomingFiles: Sendable {
     init(into store: LocalObjectStore) throws(VaultError) {
         folder = store.folder
         try FileAccess.makeFolders(store.tempFolder)
+        // What an earlier fetch killed midway left there goes first.
+        store.sweepTemporaryFiles()
         batch = AtomicFile.Batch(temporaryFolder: store.tempFolder, width: Self.width)
     }
 

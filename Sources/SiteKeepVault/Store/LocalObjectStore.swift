@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 /// The vault folder's own `.sg_vault/` as a ``VaultObjectStore``: what pulls write into and
 /// pushes read from. Every write is durable (temp file, fsync, rename, folder fsync); an object
 /// is stored only when its bytes hash to its id, and an object already present is never
@@ -25,6 +28,32 @@ public struct LocalObjectStore: VaultObjectStore {
             if case .bytes(let b) = try FileAccess.read(folder + "/" + valid, limit: limit, object: valid) { out[valid] = b }
         }
         return out
+    }
+
+    /// Removes what processes that no longer run left in `local/tmp`: a fetch, commit or push
+    /// killed before it put its files in place leaves their temporary files behind (a clone of
+    /// 1,000 files, up to a thousand), which nothing else would ever remove. A file's maker is
+    /// the process id its name starts with (``AtomicFile``'s `PID-N-NS.tmp`); the files of a
+    /// running process (this one too) and names of any other form are left alone. Answers how
+    /// many were removed.
+    @discardableResult
+    func sweepTemporaryFiles() -> Int {
+        var removed = 0
+        for name in FileAccess.names(in: tempFolder) {
+            guard let pid = Self.temporaryFileMaker(name), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            if unlink(tempFolder + "/" + name) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
+    /// The process id that made a temporary file named `name` (`PID-N-NS.tmp`), nil for any
+    /// other name.
+    static func temporaryFileMaker(_ name: String) -> pid_t? {
+        guard name.hasSuffix(".tmp") else { return nil }
+        let parts = name.dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
+              let pid = pid_t(parts[0]), pid > 0 else { return nil }
+        return pid
     }
 
     /// Whether `bare/data/<id>` is present (not checked; readers check on use).
