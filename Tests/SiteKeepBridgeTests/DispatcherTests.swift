@@ -299,6 +299,16 @@ import SiteKeepTesting
         #expect(got.map(\.0) == ["a2"])
         let event = try BridgeMessage.parse(try #require(got.first?.1))
         #expect(event == .event(name: "schedule.changed", data: schedule))
+
+        // A save that commits is vault.changed to the site's other tabs; one that changes nothing is not.
+        inbox.clear()
+        let saved = try #require(result(await bed.send(a2, op: "vault.save", args: ["path": "notes/a.md", "content": .string(Base64.encode(Array("one".utf8)))])))
+        #expect(inbox.all.map(\.0) == ["a1"])
+        let changed = try BridgeMessage.parse(try #require(inbox.all.first?.1))
+        #expect(changed == .event(name: "vault.changed", data: ["vault": "default", "head": saved["commit"]!, "merge": "saved", "fetched": 0, "conflicts": []]))
+        inbox.clear()
+        _ = try #require(result(await bed.send(a2, op: "vault.save", args: ["path": "notes/a.md", "content": .string(Base64.encode(Array("one".utf8)))])))
+        #expect(inbox.all.isEmpty, "the same content again: no commit, no event")
     }
 
     @Test func probesFindNoLeak() async throws {
@@ -345,6 +355,7 @@ final class InboxBox: Sendable {
     private let items = Mutex<[(String, [UInt8])]>([])
     func add(_ who: String, _ bytes: [UInt8]) { items.withLock { $0.append((who, bytes)) } }
     var all: [(String, [UInt8])] { items.withLock { $0 } }
+    func clear() { items.withLock { $0 = [] } }
 }
 
 @Suite struct FuzzSeedTests {

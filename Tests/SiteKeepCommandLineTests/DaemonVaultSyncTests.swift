@@ -135,6 +135,16 @@ import Glibc
         #expect(second["fetched"]?.intValue ?? 0 > 0, "\(second)")
         #expect(await cat("later.txt") == "on the interval\n")
 
+        // A save in one tab of the site is vault.changed (merge: saved) to its other tabs, not
+        // to the tab that saved (its reply has the head) nor to another site.
+        let tab = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        defer { tab.close() }
+        _ = try tab.hello(origin: "https://promptugal.news")
+        let saved = try tab.call("vault.save", args: ["vault": "mine", "path": "from-a-tab.txt", "content": .string(Data("a tab\n".utf8).base64EncodedString())])
+        let fromTab = try #require(changed(client, within: 10), "no vault.changed for another tab's save")
+        #expect(fromTab["merge"] == .string("saved") && fromTab["head"] == saved["commit"] && fromTab["vault"] == .string("mine"), "\(fromTab)")
+        #expect(changed(tab, within: 1) == nil && changed(other, within: 1) == nil)
+
         // A local commit (made while the daemon is locked) goes up at the next unlock.
         await daemon.lock()
         #expect(await store.run(["vault", "write", "mine", "local.txt", "--passphrase-file", store.passFile], stdin: Array("from SiteKeep\n".utf8)).status == 0)

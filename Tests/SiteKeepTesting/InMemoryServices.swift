@@ -257,9 +257,13 @@ public final class InMemoryVault: VaultService {
         }
         return content
     }
-    public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String {
-        files.withLock { $0[key(vault, site), default: [:]][path] = content }
-        return "commit-\(commits.add(1, ordering: .relaxed).newValue)"
+    public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultSaved {
+        let changed = files.withLock { f -> Bool in
+            defer { f[key(vault, site), default: [:]][path] = content }
+            return f[key(vault, site)]?[path] != content
+        }
+        let n = changed ? commits.add(1, ordering: .relaxed).newValue : commits.load(ordering: .relaxed)
+        return BridgeVaultSaved(vault: vault ?? "default", commit: "commit-\(n)", changed: changed)
     }
 }
 

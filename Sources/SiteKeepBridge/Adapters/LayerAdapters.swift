@@ -216,12 +216,12 @@ public struct LibraryVaultService: VaultService {
         do { return try v.read(path: path) } catch { throw BridgeFailure(vault: error) }
     }
     /// Commits the file on this device's clone branch, signed with the device key; answers the
-    /// new HEAD (the old one when the content was unchanged).
-    public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String {
+    /// new HEAD (the old one, not changed, when the content was already there).
+    public func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultSaved {
         let (name, _) = try self.vault(vault, site: site)
         do {
             let r = try library.write(name: name, path: path, contents: content)
-            return (r.commit ?? r.parent).map { "\($0)" } ?? ""
+            return BridgeVaultSaved(vault: name, commit: (r.commit ?? r.parent).map { "\($0)" } ?? "", changed: r.commit != nil)
         } catch { throw BridgeFailure(vault: error) }
     }
 }

@@ -61,8 +61,24 @@ public protocol VaultService: Sendable {
     func status(vault: String?, site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultStatus
     func list(vault: String?, path: String?, site: BridgeSite) async throws(BridgeFailure) -> [BridgeVaultEntry]
     func load(vault: String?, path: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8]
-    /// Writes one file as a new commit; returns the commit id.
-    func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> String
+    /// Writes one file as a new commit: which vault it went to, and its head after (the same
+    /// head, `changed` false, when the content was already there).
+    func save(vault: String?, path: String, content: [UInt8], site: BridgeSite) async throws(BridgeFailure) -> BridgeVaultSaved
+}
+
+/// What a ``VaultService/save(vault:path:content:site:)`` did.
+public struct BridgeVaultSaved: Sendable, Equatable {
+    /// The vault written (the site's default when none was named).
+    public let vault: String
+    /// Its head after the save.
+    public let commit: String
+    /// Whether the save made a commit (false: the content was already there).
+    public let changed: Bool
+    public init(vault: String, commit: String, changed: Bool) {
+        self.vault = vault
+        self.commit = commit
+        self.changed = changed
+    }
 }
 
 enum VaultOps {
@@ -92,18 +108,28 @@ enum VaultOps {
             },
             "vault.save": { c throws(BridgeFailure) in
                 let path = try checkedPath(try c.string("path"), allowRoot: false)
-                let commit = try await s.save(vault: c.optionalString("vault"), path: path, content: try c.bytes("content"), site: c.site)
-                return ["path": .string(path), "commit": .string(commit)]
+                let saved = try await s.save(vault: c.optionalString("vault"), path: path, content: try c.bytes("content"), site: c.site)
+                announce(saved, to: c)
+                return ["path": .string(path), "commit": .string(saved.commit)]
             },
             "capture.save": { c throws(BridgeFailure) in
                 let (title, text, url) = (try c.string("title"), try c.string("text"), c.optionalString("url"))
                 let note: CaptureNote
                 do throws(CoreFieldError) { note = try CaptureNote(title: title, text: text, url: url, path: "args") } catch { throw BridgeFailure(core: error) }
                 let path = note.path()
-                let commit = try await s.save(vault: nil, path: path, content: Array(note.markdown.utf8), site: c.site)
-                return ["path": .string(path), "commit": .string(commit)]
+                let saved = try await s.save(vault: nil, path: path, content: Array(note.markdown.utf8), site: c.site)
+                announce(saved, to: c)
+                return ["path": .string(path), "commit": .string(saved.commit)]
             },
         ]
+    }
+
+    /// A save that made a commit is `vault.changed` (`merge: saved`) to the site's other
+    /// connections (its other tabs), as a pull's is: the caller has the new head in its reply.
+    static func announce(_ saved: BridgeVaultSaved, to c: BridgeCall) {
+        guard saved.changed else { return }
+        c.emit("vault.changed", data: ["vault": .string(saved.vault), "head": .string(saved.commit), "merge": "saved",
+                                       "fetched": 0, "conflicts": []])
     }
 
     /// A vault path as the vault layer accepts it, or `bad_request` naming the rule it breaks.
