@@ -36,7 +36,7 @@ public final class ChangeWatch: Sendable {
     public static let everyChange = namesAndCloses | UInt32(IN_MODIFY | IN_ATTRIB)
 
     /// The inotify descriptor (non-blocking, close-on-exec).
-    public let fd: Int32
+    private let fd: Int32
     private let mask: UInt32
     /// The generation and whether the watch was lost; the lock also keeps two drains apart.
     private let state = Mutex<(generation: UInt64, lost: Bool)>((0, false))

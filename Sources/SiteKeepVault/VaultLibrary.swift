@@ -279,9 +279,6 @@ public final class VaultLibrary: Sendable {
         for v in open.withLock({ Array($0.values) }) { v.watch(with: made) }
     }
 
-    /// Whether ``watchForChanges()`` made a watch (for tests).
-    package var isWatching: Bool { changeWatch.withLock { $0 != nil } }
-
     /// How many vaults are open (for tests).
     package var openCount: Int { open.withLock { $0.count } }
     /// The keys of the vault `name` (handles; for its remotes).
