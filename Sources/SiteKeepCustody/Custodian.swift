@@ -190,6 +190,9 @@ public final class Custodian: Sendable {
     struct CurrentSigner: LockWipeable {
         var handle: SigningKeyHandle
         var version: Int
+        /// The key's SSH policy as its record said when the key was unwrapped (updated by
+        /// ``setSSHAgentPolicy(keyID:_:context:)`` through this custodian), for the signing gate.
+        var ssh: SSHAgentPolicy?
         mutating func wipeForLock() {}
     }
     let state = Mutex<State>(State())

@@ -59,6 +59,12 @@ public enum CustodyError: Error, Sendable, Equatable {
     case presenceBeforeUnlock
     /// No way to ask for presence (no askpass program, no passphrase slot).
     case presenceUnavailable(String)
+    /// A key use or a change of who can unlock or what is trusted came without the approval it
+    /// needs (a presence proof, or the current secret); the text says what to give.
+    case presenceRequired(String)
+    /// The key's own policy does not allow this use (its SSH policy, or an SSH login request
+    /// asked of anything but the ssh-agent socket); the text says why and how to change it.
+    case policyRefused(String)
     /// The store home has looser permissions than SiteKeep requires, or is not usable.
     case insecureHome(String)
     /// A file-system failure in the store home.
@@ -129,6 +135,10 @@ extension CustodyError: CustomStringConvertible {
             "the presence confirmation was given before SiteKeep was last unlocked; confirm again"
         case .presenceUnavailable(let why):
             "cannot ask for presence: \(why)"
+        case .presenceRequired(let why):
+            "approval required: \(why)"
+        case .policyRefused(let why):
+            "refused by the key's policy: \(why)"
         case .insecureHome(let why):
             "refusing the SiteKeep home: \(why)"
         case .io(let why):

@@ -51,13 +51,21 @@ extension Custodian {
     /// before an unlock does not serve after it); the caller has checked its site, op and key.
     func signer(kind: String, id: String, version: Int?, forSigning: Bool,
                 presence: PresenceProof? = nil) throws(CustodyError) -> (SigningKeyHandle, Int) {
+        let (handle, v, _) = try signerAndPolicy(kind: kind, id: id, version: version, forSigning: forSigning, presence: presence)
+        return (handle, v)
+    }
+
+    /// ``signer(kind:id:version:forSigning:presence:)``, also giving the key's SSH policy as its
+    /// record says (kept with the cached signer, so the signing gate reads no keyring item).
+    func signerAndPolicy(kind: String, id: String, version: Int?, forSigning: Bool,
+                         presence: PresenceProof? = nil) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
         // Recorded before the master key is read: a key unwrapped across a lock is not cached.
         let generation = lockScope.generation
         let (master, unlockedAtNs) = try currentUnlock()
         if let presence, presence.issuedAtNanoseconds < unlockedAtNs { throw .presenceBeforeUnlock }
         // Fast path: the current version, unwrapped earlier in this unlock (no keyring read).
         let currentKey = "\(kind)/\(id)"
-        if version == nil, let hit = signers.withLock({ $0.current[currentKey] }) { return (hit.handle, hit.version) }
+        if version == nil, let hit = signers.withLock({ $0.current[currentKey] }) { return (hit.handle, hit.version, hit.ssh) }
         let record = try loadRecord(kind: kind, id: id)
         let current = record.versions.count
         let v = version ?? current
@@ -68,9 +76,9 @@ extension Custodian {
         if let cached = signers.withLock({ $0.byVersion[cacheKey] }),
            Base64.encode(cached.publicKey) == entry.publicKey {
             if v == current {
-                _ = signers.withLock(ifNotClearedSince: generation) { $0.current[currentKey] = CurrentSigner(handle: cached, version: v) }
+                _ = signers.withLock(ifNotClearedSince: generation) { $0.current[currentKey] = CurrentSigner(handle: cached, version: v, ssh: record.ssh) }
             }
-            return (cached, v)
+            return (cached, v, record.ssh)
         }
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
         let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey)
@@ -87,9 +95,9 @@ extension Custodian {
         }
         _ = signers.withLock(ifNotClearedSince: generation) { c in
             c.byVersion[cacheKey] = handle
-            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v) }
+            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v, ssh: record.ssh) }
         }
-        return (handle, v)
+        return (handle, v, record.ssh)
     }
 
     /// Cached signing keys (versions, current entries), for tests.
@@ -220,10 +228,20 @@ extension Custodian {
 
     /// Signs `message` with a team key's current version (Ed25519, or P-256 raw `r || s`).
     ///
-    /// Returns the signature only. When `context.presence` is given it must be for
-    /// `context.site`, `context.op` and `keyID`, younger than the presence lifetime and issued
-    /// in the current unlock. The use is in the audit log, with the id of the prompt that
-    /// approved it, before the signature is returned.
+    /// This is the one gate every team-key signature passes, whichever client asks (a page
+    /// through the bridge, `ssh` through the agent socket, the command line inside the daemon
+    /// or on its own):
+    /// - `context.presence` is required: a proof for `context.site` (the client: a site id,
+    ///   `ssh-agent`, `command-line`), `context.op` and `keyID`, younger than the presence
+    ///   lifetime and issued in the current unlock; without one, ``CustodyError/presenceRequired(_:)``.
+    /// - The key's policy, read from what the bytes are (``SignedDataKind``), not from what the
+    ///   caller says: an SSHSIG is signed only in a namespace the key's SSH policy allows; an SSH
+    ///   login request only for the ssh-agent socket (op `ssh.sign`, which has checked the
+    ///   destination) and a key whose policy allows logins; other data through the agent only
+    ///   when the policy allows other data. Otherwise ``CustodyError/policyRefused(_:)``.
+    ///
+    /// The use is in the audit log, with the id of the prompt that approved it, before the
+    /// signature is returned; a refused use is logged with its reason word.
     /// - Parameters:
     ///   - version: nil for the current version; an older version is refused
     ///     (``CustodyError/versionVerifyOnly(keyID:version:)``).
@@ -244,13 +262,19 @@ extension Custodian {
         let algorithm: SigningAlgorithm
         let signedVersion: Int
         var logKey = keyID
-        do {
+        do throws(CustodyError) {
             if let proof = context.presence {
                 try proof.check(site: context.site ?? "-", op: context.op, keyID: keyID,
                                 clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
+            } else if kind == ItemKind.teamKey {
+                throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
+                    + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
-            let (handle, v) = try signer(kind: kind, id: keyID, version: version, forSigning: true, presence: context.presence)
+            let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true, presence: context.presence)
             logKey = "\(keyID)@v\(v)"
+            if kind == ItemKind.teamKey {
+                try Self.checkPolicy(SignedDataKind(message), op: context.op, keyID: keyID, ssh: ssh)
+            }
             signature = try cr { () throws(CryptoError) in try handle.sign(message) }
             algorithm = handle.algorithm
             signedVersion = v
@@ -265,7 +289,8 @@ extension Custodian {
     static func resultWord(_ e: CustodyError) -> String {
         switch e {
         case .locked: "locked"
-        case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock: "presence-refused"
+        case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceRequired: "presence-refused"
+        case .policyRefused: "policy-refused"
         case .keyNotFound, .versionNotFound: "no-such-key"
         case .versionVerifyOnly: "verify-only"
         default: "failed"

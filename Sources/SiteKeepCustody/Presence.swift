@@ -28,6 +28,9 @@ public enum PresenceMethod: String, Sendable, Codable {
     case askpass
     /// The user typed a passphrase that opens a passphrase slot.
     case passphrase
+    /// The command gave a secret that opens a slot now (a passphrase, PRF bytes or a recovery
+    /// code, typed or given for this command): whoever holds it could unlock anyway.
+    case secret
 }
 
 /// Proof that the user approved one use (a site, an operation and a key) a moment ago.

@@ -2,8 +2,10 @@
 ///
 /// Stored with the key's public facts (its keyring record), off by default: a key with no
 /// policy, or with ``enabled`` false, is not listed to SSH clients and signs nothing for them.
-/// The policy narrows what the agent signs; every signature still needs presence and is logged.
-/// It governs the agent socket only: `sitekeep team sign` is the local user's own command.
+/// The policy narrows what the key signs in SSH's formats, whichever client asks: the agent
+/// socket, `sitekeep team sign --ssh-namespace`, a raw `team sign` or a page's `key.sign` of
+/// bytes that are an SSHSIG blob or an SSH login request (custody's signing gate reads what the
+/// bytes are). Every signature still needs presence and is logged.
 public struct SSHAgentPolicy: Sendable, Equatable, Codable {
     /// Whether the key is listed to SSH clients (`ssh-add -L`) and may sign for them.
     public var enabled: Bool
@@ -65,19 +67,43 @@ public struct SSHAgentPolicy: Sendable, Equatable, Codable {
 }
 
 extension Custodian {
+    /// The op a change of a key's SSH policy is approved and logged under.
+    public static let sshPolicyOp = "team.ssh"
+
     /// Sets (or, with nil, removes) the SSH agent policy of team key `id`, keeping everything
-    /// else in its record. Turning SSH use on needs the custodian unlocked, as rotating does;
-    /// turning it off works while locked. The change is in the audit log.
+    /// else in its record. Turning SSH use on, or changing what it allows, changes what the key
+    /// may sign: it needs the custodian unlocked and `context.presence`, a proof for
+    /// `context.site`, op ``sshPolicyOp`` and this key (the user approved this change, or gave
+    /// the current secret for it). Turning it off only narrows and works while locked, with no
+    /// proof. The change is in the audit log and reaches this custodian's signing gate at once
+    /// (the ssh-agent's open connections included).
     /// - Throws: ``CustodyError/keyNotFound(_:)``, ``CustodyError/locked``,
-    ///   ``CustodyError/invalidArgument(_:)``.
-    public func setSSHAgentPolicy(keyID id: String, _ policy: SSHAgentPolicy?) throws(CustodyError) -> SigningKeyInfo {
+    ///   ``CustodyError/invalidArgument(_:)``, ``CustodyError/presenceRequired(_:)`` or a
+    ///   proof's own refusal.
+    public func setSSHAgentPolicy(keyID id: String, _ policy: SSHAgentPolicy?,
+                                  context: KeyUseContext = KeyUseContext(op: Custodian.sshPolicyOp)) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
         try policy?.validate()
-        if policy?.enabled == true { _ = try currentMaster() }
+        let enabling = policy?.enabled == true
+        var logged = context
+        logged.op = Self.sshPolicyOp
+        if enabling {
+            let unlockedAt = try currentUnlock().unlockedAtNs
+            guard let proof = context.presence else {
+                throw .presenceRequired("changing what key \(id) may sign over SSH needs the user's approval; "
+                    + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
+            }
+            try proof.check(site: context.site ?? "-", op: Self.sshPolicyOp, keyID: id,
+                            clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
+            guard proof.issuedAtNanoseconds >= unlockedAt else { throw .presenceBeforeUnlock }
+        }
         var record = try loadRecord(kind: ItemKind.teamKey, id: id)
-        record.ssh = policy?.enabled == true ? policy : nil
+        record.ssh = enabling ? policy : nil
         try storeRecord(record, kind: ItemKind.teamKey)
-        try log(KeyUseContext(op: "team.ssh", detail: record.ssh?.summary ?? "off"), key: id, result: "ok")
+        let stored = record.ssh
+        signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.ssh = stored }
+        logged.detail = stored?.summary ?? "off"
+        try log(logged, key: id, result: "ok")
         return record.info()
     }
 }

@@ -217,26 +217,74 @@ extension Custodian {
         }
     }
 
-    // MARK: - Slot management (requires unlocked)
+    /// Checks that `secret` (a passphrase, PRF bytes or a recovery code) opens one of this
+    /// store's slots, without changing the lock state: the approval a command gives by naming
+    /// the current secret for itself. Subject to, and counted in, the unlock back-off; a
+    /// failure is logged under `op`.
+    /// - Throws: ``CustodyError/unlockFailed``, ``CustodyError/backingOff(secondsRemaining:)``,
+    ///   ``CustodyError/recoveryCodeMistyped(_:)``, ``CustodyError/noSlotOfKind(_:)``.
+    public func verifySecret(_ secret: consuming UnlockSecret, op: String = "presence.secret") throws(CustodyError) {
+        _ = try authorize(secret, op: op)
+    }
 
-    /// Adds a passphrase slot.
+    /// Opens a slot with the current secret `secret` (under the back-off), for a change of who
+    /// can unlock: the master key it unwraps is what the change is made with.
+    func authorize(_ secret: consuming UnlockSecret, op: String) throws(CustodyError) -> OpenedSlot {
+        let kind: SlotKind
+        let input: KEKInput
+        switch consume secret {
+        case .passphrase(let p):
+            kind = .passphrase; input = .passphrase(p)
+        case .prf(let bytes):
+            guard bytes.count == WebAuthnPRF.outputByteCount else {
+                throw .invalidArgument("PRF output must be \(WebAuthnPRF.outputByteCount) bytes, got \(bytes.count)")
+            }
+            kind = .prf; input = .prf(bytes)
+        case .recoveryCode(let typed):
+            kind = .recovery; input = .recoveryCode(try RecoveryCode.parse(typed))
+        }
+        do {
+            return try openSlotUnderBackoff(kind: kind, slotID: nil, input: input)
+        } catch .backingOff(let wait) {
+            logQuietly(KeyUseContext(op: op), key: nil, result: "backing-off")
+            throw .backingOff(secondsRemaining: wait)
+        } catch .unlockFailed {
+            logQuietly(KeyUseContext(op: op), key: nil, result: "failed")
+            throw .unlockFailed
+        }
+    }
+
+    /// The master key a slot change is made with: the one `current` unwraps.
+    func authorizedMaster(_ current: consuming UnlockSecret, op: String) throws(CustodyError) -> LockedSecret {
+        let opened = try authorize(current, op: op)
+        return LockedSecret(opened.master)
+    }
+
+    // MARK: - Slot management (requires the current secret)
+    //
+    // Who can unlock changes only with a secret that unlocks now, given for this change (as
+    // `cryptsetup luksAddKey` asks for an existing passphrase): an unlocked custodian is not
+    // enough, so no other process of the user that reaches an unlocked daemon can mint a
+    // recovery code or replace the passphrase. The custodian need not be unlocked.
+
+    /// Adds a passphrase slot, authorised by `current` (a secret that opens a slot now).
     public func addPassphraseSlot(_ passphrase: consuming SecretBytes, parameters: Argon2id.Parameters? = nil,
-                                  label: String = "passphrase") throws(CustodyError) -> SlotInfo {
-        let master = try currentMaster()
+                                  label: String = "passphrase", current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
+        let master = try authorizedMaster(current, op: "slot.add")
         let params = try calibrated(parameters)
         let info = try writeSlot(kind: .passphrase, label: label, master: master, argon2: params, secret: .passphrase(passphrase))
         try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
         return info
     }
 
-    /// Adds a PRF slot for a passkey.
+    /// Adds a PRF slot for a passkey, authorised by `current` (a secret that opens a slot now).
     /// - Parameters:
     ///   - prfOutput: The 32 PRF output bytes the passkey gave for `prfEvalInput`.
     ///   - relyingPartyID: The WebAuthn RP id (a domain).
     ///   - credentialID: The credential id, base64url.
     ///   - prfEvalInput: The PRF eval input, base64url.
     public func addPRFSlot(prfOutput: consuming SecretBytes, relyingPartyID: String, credentialID: String,
-                           prfEvalInput: String, label: String = "passkey") throws(CustodyError) -> SlotInfo {
+                           prfEvalInput: String, label: String = "passkey", current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
         guard prfOutput.count == WebAuthnPRF.outputByteCount else {
             throw .invalidArgument("PRF output must be \(WebAuthnPRF.outputByteCount) bytes, got \(prfOutput.count)")
         }
@@ -249,16 +297,16 @@ extension Custodian {
                 throw .invalidArgument("the \(name) must be base64url without padding")
             }
         }
-        let master = try currentMaster()
+        let master = try authorizedMaster(current, op: "slot.add")
         let info = try writeSlot(kind: .prf, label: label, master: master, relyingPartyID: relyingPartyID,
                                  credentialID: credentialID, prfEvalInput: prfEvalInput, secret: .prf(prfOutput))
         try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
         return info
     }
 
-    /// Adds a recovery slot; its code is returned once and stored nowhere.
-    public func addRecoverySlot(label: String = "recovery") throws(CustodyError) -> NewRecoverySlot {
-        let master = try currentMaster()
+    /// Adds a recovery slot, authorised by `current`; its code is returned once and stored nowhere.
+    public func addRecoverySlot(label: String = "recovery", current: consuming UnlockSecret) throws(CustodyError) -> NewRecoverySlot {
+        let master = try authorizedMaster(current, op: "slot.add")
         let generated = try RecoveryCode.generate()
         let code = generated.code
         let info = try writeSlot(kind: .recovery, label: label, master: master, secret: .recoveryCode(generated.secret))
@@ -266,23 +314,24 @@ extension Custodian {
         return NewRecoverySlot(slot: info, code: code)
     }
 
-    /// Removes a slot. The last slot cannot be removed.
-    public func removeSlot(id: String) throws(CustodyError) {
-        _ = try currentMaster()
+    /// Removes a slot, authorised by `current`. The last slot cannot be removed.
+    public func removeSlot(id: String, current: consuming UnlockSecret) throws(CustodyError) {
         let all = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
         guard all.contains(where: { $0.id == id }) else { throw .slotNotFound(id) }
         guard all.count > 1 else { throw .lastSlot }
+        _ = try authorize(current, op: "slot.remove")
         try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, id)) }
         try log(KeyUseContext(op: "slot.remove"), key: id, result: "ok")
     }
 
-    /// Replaces a passphrase slot with one for a new passphrase: the new slot is written before
-    /// the old one is deleted, so a crash in between leaves both usable, never neither.
+    /// Replaces a passphrase slot with one for a new passphrase, authorised by `current` (for
+    /// a passphrase change, normally the old passphrase): the new slot is written before the
+    /// old one is deleted, so a crash in between leaves both usable, never neither.
     public func changePassphrase(slotID: String, to newPassphrase: consuming SecretBytes,
-                                 parameters: Argon2id.Parameters? = nil) throws(CustodyError) -> SlotInfo {
-        let master = try currentMaster()
+                                 parameters: Argon2id.Parameters? = nil, current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
         guard let old = try loadSlots().first(where: { $0.id == slotID }) else { throw .slotNotFound(slotID) }
         guard old.header?.kind == .passphrase else { throw .invalidArgument("slot \(slotID) is not a passphrase slot") }
+        let master = try authorizedMaster(current, op: "slot.passphrase-change")
         let params = try calibrated(parameters ?? old.header?.argon2)
         let info = try writeSlot(kind: .passphrase, label: old.header?.label ?? "passphrase", master: master,
                                  argon2: params, secret: .passphrase(newPassphrase))

@@ -77,7 +77,7 @@ import SiteKeepTestSupport
         let info = try f.custodian.teamKeyInfo(id: "k")
         let pem = try #require(info.versions.last?.publicKeyPEM)
         let message = Array("openssl reads this key".utf8)
-        let sig = try f.custodian.sign(keyID: "k", message: message)
+        let sig = try f.custodian.sign(keyID: "k", message: message, context: .approved("k"))
         try Data(pem.utf8).write(to: URL(fileURLWithPath: f.dir + "/k.pem"))
         try Data(message).write(to: URL(fileURLWithPath: f.dir + "/m"))
         try Data(sig).write(to: URL(fileURLWithPath: f.dir + "/s"))

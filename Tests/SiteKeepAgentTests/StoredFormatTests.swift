@@ -34,10 +34,10 @@ import Glibc
         try custodian.unlock(.passphrase(SecretBytes(copying: Array("fixture pass phrase".utf8))))
         let message = Array("still signs".utf8)
         for id in ["desk", "summit"] {
-            let sig = try custodian.sign(keyID: id, message: message)
+            let sig = try custodian.sign(keyID: id, message: message, context: .approved(id, by: custodian))
             #expect(try custodian.verify(keyID: id, signature: sig, message: message))
         }
-        _ = try custodian.setSSHAgentPolicy(keyID: "summit", SSHAgentPolicy(namespaces: ["git"]))
+        _ = try custodian.setSSHAgentPolicy(keyID: "summit", SSHAgentPolicy(namespaces: ["git"]), context: .approved("summit", op: Custodian.sshPolicyOp))
         let after = try custodian.teamKeyInfo(id: "summit")
         let old = try #require(before.first { $0.id == "summit" })
         #expect(after.versions == old.versions && after.name == old.name && after.created == old.created)
@@ -48,7 +48,7 @@ import Glibc
         defer { reopened.lock() }
         try reopened.unlock(.passphrase(SecretBytes(copying: Array("fixture pass phrase".utf8))))
         #expect(try reopened.teamKeyInfo(id: "summit").ssh?.namespaces == ["git"])
-        #expect(try reopened.verify(keyID: "summit", signature: reopened.sign(keyID: "summit", message: message), message: message))
+        #expect(try reopened.verify(keyID: "summit", signature: reopened.sign(keyID: "summit", message: message, context: .approved("summit", by: reopened)), message: message))
         _ = try reopened.setSSHAgentPolicy(keyID: "summit", nil)
         #expect(try reopened.teamKeyInfo(id: "summit").ssh == nil)
     }

@@ -9,6 +9,16 @@ import SiteKeepTestSupport
 import Glibc
 #endif
 
+extension KeyUseContext {
+    /// A key use the user approved just now (a presence proof on the system clock, which these
+    /// tests' custodians use): every team-key signature, and every widening of a key's SSH
+    /// policy, passes custody's gate with one.
+    static func approved(_ keyID: String, op: String = "sign", by custodian: Custodian? = nil) -> KeyUseContext {
+        KeyUseContext(site: "test", op: op, presence: PresenceProof(site: "test", op: op, keyID: keyID, method: .askpass,
+                                                                   issuedAtNanoseconds: BootClock.system.nanoseconds()))
+    }
+}
+
 /// A real store for agent tests: a custodian over a file keyring in a private temporary folder,
 /// unlocked, with team keys, and an askpass program that logs each prompt and approves unless
 /// the `deny` file exists.
@@ -32,7 +42,7 @@ final class AgentFixture: @unchecked Sendable {
                                      withRecoveryCode: false)
         for (id, algorithm, policy) in keys {
             _ = try custodian.generateTeamKey(id: id, name: "Team \(id)", algorithm: algorithm)
-            if let policy { _ = try custodian.setSSHAgentPolicy(keyID: id, policy) }
+            if let policy { _ = try custodian.setSSHAgentPolicy(keyID: id, policy, context: .approved(id, op: Custodian.sshPolicyOp)) }
         }
         askpass = dir + "/askpass.sh"
         try Data("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(dir)/prompts'\n[ -e '\(dir)/deny' ] && exit 1\nexit 0\n".utf8)

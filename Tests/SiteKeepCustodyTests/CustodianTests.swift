@@ -10,7 +10,7 @@ import SiteKeepTestSupport
     @Test(arguments: Backend.allCases) func backoffGrowsIsNamedInTheErrorAndSurvivesARestart(backend: Backend) throws {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
-        _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(5), relyingPartyID: "example.org", credentialID: "AA", prfEvalInput: "AA")
+        _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(5), relyingPartyID: "example.org", credentialID: "AA", prfEvalInput: "AA", current: f.current())
         f.custodian.lock()
         // Three free failures, then 1 s.
         for _ in 0..<4 {
@@ -144,7 +144,9 @@ import SiteKeepTestSupport
         _ = try writer.generateTeamKey(id: "k", name: "K", algorithm: .p256)
         let daemon = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(folder: home))
         #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [false])
-        _ = try writer.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy())
+        let approval = PresenceProof(site: "test", op: Custodian.sshPolicyOp, keyID: "k", method: .askpass,
+                                     issuedAtNanoseconds: BootClock.system.nanoseconds())
+        _ = try writer.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy(), context: KeyUseContext(site: "test", presence: approval))
         #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [true], "the enable is seen")
         _ = try writer.rotateTeamKey(id: "k")
         #expect(try daemon.teamKeyInfo(id: "k").version == 2, "the rotation is seen")
@@ -172,10 +174,10 @@ import SiteKeepTestSupport
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T", algorithm: .p256)
-        let sig = try f.custodian.sign(keyID: "t", message: [1, 2, 3])
+        let sig = try f.custodian.sign(keyID: "t", message: [1, 2, 3], context: f.approved("t"))
         #expect(try f.custodian.verify(keyID: "t", signature: sig, message: [1, 2, 3]))
         f.custodian.lock()
-        #expect(throws: CustodyError.locked) { try f.custodian.sign(keyID: "t", message: [1, 2, 3]) }
+        #expect(throws: CustodyError.locked) { try f.custodian.sign(keyID: "t", message: [1, 2, 3], context: f.approved("t")) }
         #expect(throws: CustodyError.locked) { try f.custodian.signAsDevice([1]) }
         #expect(throws: CustodyError.locked) { try f.custodian.typedStorageKey(forSite: "s", protection: .whenUnlocked) }
         #expect(f.custodian.state.withLock { $0.unlocked == nil })
@@ -238,15 +240,15 @@ import SiteKeepTestSupport
         #expect(pk.count == 32)
         #expect(created.fingerprint == "sha256:" + String(Hex.encode(SHA256.hash(pk)).prefix(16)))
         let m = Array("message".utf8)
-        let v1sig = try f.custodian.sign(keyID: "news-team", message: m)
+        let v1sig = try f.custodian.sign(keyID: "news-team", message: m, context: f.approved("news-team"))
 
         let rotated = try f.custodian.rotateTeamKey(id: "news-team")
         #expect(rotated.version == 2 && rotated.versions.map(\.canSign) == [false, true])
         #expect(rotated.versions[0].publicKey == created.publicKey)
-        let v2sig = try f.custodian.sign(keyID: "news-team", message: m)
+        let v2sig = try f.custodian.sign(keyID: "news-team", message: m, context: f.approved("news-team"))
         #expect(v2sig != v1sig)
         #expect(throws: CustodyError.versionVerifyOnly(keyID: "news-team", version: 1)) {
-            try f.custodian.sign(keyID: "news-team", version: 1, message: m)
+            try f.custodian.sign(keyID: "news-team", version: 1, message: m, context: f.approved("news-team"))
         }
         #expect(try f.custodian.verify(keyID: "news-team", signature: v1sig, message: m))
         #expect(try f.custodian.verify(keyID: "news-team", version: 1, signature: v1sig, message: m))
@@ -258,10 +260,10 @@ import SiteKeepTestSupport
         // Survives a restart.
         let again = try f.reopened()
         try again.unlock(.passphrase(secret(Fixture.passphrase)))
-        #expect(try again.sign(keyID: "news-team", message: m) == v2sig)
+        #expect(try again.sign(keyID: "news-team", message: m, context: f.approved("news-team")) == v2sig)
 
         try f.custodian.deleteTeamKey(id: "news-team")
-        #expect(throws: CustodyError.keyNotFound("news-team")) { try f.custodian.sign(keyID: "news-team", message: m) }
+        #expect(throws: CustodyError.keyNotFound("news-team")) { try f.custodian.sign(keyID: "news-team", message: m, context: f.approved("news-team")) }
         #expect(throws: CustodyError.keyNotFound("news-team")) { try f.custodian.deleteTeamKey(id: "news-team") }
         #expect(throws: CustodyError.invalidKeyID("Bad/ID")) { try f.custodian.generateTeamKey(id: "Bad/ID", name: "x") }
         _ = try f.custodian.generateTeamKey(id: "dup", name: "x")
@@ -283,7 +285,7 @@ import SiteKeepTestSupport
         let pem = try p.pkcs8PEM()
         let imported = try f.custodian.importTeamKey(id: "p256", name: "P", material: .p256PKCS8(pem))
         #expect(imported.versions[0].publicKeyPEM == p.publicKey.pemRepresentation)
-        let sig = try f.custodian.sign(keyID: "p256", message: [9])
+        let sig = try f.custodian.sign(keyID: "p256", message: [9], context: f.approved("p256"))
         #expect(p.publicKey.isValidSignature(try P256.Signing.Signature(rawRepresentation: sig), for: [9]))
         // And from DER through detection.
         let der = try p.pkcs8DER()
@@ -387,14 +389,14 @@ import SiteKeepTestSupport
         let before = try AuditLog.entries(path: f.home.path + "/audit.log").count
         let n = 2000
         let start = ContinuousClock.now
-        for i in 0..<n { _ = try f.custodian.sign(keyID: "ed", message: [UInt8(i & 0xff)], context: KeyUseContext(site: "s", op: "key.sign")) }
+        for i in 0..<n { _ = try f.custodian.sign(keyID: "ed", message: [UInt8(i & 0xff)], context: f.approved("ed", site: "s", op: "key.sign")) }
         let elapsed = ContinuousClock.now - start
         #expect(elapsed < .seconds(4), "\(n) signs took \(elapsed)")
         #expect(try AuditLog.entries(path: f.home.path + "/audit.log").count == before + n)
         #expect(try f.custodian.auditLog.verify().isIntact)
         // A rotation through this custodian takes effect at once.
         let rotated = try f.custodian.rotateTeamKey(id: "ed")
-        let sig = try f.custodian.sign(keyID: "ed", message: [1])
+        let sig = try f.custodian.sign(keyID: "ed", message: [1], context: f.approved("ed"))
         #expect(try f.custodian.verify(keyID: "ed", version: rotated.version, signature: sig, message: [1]))
     }
 

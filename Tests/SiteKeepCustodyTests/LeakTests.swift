@@ -51,7 +51,7 @@ func filesUnder(_ path: String) -> [String] {
         let created = try f.initialize()
         let code = try #require(created.recoveryCode)
         replies.append("\(created.passphraseSlot) \(created.deviceKey) \(String(describing: created.recoverySlot))")
-        replies.append("\(try f.custodian.addPRFSlot(prfOutput: prfBytes(0xA7), relyingPartyID: "promptugal.news", credentialID: "Y3JlZA", prfEvalInput: "ZXZhbA"))")
+        replies.append("\(try f.custodian.addPRFSlot(prfOutput: prfBytes(0xA7), relyingPartyID: "promptugal.news", credentialID: "Y3JlZA", prfEvalInput: "ZXZhbA", current: f.current()))")
         replies.append("\(try f.custodian.generateTeamKey(id: "ed", name: "Ed", algorithm: .ed25519))")
         replies.append("\(try f.custodian.generateTeamKey(id: "p", name: "P", algorithm: .p256))")
         let seed = SecureRandom.bytes(count: 32)
@@ -60,12 +60,12 @@ func filesUnder(_ path: String) -> [String] {
         let wu = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
         replies.append(Hex.encode(try wu.seal([1, 2, 3], authenticating: [])))
         let message = Array("message".utf8)
-        for id in ["ed", "p", "linked"] { replies.append(Hex.encode(try f.custodian.sign(keyID: id, message: message))) }
+        for id in ["ed", "p", "linked"] { replies.append(Hex.encode(try f.custodian.sign(keyID: id, message: message, context: f.approved(id)))) }
         replies.append(Hex.encode(try f.custodian.signAsDevice(message)))
 
         // Lock and unlock every way, with failures along the way.
         f.custodian.lock()
-        expectError { _ = try f.custodian.sign(keyID: "ed", message: message) }
+        expectError { _ = try f.custodian.sign(keyID: "ed", message: message, context: f.approved("ed")) }
         expectError { try f.custodian.unlock(.passphrase(secret("wrong passphrase"))) }
         try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
         f.custodian.lock()
@@ -75,9 +75,9 @@ func filesUnder(_ path: String) -> [String] {
 
         // Rotate and sign again; refused uses.
         for id in ["ed", "p"] { replies.append("\(try f.custodian.rotateTeamKey(id: id))") }
-        for id in ["ed", "p", "linked"] { replies.append(Hex.encode(try f.custodian.sign(keyID: id, message: message))) }
-        expectError { _ = try f.custodian.sign(keyID: "ed", version: 1, message: message) }
-        expectError { _ = try f.custodian.sign(keyID: "nope", message: message) }
+        for id in ["ed", "p", "linked"] { replies.append(Hex.encode(try f.custodian.sign(keyID: id, message: message, context: f.approved(id)))) }
+        expectError { _ = try f.custodian.sign(keyID: "ed", version: 1, message: message, context: f.approved("ed")) }
+        expectError { _ = try f.custodian.sign(keyID: "nope", message: message, context: f.approved("nope")) }
         expectError { _ = try TeamKeyMaterial.webLink("https://x.example/?key=" + Base64.encode(seed, variant: .urlSafeNoPadding)) }
         expectError { _ = try TeamKeyMaterial.webLink("https://x.example/#key=" + Base64.encode(seed + [1], variant: .urlSafeNoPadding)) }
         expectError { _ = try f.custodian.vaultKey(vaultID: "missing") }

@@ -13,7 +13,7 @@ import SiteKeepKeyring
         let created = try f.initialize()
         let code = try #require(created.recoveryCode)
         _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(7), relyingPartyID: "promptugal.news",
-                                       credentialID: "Y3JlZC0x", prfEvalInput: "c2l0ZWtlZXA")
+                                       credentialID: "Y3JlZC0x", prfEvalInput: "c2l0ZWtlZXA", current: f.current())
         let team = try f.custodian.generateTeamKey(id: "team1", name: "Team", algorithm: .ed25519)
         let sealed = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
             .seal(Array("hello".utf8), authenticating: [1])
@@ -21,7 +21,7 @@ import SiteKeepKeyring
 
         func check() throws {
             // Deterministic Ed25519: the same key gives the same signature.
-            let sig = try f.custodian.sign(keyID: "team1", message: message)
+            let sig = try f.custodian.sign(keyID: "team1", message: message, context: f.approved("team1"))
             #expect(try f.custodian.verify(keyID: "team1", signature: sig, message: message))
             #expect(SignatureVerifier.isValid(sig, for: message, publicKey: try Base64.decode(team.publicKey), algorithm: .ed25519))
             let key = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
@@ -78,7 +78,7 @@ import SiteKeepKeyring
     @Test(arguments: Backend.allCases) func swappedSaltFailsToUnlock(backend: Backend) throws {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
-        _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(1), relyingPartyID: "example.org", credentialID: "AA", prfEvalInput: "AA")
+        _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(1), relyingPartyID: "example.org", credentialID: "AA", prfEvalInput: "AA", current: f.current())
         f.custodian.lock()
         // Give the passphrase slot the PRF slot's salt.
         let items = try f.keyring.list(store: f.custodian.storeID, kind: "slot")
@@ -157,18 +157,48 @@ import SiteKeepKeyring
     @Test(arguments: Backend.allCases) func lastSlotCannotBeRemoved(backend: Backend) throws {
         let f = try Fixture(backend)
         let created = try f.initialize(recovery: true)
-        try f.custodian.removeSlot(id: try #require(created.recoverySlot?.id))
-        #expect(throws: CustodyError.lastSlot) { try f.custodian.removeSlot(id: created.passphraseSlot.id) }
+        try f.custodian.removeSlot(id: try #require(created.recoverySlot?.id), current: f.current())
+        #expect(throws: CustodyError.lastSlot) { try f.custodian.removeSlot(id: created.passphraseSlot.id, current: f.current()) }
         #expect(try f.custodian.listSlots().map(\.id) == [created.passphraseSlot.id])
-        #expect(throws: CustodyError.slotNotFound("nope")) { try f.custodian.removeSlot(id: "nope") }
+        #expect(throws: CustodyError.slotNotFound("nope")) { try f.custodian.removeSlot(id: "nope", current: f.current()) }
+    }
+
+    /// Who can unlock changes only with a secret that opens a slot now, given for the change:
+    /// an unlocked custodian is not enough (issue 32: any process reaching an unlocked daemon
+    /// minted recovery codes and replaced the passphrase), and a locked one with the secret is.
+    @Test(arguments: Backend.allCases) func slotChangesNeedTheCurrentSecretUnlockedOrNot(backend: Backend) throws {
+        let f = try Fixture(backend)
+        let created = try f.initialize(recovery: true)
+        #expect(f.custodian.isUnlocked)
+        let before = try f.custodian.listSlots()
+        let wrong: () throws -> UnlockSecret = { .passphrase(try secret("not the passphrase")) }
+        #expect(throws: CustodyError.unlockFailed) { try f.custodian.addRecoverySlot(current: wrong()) }
+        #expect(throws: CustodyError.unlockFailed) {
+            try f.custodian.changePassphrase(slotID: created.passphraseSlot.id, to: secret("taken over"), parameters: .minimum, current: wrong())
+        }
+        #expect(throws: CustodyError.unlockFailed) { try f.custodian.removeSlot(id: try #require(created.recoverySlot?.id), current: wrong()) }
+        #expect(throws: CustodyError.unlockFailed) {
+            try f.custodian.addPassphraseSlot(secret("second"), parameters: .minimum, current: wrong())
+        }
+        #expect(try f.custodian.listSlots() == before)
+        // The failures count in the unlock back-off like failed unlocks: after four, even the
+        // right secret waits.
+        #expect(throws: CustodyError.backingOff(secondsRemaining: 1)) { try f.custodian.addRecoverySlot(current: f.current()) }
+        let failed = try f.custodian.auditLog.entries().filter { $0.op.hasPrefix("slot.") && $0.result == "failed" }
+        #expect(failed.map(\.op) == ["slot.add", "slot.passphrase-change", "slot.remove", "slot.add"])
+        // Locked, the current secret is enough: the change is made with the master key it opens.
+        f.clock.advance(seconds: 2)
         f.custodian.lock()
-        #expect(throws: CustodyError.locked) { try f.custodian.removeSlot(id: created.passphraseSlot.id) }
+        let added = try f.custodian.addRecoverySlot(current: f.current())
+        #expect(!f.custodian.isUnlocked)
+        try f.custodian.unlock(.recoveryCode(try SecretBytes(copying: Array(added.code.formatted.utf8))))
+        #expect(f.custodian.isUnlocked)
     }
 
     @Test(arguments: Backend.allCases) func passphraseChangeReplacesTheSlotAndACrashInBetweenLeavesAUsableStore(backend: Backend) throws {
         let f = try Fixture(backend)
         let created = try f.initialize(recovery: false)
-        let changed = try f.custodian.changePassphrase(slotID: created.passphraseSlot.id, to: secret("new one"))
+        let changed = try f.custodian.changePassphrase(slotID: created.passphraseSlot.id, to: secret("new one"), current: f.current())
         #expect(try f.custodian.listSlots().map(\.id) == [changed.id])
         #expect(changed.argon2Parameters == .minimum)
         f.custodian.lock()
@@ -177,7 +207,7 @@ import SiteKeepKeyring
 
         // Crash after the new slot is written, before the old one is deleted.
         f.keyring.failDeletes.withLock { $0 = true }
-        #expect(throws: CustodyError.self) { try f.custodian.changePassphrase(slotID: changed.id, to: secret("newer")) }
+        #expect(throws: CustodyError.self) { try f.custodian.changePassphrase(slotID: changed.id, to: secret("newer"), current: .passphrase(secret("new one"))) }
         f.keyring.failDeletes.withLock { $0 = false }
         #expect(try f.custodian.listSlots().count == 2)
         for pw in ["new one", "newer"] {
@@ -216,7 +246,7 @@ import SiteKeepKeyring
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let prf = try f.custodian.addPRFSlot(prfOutput: prfBytes(3), relyingPartyID: "newsroom.sgit.ai",
-                                             credentialID: "Y3JlZA", prfEvalInput: Base64.encode(Array("eval".utf8), variant: .urlSafeNoPadding))
+                                             credentialID: "Y3JlZA", prfEvalInput: Base64.encode(Array("eval".utf8), variant: .urlSafeNoPadding), current: f.current())
         f.custodian.lock()
         let listed = try f.custodian.listSlots()
         #expect(Set(listed.map(\.kind)) == [.passphrase, .prf])

@@ -126,6 +126,16 @@ struct Fixture {
                                                             wallClockSeconds: clock.wallSeconds))
     }
 
+    /// A key use the user approved just now (a presence proof on the fixture's clock): every
+    /// team-key signature passes custody's gate with one.
+    func approved(_ keyID: String, site: String = "test", op: String = "sign") -> KeyUseContext {
+        KeyUseContext(site: site, op: op, presence: PresenceProof(site: site, op: op, keyID: keyID, method: .askpass,
+                                                                 issuedAtNanoseconds: clock.boot.nanoseconds()))
+    }
+
+    /// The store's current secret, which every change of who can unlock must give.
+    func current() throws -> UnlockSecret { .passphrase(try secret(Self.passphrase)) }
+
     @discardableResult
     func initialize(recovery: Bool = true) throws -> InitializationResult {
         try custodian.initialize(passphrase: secret(Self.passphrase), parameters: .minimum, withRecoveryCode: recovery)

@@ -11,8 +11,9 @@ extension BridgeFailure {
         case .notInitialized: self.init(.notConfigured, "SiteKeep is not set up; run `sitekeep init`")
         case .keyNotFound, .versionNotFound, .invalidKeyID: self.init(.notFound, error.description)
         case .presenceDenied: self.init(.presenceDenied, "the user refused")
-        case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceUnavailable:
+        case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceUnavailable, .presenceRequired:
             self.init(.presenceRequired, error.description)
+        case .policyRefused: self.init(.notAllowed, error.description)
         default: self.init(.internal, "custody failed; see `sitekeep status` and the daemon log")
         }
     }

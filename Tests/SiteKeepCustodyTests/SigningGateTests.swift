@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+import SiteKeepCrypto
+@testable import SiteKeepCustody
+
+/// Custody's one gate for team-key signatures (issue 32, defect 1): a presence proof is
+/// required whoever asks, and the key's SSH policy is applied to what the bytes are, not to
+/// what the caller says.
+@Suite struct SigningGateTests {
+    /// An SSH user-authentication request as OpenSSH's client builds it (session id, 50, user,
+    /// service, method, TRUE, algorithm, key blob).
+    static func loginRequest(user: String = "root") -> [UInt8] {
+        func string(_ b: [UInt8]) -> [UInt8] {
+            let n = UInt32(b.count)
+            return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + b
+        }
+        return string([UInt8](repeating: 7, count: 32)) + [50] + string(Array(user.utf8)) + string(Array("ssh-connection".utf8))
+            + string(Array("publickey".utf8)) + [1] + string(Array("ssh-ed25519".utf8)) + string([1, 2, 3])
+    }
+
+    /// SSHSIG signed data (PROTOCOL.sshsig): the magic, namespace, reserved, hash and digest.
+    static func sshsigData(namespace: String) -> [UInt8] {
+        func string(_ b: [UInt8]) -> [UInt8] {
+            let n = UInt32(b.count)
+            return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + b
+        }
+        return Array("SSHSIG".utf8) + string(Array(namespace.utf8)) + string([]) + string(Array("sha512".utf8))
+            + string([UInt8](repeating: 9, count: 64))
+    }
+
+    @Test func theBytesSayWhatTheyAre() {
+        #expect(SignedDataKind(Self.loginRequest()) == .sshLogin)
+        #expect(SignedDataKind(Self.sshsigData(namespace: "git")) == .sshsig(namespace: "git"))
+        #expect(SignedDataKind(Array("SSHSIG".utf8)) == .sshsig(namespace: nil))
+        #expect(SignedDataKind(Array("hello".utf8)) == .other)
+        #expect(SignedDataKind([]) == .other)
+        // A length that runs past the end is not a login request.
+        #expect(SignedDataKind([0, 0, 1, 0, 50]) == .other)
+    }
+
+    /// No proof, no signature: the command line, the bridge and the agent all pass here.
+    @Test(arguments: Backend.allCases) func aTeamKeySignsNothingWithoutAProof(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        #expect { try f.custodian.sign(keyID: "t", message: [1]) } throws: {
+            if case .presenceRequired = $0 as? CustodyError { true } else { false }
+        }
+        #expect { try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(op: "team.sign")) } throws: {
+            if case .presenceRequired = $0 as? CustodyError { true } else { false }
+        }
+        _ = try f.custodian.sign(keyID: "t", message: [1], context: f.approved("t"))
+        let results = try f.custodian.auditLog.entries().filter { $0.key.hasPrefix("t") && $0.op != "team.add" }.map(\.result)
+        #expect(results == ["presence-refused", "presence-refused", "ok"])
+        // The device key signs the store's own vault commits and needs none.
+        _ = try f.custodian.signAsDevice([1])
+    }
+
+    /// A raw signature of an SSH login request would log in anywhere, past the agent's
+    /// session-bind check and `--no-login`: only the agent socket's op signs one.
+    @Test(arguments: Backend.allCases) func anSSHLoginRequestIsSignedOnlyForTheAgentAndItsPolicy(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        let login = Self.loginRequest()
+        for op in ["team.sign", "key.sign", "sign"] {
+            #expect { try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: op)) } throws: {
+                if case .policyRefused(let why) = $0 as? CustodyError { why.contains("ssh-agent") } else { false }
+            }
+        }
+        // Through the agent's op: the key's policy decides.
+        let agent = KeyUseContext.sshAgentOp
+        #expect(throws: CustodyError.self) { try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: agent)) }
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(login: false), context: f.approved("t", op: Custodian.sshPolicyOp))
+        #expect { try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: agent)) } throws: {
+            if case .policyRefused(let why) = $0 as? CustodyError { why.contains("does not log in") } else { false }
+        }
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(), context: f.approved("t", op: Custodian.sshPolicyOp))
+        _ = try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: agent))
+        #expect(try f.custodian.auditLog.entries().filter { $0.result == "policy-refused" }.count == 5)
+    }
+
+    /// An SSHSIG is made only in a namespace the key's SSH policy allows, whichever op asks;
+    /// a narrowed policy holds at once for a signer already unwrapped in this unlock.
+    @Test(arguments: Backend.allCases) func anSSHSIGIsSignedOnlyInANamespaceThePolicyAllows(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        let file = Self.sshsigData(namespace: "file")
+        #expect { try f.custodian.sign(keyID: "t", message: file, context: f.approved("t", op: "team.sign")) } throws: {
+            if case .policyRefused(let why) = $0 as? CustodyError { why.contains("SSH use is off") } else { false }
+        }
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(namespaces: ["file", "git"]), context: f.approved("t", op: Custodian.sshPolicyOp))
+        _ = try f.custodian.sign(keyID: "t", message: file, context: f.approved("t", op: "team.sign"))
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(namespaces: ["git"]), context: f.approved("t", op: Custodian.sshPolicyOp))
+        for op in ["team.sign", "key.sign", KeyUseContext.sshAgentOp] {
+            #expect { try f.custodian.sign(keyID: "t", message: file, context: f.approved("t", op: op)) } throws: {
+                if case .policyRefused(let why) = $0 as? CustodyError { why.contains("namespace file") } else { false }
+            }
+        }
+        _ = try f.custodian.sign(keyID: "t", message: Self.sshsigData(namespace: "git"), context: f.approved("t", op: "team.sign"))
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", nil)
+        #expect(throws: CustodyError.self) {
+            try f.custodian.sign(keyID: "t", message: Self.sshsigData(namespace: "git"), context: f.approved("t", op: KeyUseContext.sshAgentOp))
+        }
+    }
+
+    /// Widening what a key may sign over SSH needs a proof for that change; narrowing does not.
+    @Test(arguments: Backend.allCases) func enablingSSHUseNeedsAProofForThatChange(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        #expect { try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy()) } throws: {
+            if case .presenceRequired = $0 as? CustodyError { true } else { false }
+        }
+        #expect(throws: CustodyError.presenceWrongUse) {
+            try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(), context: f.approved("t", op: "team.sign"))
+        }
+        #expect(try f.custodian.teamKeyInfo(id: "t").ssh == nil)
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(), context: f.approved("t", op: Custodian.sshPolicyOp))
+        #expect(try f.custodian.setSSHAgentPolicy(keyID: "t", nil).ssh == nil)
+    }
+
+    /// Other data through the agent only when the policy says so; raw signatures elsewhere are
+    /// the local user's and page's own (with presence).
+    @Test(arguments: Backend.allCases) func otherDataThroughTheAgentOnlyWhenThePolicyAllows(backend: Backend) throws {
+        let f = try Fixture(backend)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(), context: f.approved("t", op: Custodian.sshPolicyOp))
+        #expect(throws: CustodyError.self) { try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: KeyUseContext.sshAgentOp)) }
+        _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: "key.sign"))
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(otherData: true), context: f.approved("t", op: Custodian.sshPolicyOp))
+        _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: KeyUseContext.sshAgentOp))
+    }
+}
