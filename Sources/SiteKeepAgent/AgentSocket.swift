@@ -87,7 +87,7 @@ public final class AgentSocketServer: Sendable {
 
     /// The peer's command name, from `/proc/PID/comm` (a hint for the prompt, nothing more):
     /// one `open` and one `read` (the name is at most 15 bytes and a newline), on every connection.
-    static func command(of pid: Int32) -> String? {
+    public static func command(of pid: Int32) -> String? {
         guard pid > 0 else { return nil }
         let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }

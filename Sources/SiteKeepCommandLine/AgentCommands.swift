@@ -43,8 +43,10 @@ enum AgentCommands {
         SSHSIG namespace) and is in the audit log. --namespace (repeatable) limits SSHSIG \
         signatures to those namespaces (git for commits, file for 'ssh-keygen -Y sign -n file'); \
         --no-login refuses SSH logins; --other-data allows data that is neither (off: such \
-        bytes could be anything). Turning SSH use on needs the store unlocked. Connections \
-        opened after the change see it.
+        bytes could be anything). Turning SSH use on, or changing what it allows, needs your \
+        approval (the presence prompt, the passphrase typed again, or the current secret given \
+        for this command), even with the daemon unlocked. The daemon's signing gate applies the \
+        new policy at once, to open agent connections too.
         """,
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile,
@@ -63,15 +65,18 @@ enum AgentCommands {
         let policy = SSHAgentPolicy(enabled: true, login: !inv.flag("--no-login"), namespaces: namespaces.isEmpty ? nil : namespaces,
                                     otherData: inv.flag("--other-data"))
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
-        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy)
+        // What a key may sign changes only with the user's approval (or the current secret),
+        // never because some process reached an unlocked daemon.
+        _ = try store.custodian.teamKeyInfo(id: id)
+        let approval = try Approval.approve(inv, store: store, op: Custodian.sshPolicyOp, keyID: id)
+        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy, context: KeyUseContext(site: KeyUseContext.commandLineSite, op: Custodian.sshPolicyOp, presence: approval))
         inv.emit(sshJSON(info)) { "SSH use of \(id): \(policy.summary).\n" + (try? sshLine(info)).map { "  \($0)" }.orEmpty }
     }
 
     static let teamSSHDisable = CommandSpec(
         path: ["team", "ssh", "disable"],
         summary: "Stop offering a team key over the ssh-agent socket",
-        discussion: "Works while locked. Agent connections opened after this no longer list or use the key.",
+        discussion: "Works while locked and needs no approval (it only narrows). Agent connections opened after this no longer list the key, and the daemon's signing gate refuses it at once on open ones.",
         arguments: [ArgumentSpec("ID", "the key id")],
         examples: [CommandExample("sitekeep team ssh disable summit", "take summit off the ssh-agent socket")]
     ) { inv in
@@ -149,7 +154,7 @@ enum AgentCommands {
 
     /// An armoured SSHSIG signature of `message` in `namespace` by team key `id`, made through
     /// custody (`team sign --ssh-namespace`).
-    static func sshsig(_ message: [UInt8], namespace: String, keyID id: String, custodian: Custodian) throws -> String {
+    static func sshsig(_ message: [UInt8], namespace: String, keyID id: String, custodian: Custodian, approval: PresenceProof) throws -> String {
         guard SSHAgentPolicy.isValidNamespace(namespace) else {
             throw CommandFailure("--ssh-namespace '\(namespace.prefix(64))' is not an SSH namespace", remedy: "use 1-64 characters from a-z A-Z 0-9 . _ - @ +, e.g. file or git", code: "usage")
         }
@@ -157,7 +162,8 @@ enum AgentCommands {
         let key = try sshKey(info)
         let hash = SSHSIG.Hash.sha512
         let data = SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message))
-        let signed = try custodian.signature(keyID: id, message: data, context: KeyUseContext(op: "team.sign", detail: "sshsig namespace \(namespace)"))
+        let signed = try custodian.signature(keyID: id, message: data, context: KeyUseContext(site: KeyUseContext.commandLineSite, op: "team.sign",
+                                                                                              presence: approval, detail: "sshsig namespace \(namespace)"))
         let blob = SSHSIG.blob(publicKey: key.blob, namespace: namespace, hash: hash,
                                signature: try SSHSignatureBlob.make(algorithm: signed.algorithm, raw: signed.signature))
         return SSHSIG.armor(blob)

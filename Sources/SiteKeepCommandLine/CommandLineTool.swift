@@ -75,13 +75,13 @@ public enum CommandLineTool {
     /// (``RemoteRun``) and this returns the daemon's exit status.
     public static func run(arguments: [String], environment: [String: String], io: any ToolIO,
                            commands: [CommandSpec] = CommandRegistry.all) async -> Int32 {
-        await run(arguments: arguments, environment: environment, io: io, commands: commands, hosted: nil)
+        await run(arguments: arguments, environment: environment, io: io, commands: commands, hosted: nil, client: nil)
     }
 
     /// ``run(arguments:environment:io:commands:)`` inside the daemon: `hosted` is the daemon's
     /// open store, which the command uses instead of opening its own.
     static func run(arguments: [String], environment: [String: String], io: any ToolIO,
-                    commands: [CommandSpec] = CommandRegistry.all, hosted: StoreContext?) async -> Int32 {
+                    commands: [CommandSpec] = CommandRegistry.all, hosted: StoreContext?, client: String? = nil) async -> Int32 {
         let wantsJSON = arguments.contains("--json")
         do {
             let (spec, parsed, help) = try parse(arguments, environment: environment, io: io, commands: commands)
@@ -97,6 +97,7 @@ public enum CommandLineTool {
                     throw CommandFailure("'\(invocation.spec.commandLine)' does not run inside the daemon", remedy: "run it in its own process", code: "bad_request")
                 }
                 invocation.hosted = hosted
+                invocation.client = client
             } else if let status = try RemoteRun.forward(arguments, invocation) {
                 return status
             }

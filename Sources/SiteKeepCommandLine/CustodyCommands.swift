@@ -217,8 +217,10 @@ enum CustodyCommands {
         path: ["slot", "add"],
         summary: "Add an unlock slot: a passphrase, a passkey's PRF output, or a recovery code",
         discussion: """
-        KIND is passphrase, prf or recovery. The store must be unlocked for this command \
-        (give the CURRENT passphrase with --passphrase-file, or --prf-file/--recovery-file). The \
+        KIND is passphrase, prf or recovery. Who can unlock changes only with a secret that \
+        unlocks now, given for this command, even when the daemon is unlocked (as cryptsetup \
+        luksAddKey asks): the CURRENT passphrase typed when asked or given with \
+        --passphrase-file, or --prf-file/--recovery-file. The \
         new slot's secret: for passphrase, --new-passphrase-file or a prompt; for prf, \
         --new-prf-file with the 32 bytes the passkey returned for --eval-input, plus --rp-id and \
         --credential-id so SiteKeep can tell you which passkey to use; recovery prints a new code once.
@@ -241,15 +243,16 @@ enum CustodyCommands {
             throw UsageError("KIND must be passphrase, prf or recovery, not '\(kind)'", command: inv.spec.commandLine)
         }
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
+        guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         let label = inv.option("--label")
         switch slotKind {
         case .passphrase:
+            let current = try CurrentSecret.read(inv)
             let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
             PassphraseAdvice.check(new, inv: inv)
             let box = SecretBox(new)
             let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
-                try store.custodian.addPassphraseSlot(box.take(), label: label ?? "passphrase")
+                try store.custodian.addPassphraseSlot(box.take(), label: label ?? "passphrase", current: current.take())
             }
             inv.emit(slotJSON(slot)) { "Added passphrase slot \(slot.id)." }
         case .prf:
@@ -257,12 +260,14 @@ enum CustodyCommands {
                 throw UsageError("a prf slot needs --new-prf-file, --rp-id and --credential-id", command: inv.spec.commandLine)
             }
             let evalInput = inv.option("--eval-input") ?? Base64.encode(SecureRandom.bytes(count: 32), variant: .urlSafeNoPadding)
+            let current = try CurrentSecret.read(inv)
             let prf = try inv.secret(.newPRF, prompt: nil)
             let slot = try store.custodian.addPRFSlot(prfOutput: prf, relyingPartyID: rp, credentialID: credential,
-                                                      prfEvalInput: evalInput, label: label ?? "passkey")
+                                                      prfEvalInput: evalInput, label: label ?? "passkey", current: current.take())
             inv.emit(slotJSON(slot)) { "Added PRF slot \(slot.id) for the passkey \(credential) at \(rp)." }
         case .recovery:
-            let new = try store.custodian.addRecoverySlot(label: label ?? "recovery")
+            let current = try CurrentSecret.read(inv)
+            let new = try store.custodian.addRecoverySlot(label: label ?? "recovery", current: current.take())
             inv.emit(.object([JSONMember(key: "slot", value: slotJSON(new.slot)), JSONMember(key: "recoveryCode", value: .string(new.code.formatted))])) {
                 "Added recovery slot \(new.slot.id).\n\n" + inv.style("Recovery code (shown once):", .bold) + "\n\n    \(new.code.formatted)\n"
             }
@@ -279,8 +284,11 @@ enum CustodyCommands {
         printsData: false
     ) { inv in
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
-        try store.custodian.removeSlot(id: try inv.requiredArgument("SLOT"))
+        guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
+        let slotID = try inv.requiredArgument("SLOT")
+        guard try store.custodian.listSlots().contains(where: { $0.id == slotID }) else { throw CustodyError.slotNotFound(slotID) }
+        let current = try CurrentSecret.read(inv)
+        try store.custodian.removeSlot(id: slotID, current: current.take())
         inv.say("Removed slot \(try inv.requiredArgument("SLOT")).")
     }
 
@@ -294,12 +302,15 @@ enum CustodyCommands {
     ) { inv in
         let slotID = try inv.requiredArgument("SLOT")
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
+        guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
+        guard let old = try store.custodian.listSlots().first(where: { $0.id == slotID }) else { throw CustodyError.slotNotFound(slotID) }
+        guard old.kind == .passphrase else { throw CustodyError.invalidArgument("slot \(slotID) is not a passphrase slot") }
+        let current = try CurrentSecret.read(inv, prompt: "Current passphrase: ")
         let new = try inv.secret(.newPassphrase, prompt: "New passphrase: ", confirm: true)
         PassphraseAdvice.check(new, inv: inv)
         let box = SecretBox(new)
         let slot = try inv.withProgress("Deriving the passphrase key (Argon2id)") { () throws -> SlotInfo in
-            try store.custodian.changePassphrase(slotID: slotID, to: box.take())
+            try store.custodian.changePassphrase(slotID: slotID, to: box.take(), current: current.take())
         }
         inv.emit(slotJSON(slot)) { "Passphrase changed: slot \(slotID) replaced by \(slot.id)." }
     }
@@ -402,7 +413,11 @@ enum CustodyCommands {
         base64 (raw 64 bytes: Ed25519, or P-256 r||s); --der prints a P-256 signature in DER. \
         --ssh-namespace NS prints an armoured SSHSIG signature in namespace NS instead, as \
         'ssh-keygen -Y sign -n NS' writes it, for 'ssh-keygen -Y verify' (see 'team show --ssh' \
-        for the allowed-signers line).
+        for the allowed-signers line), in a namespace the key's SSH policy allows ('team ssh \
+        enable'). Every signature needs your approval, even with the daemon unlocked: give the \
+        current passphrase for this command (--passphrase-file), type it when asked, or approve \
+        the daemon's presence prompt (SITEKEEP_ASKPASS). Data that is an SSH login request is \
+        refused: only the ssh-agent socket signs logins, after checking the destination.
         """,
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile, .option("--message-file", value: "PATH", "the message ('-' for stdin)"),
@@ -410,8 +425,8 @@ enum CustodyCommands {
                   .option("--ssh-namespace", value: "NS", "print an armoured SSHSIG signature in namespace NS (file, git, ...)")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep team sign summit --message-file note.txt --passphrase-file pass.txt", "sign a file"),
-                   CommandExample("sitekeep team sign summit --message-file note.txt --ssh-namespace file --passphrase-file pass.txt",
-                                  "an SSHSIG signature that 'ssh-keygen -Y verify -n file' accepts")]
+                   CommandExample("sitekeep team sign summit --message-file note.txt --ssh-namespace git --passphrase-file pass.txt",
+                                  "an SSHSIG signature that 'ssh-keygen -Y verify -n git' accepts")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
         guard let path = inv.option("--message-file") else {
@@ -422,15 +437,19 @@ enum CustodyCommands {
         }
         let message = try readMessage(path, inv: inv)
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
+        // The one gate: the key exists (no prompt for a request that cannot run), then the
+        // user's approval of this use, then custody's own checks of it and of the key's policy.
+        _ = try store.custodian.teamKeyInfo(id: id)
+        let approval = try Approval.approve(inv, store: store, op: "team.sign", keyID: id)
         if let namespace = inv.option("--ssh-namespace") {
-            let armored = try AgentCommands.sshsig(message, namespace: namespace, keyID: id, custodian: store.custodian)
+            let armored = try AgentCommands.sshsig(message, namespace: namespace, keyID: id, custodian: store.custodian, approval: approval)
             inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "namespace", value: .string(namespace)),
                               JSONMember(key: "sshsig", value: .string(armored))])) { armored }
             return
         }
         let info = try store.custodian.teamKeyInfo(id: id)
-        var signature = try store.custodian.sign(keyID: id, message: message, context: KeyUseContext(op: "team.sign"))
+        var signature = try store.custodian.sign(keyID: id, message: message,
+                                                 context: KeyUseContext(site: KeyUseContext.commandLineSite, op: "team.sign", presence: approval))
         if inv.flag("--der") {
             guard info.algorithm == .p256 else { throw UsageError("--der applies to P-256 keys only", command: inv.spec.commandLine) }
             signature = try P256.Signing.Signature(rawRepresentation: signature).derRepresentation

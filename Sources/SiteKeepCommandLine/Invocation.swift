@@ -27,6 +27,9 @@ public struct Invocation: Sendable {
     public let arguments: [String]
     /// The daemon's open store, when this command runs inside the daemon (``RemoteSession``).
     var hosted: StoreContext?
+    /// Who asked the daemon to run this command (`sitekeep (pid 4242)`, from the control
+    /// connection's `SO_PEERCRED`): named in the presence prompt of a key use it asks for.
+    var client: String?
 
     /// The value of a positional by its spec name (`NAME`), or nil if absent.
     public func argument(_ name: String) -> String? {

@@ -49,10 +49,11 @@ enum RemoteSession {
         var env = environment
         for name in ["TERM", "NO_COLOR", "COLUMNS"] { env[name] = clientEnvironment[name] }
         let runEnvironment = env
+        let client = connection.peer.map { ClientLabel.of(pid: $0.pid) }
         let done = DispatchSemaphore(value: 0)
         let status = Mutex<Int32>(1)
         let run = { @Sendable in
-            let s = await CommandLineTool.run(arguments: commandLine, environment: runEnvironment, io: io, hosted: hosted)
+            let s = await CommandLineTool.run(arguments: commandLine, environment: runEnvironment, io: io, hosted: hosted, client: client)
             status.withLock { $0 = s }
             done.signal()
         }

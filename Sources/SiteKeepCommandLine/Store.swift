@@ -76,3 +76,22 @@ enum UnlockOptions {
     static let secretInputs: [SecretInputKind] = [.passphrase, .prf]
     static let note = "Unlocks for this command only: give --passphrase-file, --prf-file or --recovery-file, or type the passphrase when asked."
 }
+
+/// The current secret a command that changes who can unlock must give for itself, whether or
+/// not a daemon is unlocked (as `cryptsetup luksAddKey` asks for an existing passphrase): from
+/// `--prf-file`, `--recovery-file`, `--passphrase-file`, or typed at the prompt. Custody checks
+/// it against the slots, under the unlock back-off.
+enum CurrentSecret {
+    static func read(_ inv: Invocation, prompt: String = "Current SiteKeep passphrase: ") throws -> UnlockInput {
+        if inv.option(SecretSource.prf.option) != nil || inv.option(SecretSource.recoveryCode.option) != nil {
+            return try UnlockInput.read(inv)
+        }
+        guard inv.option(SecretSource.passphrase.option) != nil || inv.io.canPrompt else {
+            throw CommandFailure("\(inv.spec.commandLine) changes who can unlock this store, so it needs the current secret, "
+                                 + "even with the daemon unlocked; none was given and there is no terminal to ask on",
+                                 remedy: "give it for this command: --passphrase-file PATH ('-' for stdin), --prf-file PATH or --recovery-file PATH",
+                                 code: "no_secret")
+        }
+        return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: prompt)))
+    }
+}

@@ -310,16 +310,23 @@ enum VaultCommands {
         `vault status` and the refused command name it as a new signer. So does a key that anyone \
         holding the vault's read key wrote into its folder: trust a signer only if you know the \
         clone it belongs to. The key's current public key is pinned; a key file replaced later is \
-        refused.
+        refused. Needs your approval (the presence prompt, the passphrase typed again, or the \
+        current secret given for this command), even with the daemon unlocked.
         """,
         arguments: [vaultName, ArgumentSpec("KEYID", "the signer's key id (key-rnd-imm-…), as `vault status` shows it")],
         options: unlockOptions,
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep vault trust notes key-rnd-imm-1a064d7bd08a7250 --prf-file prf.bin", "trust the signer of your second clone")]
     ) { inv in
-        let library = try unlockedLibrary(inv)
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let library = library(store)
         let o = try opened(inv, library)
-        let (pin, already) = try library.trust(vault: o.record.name, keyID: try inv.requiredArgument("KEYID"))
+        let keyID = try inv.requiredArgument("KEYID")
+        // Which signers a vault trusts changes only with the user's approval (or the current
+        // secret given for this command), never because a process reached an unlocked daemon.
+        _ = try Approval.approve(inv, store: store, op: "vault.trust", keyID: nil)
+        let (pin, already) = try library.trust(vault: o.record.name, keyID: keyID)
         inv.emit(["vault": .string(o.record.name), "keyId": .string(pin.keyID), "sha256": .string(pin.fingerprint),
                   "alreadyPinned": .bool(already)]) {
             already ? "\(pin.keyID) was already trusted for vault \(o.record.name) (sha256 \(pin.fingerprint))."
@@ -371,8 +378,13 @@ enum VaultCommands {
         case (false, true): allow = false
         default: throw UsageError("give --allow-unsigned or --require-signed", command: inv.spec.commandLine)
         }
-        let library = try unlockedLibrary(inv)
+        let store = try StoreContext.open(inv)
+        try store.unlockOneShot(inv)
+        let library = library(store)
         _ = try opened(inv, library)
+        // Serving unsigned commits changes what is trusted: the user approves it; going back to
+        // signed-only only narrows and needs no approval.
+        if allow { _ = try Approval.approve(inv, store: store, op: "vault.policy", keyID: nil) }
         try library.setAllowUnsigned(allow, vault: name)
         inv.emit(["vault": .string(name), "allowUnsigned": .bool(allow)]) {
             allow ? "Vault \(name) now serves unsigned commits and unpinned signers (bad signatures and replaced keys are still refused)."

@@ -66,7 +66,8 @@ public final class Daemon: Sendable {
                                        configuration: CustodianConfiguration(idleLifetime: .seconds(options.idleLockSeconds)))
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         // One registry and one vault library for the bridge and for every command run here.
-        store.shared = SharedStoreServices(registry: try store.registry(), library: store.vaultLibrary())
+        store.shared = SharedStoreServices(registry: try store.registry(), library: store.vaultLibrary(),
+                                           presence: try? AskpassPresenceVerifier.fromEnvironment(options.environment))
         // A long-running reader: other processes' vault changes are noticed by inotify, not by
         // looking at five files on every bridge read.
         store.shared?.library.watchForChanges()

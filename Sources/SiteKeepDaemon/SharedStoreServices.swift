@@ -1,6 +1,7 @@
 public import SiteKeepPartitions
 public import SiteKeepVault
 public import SiteKeepVaultRemotes
+public import SiteKeepCustody
 import Synchronization
 
 /// What a daemon shares with the commands it runs: one site registry and one vault library
@@ -9,11 +10,16 @@ import Synchronization
 public final class SharedStoreServices: Sendable {
     public let registry: SiteRegistry
     public let library: VaultLibrary
+    /// How the daemon asks the user to approve a key use a command run inside it asks for (the
+    /// daemon's `SITEKEEP_ASKPASS`); nil when it has none (a command then asks for the
+    /// passphrase on its client's terminal, or is refused).
+    public let presence: (any PresenceVerifier)?
     private let sync = Mutex<VaultSyncScheduler?>(nil)
 
-    public init(registry: SiteRegistry, library: VaultLibrary) {
+    public init(registry: SiteRegistry, library: VaultLibrary, presence: (any PresenceVerifier)? = nil) {
         self.registry = registry
         self.library = library
+        self.presence = presence
     }
 
     /// The daemon's vault sync while it runs: a `vault pull` or `vault push` run inside the

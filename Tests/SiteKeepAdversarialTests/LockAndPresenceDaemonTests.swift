@@ -7,14 +7,17 @@ import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepTestSupport
 
-/// A real `sitekeep serve` on a file-keyring store made with the CLI: two team keys, the sites
+/// A real `sitekeep serve` (with its ssh-agent socket) on a file-keyring store made with the
+/// CLI: two team keys (summit offered over SSH for SSHSIG namespace git only), the sites
 /// Promptugal and Web Summit, optionally a vault made by the real sgit, and an askpass script
-/// that approves and writes one line per prompt (its id, op and key) to `prompts.txt`.
+/// that writes one line per prompt (its id, op and key) to `prompts.txt` and approves, unless
+/// ``deny(_:)`` made it deny.
 final class ServedStore: @unchecked Sendable {
     let folder: TempFolder
     var home: String { folder.path + "/home" }
     var sock: String { folder.path + "/run/bridge.sock" }
     var promptsFile: String { folder.path + "/prompts.txt" }
+    var agentSock: String { folder.path + "/run/agent.sock" }
     let passFile: String
     let sitekeep: String
     static let vaultText = "vault plaintext served by the daemon\n"
@@ -30,6 +33,7 @@ final class ServedStore: @unchecked Sendable {
         }
         try await cli(["init", "--passphrase-file", passFile, "--argon2-iterations", "2", "--argon2-memory", "19", "--no-recovery"])
         for key in ["summit", "other"] { try await cli(["team", "add", key, "--passphrase-file", passFile]) }
+        try await cli(["team", "ssh", "enable", "summit", "--namespace", "git", "--passphrase-file", passFile])
         try await cli(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"])
         try await cli(["site", "add", "Web Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"])
         if withVault {
@@ -49,13 +53,14 @@ final class ServedStore: @unchecked Sendable {
         let askpass = try folder.file("askpass.sh", Array("""
         #!/bin/sh
         printf '%s %s %s\\n' "$SITEKEEP_PRESENCE_PROMPT" "$SITEKEEP_PRESENCE_OP" "$SITEKEEP_PRESENCE_KEY" >> '\(promptsFile)'
+        [ -e '\(folder.path)/deny' ] && exit 1
         exit 0
 
         """.utf8))
         chmod(askpass, 0o700)
-        let child = try Child(sitekeep, ["serve", "--home", home, "--keyring", "file"],
+        let child = try Child(sitekeep, ["serve", "--home", home, "--keyring", "file", "--ssh-agent"],
                               stdoutPath: folder.path + "/serve.out", stderrPath: folder.path + "/serve.err",
-                              environment: ["SITEKEEP_SOCK": sock, "SITEKEEP_ASKPASS": askpass, "HOME": folder.path])
+                              environment: ["SITEKEEP_SOCK": sock, "SITEKEEP_AGENT_SOCK": agentSock, "SITEKEEP_ASKPASS": askpass, "HOME": folder.path])
         daemon = child
         let control = folder.path + "/run/control.sock"
         #expect(ChildProcess.waitForPath(control), "the daemon's control socket did not appear")
@@ -81,6 +86,11 @@ final class ServedStore: @unchecked Sendable {
         guard r.code == 0 else { throw SpawnError("sitekeep \(args.joined(separator: " ")): \(r.err)") }
     }
     func unlock() throws { try control(["unlock", "--passphrase-file", passFile]) }
+
+    /// Makes the askpass program deny (true) or approve (false) from its next prompt on.
+    func deny(_ on: Bool) {
+        if on { _ = FileManager.default.createFile(atPath: folder.path + "/deny", contents: Data()) } else { try? FileManager.default.removeItem(atPath: folder.path + "/deny") }
+    }
     func lock() throws { try control(["lock"]) }
 
     func connect(_ origin: String) throws -> BridgeClient {

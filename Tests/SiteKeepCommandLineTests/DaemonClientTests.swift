@@ -51,8 +51,14 @@ import Glibc
             ChildProcess.capture(sitekeep, args, stdin: stdin, environment: env.merging(extra) { $1 })
         }
 
+        /// The daemon's presence dialog: approves, and writes each prompt to `prompts` (a key use
+        /// from the command line is approved there, like any other client's).
+        var prompts: [String] { ((try? String(contentsOfFile: store.dir.path + "/prompts", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+
         func serve(_ args: [String] = []) throws {
-            let envList = env.merging(["SITEKEEP_ASKPASS": ""]) { $1 }.map { "\($0.key)=\($0.value)" }
+            let askpass = try store.file("approve.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(store.dir.path)/prompts'\nexit 0\n".utf8))
+            chmod(askpass, 0o700)
+            let envList = env.merging(["SITEKEEP_ASKPASS": askpass]) { $1 }.map { "\($0.key)=\($0.value)" }
             daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"] + args, env: envList))
             #expect(ChildProcess.waitForPath(run + "/control.sock"), "the daemon's control socket did not appear")
             try #require(FileManager.default.fileExists(atPath: run + "/control.sock"), "the daemon did not start")
@@ -104,6 +110,10 @@ import Glibc
         #expect(try JSONParser.parse(unlocked.out)["daemon"] == .bool(true))
         let results = bed.keyCommands()
         for (name, r) in results { #expect(r.status == 0, "\(name): \(r.err)") }
+        // No secret, but the signature was approved in the daemon's dialog, which named the
+        // requesting process, the op and the key; the vault and storage reads asked nothing.
+        #expect(bed.prompts.count == 1 && bed.prompts[0].contains("team.sign") && bed.prompts[0].contains("summit")
+                && bed.prompts[0].contains("(pid "), "\(bed.prompts)")
         #expect(results[0].result.out.trimmingCharacters(in: .whitespacesAndNewlines).count == 88, "an Ed25519 signature in base64")
         #expect(results[1].result.out == "vault text\n")
         #expect(results[2].result.out == "hello drafts\n")

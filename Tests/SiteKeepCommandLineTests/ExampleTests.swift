@@ -69,6 +69,8 @@ import SiteKeepTestSupport
         try await run(["init", "--passphrase-file", pass, "--argon2-iterations", "2", "--argon2-memory", "19"])
         try await run(["slot", "add", "prf", "--passphrase-file", pass, "--new-prf-file", prf, "--rp-id", "newsroom.sgit.ai", "--credential-id", "AAAA"])
         try await run(["team", "add", "summit", "--prf-file", prf])
+        // Its SSH formats (`team sign --ssh-namespace`) follow its SSH policy: any namespace.
+        try await run(["team", "ssh", "enable", "summit", "--prf-file", prf])
         try await run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"])
         try await run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound"])
         try await run(["site", "storage", "set", "https://promptugal.news", "nr.schedule.v1", "{\"v\":1,\"picks\":[]}"])

@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+internal import SiteKeepCustody
+internal import SiteKeepCrypto
+internal import SiteKeepAgent
+internal import SiteKeepDaemon
+
+/// The command line's side of the one gate: the approval a command needs before custody uses a
+/// key for it, or changes what a key may do or which signers are trusted.
+///
+/// The command line is one more client: an unlocked daemon does not let it use a key unasked,
+/// whichever process sent the command. An approval is one of:
+/// - **the current secret given for this command**: `--passphrase-file`, `--prf-file`,
+///   `--recovery-file`, or the passphrase typed when asked. On its own (no daemon) the command
+///   unlocks with it, which is the approval; inside an unlocked daemon the secret is checked
+///   against the slots (under the unlock back-off) and not used to unlock;
+/// - **the user's answer to the daemon's presence prompt** (`SITEKEEP_ASKPASS` of the daemon),
+///   naming the requesting process, the op and the key;
+/// - else, on the client's terminal, **the passphrase typed again**.
+///
+/// Each gives a ``PresenceProof`` for the pseudo-site ``KeyUseContext/commandLineSite``, this
+/// op and this key only, which custody checks again at the use.
+enum Approval {
+    /// A proof that the user approved `op` with `keyID` for this command, or a failure saying
+    /// what to give. `what` says the use in a few words for the prompt ("sign with team key summit").
+    static func approve(_ inv: Invocation, store: StoreContext, op: String, keyID: String?) throws -> PresenceProof {
+        let site = KeyUseContext.commandLineSite
+        let custodian = store.custodian
+        let givesSecret = SecretSource.all.contains { inv.option($0.option) != nil }
+        func bySecret() -> PresenceProof {
+            PresenceProof(site: site, op: op, keyID: keyID, method: .secret, issuedAtNanoseconds: BootClock.system.nanoseconds())
+        }
+        guard inv.hosted != nil else {
+            // On its own, this process unlocks for this command alone, with the secret it gives
+            // or types now: that is the approval.
+            try store.unlockOneShot(inv)
+            return bySecret()
+        }
+        if !custodian.isUnlocked {
+            // The daemon is locked: unlocking it with the secret given or typed for this command
+            // is the approval of this use too.
+            try store.unlockOneShot(inv)
+            return bySecret()
+        }
+        if givesSecret {
+            try UnlockInput.attempt(inv, isWrong: { ($0 as? CustodyError) == .unlockFailed }) { secret in
+                try custodian.verifySecret(secret.take(), op: "presence.secret")
+            }
+            return bySecret()
+        }
+        let asker = inv.client ?? "a process of yours"
+        let label = "\(asker) on the command line"
+        if let verifier = store.shared?.presence {
+            switch ask(verifier, site: site, label: label, op: op, keyID: keyID) {
+            case .success(let proof): return proof
+            case .failure(.presenceUnavailable(let why)):
+                guard inv.io.canPrompt else { throw refusal(op: op, keyID: keyID, why: why) }
+                inv.note("(no presence prompt: \(why); asking for the passphrase instead)")
+            case .failure(.presenceDenied):
+                refused(custodian, op: op, keyID: keyID, asker: asker)
+                throw CommandFailure("\(describe(op: op, keyID: keyID)) was not approved", code: "presence_denied")
+            case .failure(let other): throw other
+            }
+        }
+        guard inv.io.canPrompt else {
+            throw refusal(op: op, keyID: keyID, why: "the daemon has no presence prompt (SITEKEEP_ASKPASS)")
+        }
+        let verifier = PassphrasePresenceVerifier(custodian: custodian) { (prompt: String) throws(CustodyError) -> SecretBytes in
+            do { return try SecretReader.prompt(.passphrase, prompt: prompt + " ", confirm: false, io: inv.io) } catch {
+                throw .presenceDenied
+            }
+        }
+        switch ask(verifier, site: site, label: label, op: op, keyID: keyID) {
+        case .success(let proof): return proof
+        case .failure(.presenceDenied):
+            refused(custodian, op: op, keyID: keyID, asker: asker)
+            throw CommandFailure("\(describe(op: op, keyID: keyID)) was not approved: the passphrase typed does not open this store",
+                                 code: "presence_denied")
+        case .failure(let other): throw other
+        }
+    }
+
+    private static func ask(_ verifier: any PresenceVerifier, site: String, label: String, op: String, keyID: String?) -> Result<PresenceProof, CustodyError> {
+        do throws(CustodyError) {
+            return .success(try verifier.requestPresence(site: site, siteLabel: label, op: op, keyID: keyID))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// A denied use is in the audit log too, naming who asked (as the agent logs its refusals).
+    static func refused(_ custodian: Custodian, op: String, keyID: String?, asker: String) {
+        try? custodian.auditLog.append(site: KeyUseContext.commandLineSite, op: op, key: keyID, result: "presence-refused",
+                                       detail: "asked by \(asker)")
+    }
+
+    static func describe(op: String, keyID: String?) -> String {
+        keyID.map { "\(op) with \($0)" } ?? op
+    }
+
+    static func refusal(op: String, keyID: String?, why: String) -> CommandFailure {
+        CommandFailure("\(describe(op: op, keyID: keyID)) needs your approval, and there is no way to ask for it here: \(why)",
+                       remedy: "run it at a terminal, give the current passphrase for this command (--passphrase-file PATH, '-' for stdin), "
+                           + "or set SITEKEEP_ASKPASS for the daemon",
+                       code: "presence_required")
+    }
+}
+
+/// Who sent a command to the daemon, for the presence prompt.
+enum ClientLabel {
+    /// `sitekeep (pid 4242)`: the command name is only a hint (a process chooses its own).
+    static func of(pid: Int32) -> String {
+        "\(AgentSocketServer.command(of: pid) ?? "a process") (pid \(pid))"
+    }
+}
