@@ -129,6 +129,15 @@ static inline gulong skb_connect_switch_page(GtkNotebook *notebook, skb_switch_p
     return SKB_CONNECT(notebook, "switch-page", cb, ctx, destroy);
 }
 
+/* --- Responses ---------------------------------------------------------------------------- */
+/* A response's Content-Disposition (several headers joined with ", "), newly allocated; NULL when
+ * it has none. */
+static inline char *skb_content_disposition(WebKitURIResponse *response) {
+    SoupMessageHeaders *headers = response ? webkit_uri_response_get_http_headers(response) : NULL;
+    const char *value = headers ? soup_message_headers_get_list(headers, "Content-Disposition") : NULL;
+    return value ? g_strdup(value) : NULL;
+}
+
 /* --- Async calls with a context pointer ---------------------------------------------------- */
 typedef void (*skb_async_fn)(GObject *source, GAsyncResult *result, void *context);
 /* webkit_web_view_evaluate_javascript in `world` (NULL: the page's world). */
