@@ -129,6 +129,43 @@ static inline gulong skb_connect_switch_page(GtkNotebook *notebook, skb_switch_p
     return SKB_CONNECT(notebook, "switch-page", cb, ctx, destroy);
 }
 
+/* --- Responses ---------------------------------------------------------------------------- */
+/* A response's Content-Disposition (several headers joined with ", "), newly allocated; NULL when
+ * it has none. */
+static inline char *skb_content_disposition(WebKitURIResponse *response) {
+    SoupMessageHeaders *headers = response ? webkit_uri_response_get_http_headers(response) : NULL;
+    const char *value = headers ? soup_message_headers_get_list(headers, "Content-Disposition") : NULL;
+    return value ? g_strdup(value) : NULL;
+}
+
+/* --- Downloads: none (docs/browser.md, "Downloads") -----------------------------------------
+ * WebKitNetworkSession::download-started (session, download, ctx). Every site's session has a
+ * handler that refuses each download (skb_refuse_download), whatever started it. */
+typedef void (*skb_download_started_fn)(WebKitNetworkSession *session, WebKitDownload *download, void *context);
+static inline gulong skb_connect_download_started(WebKitNetworkSession *session, skb_download_started_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(session, "download-started", cb, ctx, destroy);
+}
+/* WebKitDownload::decide-destination, refused: the download is cancelled and TRUE is returned
+ * with no destination set, so WebKit's default handler (the XDG download folder, or $HOME when
+ * none is set) never runs and the download never gets a file. */
+static gboolean skb_refuse_destination(WebKitDownload *download, gchar *suggested_filename, gpointer unused) {
+    (void)suggested_filename;
+    (void)unused;
+    webkit_download_cancel(download);
+    return TRUE;
+}
+/* Refuses `download`: its decide-destination refuses (should WebKit still ask for one), and it is
+ * cancelled now. */
+static inline void skb_refuse_download(WebKitDownload *download) {
+    g_signal_connect(download, "decide-destination", G_CALLBACK(skb_refuse_destination), NULL);
+    webkit_download_cancel(download);
+}
+/* The URI a download asked for (NULL when it has no request). */
+static inline const char *skb_download_uri(WebKitDownload *download) {
+    WebKitURIRequest *request = webkit_download_get_request(download);
+    return request ? webkit_uri_request_get_uri(request) : NULL;
+}
+
 /* --- Async calls with a context pointer ---------------------------------------------------- */
 typedef void (*skb_async_fn)(GObject *source, GAsyncResult *result, void *context);
 /* webkit_web_view_evaluate_javascript in `world` (NULL: the page's world). */

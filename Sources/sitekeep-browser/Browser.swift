@@ -268,7 +268,7 @@ final class Browser {
     private func context(for site: BrowserSite) -> SiteContext? {
         if let c = contexts[site.id] { return c }
         do {
-            let c = try SiteContext(site: site, link: link, keptBudget: options.keptBudget)
+            let c = try SiteContext(site: site, link: link, keptBudget: options.keptBudget) { [weak self] text in self?.note(text) }
             contexts[site.id] = c
             prefetcher?.add(c)
             return c

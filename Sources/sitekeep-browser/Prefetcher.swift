@@ -251,7 +251,8 @@ final class HiddenLoad {
     }
 
     /// Every navigation of this view, redirects and frames included, stays on the site; no new
-    /// windows; the page itself must be a page WebKit shows, of at most ``Prefetcher/maximumPage`` bytes.
+    /// windows; the page itself must be a page WebKit shows, of at most ``Prefetcher/maximumPage``
+    /// bytes; a frame's document that is not a page (an attachment) is refused, never downloaded.
     private func decide(_ decision: UnsafeMutablePointer<WebKitPolicyDecision>?, _ type: WebKitPolicyDecisionType) -> Bool {
         guard let decision else { return false }
         let specific = OpaquePointer(decision)
@@ -268,15 +269,22 @@ final class HiddenLoad {
             }
             return true
         case WEBKIT_POLICY_DECISION_TYPE_RESPONSE:
-            guard webkit_response_policy_decision_is_main_frame_main_resource(specific) != 0 else { return false }
+            // Decided here, never by WebKit's default (which downloads attachments): a frame's
+            // document is shown only when it is a page (``FrameResponse``), as in a tab.
+            let verdict = FrameResponse.verdict(specific)
+            guard FrameResponse.isMainFrame(specific) else {
+                if verdict == .show { webkit_policy_decision_use(decision) } else { webkit_policy_decision_ignore(decision) }
+                return true
+            }
             let response = webkit_response_policy_decision_get_response(specific)
             let length = response.map { Int64(clamping: webkit_uri_response_get_content_length($0)) } ?? 0
-            if webkit_response_policy_decision_is_mime_type_supported(specific) == 0 || length > Prefetcher.maximumPage {
+            if verdict != .show || length > Prefetcher.maximumPage {
                 webkit_policy_decision_ignore(decision)
                 finish(.skipped(length > Prefetcher.maximumPage ? "it is \(length) bytes, more than \(Prefetcher.maximumPage)" : "it is not a page"))
                 return true
             }
-            return false
+            webkit_policy_decision_use(decision)
+            return true
         default:
             return false
         }

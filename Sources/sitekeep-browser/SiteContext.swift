@@ -20,13 +20,37 @@ final class SiteContext {
     let host: any BridgeChannel
     let kept: KeptPageCache
 
-    init(site: BrowserSite, link: any DaemonLink, keptBudget: Int64) throws(DaemonLinkError) {
+    /// - Parameter note: where a refused download is reported (the window's notes).
+    init(site: BrowserSite, link: any DaemonLink, keptBudget: Int64,
+         note: @escaping @MainActor (String) -> Void) throws(DaemonLinkError) {
         self.site = site
         guard let origin = site.pageOrigins.first else { throw .protocolViolation("\(site.name) has no origin") }
         host = try link.open(origin: origin, onEvent: { _, _ in }, onClose: {})
         kept = KeptPageCache(folder: site.keptDirectory, budget: keptBudget, digest: sha256Hex)
         for dir in [site.dataDirectory, site.cacheDirectory] { _ = try? PrivateFolder.make(dir) }
         session = webkit_network_session_new(site.dataDirectory, site.cacheDirectory)
+        Self.refuseDownloads(on: session, siteName: site.name, note: note)
+    }
+
+    /// SiteKeep's browser does not download files (docs/browser.md, "Downloads"). Every view's
+    /// responses are decided explicitly (``ResponsePolicy``: an attachment or a type WebKit
+    /// cannot show is refused), so no download should ever start; this is the second wall, on
+    /// the session every view and prefetch of the site uses. Whatever starts a download on it
+    /// (a response let through by mistake, `<a download>`, a future code path) has it
+    /// cancelled at once, and its `decide-destination` refused, so WebKit's default handler
+    /// (the XDG download folder, or `$HOME`) never chooses a file.
+    private static func refuseDownloads(on session: OpaquePointer, siteName: String, note: @escaping @MainActor (String) -> Void) {
+        typealias Started = @MainActor (OpaquePointer?) -> Void
+        let onStarted: Started = { download in
+            guard let download else { return }
+            let url = string(skb_download_uri(download))
+            skb_refuse_download(download)
+            note(ResponsePolicy.downloadNote(siteName: siteName, url: url))
+        }
+        _ = skb_connect_download_started(session, { _, download, ctx in
+            let f = Callback<Started>.from(ctx)
+            MainActor.assumeIsolated { f(download) }
+        }, Callback(onStarted).retained, releaseCallback)
     }
 
     /// A user content manager for one view of this site: the page shim (page world) and the

@@ -295,35 +295,55 @@ final class Tab {
             }
             return true
         case WEBKIT_POLICY_DECISION_TYPE_RESPONSE:
-            guard webkit_response_policy_decision_is_main_frame_main_resource(specific) != 0 else { return false }
-            let request = webkit_response_policy_decision_get_request(specific)
-            guard let url = string(webkit_uri_request_get_uri(request)) else { return false }
-            switch browser.policy.decide(url, in: site) {
-            case .stay:
-                if webkit_response_policy_decision_is_mime_type_supported(specific) == 0 {
-                    browser.note("\(site.name): \(url) is not a page (no downloads here)")
-                    webkit_policy_decision_ignore(decision)
-                    return true
-                }
-                return false
-            case .openSite(let other):
-                webkit_policy_decision_ignore(decision)
-                if url == gestureURL {
-                    gestureURL = nil
-                    browser.openTab(site: other, url: url)
-                } else {
-                    browser.note("\(site.name): a navigation to \(other.name) was not made by the user; not opened")
-                }
-            case .external(let u):
-                webkit_policy_decision_ignore(decision)
-                openExternally(u)
-            case .refuse(let why):
-                webkit_policy_decision_ignore(decision)
-                browser.note(why)
-            }
+            decideResponse(decision, specific)
             return true
         default:
             return false
+        }
+    }
+
+    /// A frame's response, always decided here, never left to WebKit's default (which
+    /// downloads an attachment, with no click, into `$HOME`: issue 32, defect 6). A frame's
+    /// document, of any origin, is shown only when ``ResponsePolicy`` says it is a page;
+    /// anything else (an attachment, a type WebKit cannot show) is ignored with a note, so the
+    /// browser downloads nothing. The main frame's document must also be on the view's site:
+    /// another app-bound site opens in a tab of its own (only for the reader's own navigation),
+    /// a foreign address goes to the system browser.
+    private func decideResponse(_ decision: UnsafeMutablePointer<WebKitPolicyDecision>, _ specific: OpaquePointer) {
+        let url = FrameResponse.url(specific)
+        let verdict = FrameResponse.verdict(specific)
+        guard FrameResponse.isMainFrame(specific) else {
+            if verdict == .show {
+                webkit_policy_decision_use(decision)
+            } else {
+                webkit_policy_decision_ignore(decision)
+                browser.note(ResponsePolicy.note(siteName: site.name, url: url ?? "an unnamed address", frame: true))
+            }
+            return
+        }
+        guard let url else { webkit_policy_decision_ignore(decision); return }
+        switch browser.policy.decide(url, in: site) {
+        case .stay:
+            if verdict == .show {
+                webkit_policy_decision_use(decision)
+            } else {
+                webkit_policy_decision_ignore(decision)
+                browser.note(ResponsePolicy.note(siteName: site.name, url: url, frame: false))
+            }
+        case .openSite(let other):
+            webkit_policy_decision_ignore(decision)
+            if url == gestureURL {
+                gestureURL = nil
+                browser.openTab(site: other, url: url)
+            } else {
+                browser.note("\(site.name): a navigation to \(other.name) was not made by the user; not opened")
+            }
+        case .external(let u):
+            webkit_policy_decision_ignore(decision)
+            openExternally(u)
+        case .refuse(let why):
+            webkit_policy_decision_ignore(decision)
+            browser.note(why)
         }
     }
 

@@ -139,6 +139,43 @@ final class BrowserRig {
         throw RigError("the endless test server on port \(port) did not start")
     }
 
+    /// Serves `www(port)` on 127.0.0.1:port as ``startServer(_:)`` does, and files that ask to
+    /// be downloaded (``TestSites/downloadServer``).
+    func startDownloadServer(_ port: Int) throws {
+        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.downloadServer, String(port), www(port)],
+                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
+        for _ in 0..<100 {
+            if canConnect(port: port) { return }
+            usleep(50_000)
+        }
+        throw RigError("the download test server on port \(port) did not start")
+    }
+
+    /// Every file under the test's folder (the browser's HOME: the store with each site's
+    /// folder, the XDG folders, `Downloads`) except what the test itself wrote (the served
+    /// folders, the logs) that contains `marker` or whose name contains one of `names`: what a
+    /// download would have written. Paths relative to ``dir``.
+    func savedFiles(marker: String, names: [String]) -> [String] {
+        guard let e = FileManager.default.enumerator(atPath: dir.path) else { return [] }
+        var found: [String] = []
+        for case let rel as String in e {
+            if rel.hasPrefix("www-") || rel.hasSuffix(".log") { continue }
+            let path = dir.path + "/" + rel
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else { continue }
+            let base = (rel as NSString).lastPathComponent
+            if names.contains(where: { base.contains($0) }) { found.append(rel); continue }
+            if BrowserRig.file(path, contains: marker) { found.append(rel) }
+        }
+        return found
+    }
+
+    /// Whether the file at `path` contains `text` as UTF-8.
+    static func file(_ path: String, contains text: String) -> Bool {
+        guard let data = FileManager.default.contents(atPath: path) else { return false }
+        return data.range(of: Data(text.utf8)) != nil
+    }
+
     /// What the test server on `port` logged.
     func serverLog(_ port: Int) -> String {
         (try? String(contentsOfFile: dir.appendingPathComponent("http-\(port).log").path, encoding: .utf8)) ?? ""

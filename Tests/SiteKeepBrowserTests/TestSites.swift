@@ -140,6 +140,58 @@ enum TestSites {
         server.serve_forever()
         """#
 
+    /// What every file the download server hands out contains: found on disk, it was saved.
+    static let downloadMarker = "sitekeep-download-marker-5d1c"
+
+    /// Site One's page that tries to have files saved with no click (issue 32, defect 6): a
+    /// cross-origin iframe (`frameOrigin`) whose document is an attachment named `.profile`, a
+    /// same-origin iframe whose document is an attachment, and a same-origin iframe whose
+    /// document is `application/octet-stream` with no disposition. The test drives the rest: a
+    /// script's `<a download>` click and main-frame navigations to an attachment.
+    static func downloadsPage(frameOrigin: String) -> String {
+        """
+        <!DOCTYPE html><html><head><title>Site One: downloads</title></head>
+        <body><h1>Downloads</h1><p>Three frames whose documents are files, not pages.</p>
+        <iframe id="cross" src="\(frameOrigin)/attach/cross?name=.profile" width="300" height="60"></iframe>
+        <iframe id="same" src="/attach/same?name=same-origin-report.txt" width="300" height="60"></iframe>
+        <iframe id="octet" src="/octet/blob.bin" width="300" height="60"></iframe>
+        </body></html>
+        """
+    }
+
+    /// A loopback server (python3 -c, arguments PORT FOLDER) for ``downloadsPage(frameOrigin:)``:
+    /// the folder's files as http.server serves them; `/attach/ID?name=NAME`, a `text/plain`
+    /// answer with `Content-Disposition: attachment; filename="NAME"`; `/octet/NAME`,
+    /// `application/octet-stream` with no disposition; `/plain/NAME`, `text/plain`. Each body
+    /// holds ``downloadMarker`` and the path, and says `Cache-Control: no-store` (kept by no cache).
+    static let downloadServer = #"""
+        import functools, http.server, sys, urllib.parse
+        port, folder = int(sys.argv[1]), sys.argv[2]
+        MARK = b"sitekeep-download-marker-5d1c"
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):
+                url = urllib.parse.urlsplit(self.path)
+                kind = url.path.split("/")[1] if url.path.count("/") >= 2 else ""
+                if kind not in ("attach", "octet", "plain"):
+                    return super().do_GET()
+                body = MARK + b" " + self.path.encode() + b"\n"
+                self.send_response(200)
+                if kind == "attach":
+                    name = urllib.parse.parse_qs(url.query).get("name", ["file.txt"])[0]
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Disposition", 'attachment; filename="%s"' % name)
+                elif kind == "octet":
+                    self.send_header("Content-Type", "application/octet-stream")
+                else:
+                    self.send_header("Content-Type", "text/plain")
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=folder))
+        server.serve_forever()
+        """#
+
     static let style = "body { background: #f4f1ea; color: #222; font: 16px/1.5 serif; max-width: 44em; margin: 1em auto } h1 { color: #5a3d1e }"
     static let figure = ##"<svg xmlns="http://www.w3.org/2000/svg" width="160" height="60"><rect width="160" height="60" rx="8" fill="#b5452f"/><text x="80" y="38" font-size="20" text-anchor="middle" fill="#fff" font-family="sans-serif">figure</text></svg>"##
 }
