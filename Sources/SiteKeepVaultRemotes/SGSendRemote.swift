@@ -15,6 +15,16 @@ public protocol RemoteCredentials: Sendable {
     func accessToken() throws(VaultError) -> String?
     /// The write key as 64 hex (`x-sgraph-vault-write-key`), nil for a read-only vault.
     func writeKeyHex() throws(VaultError) -> String?
+    /// The access token's bytes, in an array the caller wipes once they are in the request's
+    /// guarded header block: no `String` of the token outlives the call. nil when the server
+    /// needs none. By default the UTF-8 of ``accessToken()``.
+    func accessTokenBytes() throws(VaultError) -> [UInt8]?
+}
+
+extension RemoteCredentials {
+    public func accessTokenBytes() throws(VaultError) -> [UInt8]? {
+        try accessToken().map { Array($0.utf8) }
+    }
 }
 
 /// How a remote retries transient failures (network, 429, 502, 503, 504).
@@ -105,13 +115,17 @@ public struct SGSendRemote: VaultObjectStore {
         var values: [[UInt8]] = []
         var names: [String] = []
         defer { for i in values.indices { SecureMemory.zero(&values[i]) } }
-        if let t = try credentials.accessToken(), !t.isEmpty {
-            values += [Array(t.utf8), Array(t.utf8)]
-            names += ["x-sgraph-access-token", "X-API-Key"]
+        if var t = try credentials.accessTokenBytes() {
+            // Two copies of their own (each wiped below), then the original wiped.
+            if !t.isEmpty {
+                values += [t.map { $0 }, t.map { $0 }]
+                names += ["x-sgraph-access-token", "X-API-Key"]
+            }
+            SecureMemory.zero(&t)
         }
         if write {
             guard let w = try credentials.writeKeyHex() else { throw .readOnly(reason: "only the read key of vault \(vaultID) is known, so nothing can be pushed") }
-            values.append(Array(w.utf8))
+            values.append(Array(w.utf8))   // the write key's hex String is SgitKeys' (custody); its bytes are wiped here
             names.append("x-sgraph-vault-write-key")
         }
         let lines = names.indices.map { (name: names[$0], valueCount: values[$0].count) }
