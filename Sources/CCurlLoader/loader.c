@@ -4,6 +4,8 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +324,22 @@ int sk_http_perform(const sk_http_request *request, sk_http_answer *answer) {
         if (is_put) SET(CURLOPT_CUSTOMREQUEST, "PUT");
     }
 
+    /* CURLOPT_NOSIGNAL (threads) leaves SIGPIPE to the caller, and a one-shot command does not
+     * ignore it: a server that hangs up while a body is sent must be an error, not the end of the
+     * process. Blocked on this thread only, one raised meanwhile taken off, the mask restored. */
+    sigset_t pipe_only, before;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    int masked = pthread_sigmask(SIG_BLOCK, &pipe_only, &before) == 0;
     CURLcode rc = api.easy_perform(h);
+    if (masked) {
+        sigset_t pending;
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&before, SIGPIPE)) {
+            struct timespec now = { 0, 0 };
+            sigtimedwait(&pipe_only, NULL, &now);
+        }
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
+    }
     answer->received_bytes = t.received;
     if (t.stopped == SK_HTTP_TOO_LARGE || rc == CURLE_FILESIZE_EXCEEDED) {
         fail(answer, SK_HTTP_TOO_LARGE, "the answer's body is larger than %zu bytes; SiteKeep stopped reading it after %zu", t.max_body, t.received);

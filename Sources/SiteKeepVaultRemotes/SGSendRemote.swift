@@ -145,7 +145,8 @@ public struct SGSendRemote: VaultObjectStore {
         let secret = try credentialHeaders(write: write)
         var h: [(String, String)] = []
         if json { h.append(("Content-Type", "application/json")) } else if !body.isEmpty || method == "PUT" { h.append(("Content-Type", "application/octet-stream")) }
-        var request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body, maxResponseBytes: maxBytes)
+        var request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body,
+                                  totalTimeoutMs: Self.totalTimeoutMs(sending: body.count), maxResponseBytes: maxBytes)
         request.caFile = caFile
         var attempt = 0
         while true {
@@ -172,6 +173,11 @@ public struct SGSendRemote: VaultObjectStore {
             return response
         }
     }
+
+    /// The longest a request may take in all: 10 minutes, and a minute more for every 3 MB it
+    /// sends (50 KB/s), so a large blob on a slow uplink is not cut off. A stalled exchange is
+    /// ended sooner, by the stall time-out (under 1 KiB/s for 30 s).
+    static func totalTimeoutMs(sending bytes: Int) -> Int { 600_000 + bytes / 50 }
 
     /// A request path without its vault id and query, for messages: `/api/vault/list`.
     static func route(_ path: String) -> String {
@@ -373,7 +379,8 @@ public struct SGSendRemote: VaultObjectStore {
             throw .remote(remote: baseURL, reason: "the presigned upload URL is neither https nor loopback; refused", transient: false, retryAfterMs: nil)
         }
         do {
-            var request = HTTPRequest(method: "PUT", url: url, body: body, timeoutMs: 300_000, maxResponseBytes: 1 << 20)
+            var request = HTTPRequest(method: "PUT", url: url, body: body, timeoutMs: 300_000,
+                                      totalTimeoutMs: Self.totalTimeoutMs(sending: body.count), maxResponseBytes: 1 << 20)
             request.caFile = caFile
             return try HTTPClient.send(request)
         } catch {
