@@ -21,6 +21,7 @@ public struct HTTPRequest: Sendable {
     /// Header fields (no CR, LF or other control characters). Credentials go in the secret
     /// header block of ``HTTPClient/send(_:secretHeaders:)`` instead.
     public var headers: [(String, String)]
+    /// The body sent with `POST` and `PUT` (none with `GET`).
     public var body: [UInt8]
     /// The longest the exchange may stall (under 1 KiB/s), in milliseconds.
     public var timeoutMs: Int
@@ -33,6 +34,7 @@ public struct HTTPRequest: Sendable {
     /// private vault servers); nil for the system's store.
     package var caFile: String?
 
+    /// A request; the defaults stall out after 30 s, end after 10 minutes and accept 16 MiB of body.
     public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutMs: Int = 30_000,
                 totalTimeoutMs: Int = 600_000, maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes) {
         self.method = method
@@ -56,6 +58,7 @@ public struct HTTPResponse: Sendable {
     /// The first value of the header `name` (lower-case).
     public func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
 
+    /// An answer as given (tests and stand-ins; the client makes its own).
     public init(status: Int, headers: [(String, String)], body: [UInt8]) {
         self.status = status
         self.headers = headers
@@ -82,9 +85,12 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case network
     }
 
+    /// What kind of failure.
     public let kind: Kind
+    /// What went wrong, for a message: never a header's value.
     public let description: String
 
+    /// An error of `kind` saying `description`.
     public init(kind: Kind, description: String) {
         self.kind = kind
         self.description = description

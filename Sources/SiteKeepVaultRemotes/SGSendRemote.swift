@@ -22,6 +22,7 @@ public protocol RemoteCredentials: Sendable {
 }
 
 extension RemoteCredentials {
+    /// The UTF-8 of ``accessToken()`` (conformers that hold the token in guarded memory do better).
     public func accessTokenBytes() throws(VaultError) -> [UInt8]? {
         try accessToken().map { Array($0.utf8) }
     }
