@@ -9,13 +9,15 @@
 //   SiteKeepDaemon  ─ the composition root: opens a store, wires the bridge's modules, starts the daemon
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
 //   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, socket servers
-//   SiteKeepVaultRemotes ─ vault server HTTP API (libSiteKeepHTTP.so by dlopen), folder/static remotes, push queue
+//   SiteKeepVaultRemotes ─ vault server HTTP API (over SiteKeepHTTP), folder/static remotes, push queue
+//   SiteKeepHTTP    ─ the one HTTP client: libcurl by dlopen (CCurlLoader), bounded, no redirects
 //   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, documents, ...)
 //   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
-//   the CSecret headers are used only by a test that checks the loader against them)
+//   the CSecret headers are used only by a test that checks the loader against them);
+//   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
 //
 //   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON
 //   (a client of the daemon: it links the bridge's wire, never custody, crypto or SQLite)
@@ -68,9 +70,6 @@ let package = Package(
         .library(name: "SiteKeepPartitions", targets: ["SiteKeepPartitions"]),
         .library(name: "SiteKeepVault", targets: ["SiteKeepVault"]),
         .library(name: "SiteKeepVaultRemotes", targets: ["SiteKeepVaultRemotes"]),
-        // Loaded with dlopen by SiteKeepVaultRemotes on first use of an HTTP remote, so no
-        // executable links FoundationNetworking/libcurl at start-up.
-        .library(name: "SiteKeepHTTP", type: .dynamic, targets: ["SiteKeepHTTP"]),
         .library(name: "SiteKeepCore", targets: ["SiteKeepCore"]),
         .library(name: "SiteKeepAgent", targets: ["SiteKeepAgent"]),
         .library(name: "SiteKeepSocket", targets: ["SiteKeepSocket"]),
@@ -130,10 +129,16 @@ let package = Package(
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
-        // orchestration and the durable push queue. HTTP goes through libSiteKeepHTTP.so (dlopen).
-        .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepSystem"]),
-        // URLSession (FoundationNetworking, libcurl) behind a C ABI; depends on nothing of SiteKeep.
-        .target(name: "SiteKeepHTTP"),
+        // orchestration and the durable push queue. HTTP goes through SiteKeepHTTP (libcurl).
+        .target(name: "SiteKeepVaultRemotes", dependencies: ["SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepSystem", "SiteKeepHTTP"]),
+        // libcurl reached through dlopen on the first request (so no executable maps libcurl and
+        // its ~30 libraries at start-up); the whole transfer policy is in its C: no redirects, the
+        // body bounded while it streams, https or loopback http, no proxy, time-outs. Its headers
+        // come from libcurl4-openssl-dev (tools/setup).
+        .target(name: "CCurlLoader"),
+        // SiteKeep's one HTTP client (vault remotes, agenda fetches) over CCurlLoader; credential
+        // headers from guarded memory (SiteKeepSecureMemory).
+        .target(name: "SiteKeepHTTP", dependencies: ["CCurlLoader", "SiteKeepSecureMemory"]),
         // The native core's domain types and rules: schedule (nr.schedule.v1), agenda, reminders
         // and their leads, calendar export, "what is next", workflows, inbox, identity, tabs,
         // reading state, capture notes and the partition document of export and rebuild. Swift on
@@ -173,6 +178,7 @@ let package = Package(
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
             "SiteKeepDaemon",
             "SiteKeepRunClient",
+            "SiteKeepHTTP",
         ]),
         .executableTarget(name: "sitekeep-main", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"], linkerSettings: packedRelocations),
         // A command run inside the daemon, from the client's side: the `run` relay and the
@@ -225,7 +231,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
-        .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),

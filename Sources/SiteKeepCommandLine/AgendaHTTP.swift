@@ -1,72 +1,49 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
-import Foundation
-internal import SiteKeepCore
-internal import SiteKeepSystem
+import SiteKeepCore
+import SiteKeepHTTP
 
-/// Fetches agenda URLs with `If-None-Match` by running `curl` (`/usr/bin/curl`, or `$SITEKEEP_CURL`).
+/// Fetches agenda URLs with `If-None-Match` through SiteKeep's one HTTP client (SiteKeepHTTP:
+/// libcurl, loaded on the first fetch).
 ///
-/// The only HTTP the native core needs, kept in this one file. curl rather than URLSession:
-/// linking FoundationNetworking (and libcurl with it) would load into every `sitekeep` process,
-/// the many that never fetch included; a child process costs only the commands that fetch. The
-/// URL goes as `--url` after a fixed argument list (no shell, nothing read as an option), only
-/// `http` and `https` are allowed, redirects stay on those, and the body is bounded.
-struct CurlAgendaFetcher: AgendaFetcher {
-    let curl: String
+/// The only HTTP the native core needs, kept in this one file. It was a `curl` child process,
+/// whose `--max-filesize` holds only for a declared length: a chunked answer ran on into
+/// `$TMPDIR` (issue 32). Now the body is read into memory and the transfer is stopped as soon as
+/// it passes ``maxBytes``, chunked or not; nothing is written to a temporary file. Only `https`
+/// (and `http` to loopback) is fetched, and no redirect is followed: a 3xx names where it points,
+/// to be loaded instead.
+struct HTTPAgendaFetcher: AgendaFetcher {
+    /// The largest agenda fetched (as the largest agenda file read).
     let maxBytes = 16 << 20
 
-    init(environment: [String: String]) {
-        curl = environment["SITEKEEP_CURL"] ?? "/usr/bin/curl"
-    }
-
     func fetch(url: String, ifNoneMatch etag: String?) async throws(AgendaError) -> AgendaFetchResult {
-        guard url.hasPrefix("https://") || url.hasPrefix("http://"), url.utf8.count <= 2048,
-              !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else {
-            throw .fetchFailed("\(url.prefix(80)) is not an http or https URL")
+        guard url.utf8.count <= 2048, !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }), HTTPClient.isAllowedURL(url) else {
+            throw .fetchFailed("\(Self.printable(url, 80)) is refused: give an https URL (plain http only to loopback)")
         }
-        guard FileManager.default.isExecutableFile(atPath: curl) else { throw .fetchFailed("\(curl) is missing; install curl") }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-fetch-\(UUID().uuidString)")
-        do { try PrivateFolder.make(dir.path) } catch {
-            throw .fetchFailed("cannot make a temporary folder")
+        var headers = [("Accept", "application/json")]
+        if let etag, !etag.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) { headers.append(("If-None-Match", etag)) }
+        let r: HTTPResponse
+        do {
+            r = try HTTPClient.send(HTTPRequest(method: "GET", url: url, headers: headers, timeoutMs: 30_000, totalTimeoutMs: 60_000, maxResponseBytes: maxBytes))
+        } catch {
+            switch error.kind {
+            case .tooLarge: throw .fetchFailed("the agenda is larger than \(maxBytes >> 20) MiB; SiteKeep stopped reading it there")
+            default: throw .fetchFailed(error.description)
+            }
         }
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let body = dir.appendingPathComponent("body").path, headers = dir.appendingPathComponent("headers").path
-        var args = ["--silent", "--show-error", "--location", "--proto", "=http,https", "--proto-redir", "=http,https",
-                    "--max-time", "30", "--max-filesize", String(maxBytes), "--output", body, "--dump-header", headers,
-                    "--write-out", "%{http_code}", "--header", "Accept: application/json"]
-        if let etag, !etag.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) { args += ["--header", "If-None-Match: \(etag)"] }
-        args += ["--url", url]
-        let (status, out) = Self.run(curl, args)
-        guard status == 0 else { throw .fetchFailed("curl exited with \(status)\(out.isEmpty ? "" : ": " + out.prefix(200))") }
-        let code = Int(out.trimmingCharacters(in: .whitespacesAndNewlines).suffix(3)) ?? 0
-        switch code {
+        switch r.status {
         case 304: return .notModified
         case 200:
-            guard case .bytes(let bytes)? = try? FileIO.readRegularFile(body, limit: maxBytes) else { throw .fetchFailed("no body was received") }
-            let head = (try? FileIO.readRegularFile(headers, limit: 1 << 20)).flatMap { r -> String? in
-                if case .bytes(let b) = r { return String(decoding: b, as: UTF8.self) }
-                return nil
-            } ?? ""
-            // The last response's headers (after redirects): its ETag, if any.
-            let last = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }.last ?? ""
-            let tag = last.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("etag:") }
-                .map { String($0.dropFirst(5)).trimmingCharacters(in: .whitespaces) }
-            return .fetched(body: [UInt8](bytes), etag: tag?.isEmpty == false ? tag : nil)
+            let tag = r.header("etag")
+            return .fetched(body: r.body, etag: tag?.isEmpty == false ? tag : nil)
+        case 300...399:
+            let to = r.header("location").map { " to " + Self.printable($0, 200) } ?? ""
+            throw .fetchFailed("the server answered HTTP \(r.status), a redirect\(to); SiteKeep follows no redirects: load the URL it points to")
         default:
-            throw .fetchFailed("the server answered HTTP \(code)")
+            throw .fetchFailed("the server answered HTTP \(r.status)")
         }
     }
 
-    /// Runs `path` with `args` (no shell, a fixed environment, in this process's group so an
-    /// interrupt reaches it too), standard output and error captured (at most 64 KiB).
-    static func run(_ path: String, _ args: [String]) -> (Int32, String) {
-        do {
-            let (ended, out) = try ChildProcess.capture(path, arguments: args, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"],
-                                                        streams: .both, ownProcessGroup: false)
-            return (ended.status, String(decoding: out, as: UTF8.self))
-        } catch {
-            return (127, "cannot run \(path): \(error.cause)")
-        }
+    /// `text` cut to `limit` characters, control characters left out (it goes into a message).
+    static func printable(_ text: String, _ limit: Int) -> String {
+        String(text.prefix(limit).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.map(Character.init))
     }
 }

@@ -181,7 +181,7 @@ enum CoreCommands {
     static let agendaLoad = CommandSpec(
         path: ["agenda", "load"],
         summary: "Load a site's public agenda (a JSON file, or a URL fetched with If-None-Match) into its partition",
-        discussion: "The agenda is validated before it replaces the cached one; a refusal names the bad field. URLs are fetched with curl, sending the cached copy's ETag.",
+        discussion: "The agenda is validated before it replaces the cached one; a refusal names the bad field. URLs (https, or http to loopback) are fetched sending the cached copy's ETag, at most 16 MiB and following no redirect.",
         arguments: [ArgumentSpec("SOURCE", "an http(s) URL or a file path")],
         options: [siteOption, UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
@@ -193,7 +193,7 @@ enum CoreCommands {
         defer { c.partition.close() }
         let now = SystemClock().now()
         if source.hasPrefix("http://") || source.hasPrefix("https://") {
-            let loader = AgendaLoader(cache: PartitionAgendaCache(partition: c.partition), fetcher: CurlAgendaFetcher(environment: inv.environment))
+            let loader = AgendaLoader(cache: PartitionAgendaCache(partition: c.partition), fetcher: HTTPAgendaFetcher())
             let (agenda, how) = try await loader.refresh(url: source, now: now)
             switch how {
             case .updated: inv.say("Loaded \(agenda.items.count) agenda items from \(source).")

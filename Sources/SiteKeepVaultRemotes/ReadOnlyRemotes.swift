@@ -1,4 +1,5 @@
 public import SiteKeepVault
+import SiteKeepHTTP
 import SiteKeepJSON
 import SiteKeepSystem
 
@@ -58,7 +59,7 @@ public struct StaticHTTPRemote: VaultObjectStore {
         var u = baseURL
         if u.hasPrefix("static+") { u.removeFirst("static+".count) }
         while u.hasSuffix("/") { u.removeLast() }
-        guard u.hasPrefix("https://") || u.hasPrefix("http://127.0.0.1") || u.hasPrefix("http://localhost") else {
+        guard HTTPClient.isAllowedURL(u) else {
             throw .invalidRemote("\(baseURL): a static remote must be https (plain http only to loopback)")
         }
         self.baseURL = u
@@ -72,8 +73,8 @@ public struct StaticHTTPRemote: VaultObjectStore {
         for id in fileIDs {
             guard let valid = FileIDs.validate(id) else { throw .invalidID(kind: "file id", value: id, in: label) }
             let r: HTTPResponse
-            do { r = try HTTPClient.send(HTTPRequest(method: "GET", url: baseURL + "/" + valid)) } catch {
-                throw .remote(remote: label, reason: "no answer (\(error.description))", transient: true, retryAfterMs: nil)
+            do { r = try HTTPClient.send(HTTPRequest(method: "GET", url: baseURL + "/" + valid, maxResponseBytes: 128 << 20)) } catch {
+                throw .remote(remote: label, reason: "\(valid): \(error.isTransient ? "no answer" : "refused") (\(error.description))", transient: error.isTransient, retryAfterMs: nil)
             }
             switch r.status {
             case 200: out[valid] = r.body
@@ -87,8 +88,8 @@ public struct StaticHTTPRemote: VaultObjectStore {
 
     public func list(prefix: String) throws(VaultError) -> [String] {
         let r: HTTPResponse
-        do { r = try HTTPClient.send(HTTPRequest(method: "GET", url: baseURL + "/manifest.json")) } catch {
-            throw .remote(remote: label, reason: "no answer (\(error.description))", transient: true, retryAfterMs: nil)
+        do { r = try HTTPClient.send(HTTPRequest(method: "GET", url: baseURL + "/manifest.json", maxResponseBytes: 16 << 20)) } catch {
+            throw .remote(remote: label, reason: "manifest.json: \(error.isTransient ? "no answer" : "refused") (\(error.description))", transient: error.isTransient, retryAfterMs: nil)
         }
         guard r.status == 200, let doc = try? JSONParser.parse(r.body, limits: .document) else { return [] }
         return (doc["objects"]?.arrayValue ?? []).compactMap { $0["file_id"]?.stringValue.flatMap(FileIDs.validate) }.filter { $0.hasPrefix(prefix) }

@@ -1,5 +1,6 @@
 public import SiteKeepVault
 import SiteKeepCrypto
+import SiteKeepHTTP
 import SiteKeepJSON
 import SiteKeepSystem
 import Synchronization
@@ -14,6 +15,17 @@ public protocol RemoteCredentials: Sendable {
     func accessToken() throws(VaultError) -> String?
     /// The write key as 64 hex (`x-sgraph-vault-write-key`), nil for a read-only vault.
     func writeKeyHex() throws(VaultError) -> String?
+    /// The access token's bytes, in an array the caller wipes once they are in the request's
+    /// guarded header block: no `String` of the token outlives the call. nil when the server
+    /// needs none. By default the UTF-8 of ``accessToken()``.
+    func accessTokenBytes() throws(VaultError) -> [UInt8]?
+}
+
+extension RemoteCredentials {
+    /// The UTF-8 of ``accessToken()`` (conformers that hold the token in guarded memory do better).
+    public func accessTokenBytes() throws(VaultError) -> [UInt8]? {
+        try accessToken().map { Array($0.utf8) }
+    }
 }
 
 /// How a remote retries transient failures (network, 429, 502, 503, 504).
@@ -52,6 +64,9 @@ public struct SGSendRemote: VaultObjectStore {
     public let vaultID: String
     let credentials: any RemoteCredentials
     let retry: RetryPolicy
+    /// Certificate authorities to trust instead of the system's (a PEM file): tests, and a
+    /// vault server under a private CA. nil for the system's store.
+    package var caFile: String?
     /// Most operations and base64 bytes per write batch (sgit's client limits).
     static let maxOperations = 50
     /// Most reads per batch: the server's limit (`BATCH_MAX_OPERATIONS`, 100 in 0.34.0).
@@ -62,6 +77,10 @@ public struct SGSendRemote: VaultObjectStore {
     /// Ciphertext above this goes through presigned multipart when available.
     static let largeBytes = 4 << 20
     static let partBytes = 10 << 20
+    /// The largest answer read of a batch read (its JSON parse's own limit), of a list, and of
+    /// anything else (write answers are a few bytes per operation). Reading stops there.
+    static let maxReadAnswerBytes = 128 << 20
+    static let maxListAnswerBytes = 64 << 20
 
     /// Parts uploaded through presigned URLs by this process (for `vault status` and tests).
     public static var presignedPartsUploaded: Int { presignedParts.withLock { $0 } }
@@ -73,11 +92,11 @@ public struct SGSendRemote: VaultObjectStore {
         guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
             throw .invalidRemote("\(baseURL) is not an http(s) URL")
         }
-        if url.hasPrefix("http://") {
-            let host = url.dropFirst("http://".count).prefix { $0 != "/" && $0 != ":" }
-            guard host == "127.0.0.1" || host == "localhost" || host == "[::1]" else {
-                throw .invalidRemote("plain http is refused for \(host); use https (plain http only to loopback, for tests)")
-            }
+        // The host as the URL's authority gives it: `http://localhost:1@host` is host's, not
+        // loopback's (user information is refused outright). Every request is checked again,
+        // by libcurl's own parser, before anything is sent (HTTPClient).
+        guard HTTPClient.isAllowedURL(url) else {
+            throw .invalidRemote("\(String(baseURL.prefix(200))) is refused: plain http only to loopback (127.0.0.1, localhost, [::1]), and no user@ in the URL; use https://host")
         }
         self.baseURL = url
         self.vaultID = vaultID
@@ -90,28 +109,60 @@ public struct SGSendRemote: VaultObjectStore {
 
     // MARK: requests
 
-    func headers(write: Bool) throws(VaultError) -> [(String, String)] {
-        var h: [(String, String)] = []
-        if let t = try credentials.accessToken() { h += [("x-sgraph-access-token", t), ("X-API-Key", t)] }
+    /// The request's credential headers, in guarded memory that is wiped when the request is
+    /// done: the access token (`x-sgraph-access-token` and `X-API-Key`) and, for a write, the
+    /// write key (`x-sgraph-vault-write-key`). Nothing is sent when there are none.
+    func credentialHeaders(write: Bool) throws(VaultError) -> SecretHeaderBlock {
+        var values: [[UInt8]] = []
+        var names: [String] = []
+        defer { for i in values.indices { SecureMemory.zero(&values[i]) } }
+        if var t = try credentials.accessTokenBytes() {
+            // Two copies of their own (each wiped below), then the original wiped.
+            if !t.isEmpty {
+                values += [t.map { $0 }, t.map { $0 }]
+                names += ["x-sgraph-access-token", "X-API-Key"]
+            }
+            SecureMemory.zero(&t)
+        }
         if write {
             guard let w = try credentials.writeKeyHex() else { throw .readOnly(reason: "only the read key of vault \(vaultID) is known, so nothing can be pushed") }
-            h.append(("x-sgraph-vault-write-key", w))
+            values.append(Array(w.utf8))   // the write key's hex String is SgitKeys' (custody); its bytes are wiped here
+            names.append("x-sgraph-vault-write-key")
         }
-        return h
+        let lines = names.indices.map { (name: names[$0], valueCount: values[$0].count) }
+        do {
+            return try SecretHeaderBlock(lines: lines) { (i: Int, buffer: UnsafeMutableRawBufferPointer) throws(HTTPTransportError) in
+                values[i].withUnsafeBytes { buffer.copyMemory(from: $0) }
+            }
+        } catch {
+            throw .remote(remote: baseURL, reason: "the credentials cannot be sent: \(error.description)", transient: false, retryAfterMs: nil)
+        }
     }
 
     /// One request with retries on transient failures; answers any HTTP status it got last.
-    func send(_ method: String, _ path: String, body: [UInt8] = [], json: Bool = false, write: Bool) throws(VaultError) -> HTTPResponse {
-        var h = try headers(write: write)
+    /// The answer's body may be at most `maxBytes`: reading stops there (issue 32), and the
+    /// request fails without a retry.
+    func send(_ method: String, _ path: String, body: [UInt8] = [], json: Bool = false, write: Bool, maxBytes: Int = 4 << 20) throws(VaultError) -> HTTPResponse {
+        let secret = try credentialHeaders(write: write)
+        var h: [(String, String)] = []
         if json { h.append(("Content-Type", "application/json")) } else if !body.isEmpty || method == "PUT" { h.append(("Content-Type", "application/octet-stream")) }
-        let request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body)
+        var request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body,
+                                  totalTimeoutMs: Self.totalTimeoutMs(sending: body.count), maxResponseBytes: maxBytes)
+        request.caFile = caFile
         var attempt = 0
         while true {
             attempt += 1
             let response: HTTPResponse
-            do { response = try HTTPClient.send(request) } catch {
-                if attempt < retry.attempts { pause(retry.backoffMs[min(attempt - 1, retry.backoffMs.count - 1)]); continue }
-                throw .remote(remote: baseURL, reason: "no answer (\(error.description))", transient: true, retryAfterMs: nil)
+            do { response = try HTTPClient.send(request, secretHeaders: secret) } catch {
+                switch error.kind {
+                case .tooLarge(let limit):
+                    throw .remote(remote: baseURL, reason: "the answer to \(method) \(Self.route(path)) is larger than \(Self.size(limit)), the most SiteKeep reads of it; it stopped reading there (is this a vault server?)", transient: false, retryAfterMs: nil)
+                case .headersTooLarge, .refused, .unavailable:
+                    throw .remote(remote: baseURL, reason: error.description, transient: false, retryAfterMs: nil)
+                case .timeout, .network:
+                    if attempt < retry.attempts { pause(retry.backoffMs[min(attempt - 1, retry.backoffMs.count - 1)]); continue }
+                    throw .remote(remote: baseURL, reason: "no answer (\(error.description))", transient: true, retryAfterMs: nil)
+                }
             }
             if [429, 502, 503, 504].contains(response.status) {
                 let after = Self.retryAfterMs(response.header("retry-after"))
@@ -122,6 +173,22 @@ public struct SGSendRemote: VaultObjectStore {
             }
             return response
         }
+    }
+
+    /// The longest a request may take in all: 10 minutes, and a minute more for every 3 MB it
+    /// sends (50 KB/s), so a large blob on a slow uplink is not cut off. A stalled exchange is
+    /// ended sooner, by the stall time-out (under 1 KiB/s for 30 s).
+    static func totalTimeoutMs(sending bytes: Int) -> Int { 600_000 + bytes / 50 }
+
+    /// A request path without its vault id and query, for messages: `/api/vault/list`.
+    static func route(_ path: String) -> String {
+        let parts = path.prefix { $0 != "?" }.split(separator: "/")
+        return "/" + parts.prefix(3).joined(separator: "/")
+    }
+
+    /// `64 MiB`, `512 KiB`.
+    static func size(_ bytes: Int) -> String {
+        bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : bytes >= 1 << 10 ? "\(bytes >> 10) KiB" : "\(bytes) bytes"
     }
 
     func pause(_ ms: Int) { usleep(UInt32(max(0, min(ms, 60_000))) * 1000) }
@@ -139,6 +206,11 @@ public struct SGSendRemote: VaultObjectStore {
         case 401: return .remote(remote: baseURL, reason: "\(what): the access token was refused (401\(detail)); set the right one with `sitekeep vault remote add … --token-file`", transient: false, retryAfterMs: nil)
         case 403: return .remote(remote: baseURL, reason: "\(what): the server refused this vault's write key (403\(detail)): the vault id is taken by another vault, or the key is not this vault's", transient: false, retryAfterMs: nil)
         case 429: return .remote(remote: baseURL, reason: "\(what): rate limited (429)", transient: true, retryAfterMs: Self.retryAfterMs(r.header("retry-after")))
+        case 300...399:
+            // Never followed (issue 32): a redirect would take the token and write key to
+            // wherever it points, perhaps another origin or plain http.
+            let to = r.header("location").map { " to " + String($0.prefix(120).unicodeScalars.filter { $0.value > 0x20 && $0.value != 0x7f }.map(Character.init)) } ?? ""
+            return .remote(remote: baseURL, reason: "\(what): the server answered \(r.status), a redirect\(to); the vault API has no redirects, so SiteKeep did not follow it and sent nothing there: check the remote's URL (`sitekeep vault remote add`)", transient: false, retryAfterMs: nil)
         case 500...599: return .remote(remote: baseURL, reason: "\(what): server error \(r.status)\(detail)", transient: true, retryAfterMs: Self.retryAfterMs(r.header("retry-after")))
         default: return .remote(remote: baseURL, reason: "\(what): unexpected status \(r.status)\(detail)", transient: false, retryAfterMs: nil)
         }
@@ -195,7 +267,7 @@ public struct SGSendRemote: VaultObjectStore {
         let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array(chunk.map {
             .object([JSONMember(key: "op", value: "read"), JSONMember(key: "file_id", value: .string($0))])
         }))]))
-        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: false)
+        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: false, maxBytes: Self.maxReadAnswerBytes)
         guard r.status == 200 else { throw failure(r, doing: "batch read") }
         guard let doc = try? JSONParser.parse(r.body, limits: JSONLimits(maxBytes: 128 << 20, maxDepth: 8, maxStringBytes: 48 << 20, maxElements: 10_000)),
               let results = doc["results"]?.arrayValue, results.count == chunk.count else {
@@ -215,7 +287,7 @@ public struct SGSendRemote: VaultObjectStore {
     }
 
     public func list(prefix: String) throws(VaultError) -> [String] {
-        let r = try send("GET", "/api/vault/list/\(vaultPath)?prefix=\(HTTPClient.percentEncode(prefix))", write: false)
+        let r = try send("GET", "/api/vault/list/\(vaultPath)?prefix=\(HTTPClient.percentEncode(prefix))", write: false, maxBytes: Self.maxListAnswerBytes)
         guard r.status == 200 else { throw failure(r, doing: "list") }
         guard let doc = try? JSONParser.parse(r.body, limits: JSONLimits(maxBytes: 64 << 20, maxDepth: 8, maxStringBytes: 4096, maxElements: 5_000_000)) else {
             throw malformed("list")
@@ -304,11 +376,14 @@ public struct SGSendRemote: VaultObjectStore {
 
     /// One part to the storage URL the server handed out (no SiteKeep credential goes there).
     func putPart(url: String, body: [UInt8]) throws(VaultError) -> HTTPResponse {
-        guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
+        guard HTTPClient.isAllowedURL(url) else {
             throw .remote(remote: baseURL, reason: "the presigned upload URL is neither https nor loopback; refused", transient: false, retryAfterMs: nil)
         }
         do {
-            return try HTTPClient.send(HTTPRequest(method: "PUT", url: url, body: body, timeoutMs: 300_000))
+            var request = HTTPRequest(method: "PUT", url: url, body: body, timeoutMs: 300_000,
+                                      totalTimeoutMs: Self.totalTimeoutMs(sending: body.count), maxResponseBytes: 1 << 20)
+            request.caFile = caFile
+            return try HTTPClient.send(request)
         } catch {
             throw .remote(remote: baseURL, reason: "presigned upload: no answer (\(error.description))", transient: true, retryAfterMs: nil)
         }

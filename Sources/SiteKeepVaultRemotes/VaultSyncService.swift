@@ -143,6 +143,17 @@ public struct CustodyCredentials: RemoteCredentials {
         } catch { throw .keysUnavailable("the remote's access token: \(error.description)") }
     }
 
+    /// The token straight from custody's guarded memory into an array the request wipes, never
+    /// a `String` (which cannot be wiped): what the remote sends.
+    public func accessTokenBytes() throws(VaultError) -> [UInt8]? {
+        guard let tokenItem else { return nil }
+        do {
+            return try custodian.withVaultSecret(vaultID: tokenItem, context: KeyUseContext(op: "vault.remote")) { (s: borrowing SecretBytes) throws(CustodyError) -> [UInt8] in
+                s.withUnsafeBytes { Array($0) }
+            }
+        } catch { throw .keysUnavailable("the remote's access token: \(error.description)") }
+    }
+
     public func writeKeyHex() throws(VaultError) -> String? { keys.writeKeyHex() }
 }
 

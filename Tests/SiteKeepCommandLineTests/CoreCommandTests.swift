@@ -121,4 +121,66 @@ import Glibc
         let back = try c.call("tabs.get")
         #expect(back == tabs, "\(back)")
     }
+
+    /// Issue 32: `agenda load URL` against a hostile server (the vault remotes' hostile_http_server.py
+    /// on loopback, stopped by pid). An endless chunked answer is cut at the 16 MiB bound while it
+    /// streams, with a clear error, and nothing lands in $TMPDIR (the `curl` child it replaces
+    /// applied --max-filesize to declared lengths only and wrote on into $TMPDIR); a redirect is
+    /// not followed; plain http to another host is refused.
+    @Test func agendaLoadByURLIsBoundedWhileItStreamsAndFollowsNoRedirect() async throws {
+        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let main = URL(fileURLWithPath: sitekeep).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SiteKeepVaultRemotesTests/hostile_http_server.py").path
+        let ports = store.dir.appendingPathComponent("ports").path, record = store.dir.appendingPathComponent("record.jsonl").path
+        _ = FileManager.default.createFile(atPath: record, contents: nil)
+        let server = try NotificationDeliveryTests.Child("/usr/bin/python3", [script, ports, record], env: ["PATH=/usr/bin:/bin"],
+                                                         log: store.dir.appendingPathComponent("server.log").path)
+        defer { server.stop(SIGKILL) }
+        #expect(NotificationDeliveryTests.wait(10) { ((try? String(contentsOfFile: ports, encoding: .utf8)) ?? "").contains(" ") })
+        let port = try #require(try String(contentsOfFile: ports, encoding: .utf8).split(separator: " ").first.flatMap { Int($0) })
+        func recorded() -> [[String: Any]] {
+            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(separator: "\n")
+                .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+
+        // The endless answer, through the real executable with its own $TMPDIR, watched while it runs.
+        let tmp = store.dir.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        func bytes(under dir: URL) -> Int {
+            (FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String } ?? []).reduce(0) { sum, name in
+                sum + (((try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(name).path))?[.size] as? Int) ?? 0)
+            }
+        }
+        let log = store.dir.appendingPathComponent("load.log").path
+        let load = try NotificationDeliveryTests.Child(main, ["agenda", "load", "http://127.0.0.1:\(port)/endless/agenda.json", "--site", "https://promptugal.news",
+                                                              "--home", store.home, "--keyring", "file"],
+                                                       env: ["PATH=/usr/bin:/bin", "HOME=\(store.dir.path)", "TMPDIR=\(tmp.path)"], log: log)
+        var status: Int32 = 0, most = 0
+        let end = Date().addingTimeInterval(120)
+        while Date() < end {
+            most = max(most, bytes(under: tmp))
+            if waitpid(load.pid, &status, WNOHANG) == load.pid { break }
+            usleep(20_000)
+        }
+        let err = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(status != 0 && err.contains("larger than 16 MiB"), "\(status): \(err)")
+        #expect(most <= 16 << 20, "\(most) bytes reached $TMPDIR")
+        #expect(bytes(under: tmp) == 0, "nothing is left in $TMPDIR")
+        #expect(NotificationDeliveryTests.wait(10) { recorded().contains { $0["sent"] != nil } })
+        for s in recorded() where s["sent"] != nil {
+            #expect((s["completed"] as? Bool) == false && ((s["sent"] as? Int) ?? .max) <= 32 << 20, "the server sent \(s)")
+        }
+
+        // A redirect is an error naming it; the listener it points to hears nothing.
+        let moved = await store.run(["agenda", "load", "http://127.0.0.1:\(port)/redirect/agenda.json", "--site", "https://promptugal.news"])
+        #expect(moved.status == 1 && moved.err.contains("307") && moved.err.contains("follows no redirects"), "\(moved.err)")
+        #expect(!recorded().contains { $0["method"] != nil }, "the redirect was followed")
+        // Plain http to a host that is not loopback.
+        let plain = await store.run(["agenda", "load", "http://example.invalid/agenda.json", "--site", "https://promptugal.news"])
+        #expect(plain.status == 1 && plain.err.contains("plain http only to loopback"), "\(plain.err)")
+    }
 }

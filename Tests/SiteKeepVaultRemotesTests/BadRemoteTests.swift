@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SiteKeepCrypto
 import SiteKeepCustody
+import SiteKeepHTTP
 import SiteKeepJSON
 import SiteKeepVault
 @testable import SiteKeepVaultRemotes
