@@ -16,9 +16,9 @@ public struct AgentPeer: Sendable, Equatable {
         self.command = command
     }
 
-    /// `ssh (pid 4242)`: who asks, for the presence prompt (the command name is only a hint:
-    /// a process chooses its own).
-    public var label: String { "\(command ?? "a process") (pid \(pid))" }
+    /// `ssh (pid 4242)`: who asks, for the daemon's log (the command name is only a hint: a
+    /// process chooses its own, so hidden characters in it are shown as `<U+XXXX>`).
+    public var label: String { "\(command.map { PresenceText.escaped($0, limit: 32) } ?? "a process") (pid \(pid))" }
 }
 
 /// A team key the agent offers: one whose SSH policy is on.
@@ -73,12 +73,17 @@ public enum AgentSignPurpose: Sendable, Equatable {
     /// Anything else: `byteCount` bytes the agent cannot interpret.
     case other(byteCount: Int)
 
-    /// What the presence prompt asks to allow, in a few words.
+    /// What the presence prompt asks to allow, what the user must judge first: for a login the
+    /// destination as the connection's session binding verified it, or `UNVERIFIED`, and the
+    /// hosts it is forwarded through, then the user name; for an SSHSIG its namespace. The user
+    /// name and the namespace are the peer's own words, so they come after SiteKeep's, quoted
+    /// and bounded (``PresenceText/quoted(_:limit:)``).
     public var prompt: String {
         switch self {
-        case let .login(user, destination): "log in over SSH as \(user) to \(destination.text)"
-        case .sshsig(let ns): ns == "git" ? "sign a git commit or tag (SSHSIG namespace git)" : "sign data in SSHSIG namespace \(ns)"
-        case .other(let n): "sign \(n) bytes of data that is neither an SSH login nor an SSHSIG"
+        case let .login(user, destination): "an SSH login to \(destination.promptText), as user \(PresenceText.quoted(user))"
+        case .sshsig(let ns):
+            ns == "git" ? "a signature of a git commit or tag (SSHSIG namespace \"git\")" : "a signature in SSHSIG namespace \(PresenceText.quoted(ns))"
+        case .other(let n): "a signature of \(n) bytes of data that is neither an SSH login nor an SSHSIG"
         }
     }
 
@@ -99,6 +104,20 @@ public enum AgentSignPurpose: Sendable, Equatable {
         case .sshsig(let ns): "sshsig\0\(ns)"
         case .other: "other"
         }
+    }
+}
+
+extension AgentSignPurpose {
+    /// A login for `user`, refused when the name holds a character a prompt cannot show as it is
+    /// (a control, bidi or zero-width character, ``PresenceText/isHidden(_:)``): such a name can
+    /// make the prompt read as another destination, and no real account is named so.
+    /// - Throws: ``AgentRefusal/malformed(_:)`` naming the character.
+    static func checkedLogin(user: String, destination: AgentDestination) throws(AgentRefusal) -> AgentSignPurpose {
+        if let hidden = PresenceText.firstHidden(in: user) {
+            throw .malformed("the login's user name holds \(PresenceText.name(hidden)), a control, bidi or zero-width character "
+                + "that would change how the approval prompt reads; refused without a prompt (log in with a plain user name)")
+        }
+        return .login(user: user, destination: destination)
     }
 }
 
@@ -131,6 +150,14 @@ public struct AgentSignRequest: Sendable, Equatable {
         self.data = data
         self.purpose = purpose
         self.peer = peer
+    }
+
+    /// What the presence prompt says this request is for, after the key and the op (which
+    /// custody's prompt puts first): ``AgentSignPurpose/prompt`` (the verified destination or
+    /// `UNVERIFIED` and the hops, then the quoted user name; or the namespace), then who asks,
+    /// by the peer's quoted, bounded command name and its pid.
+    public var presenceLabel: String {
+        "\(purpose.prompt); asked by \(PresenceText.quoted(peer.command ?? "?", limit: 32)) (pid \(peer.pid)) on the SSH agent socket"
     }
 }
 

@@ -5,8 +5,9 @@
 ///   while locked), with comments naming each key and its display name.
 /// - `SIGN_REQUEST` looks the key up by blob among those (re-reading the source once when a
 ///   blob is not among the last listing), classifies the data (an SSH login, an SSHSIG and its
-///   namespace, or other), checks a login against the connection's session bindings and hands
-///   the rest to the source. Flags: the two the protocol defines are for RSA keys and so change
+///   namespace, or other), checks a login against the connection's session bindings, refuses a
+///   login whose user name holds a control, bidi or zero-width character (it could make the
+///   prompt read as another destination), and hands the rest to the source. Flags: the two the protocol defines are for RSA keys and so change
 ///   nothing here; any other bit is refused.
 /// - Add, remove, remove-all, smartcard, lock and unlock requests get `SSH_AGENT_FAILURE`.
 /// - Extensions: `session-bind@openssh.com` (``SessionBindings``) and `query`; any other gets
@@ -82,7 +83,7 @@ public final class AgentSession {
             guard login.keyBlob == blob, login.algorithm == identity.publicKey.typeName else {
                 throw .malformed("the login request is for another key than the one asked to sign it")
             }
-            purpose = .login(user: login.user, destination: try bindings.destination(of: login))
+            purpose = try .checkedLogin(user: login.user, destination: try bindings.destination(of: login))
         } else {
             purpose = .other(byteCount: data.count)
         }

@@ -18,9 +18,10 @@ public protocol AgentPresence: Sendable {
 /// same key and the same kind of use: a login as the same user to the same host, or an SSHSIG in
 /// the same namespace. An approval for one key, host or namespace never serves another.
 ///
-/// The prompt says who asks (the peer's command and pid), what (``AgentSignPurpose/prompt``:
-/// the destination host key's fingerprint and whether the connection is forwarded, or the
-/// SSHSIG namespace) and with which key.
+/// The prompt leads with the key, then what is signed (``AgentSignRequest/presenceLabel``: the
+/// destination host key's fingerprint as the session binding verified it, or `UNVERIFIED`, and
+/// the hosts the connection is forwarded through, then the quoted user name; or the SSHSIG
+/// namespace), then who asks (the peer's quoted command name and pid).
 public final class WindowedAgentPresence: AgentPresence {
     private let verifier: any PresenceVerifier
     private let lifetime: Duration
@@ -50,8 +51,7 @@ public final class WindowedAgentPresence: AgentPresence {
             return fresh
         }
         // The proof is for the op custody checks (`ssh.sign`); what is signed is in the label.
-        return try window.proof(site: CustodyAgentKeys.site,
-                                siteLabel: "\(request.peer.label) on the SSH agent socket, \(request.purpose.prompt),",
+        return try window.proof(site: CustodyAgentKeys.site, siteLabel: request.presenceLabel,
                                 op: CustodyAgentKeys.op, keyID: request.identity.keyID)
     }
 

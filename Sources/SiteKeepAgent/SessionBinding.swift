@@ -58,7 +58,17 @@ public struct AgentDestination: Sendable, Equatable {
     /// Whether the request comes over a forwarded agent connection.
     public var isForwarded: Bool { !forwardedThrough.isEmpty }
 
-    /// `the host SHA256:... (ED25519), directly` and the like, for prompts and the audit log.
+    /// For the presence prompt: `host SHA256:... (ED25519), verified by the connection's
+    /// session binding, directly`; an unknown destination as `an UNVERIFIED host (...)`; then
+    /// the hosts a forwarded connection came through. Only facts the bindings checked.
+    public var promptText: String {
+        let host = hostKeyFingerprint.map { "host \($0) (\(hostKeyFamily ?? "?")), verified by the connection's session binding" }
+            ?? "an UNVERIFIED host (the connection did not identify it)"
+        guard isForwarded else { return host + (hostKeyFingerprint == nil ? "" : ", directly") }
+        return host + ", FORWARDED through " + forwardedThrough.joined(separator: " then ")
+    }
+
+    /// `the host SHA256:... (ED25519), directly` and the like, for the audit log.
     public var text: String {
         let host = hostKeyFingerprint.map { "host \($0) (\(hostKeyFamily ?? "?"))" } ?? "a host the connection did not identify"
         guard isForwarded else { return host + (hostKeyFingerprint == nil ? "" : ", directly") }

@@ -123,10 +123,12 @@ extension PresenceVerifier {
 /// Presence through an askpass program, as `SSH_ASKPASS` works for `ssh-add -c`.
 ///
 /// The program (an absolute path, normally from `SITEKEEP_ASKPASS`) is run directly, never
-/// through a shell, with one argument: a prompt naming the site (its name and origin when the
-/// bridge asks), the operation and the key, saying that an approval covers only that site, op
-/// and key for at most 60 s, and giving the prompt's id (the audit log records it with each use
-/// the approval serves). The same facts are in `SITEKEEP_PRESENCE_SITE`, `SITEKEEP_PRESENCE_OP`,
+/// through a shell, with one argument: a prompt naming the key, the operation and what it is
+/// for (the site's quoted name and origin when the bridge asks; the destination, then the user
+/// or namespace and who asks, when the ssh-agent does), saying that an approval covers only that
+/// site, op and key for at most 60 s, and giving the prompt's id (the audit log records it with
+/// each use the approval serves); hidden characters are shown as `<U+XXXX>` (``PresenceText``).
+/// The same facts are in `SITEKEEP_PRESENCE_SITE`, `SITEKEEP_PRESENCE_OP`,
 /// `SITEKEEP_PRESENCE_KEY` (`-` for none) and `SITEKEEP_PRESENCE_PROMPT`, and the site's id in
 /// `SITEKEEP_PRESENCE_SITE_ID`. Exit status 0 approves; anything else denies; no answer within
 /// ``timeout`` is a time-out and the program is killed.
@@ -161,9 +163,9 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
         return try AskpassPresenceVerifier(program: program, timeout: timeout)
     }
 
-    static func printable(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.prefix(200).filter { $0.value >= 0x20 && $0.value != 0x7f }))
-    }
+    /// The environment's copy of a fact: hidden characters shown as `<U+XXXX>`, at most 200
+    /// scalars of it.
+    static func printable(_ s: String) -> String { PresenceText.escaped(s, limit: 200) }
 
     /// Runs the askpass program and waits for its answer (at most ``timeout``).
     public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
@@ -174,7 +176,7 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
     public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         let promptID = PresenceProof.newPromptID()
         var env = ProcessEnvironment.current()
-        env["SITEKEEP_PRESENCE_SITE"] = Self.printable(siteLabel)
+        env["SITEKEEP_PRESENCE_SITE"] = PresenceText.escaped(siteLabel, limit: PresenceText.labelLimit)
         env["SITEKEEP_PRESENCE_SITE_ID"] = Self.printable(site)
         env["SITEKEEP_PRESENCE_OP"] = Self.printable(op)
         env["SITEKEEP_PRESENCE_KEY"] = keyID.map(Self.printable) ?? "-"
@@ -194,15 +196,96 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
                              promptID: promptID)
     }
 
-    /// What the user is asked: the site, the op and the key, what an approval covers (this site,
-    /// this op and this key, for at most 60 s), and the prompt's id as the audit log shows it.
+    /// What the user is asked, in the order they judge it (issue 32): the key, the op, then
+    /// what it is for (`siteLabel`: the site's quoted name and origin from the bridge; from the
+    /// ssh-agent, the verified destination or "UNVERIFIED", the forwarding hops, then the
+    /// quoted user name or namespace and who asks), what an approval covers (this site, this op
+    /// and this key, for at most 60 s), and the prompt's id as the audit log shows it. The one
+    /// function that lays the prompt out; callers bound and quote each string a peer chose
+    /// (``PresenceText/quoted(_:limit:)``), and every hidden character left is shown as
+    /// `<U+XXXX>` here. Nothing is cut after the label, so what comes last is never hidden by
+    /// what a peer put first.
     static func promptText(siteLabel: String, op: String, keyID: String?, promptID: String, ending: String) -> String {
-        let s = printable(siteLabel), o = printable(op)
-        guard let k = keyID.map(printable) else {
-            return "SiteKeep: \(s) asks to \(o). Approval covers only this site and \(o), for at most 60 s (prompt \(promptID)). \(ending)"
+        let s = PresenceText.escaped(siteLabel, limit: PresenceText.labelLimit)
+        let o = PresenceText.escaped(op, limit: PresenceText.fieldLimit)
+        guard let k = keyID.map({ PresenceText.escaped($0, limit: PresenceText.fieldLimit) }) else {
+            return "SiteKeep: \(o), for \(s). Approval covers only this site and \(o), for at most 60 s (prompt \(promptID)). \(ending)"
         }
-        return "SiteKeep: \(s) asks to \(o) with key \(k). Approval covers only this site, \(o) and key \(k), "
+        return "SiteKeep: key \(k), \(o), for \(s). Approval covers only this site, \(o) and key \(k), "
             + "for at most 60 s (prompt \(promptID)). \(ending)"
+    }
+}
+
+/// How presence prompts show text a peer chose (a login's user name, an SSHSIG namespace, a
+/// process name, a site's name): every string bounded on its own, so none can push SiteKeep's
+/// own words out of sight, and quoted with its hidden characters shown, so none can pose as
+/// them (issue 32).
+///
+/// Hidden characters are C0 and C1 controls and DEL, the bidirectional controls (U+202A–202E,
+/// U+2066–2069, U+200E, U+200F, U+061C), the zero-width characters (U+200B–200D, U+2060,
+/// U+FEFF), every other format character (general category Cf), and the line and paragraph
+/// separators: characters that reorder, hide or break the text around them.
+public enum PresenceText {
+    /// The most Unicode scalars of one peer-supplied string a prompt shows (then `…`).
+    public static let fieldLimit = 64
+    /// The most scalars of a whole label a prompt shows: a backstop far above what the
+    /// label's own bounded parts add up to.
+    public static let labelLimit = 4096
+
+    /// Whether `scalar` reorders, hides or breaks the text around it (see the type's summary).
+    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: return true                                   // controls
+        case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: return true    // bidi
+        case 0x200B...0x200D, 0x2060, 0xFEFF: return true                             // zero-width
+        case 0x2028, 0x2029: return true                                              // line, paragraph
+        default:
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate: return true
+            default: return false
+            }
+        }
+    }
+
+    /// The first hidden scalar of `text`, if any.
+    public static func firstHidden(in text: String) -> Unicode.Scalar? { text.unicodeScalars.first(where: isHidden) }
+
+    /// `U+202E`: how a scalar is named in prompts and errors.
+    public static func name(_ scalar: Unicode.Scalar) -> String {
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+
+    /// `text` with each hidden scalar shown as `<U+XXXX>`, cut after `limit` scalars of `text`
+    /// with `…`. Text without hidden scalars comes back as it is, so escaping twice changes
+    /// nothing.
+    public static func escaped(_ text: String, limit: Int) -> String {
+        var out = String.UnicodeScalarView()
+        var taken = 0
+        for scalar in text.unicodeScalars {
+            guard taken < limit else { out.append("…"); break }
+            taken += 1
+            if isHidden(scalar) { out.append(contentsOf: "<\(name(scalar))>".unicodeScalars) } else { out.append(scalar) }
+        }
+        return String(out)
+    }
+
+    /// `text` in double quotes, with `"` and `\` escaped by `\`, each hidden scalar shown as
+    /// `<U+XXXX>`, and at most `limit` scalars of it (then `…` inside the quotes): a string a
+    /// peer chose, shown so that it cannot end early or run on into SiteKeep's words.
+    public static func quoted(_ text: String, limit: Int = fieldLimit) -> String {
+        var out = String.UnicodeScalarView()
+        var taken = 0
+        for scalar in text.unicodeScalars {
+            guard taken < limit else { out.append("…"); break }
+            taken += 1
+            switch scalar {
+            case "\"", "\\": out.append("\\"); out.append(scalar)
+            default:
+                if isHidden(scalar) { out.append(contentsOf: "<\(name(scalar))>".unicodeScalars) } else { out.append(scalar) }
+            }
+        }
+        return "\"" + String(out) + "\""
     }
 }
 

@@ -15,8 +15,10 @@ public struct SignerPin: Sendable, Hashable {
         case firstUse = "first-use"
         /// Trusted by the user (`sitekeep vault trust`).
         case user = "user"
-        /// Arrived through a pull that authenticated to the vault's server (the vault-sync
-        /// client's hook, ``VaultLibrary/pin(_:vault:)``).
+        /// Listed in the branch index when the vault was cloned from its server (`vault clone`,
+        /// the first look, as ``vaultAdd``). Builds before issue 32 also pinned signers a pull
+        /// from the server brought with this source; such records stay valid and keep counting
+        /// (the user was served their commits then). A pull pins nothing now.
         case authenticatedPull = "authenticated-pull"
     }
 

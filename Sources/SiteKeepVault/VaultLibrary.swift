@@ -181,10 +181,10 @@ public final class VaultLibrary: Sendable {
         return (added.first ?? existing, added.isEmpty)
     }
 
-    /// Pins signers of vault `name`. The hook for a client that learns signers through an
-    /// authenticated channel (the vault-sync client pins the keys a pull from the vault's server
-    /// brought, with ``SignerPin/Source/authenticatedPull``). A key already pinned with the same
-    /// public key is left as it is; one pinned with another public key is refused.
+    /// Pins signers of vault `name` (``trust(vault:keyID:)`` does, for `sitekeep vault trust`).
+    /// A pull never calls it: a signer that arrives through a pull is new until the user trusts
+    /// it (issue 32). A key already pinned with the same public key is left as it is; one pinned
+    /// with another public key is refused.
     /// - Returns: the pins that were added.
     @discardableResult
     public func pin(_ pins: [SignerPin], vault name: String) throws(VaultError) -> [SignerPin] {

@@ -171,17 +171,19 @@ public final class VaultSyncService: Sendable {
         self.custodian = custodian
     }
 
-    /// The signer rule for a pull of `vault` from `remote` (issue 12's pins): a signer the store
-    /// has pinned with the same public key is admitted; a new one only when it arrives from the
-    /// vault server's API (its key reached the branch index through a push that needed the
-    /// vault's write key), and it is then pinned as ``SignerPin/Source/authenticatedPull``. A
-    /// folder or static remote brings nothing but pinned signers (`sitekeep vault trust` adds one).
+    /// The signer rule for a pull of `vault` from `remote`: a signer the store has pinned with
+    /// the same public key is admitted; a signer the branch index lists but the store has not
+    /// pinned is admitted into the folder only (its commits and key file are stored, verified),
+    /// never pinned: the merge judges the remote head by the vault's pins and answers
+    /// `vault_unverified` naming the new signer, its fingerprint and `sitekeep vault trust`, so
+    /// nothing it signed is served until the user trusts it (issue 32). Whoever controls the
+    /// server's storage and holds the read key can list a signer in the index, so a pull is no
+    /// proof that a write key was involved. Only a clone, the first look at the vault as
+    /// `vault add` is, accepts the signers the index lists (the library pins them when it
+    /// registers the clone).
     func trust(vault name: String?, remote: VaultRemote) -> LibrarySignerTrust {
         let record = name.flatMap { try? library.open($0).record }
-        // A clone is the first look at the vault, as `vault add` is: every signer the index
-        // lists is accepted, and the library pins them when it registers the clone.
-        return LibrarySignerTrust(library: library, vaultName: name, pins: record?.signers ?? [],
-                                  allowUnsigned: record?.allowUnsigned ?? false, authenticated: name == nil || remote.kind == .api)
+        return LibrarySignerTrust(pins: record?.signers ?? [], allowUnsigned: record?.allowUnsigned ?? false)
     }
 
     static func tokenItem(vault: String, remote: String) -> String { "token:\(vault):\(remote)" }
@@ -340,29 +342,22 @@ struct NoCredentials: RemoteCredentials {
     func writeKeyHex() throws(VaultError) -> String? { nil }
 }
 
-/// ``VaultSyncService/trust(vault:remote:)``'s rule as a ``SignerTrust``.
+/// ``VaultSyncService/trust(vault:remote:)``'s rule as a ``SignerTrust``: pinned signers with
+/// their pinned key, and listed signers into the folder (not served until trusted); it pins
+/// nothing.
 struct LibrarySignerTrust: SignerTrust {
-    let library: VaultLibrary
-    /// nil during a clone (the library pins the clone's signers when it registers it).
-    let vaultName: String?
     let pins: [SignerPin]
     let allowUnsigned: Bool
-    let authenticated: Bool
 
     static func fingerprint(_ publicKey: [UInt8]) -> String { Hex.encode(SHA256.hash(publicKey)) }
 
     func admits(keyID: String, publicKey: [UInt8], listedInIndex: Bool, vaultID: String) -> Bool {
         if let pin = pins.first(where: { $0.keyID == keyID }) { return pin.fingerprint == Self.fingerprint(publicKey) }
-        return authenticated && listedInIndex
+        return listedInIndex
     }
 
-    func pin(_ signers: [(keyID: String, publicKey: [UInt8])], vaultID: String) {
-        guard authenticated, let vaultName else { return }
-        let new = signers.filter { s in !pins.contains { $0.keyID == s.keyID } }
-            .map { SignerPin(keyID: $0.keyID, fingerprint: Self.fingerprint($0.publicKey), source: .authenticatedPull) }
-        guard !new.isEmpty else { return }
-        _ = try? library.pin(new, vault: vaultName)
-    }
+    /// Pins nothing: new signers are pinned by `vault add` (or `vault clone`) and `vault trust` only.
+    func pin(_ signers: [(keyID: String, publicKey: [UInt8])], vaultID: String) {}
 
     var allowsUnsigned: Bool { allowUnsigned }
 }

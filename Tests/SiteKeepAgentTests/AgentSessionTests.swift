@@ -43,7 +43,7 @@ import SiteKeepCustody
         #expect(line.detail == "sshsig namespace file")
         #expect(line.presenceAgeMs != nil)
         #expect(f.prompts.count == 1, "the second signature reuses the approval: \(f.prompts)")
-        #expect(f.prompts.first?.contains("ssh (pid 4242)") == true && f.prompts.first?.contains("namespace file") == true)
+        #expect(f.prompts.first?.contains("asked by \"ssh\" (pid 4242)") == true && f.prompts.first?.contains("namespace \"file\"") == true, "\(f.prompts)")
         #expect(try f.custodian.auditLog.verify().isIntact)
     }
 
@@ -108,7 +108,7 @@ import SiteKeepCustody
         }
         #expect(k.isValidSignature(sig, for: userAuthData(sessionID: sid, user: "root", key: k)))
         let fp = SSHPublicKey.ed25519(host.publicKey.rawRepresentation).fingerprint
-        #expect(f.prompts.last?.contains("log in over SSH as root to host \(fp) (ED25519), directly") == true, "\(f.prompts)")
+        #expect(f.prompts.last?.hasPrefix("SiteKeep: key k, ssh.sign, for an SSH login to host \(fp) (ED25519), verified by the connection's session binding, directly, as user \"root\";") == true, "\(f.prompts)")
         #expect(try f.audit().last?.detail == "ssh user-auth as root to host \(fp) (ED25519), directly")
         // A login request for another key than the one asked to sign it is refused.
         let other = SSHPublicKey.ed25519([UInt8](repeating: 5, count: 32))

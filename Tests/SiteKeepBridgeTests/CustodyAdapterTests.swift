@@ -65,9 +65,9 @@ final class CountingVerifier: PresenceVerifier {
         #expect(try custodian.verify(keyID: "summit", signature: sig, message: data))
         _ = try await send("key.sign", ["key": "summit", "data": "AA=="])
         #expect(verifier.asked.load(ordering: .relaxed) == 1, "the window serves the second sign")
-        // The user was shown the site's name and origin and the key, not the site's UUID.
+        // The user was shown the site's quoted name and origin and the key, not the site's UUID.
         let shown = verifier.shown.withLock { $0 }
-        #expect(shown.count == 1 && shown[0].siteLabel == "\(InMemoryBridge.webSummit.name) (\(InMemoryBridge.webSummit.origins[0]))" && shown[0].keyID == "summit")
+        #expect(shown.count == 1 && shown[0].siteLabel == "site \"\(InMemoryBridge.webSummit.name)\" (\(InMemoryBridge.webSummit.origins[0]))" && shown[0].keyID == "summit")
         #expect(code(try await send("key.sign", ["key": "nope", "data": "AA=="])) == .notFound)
         #expect(result(try await send("identity.get")) == ["team": "summit", "name": .string(info.name)])
         // Custody's own audit log holds the site and op of each use.

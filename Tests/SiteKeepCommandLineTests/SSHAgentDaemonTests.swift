@@ -89,6 +89,7 @@ import Glibc
     }
 
     static let sshAdd = "/usr/bin/ssh-add", keygen = "/usr/bin/ssh-keygen", git = "/usr/bin/git", ssh = "/usr/bin/ssh", sshd = "/usr/sbin/sshd"
+    static let python = "/usr/bin/python3"
     static func have(_ paths: String...) -> Bool { paths.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } }
 
     @Test(.enabled(if: have(sshAdd))) func sshAddListsExactlyTheEnabledKeys() async throws {
@@ -141,7 +142,7 @@ import Glibc
         // team sign --ssh-namespace makes the same bytes (Ed25519 is deterministic).
         let mine = await d.sitekeep(["team", "sign", "summit", "--message-file", message, "--ssh-namespace", "file", "--passphrase-file", d.store.passFile])
         #expect(mine.status == 0 && mine.out == sigText, "\(mine.err)")
-        #expect(d.prompts.last?.contains("ssh-keygen") == true && d.prompts.last?.contains("namespace file") == true && d.prompts.last?.contains("summit") == true)
+        #expect(d.prompts.last?.contains("ssh-keygen") == true && d.prompts.last?.contains("namespace \"file\"") == true && d.prompts.last?.contains("summit") == true)
 
         // The P-256 key signs in its one namespace (its r and s travel as mpints) and refuses another.
         try FileManager.default.removeItem(atPath: message + ".sig")
@@ -193,7 +194,7 @@ import Glibc
         #expect(commit.status == 0, "\(commit.err) \(d.log)")
         let verify = git(["verify-commit", "HEAD"])
         #expect(verify.status == 0 && verify.err.contains("Good \"git\" signature for team@example.com"), "\(verify.err)")
-        #expect(d.prompts.last?.contains("sign a git commit or tag (SSHSIG namespace git)") == true, "\(d.prompts)")
+        #expect(d.prompts.last?.contains("a signature of a git commit or tag (SSHSIG namespace \"git\")") == true, "\(d.prompts)")
         // A tampered allowed-signers key makes verification fail (the check is real).
         let other = ChildProcess.capture(Self.keygen, ["-q", "-t", "ed25519", "-N", "", "-f", d.dir + "/other"])
         #expect(other.status == 0)
@@ -222,14 +223,14 @@ import Glibc
         let summitFP = await d.sitekeep(["team", "show", "summit", "--json"]).out
         let fp = try #require(try JSONParser.parse(summitFP)["sshFingerprint"]?.stringValue)
         #expect(server.log.contains("Accepted publickey for \(SSHServer.user) from 127.0.0.1") && server.log.contains(fp), "\(server.log)")
-        #expect(d.prompts.last?.contains("log in over SSH as \(SSHServer.user) to host \(hostFingerprint) (ED25519), directly") == true, "\(d.prompts)")
+        #expect(d.prompts.last?.hasPrefix("SiteKeep: key summit, ssh.sign, for an SSH login to host \(hostFingerprint) (ED25519), verified by the connection's session binding, directly, as user \"\(SSHServer.user)\"; asked by \"ssh\" (pid ") == true, "\(d.prompts)")
 
         // The P-256 key logs in too (the server turns summit down first; no prompt for that).
         let before = d.prompts.count
         try server.authorize(try await d.openssh("desk"))
         let p256 = server.login(agent: d.agentSocket)
         #expect(p256.status == 0, "\(p256.err) \(server.log)")
-        #expect(d.prompts.count == before + 1 && d.prompts.last?.contains("with key desk") == true)
+        #expect(d.prompts.count == before + 1 && d.prompts.last?.hasPrefix("SiteKeep: key desk, ssh.sign, ") == true, "\(d.prompts)")
         try server.authorize(try await d.openssh("summit"))
 
         #expect(server.login(agent: d.agentSocket).status == 0)   // within the window: no new prompt needed
@@ -239,6 +240,59 @@ import Glibc
         let log = await d.sitekeep(["log", "show", "--limit", "200", "--json"])
         let details = (try JSONParser.parse(log.out).arrayValue ?? []).filter { $0["site"] == "ssh-agent" }.compactMap { $0["detail"]?.stringValue }
         #expect(details.contains("ssh user-auth as \(SSHServer.user) to host \(hostFingerprint) (ED25519), directly"))
+    }
+
+    /// A hostile hop (issue 32, defect 3): the real ssh client forwards the agent (`ssh -A`) to
+    /// an sshd; on the far side a program asks the forwarded agent to sign a login for a session
+    /// beyond it, with a user name made to read as a direct login to the host the user trusts
+    /// and padded with 300 spaces. The prompt the askpass program is given leads with the key,
+    /// the unverified destination and the forwarding hop; the name comes after, quoted and cut.
+    /// A name with a bidi control is refused without a prompt.
+    @Test(.enabled(if: have(ssh, sshd, keygen, python))) func aForwardedHopCannotRewriteTheDestinationThePromptShows() async throws {
+        let d = try await Daemon(enable: [("summit", [])])
+        defer { #expect(d.stop()) }
+        let server = try SSHServer(dir: d.dir + "/sshd", authorizedKeys: try await d.openssh("summit"))
+        defer { server.stop() }
+        let hostFingerprint = String(ChildProcess.capture(Self.keygen, ["-l", "-f", server.hostKey + ".pub"]).out.split(separator: " ")[1])
+        // The far side's program: lists the forwarded agent's keys and asks it to sign an SSH
+        // login request for the first one, as the user name in the file it is given.
+        let hop = try d.store.file("hop.py", Array("""
+        import os, socket, struct, sys
+        def s(b): return struct.pack('>I', len(b)) + b
+        a = socket.socket(socket.AF_UNIX); a.connect(os.environ['SSH_AUTH_SOCK'])
+        def ask(p):
+            a.sendall(s(p)); n = struct.unpack('>I', a.recv(4, socket.MSG_WAITALL))[0]
+            return a.recv(n, socket.MSG_WAITALL)
+        ids = ask(bytes([11])); blob = ids[9:9 + struct.unpack('>I', ids[5:9])[0]]
+        user = open(sys.argv[1], 'rb').read()
+        data = s(os.urandom(32)) + bytes([50]) + s(user) + s(b'ssh-connection') + s(b'publickey') + bytes([1]) + s(b'ssh-ed25519') + s(blob)
+        print('signed' if ask(bytes([13]) + s(blob) + s(data) + struct.pack('>I', 0))[0] == 14 else 'refused')
+
+        """.utf8))
+        let posing = "root to host \(hostFingerprint) (ED25519), directly" + String(repeating: " ", count: 300)
+        let padded = try d.store.file("padded.txt", Array(posing.utf8))
+        let shown = String(String.UnicodeScalarView(posing.unicodeScalars.prefix(64)))
+        let bidi = try d.store.file("bidi.txt", Array("root\u{202E}tsoh".utf8))
+        func viaHop(_ userFile: String) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture(Self.ssh, ["-A", "-F", "none", "-p", "\(server.port)", "-o", "UserKnownHostsFile=\(server.dir)/known_hosts",
+                                            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentityFile=\(server.dir)/no-such-key",
+                                            "-o", "IdentityAgent=\(d.agentSocket)", "-o", "PasswordAuthentication=no",
+                                            "\(SSHServer.user)@127.0.0.1", "\(Self.python) \(hop) \(userFile)"], environment: ["HOME": server.dir])
+        }
+
+        let before = d.prompts.count
+        let signed = viaHop(padded)
+        #expect(signed.status == 0 && signed.out == "signed\n", "ssh: \(signed.out) \(signed.err)\nsshd: \(server.log)\nserve: \(d.log)")
+        #expect(d.prompts.count == before + 2, "one prompt for the login to the hop, one for the hop's request: \(d.prompts)")
+        let prompt = try #require(d.prompts.last)
+        #expect(prompt.hasPrefix("SiteKeep: key summit, ssh.sign, for an SSH login to an UNVERIFIED host (the connection did not identify it), "
+                                 + "FORWARDED through \(hostFingerprint), as user \"\(shown)…\"; asked by \"ssh\" (pid "), "\(prompt)")
+        #expect(prompt.contains(" on the SSH agent socket. Approval covers only this site, ssh.sign and key summit, for at most 60 s (prompt ") && prompt.hasSuffix("). Allow?"))
+
+        let refused = viaHop(bidi)
+        #expect(refused.status == 0 && refused.out == "refused\n", "ssh: \(refused.out) \(refused.err)")
+        #expect(d.prompts.count == before + 2, "a login whose user name holds a bidi control gets no prompt: \(d.prompts)")
+        #expect(d.log.contains("U+202E") && d.log.contains("user name"), "the daemon says why: \(d.log)")
     }
 }
 

@@ -78,6 +78,21 @@ import Glibc
         #expect(r.status == 0, "vault \(verb): \(r.err)")
     }
 
+    /// The pull that first brings another device's commits: that device's key is a signer this
+    /// store has not pinned, so the pull fails naming it and `vault trust` (issue 32); the user
+    /// trusts it (it is their own device), and the caller's next pull merges.
+    static func trustTheOtherDevice(_ d: CLIStore) async throws {
+        let refused = await run(d, ["vault", "pull", "mine", "--json"])
+        #expect(refused.status == 1 && refused.err.contains("vault_unverified") && refused.err.contains("new signer"), "\(refused.err)")
+        let status = try JSONParser.parse(await run(d, ["vault", "status", "mine", "--json"]).out)
+        let new = (status["signers"]?.arrayValue ?? []).filter { $0["state"] == "new" }.compactMap { $0["keyId"]?.stringValue }
+        #expect(new.count == 1, "\(status)")
+        for key in new {
+            #expect(refused.err.contains("sitekeep vault trust mine \(key)"))
+            #expect(await run(d, ["vault", "trust", "mine", key]).status == 0)
+        }
+    }
+
     static func inbox(_ d: CLIStore, _ extra: [String] = []) async throws -> [String: (unread: Bool, new: Bool)] {
         try await SiteCoreStateTests.inbox(d, ["--site", site] + extra)
     }
@@ -106,6 +121,7 @@ import Glibc
         await Self.sync(two, "push")
         // Meanwhile the first marks another: both changed the marks file; the pull merges them.
         _ = try await Self.inbox(one, ["--mark-read", "inbox/answers/q.md"])
+        try await Self.trustTheOtherDevice(one)
         let merge = await Self.run(one, ["vault", "pull", "mine", "--json"])
         #expect(merge.status == 0, "\(merge.err)")
         #expect(!merge.out.contains("conflicts\":[\""), "the marks merge without a conflict: \(merge.out)")
@@ -163,6 +179,7 @@ import Glibc
         await Self.sync(two, "push")
         #expect(await Self.run(one, ["schedule", "add", "talk-6", "--site", Self.site]).status == 0)
         #expect(await Self.run(one, ["schedule", "remove", "talk-2", "--site", Self.site]).status == 0)
+        try await Self.trustTheOtherDevice(one)
         await Self.sync(one, "pull")
         let merged = try picks(try #require(await Self.cat(one, "agenda/picks.json")))
         #expect(Set(merged.picks) == ["talk-3", "talk-4", "talk-5", "talk-6"] && Set(merged.removed) == ["talk-1", "talk-2"], "\(merged)")

@@ -163,7 +163,7 @@ func script(_ body: String) throws -> String {
         [ "$SITEKEEP_PRESENCE_SITE" = "promptugal.news" ] || exit 3
         [ "$SITEKEEP_PRESENCE_OP" = "key.sign" ] || exit 4
         [ "$SITEKEEP_PRESENCE_KEY" = "team1" ] || exit 5
-        case "$1" in *promptugal.news*key.sign*team1*) exit 0;; esac
+        case "$1" in "SiteKeep: key team1, key.sign, for promptugal.news. "*) exit 0;; esac
         exit 6
         """)
         let proof = try AskpassPresenceVerifier(program: approve).requestPresence(site: "promptugal.news", op: "key.sign", keyID: "team1")
@@ -179,7 +179,7 @@ func script(_ body: String) throws -> String {
         [ "$SITEKEEP_PRESENCE_SITE" = "Newsroom (https://newsroom.sgit.ai)" ] || exit 3
         [ "$SITEKEEP_PRESENCE_SITE_ID" = "5f2d0c1e-site" ] || exit 4
         printf '%s' "$SITEKEEP_PRESENCE_PROMPT" > '\(seen)'
-        case "$1" in "SiteKeep: Newsroom (https://newsroom.sgit.ai) asks to key.sign with key team-nr. Approval covers only this site, key.sign and key team-nr, for at most 60 s (prompt $SITEKEEP_PRESENCE_PROMPT). Allow?") exit 0;; esac
+        case "$1" in "SiteKeep: key team-nr, key.sign, for Newsroom (https://newsroom.sgit.ai). Approval covers only this site, key.sign and key team-nr, for at most 60 s (prompt $SITEKEEP_PRESENCE_PROMPT). Allow?") exit 0;; esac
         exit 6
         """)
         let viaWindow = try PresenceWindow(verifier: AskpassPresenceVerifier(program: labelled), lockScope: LockScope())

@@ -26,12 +26,14 @@ public struct CustodyPresenceService: PresenceService {
     public init(window: PresenceWindow) { self.window = window }
 
     /// A kept proof for this exact use, else (once `beforeAsking` passed) the user is asked,
-    /// shown the site's name and origin, the op and the key; the proof is bound to the site id.
+    /// shown the key, the op, and the site's quoted name and origin; the proof is bound to the
+    /// site id.
     public func proof(for site: BridgeSite, op: String, keyID: String?,
                       beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
         if let kept = window.cachedProof(site: site.id, op: op, keyID: keyID) { return kept }
         try await beforeAsking()
-        let label = site.origins.first.map { "\(site.name) (\($0))" } ?? site.name
+        // The site's name is quoted and bounded: it must not read as SiteKeep's own words.
+        let label = "site " + PresenceText.quoted(site.name) + (site.origins.first.map { " (\($0))" } ?? "")
         do { return try window.proof(site: site.id, siteLabel: label, op: op, keyID: keyID) } catch { throw BridgeFailure(custody: error) }
     }
 }

@@ -30,7 +30,11 @@ extension Vault {
     /// Pulls the remote's named branch `current` (§5.3, §7.1): reads its ref; when new, fetches
     /// only the commits, trees and blobs not held here, every id and signature verified (see
     /// ``SignerTrust``), stores them, merges the remote's branch index into the local one, and
-    /// merges the remote head into this device's clone branch.
+    /// merges the remote head into this device's clone branch if the vault's trust rule serves
+    /// it. A head signed by a signer the store has not pinned is stored but not merged: the pull
+    /// throws ``VaultError/unverifiedCommit(commit:trust:vault:requiredByVault:)`` (a new signer,
+    /// its fingerprint, the `vault trust` command) and HEAD stays where it was; `vault status`
+    /// then lists the signer as new, and a pull after `vault trust` merges it.
     public func pull(from remote: any VaultObjectStore, signer: any CommitSigner,
                      trust: any SignerTrust = BranchIndexSignerTrust()) throws(VaultError) -> PullOutcome {
         let state = try remoteState(remote)
