@@ -219,4 +219,30 @@ struct FetchOrderTests {
         #expect(LocalObjectStore.temporaryFileMaker("\(dead)-7-123.tmp") == dead)
         #expect(LocalObjectStore.temporaryFileMaker("0-1-2.tmp") == nil && LocalObjectStore.temporaryFileMaker("1-2.tmp") == nil)
     }
+
+    /// The sweep works through `local/tmp`'s own descriptor: when `local/tmp` is a symbolic link
+    /// to another folder, that folder's files (named like a dead process's) are left alone
+    /// (issue 32: the sweep followed the link and removed files outside the vault).
+    @Test func theSweepDoesNotFollowALocalTmpThatIsASymbolicLink() throws {
+        let f = try SgitFixture.get()
+        let dir = try f.copy(f.plainPath)
+        let into = try temporaryDirectory() + "/clone"
+        let (clone, _) = try Vault.clone(from: LocalObjectStore(vaultRoot: dir), into: into, keys: f.plainKeys, signer: try TestSigner())
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        let dead = child.processIdentifier
+        let elsewhere = try temporaryDirectory() + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        let victim = elsewhere + "/\(dead)-7-123.tmp"
+        try Data("not the vault's".utf8).write(to: URL(fileURLWithPath: victim))
+        let tmp = into + "/.sg_vault/local/tmp"
+        try FileManager.default.removeItem(atPath: tmp)
+        try FileManager.default.createSymbolicLink(atPath: tmp, withDestinationPath: elsewhere)
+        #expect(LocalObjectStore(vaultRoot: into).sweepTemporaryFiles() == 0)
+        FileAccess.removeStaleTemps(in: tmp)
+        _ = try? clone.pull(from: LocalObjectStore(vaultRoot: dir), signer: try TestSigner())
+        #expect(FileManager.default.fileExists(atPath: victim), "a file outside the vault was removed through the link")
+    }
 }

@@ -68,10 +68,30 @@ extension FileAccess {
 
     /// Removes temp files in `folder` left by processes that are gone (killed mid-write).
     static func removeStaleTemps(in folder: String) {
-        for name in names(in: folder) where name.hasSuffix(".tmp") {
-            guard let dash = name.firstIndex(of: "-"), let pid = Int32(name[..<dash]) else { continue }
-            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { unlink(folder + "/" + name) }
+        removeNames(in: folder) { name in
+            guard name.hasSuffix(".tmp"), let dash = name.firstIndex(of: "-"), let pid = Int32(name[..<dash]) else { return false }
+            return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
         }
+    }
+
+    /// Removes the entries of `folder` that `shouldRemove` names, through a descriptor of the
+    /// folder itself: a `folder` that is a symbolic link (a `local/tmp` pointing elsewhere) is
+    /// not followed, and nothing outside it is removed, whatever is renamed meanwhile. Answers
+    /// how many were removed.
+    @discardableResult
+    static func removeNames(in folder: String, where shouldRemove: (String) -> Bool) -> Int {
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        guard let dir = fdopendir(fd) else { close(fd); return 0 }
+        defer { closedir(dir) }
+        var doomed: [String] = []
+        while let ent = readdir(dir) {
+            let name = withUnsafeBytes(of: ent.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != "..", !name.contains("/"), shouldRemove(name) { doomed.append(name) }
+        }
+        var removed = 0
+        for name in doomed where unlinkat(dirfd(dir), name, 0) == 0 { removed += 1 }
+        return removed
     }
 
     static func exists(_ path: String) -> Bool {

@@ -34,16 +34,15 @@ public struct LocalObjectStore: VaultObjectStore {
     /// killed before it put its files in place leaves their temporary files behind (a clone of
     /// 1,000 files, up to a thousand), which nothing else would ever remove. A file's maker is
     /// the process id its name starts with (``AtomicFile``'s `PID-N-NS.tmp`); the files of a
-    /// running process (this one too) and names of any other form are left alone. Answers how
-    /// many were removed.
+    /// running process (this one too) and names of any other form are left alone, and a `local/tmp`
+    /// that is a symbolic link is not followed. Answers how many were removed.
     @discardableResult
     func sweepTemporaryFiles() -> Int {
-        var removed = 0
-        for name in FileAccess.names(in: tempFolder) {
-            guard let pid = Self.temporaryFileMaker(name), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            if unlink(tempFolder + "/" + name) == 0 { removed += 1 }
+        // Through the folder's own descriptor: a `local/tmp` that is a symbolic link is not followed.
+        FileAccess.removeNames(in: tempFolder) { name in
+            guard let pid = Self.temporaryFileMaker(name) else { return false }
+            return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
         }
-        return removed
     }
 
     /// The process id that made a temporary file named `name` (`PID-N-NS.tmp`), nil for any
