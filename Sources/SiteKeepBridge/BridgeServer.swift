@@ -4,6 +4,7 @@ public import SiteKeepJSON
 public import SiteKeepSocket
 public import SiteKeepBridgeProtocol
 import SiteKeepSystem
+import SiteKeepCrypto
 
 /// The daemon's bridge socket server: newline-delimited JSON over a Unix socket, one thread per
 /// connection (the shared ``SocketListener``), each connection bound to one site by its `hello`.
@@ -66,6 +67,8 @@ public final class BridgeServer: Sendable {
         let executor = ConnectionExecutor()
         var reader = FrameReader(maxFrame: maxFrame)
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        // What a page sent (a `vault.save`'s plaintext) is wiped, not only freed.
+        defer { SecureMemory.zero(&chunk) }
         while true {
             let n = chunk.withUnsafeMutableBytes { socket.receive(into: $0) }
             if n == 0 { return }   // EOF, error, or (draining) nothing more buffered
@@ -79,7 +82,7 @@ public final class BridgeServer: Sendable {
                         executor: ConnectionExecutor, out: SocketWriter) -> Bool {
         let frames = chunk.withUnsafeBytes { reader.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         for frame in frames {
-            let reply: [UInt8]
+            var reply: [UInt8]
             switch frame {
             case .oversized:
                 reply = BridgeMessage.failure(id: .null, BridgeFailure(.tooLarge, "a frame is longer than \(maxFrame) bytes; it was skipped")).bytes
@@ -88,7 +91,10 @@ public final class BridgeServer: Sendable {
                 reply = executor.run { await d.handle(bytes, connection: connection) }
                     ?? BridgeMessage.failure(id: .null, BridgeFailure(.internal, "the request did not complete")).bytes
             }
-            guard out.send(reply) else { return false }
+            let sent = out.send(reply)
+            // A reply may carry vault plaintext (`vault.load`): wiped once sent, not only freed.
+            SecureMemory.zero(&reply)
+            guard sent else { return false }
             // A connection whose site was removed or changed got its refusal; close it.
             if connection.isRevoked { return false }
         }

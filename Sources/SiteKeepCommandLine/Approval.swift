@@ -109,8 +109,9 @@ enum Approval {
 
 /// Who sent a command to the daemon, for the presence prompt.
 enum ClientLabel {
-    /// `sitekeep (pid 4242)`: the command name is only a hint (a process chooses its own).
-    static func of(pid: Int32) -> String {
-        "\(AgentSocketServer.command(of: pid) ?? "a process") (pid \(pid))"
+    /// `sitekeep (pid 4242)`, as the agent names its peers (the command name, escaped and
+    /// bounded, is only a hint: a process chooses its own).
+    static func of(pid: Int32, uid: UInt32) -> String {
+        AgentPeer(pid: pid, uid: uid, command: AgentSocketServer.command(of: pid)).label
     }
 }

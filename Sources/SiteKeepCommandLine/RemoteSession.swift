@@ -49,7 +49,7 @@ enum RemoteSession {
         var env = environment
         for name in ["TERM", "NO_COLOR", "COLUMNS"] { env[name] = clientEnvironment[name] }
         let runEnvironment = env
-        let client = connection.peer.map { ClientLabel.of(pid: $0.pid) }
+        let client = connection.peer.map { ClientLabel.of(pid: $0.pid, uid: $0.uid) }
         let done = DispatchSemaphore(value: 0)
         let status = Mutex<Int32>(1)
         let run = { @Sendable in

@@ -69,8 +69,10 @@ extension Custodian {
                 throw .policyRefused("key \(keyID) makes no SSH signatures: its SSH use is off "
                     + "('sitekeep team ssh enable \(keyID) --namespace NS' allows namespace NS)")
             }
-            guard let namespace, SSHAgentPolicy.isValidNamespace(namespace) else {
-                throw .policyRefused("the data is an SSHSIG blob without a valid namespace")
+            // Any namespace the blob names counts (a policy of "any namespace" allows what
+            // `ssh-keygen -Y sign -n` takes); a listed policy names only plain ones.
+            guard let namespace, !namespace.isEmpty else {
+                throw .policyRefused("the data is an SSHSIG blob that names no namespace")
             }
             guard policy.permits(namespace: namespace) else {
                 throw .policyRefused("key \(keyID) does not sign in SSHSIG namespace \(namespace) "

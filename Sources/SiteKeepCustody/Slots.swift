@@ -178,29 +178,7 @@ extension Custodian {
     /// 5 min; kept in the keyring, checked and updated under a lock shared by every process).
     /// A mistyped recovery code is caught by its checksum first.
     public func unlock(_ secret: consuming UnlockSecret, slotID: String? = nil) throws(CustodyError) {
-        let kind: SlotKind
-        let input: KEKInput
-        switch consume secret {
-        case .passphrase(let p):
-            kind = .passphrase; input = .passphrase(p)
-        case .prf(let bytes):
-            guard bytes.count == WebAuthnPRF.outputByteCount else {
-                throw .invalidArgument("PRF output must be \(WebAuthnPRF.outputByteCount) bytes, got \(bytes.count)")
-            }
-            kind = .prf; input = .prf(bytes)
-        case .recoveryCode(let typed):
-            kind = .recovery; input = .recoveryCode(try RecoveryCode.parse(typed))
-        }
-        let opened: OpenedSlot
-        do {
-            opened = try openSlotUnderBackoff(kind: kind, slotID: slotID, input: input)
-        } catch .backingOff(let wait) {
-            logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "backing-off")
-            throw .backingOff(secondsRemaining: wait)
-        } catch .unlockFailed {
-            logQuietly(KeyUseContext(op: "unlock"), key: slotID, result: "failed")
-            throw .unlockFailed
-        }
+        let opened = try authorize(secret, op: "unlock", slotID: slotID)
         let slotUsed = opened.header.slotID
         becomeUnlocked(opened.master)
         try log(KeyUseContext(op: "unlock"), key: slotUsed, result: "ok")
@@ -227,9 +205,10 @@ extension Custodian {
         _ = try authorize(secret, op: op)
     }
 
-    /// Opens a slot with the current secret `secret` (under the back-off), for a change of who
-    /// can unlock: the master key it unwraps is what the change is made with.
-    func authorize(_ secret: consuming UnlockSecret, op: String) throws(CustodyError) -> OpenedSlot {
+    /// Opens a slot (any of the secret's kind, or `slotID`) with `secret` under the back-off,
+    /// logging a failure under `op`: for an unlock, and for a change of who can unlock, which is
+    /// made with the master key the slot unwraps.
+    func authorize(_ secret: consuming UnlockSecret, op: String, slotID: String? = nil) throws(CustodyError) -> OpenedSlot {
         let kind: SlotKind
         let input: KEKInput
         switch consume secret {
@@ -244,12 +223,12 @@ extension Custodian {
             kind = .recovery; input = .recoveryCode(try RecoveryCode.parse(typed))
         }
         do {
-            return try openSlotUnderBackoff(kind: kind, slotID: nil, input: input)
+            return try openSlotUnderBackoff(kind: kind, slotID: slotID, input: input)
         } catch .backingOff(let wait) {
-            logQuietly(KeyUseContext(op: op), key: nil, result: "backing-off")
+            logQuietly(KeyUseContext(op: op), key: slotID, result: "backing-off")
             throw .backingOff(secondsRemaining: wait)
         } catch .unlockFailed {
-            logQuietly(KeyUseContext(op: op), key: nil, result: "failed")
+            logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
             throw .unlockFailed
         }
     }

@@ -69,7 +69,10 @@ enum OneShotCat {
             let registry = VaultRegistry(file: home.path + "/vaults.json")
             let library = VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),
                                        signer: { DeviceCommitSigner(custodian: custodian, vaultName: $0) })
-            let bytes = try library.open(request.vault).vault.read(path: request.path)
+            var bytes = try library.open(request.vault).vault.read(path: request.path)
+            // The decrypted file is wiped once written, not only freed (`_exit` skips nothing
+            // that would wipe it).
+            defer { SecureMemory.zero(&bytes) }
             do throws(Errno) {
                 try FileIO.writeAll(1, bytes)
             } catch {

@@ -24,17 +24,20 @@ import SiteKeepTestSupport
             + string(Array("publickey".utf8)) + [1] + string(Array("ssh-ed25519".utf8)) + string([0, 0, 0, 11] + Array("ssh-ed25519".utf8))
     }
 
+    /// `sitekeep ARGS` as its own process of the same user, stdin /dev/null (no terminal, no
+    /// secret unless the arguments name one), a client of `s`'s daemon.
+    static func sitekeep(_ s: ServedStore, _ args: [String]) throws -> (code: Int32?, out: String, err: String) {
+        let env = ["SITEKEEP_SOCK": s.sock, "SITEKEEP_HOME": s.home, "SITEKEEP_KEYRING": "file", "HOME": s.folder.path]
+        let r = try Child.run(s.sitekeep, args, in: s.folder.path, environment: env, timeout: 90)
+        return (r.code, String(decoding: r.out, as: UTF8.self), r.err)
+    }
+
     @Test func anotherProcessGetsNothingFromAnUnlockedDaemonWhileTheUserDenies() async throws {
         let s = try await ServedStore(withVault: true)
         defer { s.stop() }
         s.deny(true)
         let folder = s.folder.path
-        let env = ["SITEKEEP_SOCK": s.sock, "SITEKEEP_HOME": s.home, "SITEKEEP_KEYRING": "file", "HOME": folder]
-        /// `sitekeep ARGS` as its own process, stdin /dev/null (no terminal, no secret).
-        func attacker(_ args: [String]) throws -> (code: Int32?, out: String, err: String) {
-            let r = try Child.run(s.sitekeep, args, in: folder, environment: env, timeout: 90)
-            return (r.code, String(decoding: r.out, as: UTF8.self), r.err)
-        }
+        func attacker(_ args: [String]) throws -> (code: Int32?, out: String, err: String) { try Self.sitekeep(s, args) }
         let message = try s.folder.file("m.txt", Array("attack\n".utf8))
         let login = try s.folder.file("login.bin", Self.loginRequest())
         let newPass = try s.folder.file("new-pass.txt", Array("the attacker's passphrase\n".utf8))
@@ -123,12 +126,7 @@ import SiteKeepTestSupport
     @Test func theUsersOwnApprovalOrSecretStillWorks() async throws {
         let s = try await ServedStore(withVault: false)
         defer { s.stop() }
-        let folder = s.folder.path
-        let env = ["SITEKEEP_SOCK": s.sock, "SITEKEEP_HOME": s.home, "SITEKEEP_KEYRING": "file", "HOME": folder]
-        func user(_ args: [String]) throws -> (code: Int32?, out: String, err: String) {
-            let r = try Child.run(s.sitekeep, args, in: folder, environment: env, timeout: 90)
-            return (r.code, String(decoding: r.out, as: UTF8.self), r.err)
-        }
+        func user(_ args: [String]) throws -> (code: Int32?, out: String, err: String) { try Self.sitekeep(s, args) }
         let message = try s.folder.file("m.txt", Array("mine\n".utf8))
         let asked = s.prompts.count
         let signed = try user(["team", "sign", "summit", "--ssh-namespace", "git", "--message-file", message])
