@@ -18,10 +18,15 @@ public enum AgentMessageType {
     public static let `extension`: UInt8 = 27
     public static let extensionFailure: UInt8 = 28
     public static let extensionResponse: UInt8 = 29
+    /// `SSH_AGENTC_REMOVE_ALL_RSA_IDENTITIES` of SSH protocol 1, which `ssh-add -D` still sends
+    /// before the protocol 2 request.
+    public static let removeAllRSAIdentities: UInt8 = 9
 
     /// The requests that manage the agent's keys or lock it. SiteKeep answers them all with
     /// `SSH_AGENT_FAILURE`: keys enter only through `sitekeep team`, and locking is `sitekeep lock`.
+    /// (`ssh-add -D`'s protocol 1 request is one of them, not a malformed message.)
     public static let keyManagement: Set<UInt8> = [
+        removeAllRSAIdentities,
         addIdentity, removeIdentity, removeAllIdentities, addSmartcardKey, removeSmartcardKey,
         lock, unlock, addIdentityConstrained, addSmartcardKeyConstrained,
     ]

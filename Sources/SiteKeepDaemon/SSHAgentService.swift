@@ -12,7 +12,10 @@ enum SSHAgentService {
             verifier = try AskpassPresenceVerifier.fromEnvironment(environment)
         } catch {
             note("ssh-agent: \(error); signatures will be refused until the daemon is started with it")
-            verifier = UnavailablePresence(reason: error.description)
+            // The reason alone: the refusal adds "cannot ask for presence: " itself (it was said twice).
+            if case .presenceUnavailable(let why) = error { verifier = UnavailablePresence(reason: why) } else {
+                verifier = UnavailablePresence(reason: error.description)
+            }
         }
         let keys = CustodyAgentKeys(custodian: custodian, presence: WindowedAgentPresence(verifier: verifier, lockScope: custodian.lockScope))
         let server = try AgentSocketServer(path: path, keys: keys) { peer, why in

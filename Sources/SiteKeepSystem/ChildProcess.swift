@@ -70,13 +70,16 @@ public struct ChildProcess: Sendable {
         let argv = cStrings([program] + arguments)
         defer { argv.forEach { free($0) } }
         var pid: Int32 = 0
-        let rc: Int32
-        if let environment {
-            let envp = cStrings(environment)
-            defer { envp.forEach { free($0) } }
-            rc = posix_spawn(&pid, program, &actions, &attr, argv, envp)
-        } else {
-            rc = posix_spawn(&pid, program, &actions, &attr, argv, environ)
+        var rc: Int32 = 0
+        let envp = environment.map(cStrings)
+        defer { envp?.forEach { free($0) } }
+        // ETXTBSY: the program was just written and some process (another thread's fork that
+        // has not reached its exec yet) still holds it open for writing; that passes within
+        // milliseconds, so try again a few times before calling it a failure.
+        for attempt in 0..<20 {
+            rc = envp.map { posix_spawn(&pid, program, &actions, &attr, argv, $0) } ?? posix_spawn(&pid, program, &actions, &attr, argv, environ)
+            guard rc == ETXTBSY, attempt < 19 else { break }
+            usleep(useconds_t(5_000 * (attempt + 1)))
         }
         guard rc == 0 else { throw SystemError("run", program, errno: Errno(rawValue: rc)) }
         return ChildProcess(pid: pid)

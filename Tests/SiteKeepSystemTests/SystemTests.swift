@@ -489,6 +489,23 @@ private final class TwoStepCounter: Sendable {
         #expect(throws: SystemError.self) { try ChildProcess.run("/nonexistent/program", arguments: []) }
     }
 
+    /// A program another process still holds open for writing (a script just written, its
+    /// descriptor inherited by another thread's fork that has not exec'd yet) fails to exec with
+    /// ETXTBSY for a moment: the spawn tries again instead of failing (the askpass program,
+    /// written by a test while other tests spawn, failed with "Text file busy").
+    @Test func aProgramStillOpenForWritingIsRunOnceItIsClosed() throws {
+        let dir = try scratchFolder()
+        let script = dir + "/prog.sh"
+        let fd = open(script, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o700)
+        #expect(fd >= 0)
+        let text = Array("#!/bin/sh\nexit 3\n".utf8)
+        #expect(write(fd, text, text.count) == text.count)
+        // Closed 100 ms from now, while the spawn is retrying.
+        let closer = Thread { usleep(100_000); close(fd) }
+        closer.start()
+        #expect(try ChildProcess.run(script, arguments: []) == .exited(3))
+    }
+
     @Test func aTimeOutStopsTheWholeProcessGroup() throws {
         let dir = try scratchFolder()
         let marker = dir + "/grandchild.pid"
