@@ -498,6 +498,7 @@ private final class TwoStepCounter: Sendable {
         let script = dir + "/prog.sh"
         let fd = open(script, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o700)
         #expect(fd >= 0)
+        #expect(fchmod(fd, 0o700) == 0, "executable whatever the umask (tools/test runs this under 0177)")
         let text = Array("#!/bin/sh\nexit 3\n".utf8)
         #expect(write(fd, text, text.count) == text.count)
         // Closed 100 ms from now, while the spawn is retrying.
