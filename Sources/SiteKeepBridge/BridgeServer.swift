@@ -1,7 +1,7 @@
 import Glibc
 import Foundation
-public import SiteKeepJSON
-public import SiteKeepSocket
+internal import SiteKeepJSON
+internal import SiteKeepSocket
 public import SiteKeepBridgeProtocol
 import SiteKeepSystem
 import SiteKeepCrypto

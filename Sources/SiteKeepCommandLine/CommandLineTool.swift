@@ -6,7 +6,7 @@ import Synchronization
 import SiteKeepSystem
 internal import SiteKeepHardening
 internal import SiteKeepKeyring
-public import SiteKeepJSON
+internal import SiteKeepJSON
 internal import SiteKeepDaemon
 
 /// The `sitekeep` command line: global options, a tree of subcommands, help, exit statuses.

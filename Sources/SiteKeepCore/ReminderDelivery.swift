@@ -1,5 +1,5 @@
 import Foundation
-public import SiteKeepJSON
+internal import SiteKeepJSON
 import Synchronization
 
 /// The wall clock, injectable: tests pass a clock they move by hand.

@@ -222,7 +222,7 @@ public final class AuditLog: Sendable {
 
     deinit {
         finish()
-        state.withLock { s in close(s.fd) }
+        _ = state.withLock { s in close(s.fd) }
     }
 
     /// What a one-shot process does on its way out (and releasing the log does): fsyncs every

@@ -1,4 +1,4 @@
-public import SiteKeepCrypto
+internal import SiteKeepCrypto
 
 extension Custodian {
     /// The purposes a record tag may be made for. Each gets its own key, so a tag made for one

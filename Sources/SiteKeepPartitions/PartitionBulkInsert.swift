@@ -1,4 +1,4 @@
-package import SiteKeepCustody
+internal import SiteKeepCustody
 
 // Writing batches of rows: `put` and its bulk path (stored-key order), moved out of
 // PartitionCore.swift unchanged.

@@ -3,7 +3,7 @@
 #endif
 import SiteKeepBridgeProtocol
 import SiteKeepSecureMemory
-public import SiteKeepJSON
+internal import SiteKeepJSON
 import SiteKeepSocket
 
 /// A command line run inside its store's daemon, from the client's side: connect to the

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 internal import CLinux
-public import SiteKeepSystem
+internal import SiteKeepSystem
 
 /// The socket calls every SiteKeep socket makes (the bridge, the control socket, the ssh-agent
 /// socket and their clients), with the folder and ownership rules applied in one place.

@@ -1,4 +1,4 @@
-public import SiteKeepCustody
+internal import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepJSON
 import Synchronization

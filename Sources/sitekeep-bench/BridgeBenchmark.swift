@@ -2,7 +2,7 @@ import Glibc
 import Foundation
 import SiteKeepSocket
 import Synchronization
-public import SiteKeepJSON
+internal import SiteKeepJSON
 public import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepKeyring

@@ -56,7 +56,7 @@ public enum ChildProcess {
         let dir = FileManager.default.temporaryDirectory.path + "/sk-capture-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        FileManager.default.createFile(atPath: dir + "/in", contents: Data((stdin ?? "").utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/in", contents: Data((stdin ?? "").utf8))
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -1,6 +1,6 @@
 public import SiteKeepBridge
 public import SiteKeepCore
-public import SiteKeepJSON
+internal import SiteKeepJSON
 public import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepPartitions

@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+internal import SiteKeepJSON
 public import SiteKeepCore
 
 /// Workflows (the vault's `workflows/`), run as tabs by a host.

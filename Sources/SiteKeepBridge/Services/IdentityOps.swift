@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+internal import SiteKeepJSON
 
 /// Public facts about the user: never a key.
 public struct BridgeIdentity: Sendable, Equatable {

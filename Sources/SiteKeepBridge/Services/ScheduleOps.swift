@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+internal import SiteKeepJSON
 public import SiteKeepCore
 
 /// The site's schedule (`nr.schedule.v1`, validated by the core's ``ScheduleDocument``).

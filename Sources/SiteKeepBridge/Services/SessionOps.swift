@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+internal import SiteKeepJSON
 public import SiteKeepCore
 
 /// The site's saved session, in its partition (the core's ``TabSession``, ``TabsStore``).

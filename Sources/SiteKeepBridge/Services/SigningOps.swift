@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+internal import SiteKeepJSON
 public import SiteKeepCustody
 import SiteKeepCrypto
 

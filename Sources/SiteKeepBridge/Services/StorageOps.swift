@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+internal import SiteKeepJSON
 
 /// The calling site's own key/value store (`localStorage` semantics), in its partition.
 public protocol StorageService: Sendable {
