@@ -35,7 +35,7 @@ import SiteKeepTesting
                             written.withLock { $0[sid, default: []].formUnion((0..<5).map { "\(key)-\($0)" }) }
                         } else {
                             try p.storage.setItem(key, "\(sid)|\(key)")
-                            written.withLock { $0[sid, default: []].insert(key) }
+                            _ = written.withLock { $0[sid, default: []].insert(key) }
                         }
                         guard try p.storage.getItem(key) ?? p.storage.getItem("\(key)-0") != nil else {
                             problems.withLock { $0.append("\(sid): lost \(key)") }; continue

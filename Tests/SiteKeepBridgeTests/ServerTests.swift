@@ -108,7 +108,7 @@ extension BlockingTests {
         _ = try c.hello(origin: "https://reader.example")
         server.shutdown()
         #expect(!FileManager.default.fileExists(atPath: path), "shutdown removes the socket")
-        FileManager.default.createFile(atPath: path, contents: Data("keep me".utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data("keep me".utf8))
         #expect(throws: BridgeError.self) { try BridgeServer(dispatcher: bed.dispatcher, path: path) }
         #expect(FileManager.default.contents(atPath: path) == Data("keep me".utf8))
     }

@@ -13,7 +13,7 @@ import SiteKeepTestSupport
         let same = a.constantTimeEquals(b)
         #expect(!same)
         #expect(bytes(of: a) != [UInt8](repeating: 0, count: 32))
-        #expect(throws: CryptoError.self) { try SecretBytes(randomCount: 0) }
+        #expect(throws: CryptoError.self) { _ = try SecretBytes(randomCount: 0) }
     }
 
     @Test func copyingKeepsTheBytesAndLeavesTheSource() throws {
@@ -21,7 +21,7 @@ import SiteKeepTestSupport
         let s = try SecretBytes(copying: source)
         #expect(bytes(of: s) == source)
         #expect(source == [1, 2, 3, 4, 5])
-        #expect(throws: CryptoError.self) { try SecretBytes(copying: [UInt8]()) }
+        #expect(throws: CryptoError.self) { _ = try SecretBytes(copying: [UInt8]()) }
     }
 
     @Test func consumingZeroesTheSource() throws {

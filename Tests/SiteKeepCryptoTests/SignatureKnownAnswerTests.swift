@@ -45,7 +45,7 @@ import SiteKeepTestSupport
     @Test func refusesMalformedKeysAndSeeds() throws {
         #expect(throws: CryptoError.self) { try Ed25519.PublicKey(rawRepresentation: [UInt8](repeating: 1, count: 31)) }
         #expect(throws: CryptoError.self) { try Ed25519.PublicKey(rawRepresentation: [UInt8](repeating: 1, count: 33)) }
-        #expect(throws: CryptoError.self) { try Ed25519.PrivateKey(seed: SecretBytes(randomCount: 31)) }
+        #expect(throws: CryptoError.self) { _ = try Ed25519.PrivateKey(seed: SecretBytes(randomCount: 31)) }
     }
 }
 
@@ -260,9 +260,9 @@ import SiteKeepTestSupport
     @Test(arguments: ["keys/p384-pkcs8.pem", "keys/ed25519-pkcs8.pem"])
     func wrongCurvePrivateKeysAreRefused(name: String) throws {
         let pem = try Fixtures.text(name)
-        #expect(throws: CryptoError.self) { try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: Array(pem.utf8))) }
+        #expect(throws: CryptoError.self) { _ = try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: Array(pem.utf8))) }
         let der = try PEM.decode(pem, label: "PRIVATE KEY")
-        #expect(throws: CryptoError.self) { try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: der)) }
+        #expect(throws: CryptoError.self) { _ = try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: der)) }
     }
 
     @Test(arguments: ["keys/p384-spki.pem", "keys/ed25519-spki.pem"])
@@ -296,9 +296,9 @@ import SiteKeepTestSupport
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(pemRepresentation: pem.replacingOccurrences(of: "-----END PUBLIC KEY-----", with: "")) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(pemRepresentation: pem.replacingOccurrences(of: "M", with: "*")) }
         #expect(throws: CryptoError.self) { try P256.Signing.PublicKey(pemRepresentation: "") }
-        #expect(throws: CryptoError.self) { try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: Array("-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n".utf8))) }
-        #expect(throws: CryptoError.self) { try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: [0x30, 0x03, 0x02, 0x01, 0x00])) }
-        #expect(throws: CryptoError.self) { try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: der)) }
+        #expect(throws: CryptoError.self) { _ = try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: Array("-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n".utf8))) }
+        #expect(throws: CryptoError.self) { _ = try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: [0x30, 0x03, 0x02, 0x01, 0x00])) }
+        #expect(throws: CryptoError.self) { _ = try P256.Signing.PrivateKey(pkcs8: SecretBytes(copying: der)) }
     }
 }
 

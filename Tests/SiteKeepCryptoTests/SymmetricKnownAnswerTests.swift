@@ -30,8 +30,8 @@ struct Sourced<V: Decodable>: Decodable { let source: String; let vectors: [V] }
 
     @Test func refusesOutputLengthsOutOfRange() throws {
         let ikm = try SecretBytes(randomCount: 32)
-        #expect(throws: CryptoError.self) { try HKDF.deriveKey(inputKeyMaterial: ikm, info: [], outputByteCount: 0) }
-        #expect(throws: CryptoError.self) { try HKDF.deriveKey(inputKeyMaterial: ikm, info: [], outputByteCount: HKDF.maximumOutputByteCount + 1) }
+        #expect(throws: CryptoError.self) { _ = try HKDF.deriveKey(inputKeyMaterial: ikm, info: [], outputByteCount: 0) }
+        #expect(throws: CryptoError.self) { _ = try HKDF.deriveKey(inputKeyMaterial: ikm, info: [], outputByteCount: HKDF.maximumOutputByteCount + 1) }
         #expect(try HKDF.deriveKey(inputKeyMaterial: ikm, info: [], outputByteCount: HKDF.maximumOutputByteCount).count == 255 * 32)
     }
 }
@@ -93,10 +93,10 @@ struct Sourced<V: Decodable>: Decodable { let source: String; let vectors: [V] }
 
     @Test func refusesBadParameters() throws {
         let pw = try SecretBytes(copying: Array("pw".utf8))
-        #expect(throws: CryptoError.self) { try PBKDF2.deriveKey(password: pw, salt: [1], iterations: 0) }
-        #expect(throws: CryptoError.self) { try PBKDF2.deriveKey(password: pw, salt: [1], iterations: PBKDF2.maximumIterations + 1) }
-        #expect(throws: CryptoError.self) { try PBKDF2.deriveKey(password: pw, salt: [1], iterations: 1, outputByteCount: 0) }
-        #expect(throws: CryptoError.self) { try PBKDF2.deriveKey(password: pw, salt: [1], iterations: 1, outputByteCount: 1025) }
+        #expect(throws: CryptoError.self) { _ = try PBKDF2.deriveKey(password: pw, salt: [1], iterations: 0) }
+        #expect(throws: CryptoError.self) { _ = try PBKDF2.deriveKey(password: pw, salt: [1], iterations: PBKDF2.maximumIterations + 1) }
+        #expect(throws: CryptoError.self) { _ = try PBKDF2.deriveKey(password: pw, salt: [1], iterations: 1, outputByteCount: 0) }
+        #expect(throws: CryptoError.self) { _ = try PBKDF2.deriveKey(password: pw, salt: [1], iterations: 1, outputByteCount: 1025) }
     }
 }
 
@@ -118,7 +118,7 @@ struct Sourced<V: Decodable>: Decodable { let source: String; let vectors: [V] }
         let other = try Argon2id.deriveKey(password: secret(v.password), salt: flipped(hx(v.salt), at: 0), parameters: params)
         #expect(bytes(of: other) != (try hx(v.output)))
         #expect(throws: CryptoError.invalidSaltLength(expected: 16, actual: 15)) {
-            try Argon2id.deriveKey(password: secret(v.password), salt: Array(hx(v.salt).dropLast()), parameters: params)
+            _ = try Argon2id.deriveKey(password: secret(v.password), salt: Array(hx(v.salt).dropLast()), parameters: params)
         }
     }
 
@@ -201,9 +201,9 @@ struct Sourced<V: Decodable>: Decodable { let source: String; let vectors: [V] }
         let unwrapped = try XChaCha20Poly1305.openSecret(wrapped, using: key, authenticating: [7])
         let same = unwrapped.constantTimeEquals(inner)
         #expect(same)
-        #expect(throws: CryptoError.authenticationFailed) { try XChaCha20Poly1305.openSecret(wrapped, using: key, authenticating: [6]) }
-        #expect(throws: CryptoError.authenticationFailed) { try XChaCha20Poly1305.openSecret(flipped(wrapped, at: wrapped.count - 1), using: key, authenticating: [7]) }
-        #expect(throws: CryptoError.authenticationFailed) { try XChaCha20Poly1305.openSecret(Array(wrapped.prefix(40)), using: key) }
+        #expect(throws: CryptoError.authenticationFailed) { _ = try XChaCha20Poly1305.openSecret(wrapped, using: key, authenticating: [6]) }
+        #expect(throws: CryptoError.authenticationFailed) { _ = try XChaCha20Poly1305.openSecret(flipped(wrapped, at: wrapped.count - 1), using: key, authenticating: [7]) }
+        #expect(throws: CryptoError.authenticationFailed) { _ = try XChaCha20Poly1305.openSecret(Array(wrapped.prefix(40)), using: key) }
     }
 }
 

@@ -283,7 +283,7 @@ func script(_ body: String) throws -> String {
 
         let f = try Fixture(backend)
         let config = CustodianConfiguration(auditAnchorInterval: .milliseconds(1), autoLockTimer: false)
-        try Custodian(home: f.home, keyring: f.keyring, configuration: config)
+        _ = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
             .initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
         let item = KeyringItemID(store: try Custodian(home: f.home, keyring: f.keyring).storeID, kind: AuditAnchor.itemKind, id: "head")
         let c = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
@@ -471,7 +471,7 @@ func script(_ body: String) throws -> String {
         let f = try Fixture(backend)
         let custodian = try Custodian(home: f.home, keyring: f.keyring,
                                       configuration: CustodianConfiguration(auditAnchorInterval: .milliseconds(50), autoLockTimer: false))
-        try custodian.initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
+        _ = try custodian.initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
         usleep(100_000)
         try custodian.auditLog.append(site: "s", op: "key.sign", key: "k", result: "ok")   // fsynced at once: the last sync is old
         let item = KeyringItemID(store: custodian.storeID, kind: AuditAnchor.itemKind, id: "head")
@@ -490,7 +490,7 @@ func script(_ body: String) throws -> String {
     @Test(arguments: Backend.allCases) func aOneShotCommandAnchorsAtExitUnlessTheAnchorIsFresh(backend: Backend) throws {
         let f = try Fixture(backend)
         let config = CustodianConfiguration(auditAnchorInterval: .milliseconds(300), autoLockTimer: false)
-        try Custodian(home: f.home, keyring: f.keyring, configuration: config)
+        _ = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
             .initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
         let item = KeyringItemID(store: try Custodian(home: f.home, keyring: f.keyring).storeID, kind: AuditAnchor.itemKind, id: "head")
         func command() throws -> Int {
