@@ -147,8 +147,8 @@ enum SiteCommands {
         arguments: [siteArgument, opArguments],
         options: [UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep site grant https://notes.example schedule.get vault.list vault.load", "let a site you added read its schedule and its vaults"),
-                   CommandExample("sitekeep site grant Notes key.sign --passphrase-file pass.txt", "let it ask to sign (each signature still prompts)")]
+        examples: [CommandExample("sitekeep site grant https://newsroom.sgit.ai schedule.get vault.list vault.load --passphrase-file pass.txt", "let a site read its schedule and its vaults"),
+                   CommandExample("sitekeep site grant Newsroom key.sign --passphrase-file pass.txt", "let it ask to sign (each signature still prompts)")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try registry(store)
@@ -211,7 +211,7 @@ enum SiteCommands {
         summary: "Take back bridge ops granted to a site (at once, also in a running daemon)",
         discussion: "Removes the named ops from the site's grants; the catalogue's own allow-lists are not changed. Needs no approval (it only narrows what a page may do); recorded in the audit log.",
         arguments: [siteArgument, opArguments],
-        examples: [CommandExample("sitekeep site revoke https://notes.example key.sign", "the site may no longer ask to sign")]
+        examples: [CommandExample("sitekeep site revoke https://newsroom.sgit.ai key.sign", "the site may no longer ask to sign")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try registry(store)
