@@ -141,7 +141,7 @@ enum SiteCommands {
         ceiling: the op keeps its presence prompt, size and rate limits, and only ops the \
         catalogue marks grantable can be granted (never hello or events). Needs your approval \
         (the presence prompt, the passphrase typed again, or the current secret given for this \
-        command), even with the daemon unlocked; recorded in the audit log (`sitekeep log`). \
+        command), even with the daemon unlocked; recorded in the audit log (`sitekeep log show`). \
         `sitekeep site revoke` takes a grant back.
         """,
         arguments: [siteArgument, opArguments],
@@ -190,13 +190,13 @@ enum SiteCommands {
             // process sent the command (as `vault trust` and `team ssh enable`).
             let proof = try Approval.approve(inv, store: store, op: "site.grant", keyID: nil,
                                              subject: "grant \(added.joined(separator: " ")) to \(s.displayName) (\(origin))")
-            now = try reg.setGrants(s.grants + added, forIdentifier: s.id)
+            now = try reg.updateGrants(forIdentifier: s.id, adding: added)
             do {
                 try store.custodian.auditLog.append(site: s.id.string, op: "site.grant", key: nil, result: "ok", prompt: proof.promptID,
                                                     detail: "granted \(added.joined(separator: " ")) to \(origin); now \(now.grants.joined(separator: " "))")
             } catch {
                 // Unlogged, the grant does not stand.
-                _ = try? reg.setGrants(s.grants, forIdentifier: s.id)
+                _ = try? reg.updateGrants(forIdentifier: s.id, removing: added)
                 throw error
             }
         }
@@ -231,7 +231,7 @@ enum SiteCommands {
             // unasked can at worst take an op away, which the user's approved grant gives back.
             // Should the audit line fail, the revoke stands (the narrower state) and the error is
             // reported.
-            now = try reg.setGrants(s.grants.filter { !removed.contains($0) }, forIdentifier: s.id)
+            now = try reg.updateGrants(forIdentifier: s.id, removing: removed)
             try store.custodian.auditLog.append(site: s.id.string, op: "site.revoke", key: nil, result: "ok",
                                                 detail: "revoked \(removed.joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string); now \(now.grants.isEmpty ? "-" : now.grants.joined(separator: " "))")
         }

@@ -531,15 +531,26 @@ public final class SiteRegistry: Sendable {
     ///   site that is not app-bound, a malformed op name or too many grants.
     @discardableResult
     public func setGrants(_ ops: [String], forIdentifier id: SiteID) throws(PartitionError) -> Site {
-        let sorted = Array(Set(ops)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        if let bad = sorted.first(where: { !Site.isOpName($0) }) {
-            throw .invalidValue("\"\(bad.prefix(80))\" is not an op name (lower-case words joined by dots); see `sitekeep ops`")
-        }
-        guard sorted.count <= Site.maximumGrants else {
-            throw .invalidValue("a site may be granted at most \(Site.maximumGrants) ops")
-        }
+        try changeGrants(forIdentifier: id) { _ in ops }
+    }
+
+    /// Adds and removes granted ops on the registry's fresh read under the file lock, so a
+    /// change another process made meanwhile is kept (as ``setGrants(_:forIdentifier:)`` checks).
+    @discardableResult
+    public func updateGrants(forIdentifier id: SiteID, adding: [String] = [], removing: [String] = []) throws(PartitionError) -> Site {
+        try changeGrants(forIdentifier: id) { now in (now + adding).filter { !removing.contains($0) } }
+    }
+
+    private func changeGrants(forIdentifier id: SiteID, _ change: @Sendable ([String]) -> [String]) throws(PartitionError) -> Site {
         let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
             guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            let sorted = Array(Set(change(site.grants))).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            if let bad = sorted.first(where: { !Site.isOpName($0) }) {
+                throw PartitionError.invalidValue("\"\(bad.prefix(80))\" is not an op name (lower-case words joined by dots); see `sitekeep ops`")
+            }
+            guard sorted.count <= Site.maximumGrants else {
+                throw PartitionError.invalidValue("a site may be granted at most \(Site.maximumGrants) ops")
+            }
             guard site.isAppBound || sorted.isEmpty else {
                 throw PartitionError.invalidValue("\(site.displayName) is not app-bound; only app-bound sites use the bridge, so a grant would do nothing")
             }
