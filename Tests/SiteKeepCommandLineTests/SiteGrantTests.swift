@@ -35,8 +35,8 @@ import Glibc
             #expect(await store.run(["site", "add", "Other", "--origin", "https://other.example", "--app-bound"]).status == 0)
         }
 
-        func cli(_ args: [String]) -> (status: Int32, out: String, err: String) {
-            ChildProcess.capture(sitekeep, args, stdin: "", environment: env)
+        func cli(_ args: [String], extra: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture(sitekeep, args, stdin: "", environment: env.merging(extra) { $1 })
         }
 
         var prompts: [String] { ((try? String(contentsOfFile: store.dir.path + "/prompts", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
@@ -151,6 +151,13 @@ import Glibc
         let revoke = try #require(entries.first { $0["op"] == "site.revoke" })
         #expect(revoke["detail"]?.stringValue?.contains("revoked schedule.get") == true, "\(revoke)")
         #expect(bed.cli(["log", "verify"]).status == 0)
+
+        // A grant made by a process that bypasses the daemon (approved by the secret it gives)
+        // reaches the daemon's open connection too: the registry is shared through sites.json.
+        let bypass = bed.cli(["site", "grant", Bed.origin, "schedule.get", "--passphrase-file", bed.store.passFile], extra: ["SITEKEEP_NO_DAEMON": "1"])
+        #expect(bypass.status == 0, "\(bypass.err)")
+        #expect(bed.prompts.count == 2, "the secret given was the approval")
+        #expect(try page.call("schedule.get")["picks"] != nil)
     }
 
     @Test func grantsWithoutApprovalOrBeyondTheCatalogueAreRefused() async throws {
