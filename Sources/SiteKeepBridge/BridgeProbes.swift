@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+import SiteKeepJSON
 
 /// The outcome of one bridge isolation probe.
 public struct BridgeProbeResult: Sendable, Equatable {

@@ -1,4 +1,4 @@
-public import SiteKeepJSON
+import SiteKeepJSON
 import Foundation
 
 /// Whether the caller sends the op or SiteKeep does.
