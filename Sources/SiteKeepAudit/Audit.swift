@@ -57,6 +57,8 @@ public struct AuditSite: Sendable, Hashable {
 public final class AuditContext: Sendable {
     /// The key every site stores its own value under.
     public static let sharedKey = "shared"
+    /// The bridge ops the audit grants its last site (a site the user added).
+    public static let grantedOps = ["schedule.get", "vault.list", "key.sign"]
     /// The registry of the audit's store.
     public let registry: SiteRegistry
     /// The audit's sites, in matrix order.
@@ -215,6 +217,11 @@ public enum IsolationAudit {
                                     tabTitle: "CANARY-tab-\(token)", article: "CANARY-article-\(token)",
                                     cacheURL: "\(site.origins[0].serialized)/CANARY-page-\(token)", cacheBody: "CANARY-body-\(token)")
             sites.append(AuditSite(index: i, id: site.id, origin: site.origins[0], canaries: canaries))
+        }
+        // The last site is one the user added and granted ops the catalogue gives it not (as
+        // `sitekeep site grant` does): the bridge probes check the grant reaches no other site.
+        if let last = sites.last, last.index < SiteRegistry.maximumAppBoundSites {
+            try registry.setGrants(AuditContext.grantedOps, forIdentifier: last.id)
         }
         let context = AuditContext(registry: registry, sites: sites)
         for s in sites { try context.plant(s) }

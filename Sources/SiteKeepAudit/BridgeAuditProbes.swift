@@ -14,7 +14,7 @@ public struct BridgePolicyProbe: Probe {
     public var name: String { kind == .foreignOps ? BridgeProbes.foreignSite : BridgeProbes.originMismatch }
     public var summary: String {
         kind == .foreignOps
-            ? "every bridge op from a site its policy does not list is refused (not_allowed), from every site"
+            ? "every bridge op from a site its policy does not list, and the user did not grant it, is refused (not_allowed), from every site; a grant works for its own site"
             : "every bridge op on a connection bound to the subject but claiming another site's origin is refused (forbidden_origin)"
     }
 
@@ -31,9 +31,17 @@ public struct BridgePolicyProbe: Probe {
         // The subject, and (for origin claims) its neighbour as the claimed site.
         let neighbour = bridgeSites.first { $0.id == context.neighbour(of: subject).id.string }
         let sites = kind == .foreignOps ? [me] : [me] + (neighbour.map { [$0] } ?? [])
-        let results = BridgeProbes.runSynchronously(dispatcher: dispatcher, sites: sites)
+        // The grants as the registry records them: the probe's own truth, not the dispatcher's.
+        var grants: [String: Set<String>] = [:]
+        for s in context.registry.sites() where !s.grants.isEmpty { grants[s.id.string] = Set(s.grants) }
+        let results = BridgeProbes.runSynchronously(dispatcher: dispatcher, sites: sites, grants: grants)
             .filter { $0.probe == name && $0.site == me.name }
         guard !results.isEmpty || kind == .foreignOps else { return .error("no bridge probe ran") }
+        if kind == .foreignOps, let mine = grants[me.id], !mine.isEmpty {
+            // The subject's own grants must reach it, or the probe above proved nothing about them.
+            let missing = mine.filter { dispatcher.catalogue[$0]?.grantable == true && !dispatcher.allowedOps(for: me).contains($0) }
+            if let op = missing.sorted().first { return .error("\(op), granted to \(me.origins.first ?? me.id), is not in its hello") }
+        }
         if let bad = results.first(where: { !$0.passed }) {
             return .leak("\(bad.op) from \(me.origins.first ?? me.id) was not refused (got \(bad.detail))")
         }

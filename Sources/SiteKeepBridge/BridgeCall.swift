@@ -31,6 +31,15 @@ public protocol SiteResolver: Sendable {
     /// same id, origins and app-bound flag. The dispatcher asks before every message on a bound
     /// connection, so it must be cheap and see a change made by another process at once.
     func isCurrent(_ site: BridgeSite) -> Bool
+    /// The ops the user granted `site` (`sitekeep site grant`), as the registry says now: the
+    /// dispatcher asks whenever the catalogue's allow-list does not name the site, so a grant or
+    /// revoke made by any process applies to the next message. Must be cheap.
+    func grantedOps(_ site: BridgeSite) -> Set<String>
+}
+
+extension SiteResolver {
+    /// No grants: only the catalogue's allow-lists apply.
+    public func grantedOps(_ site: BridgeSite) -> Set<String> { [] }
 }
 
 /// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, an op

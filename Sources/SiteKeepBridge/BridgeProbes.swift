@@ -16,8 +16,10 @@ public struct BridgeProbeResult: Sendable, Equatable {
 /// Bridge probes for the isolation audit (SiteKeepAudit wraps them in its `Probe` protocol).
 ///
 /// - `op-from-foreign-site`: every op (requests and events) from every site not on its allow-list
-///   must be refused: `not_allowed` for an app-bound site, `forbidden_origin` at `hello` for a
-///   site that is not app-bound.
+///   and not granted it must be refused: `not_allowed` for an app-bound site, `forbidden_origin`
+///   at `hello` for a site that is not app-bound. What is allowed is worked out here, from the
+///   catalogue and the grants the caller states (the registry's), not asked of the dispatcher
+///   under test: a grant that reaches a site it was not given to is a leak.
 /// - `origin-claim-mismatch`: every op on a connection bound to one site, in a message claiming
 ///   another site's origin, must be refused with `forbidden_origin` (for `hello`, `args.origin`
 ///   naming the other site).
@@ -26,16 +28,21 @@ public enum BridgeProbes {
     public static let originMismatch = "origin-claim-mismatch"
 
     /// Runs both probes over `sites` through `dispatcher`, each on fresh connections.
-    /// - Parameter policy: the dispatcher whose allow-lists state what must be refused (default:
-    ///   `dispatcher` itself). Pass one built from the shipped catalogue to audit another build.
-    public static func run(dispatcher: BridgeDispatcher, sites: [BridgeSite], policy: BridgeDispatcher? = nil) async -> [BridgeProbeResult] {
+    /// - Parameters:
+    ///   - policy: the dispatcher whose catalogue allow-lists state what must be refused (default:
+    ///     `dispatcher` itself). Pass one built from the shipped catalogue to audit another build.
+    ///   - grants: the ops the user granted each site, by site id, as the registry records them:
+    ///     a granted op (when the catalogue marks it grantable) is allowed for that site only.
+    public static func run(dispatcher: BridgeDispatcher, sites: [BridgeSite], policy: BridgeDispatcher? = nil,
+                           grants: [String: Set<String>] = [:]) async -> [BridgeProbeResult] {
         let policy = policy ?? dispatcher
         var results: [BridgeProbeResult] = []
         let ops = dispatcher.catalogue.ops
         for site in sites {
             guard let origin = site.origins.first else { continue }
             for op in ops {
-                if site.isAppBound && op.direction == .request && policy.isAllowed(op.name, site: site) { continue }
+                let granted = op.grantable && grants[site.id]?.contains(op.name) == true
+                if site.isAppBound && op.direction == .request && (policy.isAllowedByCatalogue(op.name, site: site) || granted) { continue }
                 let c = BridgeConnection()
                 defer { dispatcher.disconnect(c) }
                 let hello = await send(dispatcher, c, op: "hello", args: ["origin": .string(origin)])

@@ -52,7 +52,8 @@ extension BridgeProbes {
     /// ``run(dispatcher:sites:policy:)`` for synchronous callers (the isolation audit's probes),
     /// on the calling thread: it never waits on the shared cooperative pool, which a blocked
     /// caller could be starving.
-    public static func runSynchronously(dispatcher: BridgeDispatcher, sites: [BridgeSite], policy: BridgeDispatcher? = nil) -> [BridgeProbeResult] {
-        ConnectionExecutor().run { await run(dispatcher: dispatcher, sites: sites, policy: policy) } ?? []
+    public static func runSynchronously(dispatcher: BridgeDispatcher, sites: [BridgeSite], policy: BridgeDispatcher? = nil,
+                                        grants: [String: Set<String>] = [:]) -> [BridgeProbeResult] {
+        ConnectionExecutor().run { await run(dispatcher: dispatcher, sites: sites, policy: policy, grants: grants) } ?? []
     }
 }

@@ -6,7 +6,8 @@ import SiteKeepCustody
 /// Order of checks: size → JSON (``JSONLimits/message``) → envelope (unknown members refused) →
 /// version → op known → op is a request → connection bound (`hello` first) → its site still
 /// registered as it was at `hello` (else the connection is revoked) → claimed origin is
-/// the connection's site → site on the op's allow-list → op size limit → rate limit →
+/// the connection's site → site on the op's allow-list, or granted the op by the user (a
+/// grantable op only; the registry is asked on every call) → op size limit → rate limit →
 /// `unsupported` → args shape (from the catalogue) → handler registered (its module) → presence (a proof for
 /// this site, op and key; before a prompt, `args.key` must be a key id and the op's preflight
 /// must pass) → handler → result shape. So a request that cannot run never prompts.
@@ -102,16 +103,29 @@ public final class BridgeDispatcher: Sendable {
         policies = Dictionary(catalogue.ops.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Whether `site` is on `op`'s allow-list.
+    /// Whether `site` may call `op`: it is on the op's allow-list in the catalogue, or the op is
+    /// a request the catalogue marks grantable and the user granted it to this site
+    /// (``SiteResolver/grantedOps(_:)``, asked afresh each time).
     public func isAllowed(_ op: String, site: BridgeSite) -> Bool {
+        if isAllowedByCatalogue(op, site: site) { return true }
+        guard let policy = policies[op], policy.name.hasSameUTF8(as: op), policy.direction == .request, policy.grantable else { return false }
+        return sites.grantedOps(site).contains(op)
+    }
+
+    /// Whether `site` is on `op`'s allow-list in the catalogue (grants aside).
+    public func isAllowedByCatalogue(_ op: String, site: BridgeSite) -> Bool {
         guard let a = allow[op] else { return false }
         if a.appBound && site.isAppBound { return true }
         return site.origins.contains { a.origins.contains($0) }
     }
 
-    /// The request ops `site` may call, in catalogue order (what `hello` returns).
+    /// The request ops `site` may call, by the catalogue or by a grant, in catalogue order (what
+    /// `hello` returns).
     public func allowedOps(for site: BridgeSite) -> [String] {
-        catalogue.ops.filter { $0.direction == .request && isAllowed($0.name, site: site) }.map(\.name)
+        let granted = sites.grantedOps(site)
+        return catalogue.ops.filter { op in
+            op.direction == .request && (isAllowedByCatalogue(op.name, site: site) || (op.grantable && granted.contains(op.name)))
+        }.map(\.name)
     }
 
     /// Handles one frame (one JSON request, without its newline) and returns the reply frame.
@@ -189,7 +203,8 @@ public final class BridgeDispatcher: Sendable {
     private func admit(_ request: BridgeRequest, op: OpPolicy, site: BridgeSite, frameSize: Int,
                        connection: BridgeConnection) async throws(BridgeFailure) -> (BridgeHandler, PresenceProof?) {
         guard isAllowed(op.name, site: site) else {
-            throw BridgeFailure(.notAllowed, "\(op.name) is not allowed for \(site.name); hello lists the ops this site may call")
+            let grant = op.grantable ? " (the user can grant it: sitekeep site grant \(Self.shortOrigin(site.origins.first) ?? site.id) \(op.name))" : ""
+            throw BridgeFailure(.notAllowed, "\(op.name) is not allowed for \(site.name)\(grant); hello lists the ops this site may call")
         }
         guard frameSize <= op.maxRequestBytes else {
             throw BridgeFailure(.tooLarge, "\(op.name) requests are limited to \(op.maxRequestBytes) bytes")
@@ -223,6 +238,15 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site, op and key no older than 60 s")
         }
         return (handler, proof)
+    }
+
+    /// A canonical origin as people type it: without the scheme's default port.
+    static func shortOrigin(_ origin: String?) -> String? {
+        guard let origin else { return nil }
+        for (scheme, port) in [("https://", ":443"), ("http://", ":80")] where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
+            return String(origin.dropLast(port.count))
+        }
+        return origin
     }
 
     /// `args.key` when it has the form of a key id (custody's one rule, ``KeyID``), so a page

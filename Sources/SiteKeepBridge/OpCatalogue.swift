@@ -45,6 +45,10 @@ public struct OpPolicy: Sendable, Equatable {
     public var summary: String
     /// Who may call it (requests) or receive it (events).
     public var sites: [SiteRule]
+    /// Whether the user may open it to a site the allow-list does not name (`sitekeep site grant`).
+    /// A grant opens the allow-list only: presence, size and rate limits stay the catalogue's.
+    /// Never true for events (they follow from the requests a site may call) or for `hello`.
+    public var grantable: Bool = false
     /// Whether a presence proof no older than 60 s is needed before the handler runs.
     public var presence: Bool
     /// The largest request frame, in bytes (the whole JSON line).
@@ -154,6 +158,15 @@ public struct OpCatalogue: Sendable, Equatable {
             }
         }
         guard !sites.isEmpty else { throw BridgeError.invalidCatalogue("\(p): sites is empty; remove the op instead") }
+        // Absent means false: an op is open to grants only where the catalogue says so.
+        var grantable = false
+        if let v = r.optional("grantable") {
+            guard let b = v.boolValue else { throw BridgeError.invalidCatalogue("\(p): grantable must be a boolean") }
+            grantable = b
+        }
+        if grantable && (direction == .event || name == "hello") {
+            throw BridgeError.invalidCatalogue("\(p): grantable must be false for \(direction == .event ? "an event (a site gets events through the requests it may call)" : "hello (every app-bound site has it)")")
+        }
 
         var presence = false
         var maxRequestBytes = 0
@@ -185,7 +198,7 @@ public struct OpCatalogue: Sendable, Equatable {
         }
         try r.finish()
         return OpPolicy(name: name, version: Int(version), direction: direction, summary: summary, sites: sites,
-                        presence: presence, maxRequestBytes: maxRequestBytes, rateLimit: rate,
+                        grantable: grantable, presence: presence, maxRequestBytes: maxRequestBytes, rateLimit: rate,
                         unsupportedMessage: unsupported, args: args, result: result)
     }
 

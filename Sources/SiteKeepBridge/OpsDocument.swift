@@ -64,14 +64,27 @@ extension OpCatalogue {
 
         """
         for c in BridgeErrorCode.allCases { md += "| `\(c.rawValue)` | \(c.meaning) |\n" }
-        md += "\n## Ops\n\n| op | v | direction | sites | presence | max request | rate (burst, per second) |\n|---|---|---|---|---|---|---|\n"
+        md += """
+
+        ## Grants
+
+        An op's `sites` is the catalogue's allow-list. The user may open an op marked `grantable` to one more
+        app-bound site with `sitekeep site grant SITE OP…` (with their approval, recorded in the audit log) and take
+        it back with `sitekeep site revoke SITE OP…`. A grant opens the allow-list for that site alone; the op keeps
+        its presence, size and rate limits. The daemon reads the grants from the site registry on every call, so a
+        grant or revoke applies to the next message, and `hello` lists the granted ops. `hello` and events are never
+        grantable (`grantable` is `false`, or absent, which means the same); `sitekeep ops` shows each op's grants.
+
+        """
+        md += "\n## Ops\n\n| op | v | direction | sites | grantable | presence | max request | rate (burst, per second) |\n|---|---|---|---|---|---|---|---|\n"
         for op in ops {
             let sites = op.sites.map { "`\($0)`" }.joined(separator: " ")
             let req = op.direction == .request
-            md += "| [`\(op.name)`](#\(op.name.replacingDots())) | \(op.version) | \(op.direction.rawValue) | \(sites) | "
+            md += "| [`\(op.name)`](#\(op.name.replacingDots())) | \(op.version) | \(op.direction.rawValue) | \(sites) | \(op.grantable ? "yes" : "no") | "
             md += req ? "\(op.presence ? "yes" : "no") | \(op.maxRequestBytes) | \(op.rateLimit.burst), \(Self.number(op.rateLimit.perSecond)) |\n" : "– | – | – |\n"
         }
         md += "\n`\(SiteRule.appBoundToken)`: every app-bound site, each on its own partition only.\n"
+
         for op in ops {
             md += "\n### \(op.name)\n\n\(op.summary)\n\n"
             if let u = op.unsupportedMessage { md += "Answers `unsupported`: \"\(u)\".\n\n" }

@@ -24,7 +24,9 @@ internal import SiteKeepDaemon
 enum Approval {
     /// A proof that the user approved `op` with `keyID` for this command, or a failure saying
     /// what to give. `what` says the use in a few words for the prompt ("sign with team key summit").
-    static func approve(_ inv: Invocation, store: StoreContext, op: String, keyID: String?) throws -> PresenceProof {
+    /// `subject`, when given, is shown after the requesting process (what a trust change is
+    /// about: "grant key.sign to Notes (https://notes.example)").
+    static func approve(_ inv: Invocation, store: StoreContext, op: String, keyID: String?, subject: String? = nil) throws -> PresenceProof {
         let site = KeyUseContext.commandLineSite
         let custodian = store.custodian
         let givesSecret = SecretSource.all.contains { inv.option($0.option) != nil }
@@ -50,7 +52,7 @@ enum Approval {
             return bySecret()
         }
         let asker = inv.client ?? "a process of yours"
-        let label = "\(asker) on the command line"
+        let label = "\(asker) on the command line" + (subject.map { ": \($0)" } ?? "")
         if let verifier = store.shared?.presence {
             switch ask(verifier, site: site, label: label, op: op, keyID: keyID) {
             case .success(let proof): return proof

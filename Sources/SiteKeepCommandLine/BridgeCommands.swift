@@ -10,8 +10,8 @@ enum BridgeCommands {
 
     static let ops = CommandSpec(
         path: ["ops"],
-        summary: "Print the bridge's op catalogue: every op with its policy (sites, presence, limits, shapes)",
-        discussion: "The catalogue is one file (ops.json) loaded and validated at start; --markdown prints the document kept in docs/OPS.md.",
+        summary: "Print the bridge's op catalogue: every op with its policy, and which sites have it by catalogue and by grant",
+        discussion: "The catalogue is one file (ops.json) loaded and validated at start; --markdown prints the document kept in docs/OPS.md. With a store, each op also lists the sites the user granted it to ('sitekeep site grant'); GRANTABLE says which ops a grant may open.",
         options: [.flag("--markdown", "print the Markdown document instead of a table")],
         examples: [CommandExample("sitekeep ops", "list the ops and who may call them"),
                    CommandExample("sitekeep ops --markdown", "the catalogue as docs/OPS.md has it")]
@@ -21,16 +21,27 @@ enum BridgeCommands {
             inv.io.write(catalogue.markdown())
             return
         }
+        // The store's grants, read from sites.json without opening a key (none without a store).
+        let sites = StoreContext.exists(home: inv.settings.home)
+            ? try SiteRegistry.sites(inHome: URL(fileURLWithPath: inv.settings.home)) : []
+        func grantedTo(_ op: OpPolicy) -> [Site] {
+            op.direction == .request && op.grantable ? sites.filter { $0.isAppBound && $0.grants.contains(op.name) } : []
+        }
+        func label(_ s: Site) -> String { s.origins.first?.serialized ?? s.displayName }
         inv.emit(.object([
             JSONMember(key: "protocolVersion", value: .integer(catalogue.protocolVersion)),
             JSONMember(key: "ops", value: .array(catalogue.ops.map { op in
                 ["name": .string(op.name), "version": .integer(op.version), "direction": .string(op.direction.rawValue),
                  "sites": .array(op.sites.map { .string($0.description) }), "presence": .bool(op.presence),
-                 "maxRequestBytes": .integer(op.maxRequestBytes)]
+                 "maxRequestBytes": .integer(op.maxRequestBytes), "grantable": .bool(op.grantable),
+                 "grantedTo": .array(grantedTo(op).map { s in
+                     ["id": .string(s.id.string), "name": .string(s.displayName), "origin": .string(label(s))]
+                 })]
             })),
         ])) {
-            "bridge protocol version \(catalogue.protocolVersion)\n" + Table(headers: ["OP", "DIRECTION", "PRESENCE", "SITES"], rows: catalogue.ops.map {
-                [$0.name, $0.direction.rawValue, $0.presence ? "yes" : "", $0.sites.map(\.description).joined(separator: " ")]
+            "bridge protocol version \(catalogue.protocolVersion)\n" + Table(headers: ["OP", "DIRECTION", "PRESENCE", "GRANTABLE", "SITES (CATALOGUE)", "GRANTED TO"], rows: catalogue.ops.map { op in
+                [op.name, op.direction.rawValue, op.presence ? "yes" : "", op.grantable ? "yes" : "",
+                 op.sites.map(\.description).joined(separator: " "), grantedTo(op).map(label).joined(separator: " ")]
             }).render { inv.style($0, .bold) }
         }
     }

@@ -7,10 +7,11 @@ internal import SiteKeepAudit
 internal import SiteKeepCore
 internal import SiteKeepVault
 internal import SiteKeepDaemon
+internal import SiteKeepBridge
 
-/// `site add|list|remove`, `site storage get|set|remove|keys`, and `audit`.
+/// `site add|list|remove|grant|revoke`, `site storage get|set|remove|keys`, and `audit`.
 enum SiteCommands {
-    static var all: [CommandSpec] { [add, list, remove, check, export, rebuild, storageGet, storageSet, storageRemove, storageKeys, audit] }
+    static var all: [CommandSpec] { [add, list, remove, grant, revoke, check, export, rebuild, storageGet, storageSet, storageRemove, storageKeys, audit] }
 
     /// The site registry of a store, its storage keys provided by the custodian.
     static func registry(_ store: StoreContext) throws -> SiteRegistry {
@@ -53,6 +54,7 @@ enum SiteCommands {
             JSONMember(key: "id", value: .string(s.id.string)), JSONMember(key: "name", value: .string(s.displayName)),
             JSONMember(key: "origins", value: .array(s.origins.map { .string($0.serialized) })),
             JSONMember(key: "appBound", value: .bool(s.isAppBound)), JSONMember(key: "protection", value: .string(s.protection.rawValue)),
+            JSONMember(key: "grants", value: .array(s.grants.map { .string($0) })),
         ])
     }
 
@@ -97,15 +99,144 @@ enum SiteCommands {
 
     static let list = CommandSpec(
         path: ["site", "list"],
-        summary: "List sites: id, name, origins, app-bound, protection class",
+        summary: "List sites: id, name, origins, app-bound, protection class, granted ops",
         examples: [CommandExample("sitekeep site list", "list the sites"), CommandExample("sitekeep site list --json", "as JSON")]
     ) { inv in
         let sites = try registry(try StoreContext.open(inv)).sites()
         inv.emit(.array(sites.map(siteJSON))) {
             sites.isEmpty ? "No sites; add one with 'sitekeep site add NAME --origin URL'." :
-            Table(headers: ["ID", "NAME", "APP-BOUND", "PROTECTION", "ORIGINS"], rows: sites.map {
-                [$0.id.string, $0.displayName, $0.isAppBound ? "yes" : "no", $0.protection.rawValue, $0.origins.map(\.serialized).joined(separator: " ")]
+            Table(headers: ["ID", "NAME", "APP-BOUND", "PROTECTION", "ORIGINS", "GRANTED OPS"], rows: sites.map {
+                [$0.id.string, $0.displayName, $0.isAppBound ? "yes" : "no", $0.protection.rawValue, $0.origins.map(\.serialized).joined(separator: " "),
+                 $0.grants.isEmpty ? "-" : $0.grants.joined(separator: " ")]
             }).render { inv.style($0, .bold) }
+        }
+    }
+
+    static let opArguments = ArgumentSpec("OP", "a bridge op, e.g. key.sign (repeatable; `sitekeep ops` lists them)", variadic: true)
+
+    /// The op names of a grant or revoke: given, no repeats, in the order given.
+    static func opNames(_ inv: Invocation) throws -> [String] {
+        var ops: [String] = []
+        for op in inv.remainingArguments(from: "OP") where !ops.contains(op) { ops.append(op) }
+        guard !ops.isEmpty else { throw UsageError("name at least one OP, e.g. key.sign (see 'sitekeep ops')", command: inv.spec.commandLine) }
+        return ops
+    }
+
+    /// The catalogue op named `name`, or a failure naming what to do.
+    static func catalogueOp(_ name: String, in catalogue: OpCatalogue) throws -> OpPolicy {
+        guard let op = catalogue[name] else {
+            let near = CommandLineTool.suggestion(name, among: catalogue.ops.map(\.name))
+            throw CommandFailure("no op \(FieldSchema.printable(name))" + near, remedy: "name an op of the catalogue: 'sitekeep ops' lists them and which may be granted", code: "unknown_op")
+        }
+        return op
+    }
+
+    static let grant = CommandSpec(
+        path: ["site", "grant"],
+        summary: "Let an app-bound site call bridge ops its catalogue allow-list does not name",
+        discussion: """
+        The catalogue (`sitekeep ops`) names the sites of each op; a site you added gets only the \
+        ops open to every app-bound site. A grant opens an op to one more site, this one alone, \
+        and at once (a running daemon applies it to the next message). The catalogue stays the \
+        ceiling: the op keeps its presence prompt, size and rate limits, and only ops the \
+        catalogue marks grantable can be granted (never hello or events). Needs your approval \
+        (the presence prompt, the passphrase typed again, or the current secret given for this \
+        command), even with the daemon unlocked; recorded in the audit log (`sitekeep log show`). \
+        `sitekeep site revoke` takes a grant back.
+        """,
+        arguments: [siteArgument, opArguments],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site grant https://newsroom.sgit.ai schedule.get vault.list vault.load --passphrase-file pass.txt", "let a site read its schedule and its vaults"),
+                   CommandExample("sitekeep site grant Newsroom key.sign --passphrase-file pass.txt", "let it ask to sign (each signature still prompts)")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try registry(store)
+        let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        let catalogue = try OpCatalogue.bundled()
+        let names = try opNames(inv)
+        guard s.isAppBound else {
+            throw CommandFailure("\(s.displayName) is not app-bound: only app-bound sites use the bridge, so a grant would do nothing",
+                                 remedy: "a site is made app-bound when it is added: save its data ('sitekeep site export'), remove it and add it again with --app-bound",
+                                 code: "not_app_bound")
+        }
+        let bridgeSite = BridgeSite(id: s.id.string, name: s.displayName, origins: s.origins.map(\.serialized), isAppBound: s.isAppBound)
+        let policy = try BridgeDispatcher(catalogue: catalogue, sites: RegistrySiteResolver(registry: reg), modules: [])
+        var added: [String] = []
+        for name in names {
+            let op = try catalogueOp(name, in: catalogue)
+            guard op.direction == .request else {
+                throw CommandFailure("\(op.name) is an event SiteKeep sends and cannot be granted; a site receives it through the requests it may call",
+                                     remedy: "grant the request ops instead ('sitekeep ops' lists them)", code: "not_grantable")
+            }
+            guard op.grantable else {
+                throw CommandFailure("\(op.name) can never be granted: the catalogue marks it grantable: false",
+                                     remedy: "'sitekeep ops' shows which ops may be granted", code: "not_grantable")
+            }
+            if policy.isAllowedByCatalogue(op.name, site: bridgeSite) {
+                inv.note("note: \(op.name) is already open to \(s.displayName) by the catalogue; nothing to grant")
+                continue
+            }
+            if s.grants.contains(op.name) {
+                inv.note("note: \(op.name) was already granted to \(s.displayName)")
+                continue
+            }
+            added.append(op.name)
+        }
+        var now = s
+        if !added.isEmpty {
+            let origin = s.origins.first?.serialized ?? s.id.string
+            // Opening an op to a site widens what a page may do: the user approves it, whichever
+            // process sent the command (as `vault trust` and `team ssh enable`).
+            let proof = try Approval.approve(inv, store: store, op: "site.grant", keyID: nil,
+                                             subject: "grant \(added.joined(separator: " ")) to \(s.displayName) (\(origin))")
+            now = try reg.updateGrants(forIdentifier: s.id, adding: added)
+            do {
+                try store.custodian.auditLog.append(site: s.id.string, op: "site.grant", key: nil, result: "ok", prompt: proof.promptID,
+                                                    detail: "granted \(added.joined(separator: " ")) to \(origin); now \(now.grants.joined(separator: " "))")
+            } catch {
+                // Unlogged, the grant does not stand.
+                _ = try? reg.updateGrants(forIdentifier: s.id, removing: added)
+                throw error
+            }
+        }
+        inv.emit(["site": .string(s.id.string), "granted": .array(added.map { .string($0) }), "grants": .array(now.grants.map { .string($0) })]) {
+            added.isEmpty ? "Nothing granted; \(s.displayName) has: \(now.grants.isEmpty ? "no grants" : now.grants.joined(separator: " "))."
+                : "Granted \(added.joined(separator: " ")) to \(s.displayName); its grants: \(now.grants.joined(separator: " "))."
+        }
+    }
+
+    static let revoke = CommandSpec(
+        path: ["site", "revoke"],
+        summary: "Take back bridge ops granted to a site (at once, also in a running daemon)",
+        discussion: "Removes the named ops from the site's grants; the catalogue's own allow-lists are not changed. Needs no approval (it only narrows what a page may do); recorded in the audit log.",
+        arguments: [siteArgument, opArguments],
+        examples: [CommandExample("sitekeep site revoke https://newsroom.sgit.ai key.sign", "the site may no longer ask to sign")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try registry(store)
+        let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        let names = try opNames(inv)
+        var removed: [String] = []
+        for name in names {
+            if s.grants.contains(name) { removed.append(name); continue }
+            // A name the site holds is revoked even if the catalogue no longer lists it; any other
+            // must be an op, so a typo is not taken for a revoke.
+            let op = try catalogueOp(name, in: try OpCatalogue.bundled())
+            inv.note("note: \(op.name) is not granted to \(s.displayName)" + (s.grants.isEmpty ? "" : " (its grants: \(s.grants.joined(separator: " ")))"))
+        }
+        var now = s
+        if !removed.isEmpty {
+            // No approval: a revoke only narrows what a page may do. A process that revokes
+            // unasked can at worst take an op away, which the user's approved grant gives back.
+            // Should the audit line fail, the revoke stands (the narrower state) and the error is
+            // reported.
+            now = try reg.updateGrants(forIdentifier: s.id, removing: removed)
+            try store.custodian.auditLog.append(site: s.id.string, op: "site.revoke", key: nil, result: "ok",
+                                                detail: "revoked \(removed.joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string); now \(now.grants.isEmpty ? "-" : now.grants.joined(separator: " "))")
+        }
+        inv.emit(["site": .string(s.id.string), "revoked": .array(removed.map { .string($0) }), "grants": .array(now.grants.map { .string($0) })]) {
+            removed.isEmpty ? "Nothing revoked." : "Revoked \(removed.joined(separator: " ")) from \(s.displayName); its grants: \(now.grants.isEmpty ? "none" : now.grants.joined(separator: " "))."
         }
     }
 

@@ -20,6 +20,54 @@ public struct Site: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When a partition of the site was last opened (for purging least recently used sites).
     public var lastUsedAt: Date
+    /// The bridge ops the user granted this site beyond the catalogue's allow-lists (`sitekeep
+    /// site grant`), sorted. The registry keeps names only; the bridge decides which ops may be
+    /// granted and applies a grant to this site alone. Absent in a store from before grants.
+    public var grants: [String] = []
+}
+
+extension Site {
+    private enum CodingKeys: String, CodingKey {
+        case id, displayName, origins, isAppBound, protection, createdAt, lastUsedAt, grants
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(SiteID.self, forKey: .id)
+        displayName = try c.decode(String.self, forKey: .displayName)
+        origins = try c.decode([Origin].self, forKey: .origins)
+        isAppBound = try c.decode(Bool.self, forKey: .isAppBound)
+        protection = try c.decode(ProtectionClass.self, forKey: .protection)
+        createdAt = try c.decode(Date.self, forKey: .createdAt)
+        lastUsedAt = try c.decode(Date.self, forKey: .lastUsedAt)
+        // A store from before grants has none.
+        grants = try c.decodeIfPresent([String].self, forKey: .grants) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(displayName, forKey: .displayName)
+        try c.encode(origins, forKey: .origins)
+        try c.encode(isAppBound, forKey: .isAppBound)
+        try c.encode(protection, forKey: .protection)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(lastUsedAt, forKey: .lastUsedAt)
+        // Written only when there are some, so a store without grants reads as before everywhere.
+        if !grants.isEmpty { try c.encode(grants, forKey: .grants) }
+    }
+
+    /// The most ops one site may be granted, and the longest op name.
+    public static let maximumGrants = 64
+    static let maximumOpNameBytes = 64
+
+    /// Whether `op` has the form of a bridge op name: lower-case words (a–z, 0–9) joined by dots.
+    public static func isOpName(_ op: String) -> Bool {
+        let parts = op.split(separator: ".", omittingEmptySubsequences: false)
+        return op.utf8.count <= maximumOpNameBytes && !parts.isEmpty && parts.allSatisfy { part in
+            !part.isEmpty && part.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }
+        }
+    }
 }
 
 extension Site {
@@ -473,6 +521,54 @@ public final class SiteRegistry: Sendable {
         let path = folder(id) + "/web"
         try Self.makePrivateDirectory(path)
         return path
+    }
+
+    /// Replaces the ops granted to the site (``Site/grants``) under the file lock, on a fresh
+    /// read, and returns the site as written. Only app-bound sites use the bridge, so only they
+    /// may hold grants. Which ops may be granted is the caller's (the bridge catalogue's) rule;
+    /// the registry checks the names' form and count.
+    /// - Throws: ``PartitionError/unknownSite(_:)``; ``PartitionError/invalidValue(_:)`` for a
+    ///   site that is not app-bound, a malformed op name or too many grants.
+    @discardableResult
+    public func setGrants(_ ops: [String], forIdentifier id: SiteID) throws(PartitionError) -> Site {
+        try changeGrants(forIdentifier: id) { _ in ops }
+    }
+
+    /// Adds and removes granted ops on the registry's fresh read under the file lock, so a
+    /// change another process made meanwhile is kept (as ``setGrants(_:forIdentifier:)`` checks).
+    @discardableResult
+    public func updateGrants(forIdentifier id: SiteID, adding: [String] = [], removing: [String] = []) throws(PartitionError) -> Site {
+        try changeGrants(forIdentifier: id) { now in (now + adding).filter { !removing.contains($0) } }
+    }
+
+    private func changeGrants(forIdentifier id: SiteID, _ change: @Sendable ([String]) -> [String]) throws(PartitionError) -> Site {
+        let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
+            guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            let sorted = Array(Set(change(site.grants))).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            if let bad = sorted.first(where: { !Site.isOpName($0) }) {
+                throw PartitionError.invalidValue("\"\(bad.prefix(80))\" is not an op name (lower-case words joined by dots); see `sitekeep ops`")
+            }
+            guard sorted.count <= Site.maximumGrants else {
+                throw PartitionError.invalidValue("a site may be granted at most \(Site.maximumGrants) ops")
+            }
+            guard site.isAppBound || sorted.isEmpty else {
+                throw PartitionError.invalidValue("\(site.displayName) is not app-bound; only app-bound sites use the bridge, so a grant would do nothing")
+            }
+            guard site.grants != sorted else { return site }
+            site.grants = sorted
+            st.sites[id] = site
+            try persist(st)
+            return site
+        } }
+        guard let written else { throw .storageFailure("the registry lock was not taken") }
+        return written
+    }
+
+    /// The sites of the store in `home` as its `sites.json` says now, without opening any key
+    /// (for listings such as `sitekeep ops`); none when the store has no sites yet.
+    /// - Throws: ``PartitionError/registryDamaged(_:)`` when `sites.json` cannot be read.
+    public static func sites(inHome home: URL) throws(PartitionError) -> [Site] {
+        try read(home.appendingPathComponent("sites.json").path).0.values.sorted { $0.id < $1.id }
     }
 
     /// Bytes the site's folder uses on disk.

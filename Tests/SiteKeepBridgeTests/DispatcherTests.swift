@@ -57,10 +57,24 @@ import SiteKeepTesting
         ("", #""k":{"type":"array","maxItems":2}"#),                             // untyped array
         ("", #""k":{"type":"integer","maxLength":2}"#),                          // limit on the wrong type
         ("", #""bad-name":{"type":"boolean"}"#),                                 // field name
+        (#","grantable":"yes""#, ""),                                            // grantable not a boolean
     ])
     func refusesBadCatalogues(extra: String, args: String) {
         let op = Self.minimalOp.replacingOccurrences(of: #""result":{}"#, with: #""result":{}"# + extra)
         #expect(throws: BridgeError.self) { try OpCatalogue.load(Self.catalogue(op, args: args)) }
+    }
+
+    /// Events and hello can never be granted: a catalogue saying otherwise is refused.
+    @Test func eventsAndHelloAreNeverGrantable() throws {
+        let event = #"{"name":"a.changed","version":1,"direction":"event","summary":"s","sites":["*app-bound*"],"grantable":true,"data":{}}"#
+        #expect(throws: BridgeError.self) { try OpCatalogue.load(Self.catalogue(event)) }
+        let hello = Self.minimalOp.replacingOccurrences(of: #""name":"a.b""#, with: #""name":"hello""#)
+            .replacingOccurrences(of: #""result":{}"#, with: #""result":{},"grantable":true"#)
+        #expect(throws: BridgeError.self) { try OpCatalogue.load(Self.catalogue(hello)) }
+        let plain = try OpCatalogue.load(Self.catalogue(Self.minimalOp))
+        #expect(plain["a.b"]?.grantable == false, "an op the catalogue does not mark is not grantable")
+        let marked = try OpCatalogue.load(Self.catalogue(Self.minimalOp.replacingOccurrences(of: #""result":{}"#, with: #""result":{},"grantable":true"#)))
+        #expect(marked["a.b"]?.grantable == true)
     }
 
     @Test func refusesUnknownTopLevelMembersAndWrongFormat() {

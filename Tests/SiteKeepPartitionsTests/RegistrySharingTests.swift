@@ -175,3 +175,39 @@ import SiteKeepTestSupport
         #expect(permissions(home.appendingPathComponent("sites.json.lock").path) == 0o600)
     }
 }
+
+/// Issue 33, point 5: the site registry keeps each site's granted ops.
+@Suite struct SiteGrantRegistryTests {
+    @Test func grantsAreKeptPerSiteAndAStoreWithoutThemReadsAsBefore() throws {
+        let dir = TempDir()
+        let home = dir.url.appendingPathComponent("home")
+        let reg = try SiteRegistry(home: home, keys: MemoryKeyProvider())
+        let a = try reg.add(displayName: "A", origins: ["https://a.example"], appBound: true)
+        let b = try reg.add(displayName: "B", origins: ["https://b.example"], appBound: true)
+        let plain = try reg.add(displayName: "P", origins: ["https://p.example"], appBound: false)
+        func raw() throws -> [[String: Any]] {
+            let doc = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: home.appendingPathComponent("sites.json"))) as? [String: Any])
+            return try #require(doc["sites"] as? [[String: Any]])
+        }
+        // No grants: none written, so the file reads as it did before grants existed.
+        #expect(try raw().allSatisfy { $0["grants"] == nil })
+        let written = try reg.setGrants(["vault.list", "schedule.get", "vault.list"], forIdentifier: a.id)
+        #expect(written.grants == ["schedule.get", "vault.list"])
+        // Another registry on the same home (another process) sees them; the other site has none.
+        let other = try SiteRegistry(home: home, keys: MemoryKeyProvider())
+        #expect(other.site(forIdentifier: a.id)?.grants == ["schedule.get", "vault.list"])
+        #expect(other.site(forIdentifier: b.id)?.grants == [])
+        #expect(try SiteRegistry.sites(inHome: home).first { $0.id == a.id }?.grants == ["schedule.get", "vault.list"])
+        // Refused with a reason, leaving the file as it was.
+        let before = try Data(contentsOf: home.appendingPathComponent("sites.json"))
+        #expect(throws: PartitionError.self) { try reg.setGrants(["schedule.get"], forIdentifier: plain.id) }
+        #expect(throws: PartitionError.self) { try reg.setGrants(["Schedule.Get"], forIdentifier: b.id) }
+        #expect(throws: PartitionError.self) { try reg.setGrants(["../x"], forIdentifier: b.id) }
+        #expect(throws: PartitionError.self) { try reg.setGrants((0...Site.maximumGrants).map { "op.n\($0)" }, forIdentifier: b.id) }
+        #expect(throws: PartitionError.self) { try reg.setGrants(["schedule.get"], forIdentifier: SiteID.random()) }
+        #expect(try Data(contentsOf: home.appendingPathComponent("sites.json")) == before)
+        // Revoking everything leaves no grants member.
+        try reg.setGrants([], forIdentifier: a.id)
+        #expect(try raw().allSatisfy { $0["grants"] == nil })
+    }
+}

@@ -9,7 +9,14 @@ import Synchronization
 /// view of the app-bound sites is rebuilt only when the registry's generation moves.
 public final class RegistrySiteResolver: SiteResolver {
     public let registry: SiteRegistry
-    private let view = Mutex<(generation: UInt64, sites: [String: BridgeSite])>((0, [:]))
+    private let view = Mutex<View>(View())
+
+    /// The app-bound sites and their grants, as of one registry generation.
+    private struct View {
+        var generation: UInt64 = 0
+        var sites: [String: BridgeSite] = [:]
+        var grants: [String: Set<String>] = [:]
+    }
 
     public init(registry: SiteRegistry) { self.registry = registry }
 
@@ -23,15 +30,34 @@ public final class RegistrySiteResolver: SiteResolver {
     }
 
     public func isCurrent(_ site: BridgeSite) -> Bool {
+        current { v in
+            guard let now = v.sites[site.id] else { return false }
+            return now.isAppBound == site.isAppBound && now.origins == site.origins
+        }
+    }
+
+    /// The site's grants from the same view: only while the site is registered with the same
+    /// origins and app-bound flag as `site` (a grant belongs to the site it was given to).
+    public func grantedOps(_ site: BridgeSite) -> Set<String> {
+        current { v in
+            guard let now = v.sites[site.id], now.isAppBound == site.isAppBound, now.origins == site.origins else { return [] }
+            return v.grants[site.id] ?? []
+        }
+    }
+
+    /// Runs `body` on the view of the registry's current generation (rebuilt when it moved).
+    private func current<R: Sendable>(_ body: (View) -> R) -> R {
         let generation = registry.generation
         return view.withLock { v in
             if v.generation != generation {
-                var sites: [String: BridgeSite] = [:]
-                for s in registry.sites() where s.isAppBound { sites[s.id.string] = Self.bridgeSite(s) }
-                v = (generation, sites)
+                var fresh = View(generation: generation)
+                for s in registry.sites() where s.isAppBound {
+                    fresh.sites[s.id.string] = Self.bridgeSite(s)
+                    if !s.grants.isEmpty { fresh.grants[s.id.string] = Set(s.grants) }
+                }
+                v = fresh
             }
-            guard let now = v.sites[site.id] else { return false }
-            return now.isAppBound == site.isAppBound && now.origins == site.origins
+            return body(v)
         }
     }
 
