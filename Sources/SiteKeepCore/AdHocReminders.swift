@@ -52,6 +52,14 @@ public struct AdHocReminders: Sendable, Equatable {
                   let zone = v["zone"]?.stringValue.flatMap(ZoneRules.init(identifier:)) else {
                 throw CoreFieldError(p, "must hold id, text, at (RFC 3339) and zone (an IANA zone name)")
             }
+            // The file may have been edited by hand or by another program: held to what `add` allows.
+            guard id.utf8.count <= 8, id.first == "r", let n = Int(id.dropFirst()), n > 0, "r\(n)" == id else {
+                throw CoreFieldError("\(p).id", "(\(printable(id))) must be r1, r2, …")
+            }
+            guard !text.isEmpty, text.utf8.count <= AdHocReminder.maxTextBytes, !hasControlCharacters(text) else {
+                throw CoreFieldError("\(p).text", "must be 1 to \(AdHocReminder.maxTextBytes) bytes on one line, without control characters")
+            }
+            guard !out.contains(where: { $0.id == id }) else { throw CoreFieldError("\(p).id", "(\(id)) is there twice") }
             out.append(AdHocReminder(id: id, text: text, at: at, zone: zone))
         }
         reminders = out

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SiteKeepCore
 import SiteKeepTestSupport
+import SiteKeepJSON
 
 /// Issue 33: reminders set by hand (`remind add TEXT --at TIME | --in DURATION`): the times they
 /// take, the errors for a bad one, and their delivery by the same deliverer and ledger as the
@@ -81,5 +82,30 @@ import SiteKeepTestSupport
         // A day later they are dropped from the file.
         all.prune(now: try Instant(rfc3339: "2026-07-02T09:00:00Z"))
         #expect(all.reminders.isEmpty && all.input == nil)
+    }
+
+    /// The file is held to what `remind add` allows when it is read (it may have been edited by
+    /// hand or planted): a control character, an over-long text, a bad or repeated id, a zone
+    /// that does not exist or another format are refused naming the member.
+    @Test func aHandEditedFileIsRefusedWithTheMemberNamed() throws {
+        func doc(_ entry: String, format: String = AdHocReminders.format) throws -> JSONValue {
+            try JSONParser.parse(#"{"format": "\#(format)", "reminders": [\#(entry)]}"#)
+        }
+        let good = #"{"id": "r1", "text": "Call Ana", "at": "2026-07-01T08:30:00Z", "zone": "Europe/Lisbon"}"#
+        #expect(try AdHocReminders(json: try doc(good)).reminders.map(\.text) == ["Call Ana"])
+        let bad: [(String, String)] = [
+            (#"{"id": "r1", "text": "Call\u0007Ana", "at": "2026-07-01T08:30:00Z", "zone": "Europe/Lisbon"}"#, "reminders.reminders[0].text"),
+            (#"{"id": "r1", "text": "\#(String(repeating: "x", count: 201))", "at": "2026-07-01T08:30:00Z", "zone": "Europe/Lisbon"}"#, "reminders.reminders[0].text"),
+            (#"{"id": "../x", "text": "a", "at": "2026-07-01T08:30:00Z", "zone": "Europe/Lisbon"}"#, "reminders.reminders[0].id"),
+            (#"{"id": "r1", "text": "a", "at": "soon", "zone": "Europe/Lisbon"}"#, "reminders.reminders[0]"),
+            (#"{"id": "r1", "text": "a", "at": "2026-07-01T08:30:00Z", "zone": "Mars/Olympus"}"#, "reminders.reminders[0]"),
+            (good + ", " + good, "reminders.reminders[1].id"),
+        ]
+        for (entry, path) in bad {
+            do { _ = try AdHocReminders(json: try doc(entry)); Issue.record("accepted: \(entry)") } catch {
+                #expect(error.path == path, "\(error)")
+            }
+        }
+        #expect(throws: CoreFieldError.self) { try AdHocReminders(json: try doc(good, format: "other.v1")) }
     }
 }
