@@ -13,7 +13,7 @@ internal import SiteKeepDaemon
 /// decide, and prints.
 enum CoreCommands {
     static var all: [CommandSpec] {
-        [scheduleList, scheduleAdd, scheduleRemove, scheduleExport, agendaLoad, remindPlan, remindList, next,
+        [scheduleList, scheduleAdd, scheduleRemove, scheduleExport, agendaList, agendaLoad, remindPlan, remindList, remindAdd, remindRemove, next,
          workflowList, workflowShow, workflowRun, inbox, identitySet]
     }
 
@@ -49,6 +49,9 @@ enum CoreCommands {
         try c.partition.storage.setItem(ScheduleDocument.storageKey, s.text)
     }
 
+    /// `2026-12-05 09:30 Europe/Lisbon`: every time the core's commands print names its zone.
+    static func stamp(_ i: Instant, _ zone: ZoneRules) -> String { AdHocReminders.stamp(i, zone) }
+
     static func failure(_ e: CoreFieldError) -> CommandFailure { CommandFailure(e.description, code: "bad_request") }
     static func failure(_ e: CoreFileError) -> CommandFailure { CommandFailure("SiteKeep's state file \(e)", code: "io") }
 
@@ -79,9 +82,9 @@ enum CoreCommands {
         let entries = try schedule(c).entries(in: agenda)
         inv.emit(.array(entries.map { entryJSON($0, zone: agenda.zone) })) {
             entries.isEmpty ? "No picks; add one with 'sitekeep schedule add ID --site \(inv.option("--site") ?? "ORIGIN")'." :
-            Table(headers: ["WHEN (\(agenda.zone.identifier))", "TITLE", "STAGE", "ID"], rows: entries.map { e in
+            Table(headers: ["WHEN", "TITLE", "STAGE", "ID"], rows: entries.map { e in
                 guard let i = e.item else { return ["-", "(not in the agenda)", "-", e.pick.id] }
-                return [agenda.zone.local(i.start).description.replacingOccurrences(of: "T", with: " ").dropLast(3).description, i.title, i.stage ?? "-", e.pick.id]
+                return [stamp(i.start, agenda.zone), i.title, i.stage ?? "-", e.pick.id]
             }).render { inv.style($0, .bold) }
         }
     }
@@ -147,14 +150,13 @@ enum CoreCommands {
         for the reminder lead, and a UID per pick and site, so importing the file again updates \
         events instead of duplicating them. Picks the agenda lacks are named on standard error.
         """,
-        options: [.flag("--ics", "RFC 5545 (the only format)"), siteOption, .option("--output", value: "FILE", "write to FILE (default: standard output)"),
+        options: [.flag("--ics", "RFC 5545, the default and only format (may be left out)"), siteOption, .option("--output", value: "FILE", "write to FILE (default: standard output)"),
                   UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep schedule export --ics --site https://promptugal.news", "print the calendar"),
-                   CommandExample("sitekeep schedule export --ics --site https://promptugal.news --output picks.ics", "write it to picks.ics")],
+        examples: [CommandExample("sitekeep schedule export --site https://promptugal.news", "print the calendar (iCalendar)"),
+                   CommandExample("sitekeep schedule export --site https://promptugal.news --output picks.ics", "write it to picks.ics")],
         printsData: false
     ) { inv in
-        guard inv.flag("--ics") else { throw UsageError("say --ics (RFC 5545 is the format export writes)", command: inv.spec.commandLine) }
         let c = try siteContext(inv)
         defer { c.partition.close() }
         let agenda = try c.agenda.currentOrEmpty()
@@ -177,6 +179,38 @@ enum CoreCommands {
     }
 
     // MARK: agenda
+
+    static let agendaList = CommandSpec(
+        path: ["agenda", "list"],
+        summary: "List a site's loaded agenda: each item's id, times (with their zone), kind and whether it is picked",
+        discussion: "What to choose from: pick an item with 'sitekeep schedule add ID --site ORIGIN'. Items that have ended are left out unless --all is given.",
+        options: [siteOption, .flag("--all", "include the items that have ended"), .flag("--picked", "only the picked items")],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep agenda list --site https://promptugal.news", "what is on, soonest first, with the ids to pick"),
+                   CommandExample("sitekeep agenda list --site https://promptugal.news --json", "as JSON")]
+    ) { inv in
+        let c = try siteContext(inv)
+        defer { c.partition.close() }
+        let agenda = try c.agenda.currentOrEmpty()
+        let picked = Set(try schedule(c).picks.map(\.id))
+        let now = SystemClock().now()
+        let items = agenda.items.filter { (inv.flag("--all") || $0.end > now) && (!inv.flag("--picked") || picked.contains($0.id)) }
+        inv.emit(.array(items.map { i in
+            var m = [JSONMember(key: "id", value: .string(i.id)), JSONMember(key: "title", value: .string(i.title))]
+            if let stage = i.stage { m.append(JSONMember(key: "stage", value: .string(stage))) }
+            m += [JSONMember(key: "kind", value: .string(i.kind.rawValue)), JSONMember(key: "start", value: .string(i.start.rfc3339)),
+                  JSONMember(key: "end", value: .string(i.end.rfc3339)), JSONMember(key: "zone", value: .string(agenda.zone.identifier)),
+                  JSONMember(key: "picked", value: .bool(picked.contains(i.id)))]
+            return .object(m)
+        })) {
+            if agenda.items.isEmpty { return "No agenda loaded; load one with 'sitekeep agenda load FILE-OR-URL --site \(inv.option("--site") ?? "ORIGIN")'." }
+            if items.isEmpty { return "No agenda items to show (\(agenda.items.count) in all; --all shows those that have ended)." }
+            return Table(headers: ["START", "END", "TITLE", "STAGE", "KIND", "PICKED", "ID"], rows: items.map { i in
+                [stamp(i.start, agenda.zone), agenda.zone.local(i.end).hourMinute, i.title, i.stage ?? "-", i.kind.rawValue,
+                 picked.contains(i.id) ? "yes" : "-", i.id]
+            }).render { inv.style($0, .bold) }
+        }
+    }
 
     static let agendaLoad = CommandSpec(
         path: ["agenda", "load"],
@@ -222,21 +256,27 @@ enum CoreCommands {
         return out
     }
 
-    static func reminderRows(_ list: [(Site, Reminder, ZoneRules)]) -> [[String]] {
-        list.map { s, r, z in [z.local(r.fireAt).description.replacingOccurrences(of: "T", with: " "), r.item.kind.rawValue, r.title, s.displayName] }
+    /// A pending reminder: the site's name (nil for one set by hand), the reminder, the zone it is shown in.
+    typealias PendingReminder = (site: String?, reminder: Reminder, zone: ZoneRules)
+
+    static func reminderRows(_ list: [PendingReminder]) -> [[String]] {
+        list.map { s, r, z in [stamp(r.fireAt, z), r.item.kind.rawValue, r.title, s ?? "-", r.item.kind == .reminder ? r.item.id : "-"] }
     }
 
-    static func reminderJSON(_ s: Site, _ r: Reminder) -> JSONValue {
-        ["site": .string(s.displayName), "id": .string(r.id), "item": .string(r.item.id), "title": .string(r.title),
-         "kind": .string(r.item.kind.rawValue), "at": .string(r.fireAt.rfc3339), "start": .string(r.item.start.rfc3339)]
+    static let reminderHeaders = ["AT", "KIND", "TITLE", "SITE", "ID"]
+
+    static func reminderJSON(_ p: PendingReminder) -> JSONValue {
+        ["site": .string(p.site), "id": .string(p.reminder.id), "item": .string(p.reminder.item.id), "title": .string(p.reminder.title),
+         "kind": .string(p.reminder.item.kind.rawValue), "at": .string(p.reminder.fireAt.rfc3339), "start": .string(p.reminder.item.start.rfc3339),
+         "local": .string(stamp(p.reminder.fireAt, p.zone)), "zone": .string(p.zone.identifier)]
     }
 
-    static func pending(_ inv: Invocation, setLeads: Bool) throws -> [(Site, Reminder, ZoneRules)] {
+    static func pending(_ inv: Invocation, setLeads: Bool) throws -> [PendingReminder] {
         let store = try StoreContext.open(inv)
         let reg = try SiteCommands.registry(store)
         let only = try inv.option("--site").map { try SiteCommands.site($0, in: reg, command: inv.spec.commandLine) }
         let state = CoreStateDirectory(home: store.home.path)
-        var out: [(Site, Reminder, ZoneRules)] = []
+        var out: [PendingReminder] = []
         var sources: [NextSnapshot.Source] = []
         do {
             for (s, sched, agenda) in allInputs(store, registry: reg, only: only) {
@@ -247,15 +287,23 @@ enum CoreCommands {
                     try state.setReminderPolicy(policy, site: s.id.string)
                 }
                 let d = ReminderDeliverer(ledger: FileDeliveryLedger(path: state.deliveredLedger), sink: PrintingNotifierStub(), clock: SystemClock(), policy: policy)
-                out += try d.pending(ReminderInput(siteID: s.id.string, schedule: sched, agenda: agenda)).map { (s, $0, agenda.zone) }
+                out += try d.pending(ReminderInput(siteID: s.id.string, schedule: sched, agenda: agenda)).map { (s.displayName, $0, agenda.zone) }
                 sources.append(NextSnapshot.Source(siteName: s.displayName, schedule: sched, agenda: agenda))
+            }
+            if only == nil {
+                let mine = try state.adHocReminders()
+                if let input = mine.input {
+                    let d = ReminderDeliverer(ledger: FileDeliveryLedger(path: state.deliveredLedger), sink: PrintingNotifierStub(), clock: SystemClock())
+                    let zones = Dictionary(mine.reminders.map { ($0.id, $0.zone) }, uniquingKeysWith: { a, _ in a })
+                    out += try d.pending(input).map { (nil, $0, zones[$0.item.id] ?? input.agenda.zone) }
+                }
             }
             if setLeads && only == nil {
                 try CoreFiles.ensureDirectory(state.home)
                 try NextSnapshotStore(path: state.nextSnapshot).write(NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil))
             }
         } catch let e as CoreFileError { throw failure(e) }
-        return out.sorted { $0.1.fireAt < $1.1.fireAt }
+        return out.sorted { $0.reminder.fireAt < $1.reminder.fireAt }
     }
 
     struct PrintingNotifierStub: NotificationSink { func deliver(_ n: DesktopNotification) throws(DeliveryError) {} }
@@ -275,8 +323,8 @@ enum CoreCommands {
                    CommandExample("sitekeep remind plan --site https://promptugal.news --session-lead 15", "warn 15 minutes before picked sessions")]
     ) { inv in
         let list = try pending(inv, setLeads: true)
-        inv.emit(.array(list.map { reminderJSON($0.0, $0.1) })) {
-            list.isEmpty ? "No reminders to plan." : Table(headers: ["AT", "KIND", "TITLE", "SITE"], rows: reminderRows(list)).render { inv.style($0, .bold) }
+        inv.emit(.array(list.map(reminderJSON))) {
+            list.isEmpty ? "No reminders to plan." : Table(headers: reminderHeaders, rows: reminderRows(list)).render { inv.style($0, .bold) }
         }
     }
 
@@ -287,9 +335,75 @@ enum CoreCommands {
         examples: [CommandExample("sitekeep remind list", "what will be shown, soonest first"), CommandExample("sitekeep remind list --json", "as JSON")]
     ) { inv in
         let list = try pending(inv, setLeads: false)
-        inv.emit(.array(list.map { reminderJSON($0.0, $0.1) })) {
-            list.isEmpty ? "No reminders pending." : Table(headers: ["AT", "KIND", "TITLE", "SITE"], rows: reminderRows(list)).render { inv.style($0, .bold) }
+        inv.emit(.array(list.map(reminderJSON))) {
+            list.isEmpty ? "No reminders pending." : Table(headers: reminderHeaders, rows: reminderRows(list)).render { inv.style($0, .bold) }
         }
+    }
+
+    /// The zone a time given by hand is read in: `TZ` when it names a zone, else the system's.
+    static func localZone(_ inv: Invocation) -> ZoneRules {
+        if let tz = inv.environment["TZ"].map({ $0.hasPrefix(":") ? String($0.dropFirst()) : $0 }), let z = ZoneRules(identifier: tz) { return z }
+        return ZoneRules(identifier: TimeZone.current.identifier) ?? .utc
+    }
+
+    static let remindAdd = CommandSpec(
+        path: ["remind", "add"],
+        summary: "Set a reminder of your own: TEXT shown as a desktop notification at a time (--at) or after a while (--in)",
+        discussion: """
+        The daemon ('sitekeep serve', or the one 'sitekeep unlock' starts) shows it as it shows the \
+        agenda's reminders, once, within 30 seconds of its time (late, and marked so, if no daemon \
+        ran then; dropped a day after). --at takes HH:MM (today), 'YYYY-MM-DD HH:MM' (both in \
+        the local zone: TZ, or the system's) or an RFC 3339 time with its offset; --in takes \
+        20m, 90s, 2h, 1h30m or 1d. 'sitekeep remind list' shows it with its id; \
+        'sitekeep remind remove ID' takes it back.
+        """,
+        arguments: [ArgumentSpec("TEXT", "what to be reminded of (one line, at most 200 bytes)")],
+        options: [.option("--at", value: "TIME", "when: HH:MM, 'YYYY-MM-DD HH:MM' or RFC 3339"),
+                  .option("--in", value: "DURATION", "after how long: 20m, 90s, 2h, 1h30m, 1d")],
+        examples: [CommandExample("sitekeep remind add 'Stand up and stretch' --in 20m", "in twenty minutes"),
+                   CommandExample("sitekeep remind add 'Call Ana' --at '2026-12-07 09:30'", "at 09:30 local time on 7 December")]
+    ) { inv in
+        let text = try inv.requiredArgument("TEXT")
+        let at = inv.option("--at"), after = inv.option("--in")
+        guard (at == nil) != (after == nil) else {
+            throw UsageError(at == nil ? "say when: --at TIME or --in DURATION" : "give --at or --in, not both", command: inv.spec.commandLine)
+        }
+        let zone = localZone(inv)
+        let now = SystemClock().now()
+        let state = CoreStateDirectory(home: inv.settings.home)
+        let added: AdHocReminder
+        do {
+            let when = try at.map { t throws(CoreFieldError) in try ReminderTime.at(t, zone: zone, now: now) } ?? ReminderTime.after(after ?? "", now: now)
+            var all = try state.adHocReminders()
+            added = try all.add(text: text, at: when, zone: zone, now: now)
+            try CoreFiles.ensureDirectory(state.root)
+            try state.setAdHocReminders(all)
+        } catch let e as CoreFieldError { throw CommandFailure(e.description, code: "bad_request") } catch let e as CoreFileError { throw failure(e) }
+        inv.emit(["id": .string(added.id), "text": .string(added.text), "at": .string(added.at.rfc3339), "local": .string(stamp(added.at, zone)),
+                  "zone": .string(zone.identifier)]) {
+            "Reminder \(added.id) set for \(stamp(added.at, zone)): \(added.text)"
+        }
+        if (try? DaemonLink.find(inv)) == nil {
+            inv.note("No daemon runs: the reminder is shown when one does ('sitekeep unlock' or 'sitekeep serve').")
+        }
+    }
+
+    static let remindRemove = CommandSpec(
+        path: ["remind", "remove"],
+        summary: "Take back a reminder set with 'remind add' (its id is in 'sitekeep remind list')",
+        arguments: [ArgumentSpec("ID", "the reminder's id, e.g. r1")],
+        examples: [CommandExample("sitekeep remind remove r1", "the reminder r1 is not shown")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let state = CoreStateDirectory(home: inv.settings.home)
+        var all: AdHocReminders
+        do throws(CoreFileError) { all = try state.adHocReminders() } catch { throw failure(error) }
+        guard let gone = all.remove(id: id) else {
+            let ids = all.reminders.map(\.id)
+            throw CommandFailure("no reminder \(id)", remedy: ids.isEmpty ? "there are none; set one with 'sitekeep remind add TEXT --in 20m'" : "the ids are \(ids.joined(separator: ", ")) ('sitekeep remind list')", code: "not_found")
+        }
+        do throws(CoreFileError) { try state.setAdHocReminders(all) } catch { throw failure(error) }
+        inv.emit(["removed": .string(gone.id)]) { "Removed \(gone.id) (\(stamp(gone.at, gone.zone)): \(gone.text))." }
     }
 
     static let next = CommandSpec(
@@ -313,7 +427,7 @@ enum CoreCommands {
         guard let snap else { return }
         inv.emit(snap.json) {
             let badges = snap.badges.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: " · ")
-            let rows = snap.items.map { [$0.localStart, $0.title, $0.stage ?? "-", $0.site] }
+            let rows = snap.items.map { [$0.shownStart, $0.title, $0.stage ?? "-", $0.site] }
             return (rows.isEmpty ? "Nothing next." : Table(headers: ["AT", "TITLE", "STAGE", "SITE"], rows: rows).render { inv.style($0, .bold) })
                 + "\n\(badges)" + (snap.lastSync.map { " · last sync \($0.rfc3339)" } ?? "")
         }

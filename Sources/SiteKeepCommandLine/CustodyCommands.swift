@@ -136,9 +136,7 @@ enum CustodyCommands {
         } else {
             try store.unlockOneShot(inv)
             // The secret is right, but nothing stays unlocked: say so, as status will.
-            inv.emit(["unlocked": false, "secretAccepted": true, "daemon": false]) {
-                "The secret unlocks this store. No daemon runs, so nothing stays unlocked: run 'sitekeep unlock' without --no-autostart (or 'sitekeep serve') to keep keys unlocked, or pass the secret to each command."
-            }
+            inv.emit(["unlocked": false, "secretAccepted": true, "daemon": false]) { UnlockOptions.noDaemonMessage(inv) }
         }
     }
 
@@ -619,4 +617,25 @@ final class SecretBox: @unchecked Sendable {
     private var secret: SecretBytes?
     init(_ secret: consuming SecretBytes) { self.secret = consume secret }
     func take() -> SecretBytes { secret.take()! }
+}
+
+extension UnlockOptions {
+    /// What `unlock` says when the secret is right but no daemon keeps the keys: why none was
+    /// started (the user's --no-autostart, SITEKEEP_NO_AUTOSTART, or no runtime folder to put
+    /// its sockets in) and what to do.
+    static func noDaemonMessage(_ inv: Invocation) -> String {
+        let head = "The secret unlocks this store, but nothing stays unlocked: "
+        let oneShot = "or pass the secret to each command (each then unlocks for itself)."
+        if inv.flag("--no-autostart") {
+            return head + "--no-autostart was given, so no daemon was started. Run 'sitekeep unlock' without it (or 'sitekeep serve') to keep keys unlocked, " + oneShot
+        }
+        if inv.environment["SITEKEEP_NO_AUTOSTART"] == "1" {
+            return head + "SITEKEEP_NO_AUTOSTART=1 is set, so no daemon was started. Unset it (or run 'sitekeep serve') to keep keys unlocked, " + oneShot
+        }
+        if (try? DaemonSockets.control(environment: inv.environment)) == nil {
+            return head + "neither XDG_RUNTIME_DIR nor SITEKEEP_SOCK is set, so no daemon can be found or started (its sockets live there). "
+                + "Set XDG_RUNTIME_DIR (a login session sets it), or SITEKEEP_SOCK=DIR/bridge.sock in a folder only you can open, then run 'sitekeep unlock' again; " + oneShot
+        }
+        return head + "no daemon runs and none was started here. Run 'sitekeep unlock' from a shell (or 'sitekeep serve') to keep keys unlocked, " + oneShot
+    }
 }

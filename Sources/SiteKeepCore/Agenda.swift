@@ -6,6 +6,8 @@ public enum AgendaItemKind: String, Sendable, Hashable, CaseIterable {
     case session
     /// A team stand-up (the meeting briefings): reminded whether picked or not.
     case standup
+    /// A reminder the user set by hand (``AdHocReminder``; never read from an agenda).
+    case reminder
 }
 
 /// One item of a site's public agenda.

@@ -6,6 +6,7 @@ public import SiteKeepJSON
 /// HOME/next.json                          the "what is next" snapshot (readable with no key)
 /// HOME/identity.json                      identities per store and site (sitekeep.identity.v1)
 /// HOME/core/reminders-delivered.json      reminders already shown (never twice)
+/// HOME/core/reminders-adhoc.json          the reminders set by hand (`remind add`)
 /// HOME/core/sites/SITE/reminders.json     the site's reminder leads
 /// HOME/core/sites/SITE/calendar.json      the calendar export's UIDs and SEQUENCEs
 /// SCOPE/workflow-runs.json                where each of the scope's workflow runs is

@@ -17,10 +17,18 @@ public struct NextSnapshot: Sendable, Equatable {
         public let site: String
         /// Start as wall-clock `HH:MM` in the agenda's zone (what the widget prints).
         public let localStart: String
+        /// The zone `localStart` is in (IANA name; nil in a snapshot written before it was kept).
+        public let zone: String?
 
-        public init(title: String, stage: String?, start: Instant, end: Instant, kind: AgendaItemKind, site: String, localStart: String) {
+        public init(title: String, stage: String?, start: Instant, end: Instant, kind: AgendaItemKind, site: String, localStart: String, zone: String? = nil) {
             self.title = title; self.stage = stage; self.start = start; self.end = end
-            self.kind = kind; self.site = site; self.localStart = localStart
+            self.kind = kind; self.site = site; self.localStart = localStart; self.zone = zone
+        }
+
+        /// `2026-12-05 09:30 Europe/Lisbon`: the start with the zone it is in (UTC when the
+        /// snapshot does not say which zone).
+        public var shownStart: String {
+            AdHocReminders.stamp(start, zone.flatMap(ZoneRules.init(identifier:)) ?? .utc)
         }
     }
 
@@ -65,14 +73,14 @@ public struct NextSnapshot: Sendable, Equatable {
                 guard let item = e.item, item.end > now else { continue }
                 seen.insert(Array(item.id.utf8))
                 items.append(Item(title: item.title, stage: item.stage, start: item.start, end: item.end, kind: item.kind, site: s.siteName,
-                                  localStart: zone.local(item.start).hourMinute))
+                                  localStart: zone.local(item.start).hourMinute, zone: zone.identifier))
                 let d = zone.local(item.start)
                 if d.year == day.year && d.month == day.month && d.day == day.day { today += 1 }
             }
             if policy.remindEveryStandup {
                 for item in s.agenda.items where item.kind == .standup && item.end > now && !seen.contains(Array(item.id.utf8)) {
                     items.append(Item(title: item.title, stage: item.stage, start: item.start, end: item.end, kind: item.kind, site: s.siteName,
-                                      localStart: zone.local(item.start).hourMinute))
+                                      localStart: zone.local(item.start).hourMinute, zone: zone.identifier))
                 }
             }
             reminders += ReminderPlanner.plan(schedule: s.schedule, agenda: s.agenda, policy: policy, now: now).count
@@ -94,7 +102,9 @@ public struct NextSnapshot: Sendable, Equatable {
                 var m = [JSONMember(key: "title", value: .string(i.title))]
                 if let stage = i.stage { m.append(JSONMember(key: "stage", value: .string(stage))) }
                 m += [JSONMember(key: "start", value: .string(i.start.rfc3339)), JSONMember(key: "end", value: .string(i.end.rfc3339)),
-                      JSONMember(key: "localStart", value: .string(i.localStart)), JSONMember(key: "kind", value: .string(i.kind.rawValue)),
+                      JSONMember(key: "localStart", value: .string(i.localStart))]
+                if let zone = i.zone { m.append(JSONMember(key: "zone", value: .string(zone))) }
+                m += [JSONMember(key: "kind", value: .string(i.kind.rawValue)),
                       JSONMember(key: "site", value: .string(i.site))]
                 return .object(m)
             })),
@@ -124,7 +134,8 @@ public struct NextSnapshot: Sendable, Equatable {
                 throw CoreFieldError(p, "must hold title, site, localStart and kind")
             }
             items.append(Item(title: title, stage: v["stage"]?.stringValue, start: try instant(v["start"], "\(p).start"),
-                              end: try instant(v["end"], "\(p).end"), kind: kind, site: site, localStart: local))
+                              end: try instant(v["end"], "\(p).end"), kind: kind, site: site, localStart: local,
+                              zone: v["zone"]?.stringValue))
         }
         self.items = items
     }

@@ -20,8 +20,9 @@ public struct ReminderPolicy: Sendable, Equatable {
         self.lateAfterMilliseconds = lateAfterMilliseconds
     }
 
-    /// The lead for `kind` (10 minutes when the policy does not name the kind).
-    public func lead(for kind: AgendaItemKind) -> Int64 { leads[kind] ?? Self.tenMinutes }
+    /// The lead for `kind` (when the policy does not name the kind: 10 minutes, none for a
+    /// reminder set by hand, which fires at its own time).
+    public func lead(for kind: AgendaItemKind) -> Int64 { leads[kind] ?? (kind == .reminder ? 0 : Self.tenMinutes) }
 }
 
 /// One reminder: an agenda item, the instant to warn at, and what to say.
@@ -44,6 +45,7 @@ public struct Reminder: Sendable, Hashable {
     /// The notification's body: when (wall-clock time in the agenda's zone) and where.
     public func body(zone: ZoneRules) -> String {
         let when = zone.local(item.start).hourMinute
+        if item.kind == .reminder { return "Reminder set for \(when) \(zone.identifier)" }
         let kind = item.kind == .standup ? "Stand-up" : "Starts"
         return item.stage.map { "\(kind) at \(when), \($0)" } ?? "\(kind) at \(when)"
     }

@@ -51,6 +51,10 @@ final class DaemonCore: Sendable {
             let policy = (try? state.reminderPolicy(site: b.id)) ?? .standard
             out.append((b, ReminderInput(siteID: b.id, schedule: schedule, agenda: agenda, policy: policy)))
         }
+        // The reminders set by hand ('sitekeep remind add'), delivered as one more site's.
+        if let mine = try? state.adHocReminders().input {
+            out.append((BridgeSite(id: AdHocReminders.siteID, name: "reminders", origins: [], isAppBound: false), mine))
+        }
         return out
     }
 

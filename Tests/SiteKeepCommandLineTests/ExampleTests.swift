@@ -23,6 +23,7 @@ import SiteKeepTestSupport
         "sitekeep vault merge-abort notes --prf-file prf.bin": "needs a merge in progress",
         "sitekeep agenda load https://promptugal.news/api/v1/agenda.json --site https://promptugal.news": "needs the network (NotificationDeliveryTests and AgendaFetchTests load agendas from files and loopback)",
         "sitekeep unlock": "prompts on a terminal",
+        "sitekeep remind remove r1": "the fixture has no reminder set by hand (AdHocReminderCommandTests set one and remove it)",
         "sitekeep slot remove 3f2a9c1d --prf-file prf.bin": "slot ids are random per store",
         "sitekeep slot passphrase 3f2a9c1d": "slot ids are random per store",
         "sitekeep prf salt 3f2a9c1d --json": "slot ids are random per store",
