@@ -245,7 +245,9 @@ public final class PromptPresenceVerifier: PresenceVerifier {
             childEnv["SITEKEEP_TTY"] = nil
             let client = PinentryClient(program: program, ttyName: tty, ttyType: tty == nil ? nil : (env["TERM"] ?? "xterm"),
                                         environment: childEnv.map { "\($0.key)=\($0.value)" }, timeout: timeout)
-            guard try client.confirm(PinentryClient.Dialog(title: text.title, description: text.body)) else { throw .presenceDenied }
+            // The title leads the description too: a pinentry without a window manager (or on a
+            // terminal) shows no window title.
+            guard try client.confirm(PinentryClient.Dialog(title: text.title, description: text.title + "\n" + text.body)) else { throw .presenceDenied }
             return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(), promptID: promptID)
         case .terminal(let tty):
             let promptID = PresenceProof.newPromptID()

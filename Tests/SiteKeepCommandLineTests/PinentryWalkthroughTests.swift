@@ -68,7 +68,31 @@ import Glibc
         #expect(!refusedLog.contains("cannot ask for presence: cannot ask for presence"), "the reason is said once, not doubled")
         #expect(refusedLog.components(separatedBy: "refused a request").count - 1 == 1, "the same refusal is logged once: \(refusedLog)")
 
-        // 2. `sitekeep unlock` from the user's terminal points the daemon's prompts at it: the
+        // 2. `sitekeep unlock` from a desktop launcher (no terminal, a display) asks for the
+        //    passphrase through the pinentry found first on PATH, with GETPIN. The program here
+        //    is a script speaking Assuan (no X server in the test), first on the client's PATH.
+        #expect(sitekeepRun(["lock"]).status == 0)
+        let bin = dir + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let asked = dir + "/pinentry-asked"
+        let script = """
+        #!/bin/sh
+        echo 'OK Pleased to meet you'
+        while read -r line; do
+          printf '%s\\n' "$line" >> '\(asked)'
+          case "$line" in
+            GETPIN) echo 'D correct horse battery'; echo OK;;
+            *) echo OK;;
+          esac
+        done
+        """
+        FileManager.default.createFile(atPath: bin + "/pinentry", contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
+        let desktop = sitekeepRun(["unlock"], env: ["DISPLAY": ":93", "PATH": "\(bin):/usr/bin:/bin"])
+        #expect(desktop.status == 0, "\(desktop.out) \(desktop.err)")
+        let conversation = Self.read(asked)
+        #expect(conversation.contains("GETPIN") && conversation.contains("SETTITLE SiteKeep: unlock") && !conversation.contains("CONFIRM"), "\(conversation)")
+
+        // 3. `sitekeep unlock` from the user's terminal points the daemon's prompts at it: the
         //    real pinentry-curses asks there. Deny first (Tab to Deny, Enter), then allow (Enter).
         let pty = try PtyDriver()
         defer { pty.close() }
