@@ -67,6 +67,10 @@ import Glibc
         #expect(refusedLog.contains("no presence prompt can be shown now") && refusedLog.contains("run 'sitekeep unlock' from your terminal"), "\(refusedLog)")
         #expect(!refusedLog.contains("cannot ask for presence: cannot ask for presence"), "the reason is said once, not doubled")
         #expect(refusedLog.components(separatedBy: "refused a request").count - 1 == 1, "the same refusal is logged once: \(refusedLog)")
+        // doctor says so too, with what to do.
+        let doctorQuiet = sitekeepRun(["doctor"])
+        #expect(doctorQuiet.out.contains("presence prompt: none (auto): cannot be shown now: the daemon knows no display and no terminal of yours; run 'sitekeep unlock'"),
+                "\(doctorQuiet.out)")
 
         // 2. `sitekeep unlock` from a desktop launcher (no terminal, a display) asks for the
         //    passphrase through the pinentry found first on PATH, with GETPIN. The program here
@@ -86,7 +90,7 @@ import Glibc
           esac
         done
         """
-        FileManager.default.createFile(atPath: bin + "/pinentry", contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
+        _ = FileManager.default.createFile(atPath: bin + "/pinentry", contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
         let desktop = sitekeepRun(["unlock"], env: ["DISPLAY": ":93", "PATH": "\(bin):/usr/bin:/bin"])
         #expect(desktop.status == 0, "\(desktop.out) \(desktop.err)")
         let conversation = Self.read(asked)
@@ -100,6 +104,9 @@ import Glibc
         #expect(sitekeepRun(["lock"]).status == 0)
         let unlocked = sitekeepRun(["unlock", "--passphrase-file", store.passFile], env: ["GPG_TTY": pty.name, "TERM": "xterm"])
         #expect(unlocked.status == 0, "\(unlocked.err)")
+        let doctorTTY = sitekeepRun(["doctor"], env: ["GPG_TTY": pty.name, "PATH": "/usr/bin:/bin"])
+        #expect(doctorTTY.out.contains("presence prompt: pinentry /usr/bin/pinentry-curses on \(pty.name) (auto: the system's pinentry on your terminal); it can be shown now"),
+                "\(doctorTTY.out)")
         let denied = git(["commit", "-q", "-S", "-m", "denied on the pinentry"])
         #expect(denied.status != 0, "a commit was signed though the user chose Deny")
         #expect(git(["rev-parse", "--verify", "-q", "HEAD"]).status != 0)

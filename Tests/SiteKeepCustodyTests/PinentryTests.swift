@@ -136,6 +136,31 @@ import SiteKeepTestSupport
         #expect(try run("echo OK; while read l; do echo OK; done").0.get() == true)
     }
 
+    /// SiteKeep's own terminal question, where no pinentry is installed: the dialog's text on the
+    /// terminal, `y` approves, anything else denies, silence times out.
+    @Test func theTerminalPromptAsksYesOrNo() throws {
+        for (keys, expected) in [("y\r", true), ("yes\r", true), ("n\r", false), ("\r", false)] {
+            let pty = try PtyDriver()
+            defer { pty.close() }
+            pty.answer(keys, after: "Allow? [y/N]")
+            let approved = try TerminalPrompt.confirm(tty: pty.name, text: "SiteKeep: approve a signature\nKey: summit", timeout: .seconds(20))
+            #expect(approved == expected, "\(keys.debugDescription): \(pty.drawn)")
+            // One fact a line (the terminal's own output processing may add a CR to each CR LF).
+            let lines = pty.drawn.split(whereSeparator: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }).map(String.init)
+            #expect(lines.starts(with: ["SiteKeep: approve a signature", "Key: summit"]) && lines.count >= 3 && lines[2].hasPrefix("Allow? [y/N]"),
+                    "\(lines)")
+        }
+        let silent = try PtyDriver()
+        defer { silent.close() }
+        silent.answer([], after: "never")
+        #expect { try TerminalPrompt.confirm(tty: silent.name, text: "t", timeout: .seconds(1)) } throws: {
+            if case .presenceTimedOut = $0 as? CustodyError { true } else { false }
+        }
+        #expect { try TerminalPrompt.confirm(tty: "/dev/null", text: "t", timeout: .seconds(1)) } throws: {
+            if case .presenceUnavailable = $0 as? CustodyError { true } else { false }
+        }
+    }
+
     /// Assuan escaping: `%`, CR and LF (and other controls) as `%XX`, so a description's lines
     /// cannot end the command early.
     @Test func argumentsArePercentEscaped() {
