@@ -72,6 +72,19 @@ import Glibc
         #expect(doctorQuiet.out.contains("presence prompt: none (auto): cannot be shown now: the daemon knows no display and no terminal of yours; run 'sitekeep unlock'"),
                 "\(doctorQuiet.out)")
 
+        // An unlock that fails (a wrong passphrase) cannot point the prompts at a terminal: only
+        // the holder of the secret can. The terminal below is watched from here on; nothing may
+        // be drawn on it until the right passphrase is given from it.
+        let pty = try PtyDriver()
+        defer { pty.close() }
+        pty.answer(["\t\r", "\r"], after: "Allow")
+        let wrong = dir + "/wrong.txt"
+        try Data("not the passphrase\n".utf8).write(to: URL(fileURLWithPath: wrong))
+        let refusedUnlock = sitekeepRun(["unlock", "--passphrase-file", wrong], env: ["GPG_TTY": pty.name, "TERM": "xterm"])
+        #expect(refusedUnlock.status != 0)
+        #expect(git(["commit", "-q", "-S", "-m", "after a failed unlock"]).status != 0)
+        #expect(!pty.drawn.contains("Allow"), "a failed unlock moved the prompt: \(pty.drawn.suffix(300))")
+
         // 2. `sitekeep unlock` from a desktop launcher (no terminal, a display) asks for the
         //    passphrase through the pinentry found first on PATH, with GETPIN. The program here
         //    is a script speaking Assuan (no X server in the test), first on the client's PATH.
@@ -98,9 +111,6 @@ import Glibc
 
         // 3. `sitekeep unlock` from the user's terminal points the daemon's prompts at it: the
         //    real pinentry-curses asks there. Deny first (Tab to Deny, Enter), then allow (Enter).
-        let pty = try PtyDriver()
-        defer { pty.close() }
-        pty.answer(["\t\r", "\r"], after: "Allow")
         #expect(sitekeepRun(["lock"]).status == 0)
         let unlocked = sitekeepRun(["unlock", "--passphrase-file", store.passFile], env: ["GPG_TTY": pty.name, "TERM": "xterm"])
         #expect(unlocked.status == 0, "\(unlocked.err)")
