@@ -27,6 +27,13 @@ public final class ControlServer: Sendable {
         public var method: String? { header["method"]?.stringValue }
     }
 
+    /// The header keys an `unlock` may carry to point the daemon's presence prompts at the
+    /// client's terminal and display, with the environment name each stands for (the daemon
+    /// adopts them only when the unlock succeeds).
+    public static let unlockPromptKeys: [String: String] = [
+        "tty": "SITEKEEP_TTY", "term": "TERM", "display": "DISPLAY", "wayland_display": "WAYLAND_DISPLAY", "xauthority": "XAUTHORITY",
+    ]
+
     /// Answers a one-line op. `secret` is only valid during the call.
     public typealias Handler = @Sendable (_ request: Request, _ secret: UnsafeRawBufferPointer?) -> JSONValue
     /// Serves a `run` session on `connection` (``ControlFrame``s) until it sends `exit`.
@@ -92,7 +99,9 @@ public final class ControlServer: Sendable {
             Self.refuse(connection, "version", "this daemon speaks control version \(ControlWire.version); restart it or the client so both are the same build")
             return
         }
-        let allowed: Set<String> = op == "run" ? ["v", "op", "store", "argv", "cwd", "env", "tty"] : ["v", "op", "store", "method", "length"]
+        let allowed: Set<String> = op == "run" ? ["v", "op", "store", "argv", "cwd", "env", "tty"]
+            : op == "unlock" ? Set(["v", "op", "store", "method", "length"]).union(ControlServer.unlockPromptKeys.keys)
+            : ["v", "op", "store", "method", "length"]
         if let unknown = header.objectValue?.first(where: { !allowed.contains($0.key) }) {
             Self.refuse(connection, "bad_request", "the control request has an unknown field '\(unknown.key)'")
             return

@@ -66,7 +66,7 @@ enum Approval {
             }
         }
         guard inv.io.canPrompt else {
-            throw refusal(op: op, keyID: keyID, why: "the daemon has no presence prompt (SITEKEEP_ASKPASS)")
+            throw refusal(op: op, keyID: keyID, why: "the daemon has no presence prompt ('sitekeep doctor' says why)")
         }
         let verifier = PassphrasePresenceVerifier(custodian: custodian) { (prompt: String) throws(CustodyError) -> SecretBytes in
             do { return try SecretReader.prompt(.passphrase, prompt: prompt + " ", confirm: false, io: inv.io) } catch {
@@ -104,7 +104,7 @@ enum Approval {
     static func refusal(op: String, keyID: String?, why: String) -> CommandFailure {
         CommandFailure("\(describe(op: op, keyID: keyID)) needs your approval, and there is no way to ask for it here: \(why)",
                        remedy: "run it at a terminal, give the current passphrase for this command (--passphrase-file PATH, '-' for stdin), "
-                           + "or set SITEKEEP_ASKPASS for the daemon",
+                           + "or let the daemon show a prompt ('sitekeep doctor' says which it would use and what it needs)",
                        code: "presence_required")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 internal import SiteKeepDesktop
 internal import SiteKeepCrypto
+internal import SiteKeepCustody
 internal import SiteKeepHardening
 internal import SiteKeepJSON
 internal import SiteKeepKeyring
@@ -108,7 +109,25 @@ enum DoctorExtensions {
         }
         checks += keyringChecks(inv)
         checks.append(sessionLockCheck(inv))
+        checks.append(promptCheck(environment: inv.environment, setting: nil))
         return checks
+    }
+
+    /// Which prompt the daemon would ask for presence through, for the `prompt` setting
+    /// `setting` (nil: auto) and this terminal and display (what `sitekeep unlock` from here
+    /// points the daemon at), and whether it can be shown now. A prompt that cannot be shown
+    /// is a warning, not a failure: the agent then refuses signatures, saying this.
+    static func promptCheck(environment: [String: String], setting: String?) -> DoctorCheck {
+        var env = environment
+        if isatty(0) == 1, let name = ttyname(0) { env["SITEKEEP_TTY"] = String(cString: name) }
+        else if let gpg = env["GPG_TTY"], gpg.hasPrefix("/dev/") { env["SITEKEEP_TTY"] = gpg }
+        let plan = PromptPlan.current(setting: setting, environment: env)
+        guard let problem = plan.problem else {
+            return DoctorCheck(group: "daemon", name: "presence prompt", ok: true, detail: "\(plan); it can be shown now")
+        }
+        return DoctorCheck(group: "daemon", name: "presence prompt", ok: true,
+                           detail: "\(plan): cannot be shown now: \(problem); \(plan.remedy ?? "see docs/ssh-and-git-signing.md")",
+                           warning: true)
     }
 
     /// What the daemon watches to lock with the login session (`ActiveChanged`, logind `Lock`).

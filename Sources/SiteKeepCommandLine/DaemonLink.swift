@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import Foundation
+internal import SiteKeepBridge
 internal import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
@@ -42,8 +43,8 @@ struct DaemonLink: Sendable {
         return home
     }
 
-    private func request(_ op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil) throws -> JSONValue {
-        guard let reply = try ControlClient.send(path: controlPath, store: storeID, op: op, method: method, secret: secret) else {
+    private func request(_ op: String, method: String? = nil, secret: UnsafeRawBufferPointer? = nil, extra: [JSONMember] = []) throws -> JSONValue {
+        guard let reply = try ControlClient.send(path: controlPath, store: storeID, op: op, method: method, secret: secret, extra: extra) else {
             throw CommandFailure("the daemon stopped answering at \(controlPath)", remedy: "start it again with 'sitekeep unlock' or 'sitekeep serve'", code: "no_daemon")
         }
         if reply["ok"] != .bool(true) {
@@ -71,7 +72,20 @@ struct DaemonLink: Sendable {
         case .recoveryCode(let s): method = "recovery"; secret = s
         }
         _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
-            try request("unlock", method: method, secret: raw)
+            try request("unlock", method: method, secret: raw, extra: promptSurroundings)
+        }
+    }
+
+    /// Where the daemon's presence prompts may appear from now on: this client's terminal (its
+    /// standard input's, else `GPG_TTY`), `TERM`, and display. Sent with `unlock`; the daemon
+    /// adopts them only when the unlock succeeds.
+    var promptSurroundings: [JSONMember] {
+        var env = ProcessInfo.processInfo.environment
+        if isatty(0) == 1, let name = ttyname(0) { env["SITEKEEP_TTY"] = String(cString: name) }
+        else if let gpg = env["GPG_TTY"], gpg.hasPrefix("/dev/") { env["SITEKEEP_TTY"] = gpg }
+        return ControlServer.unlockPromptKeys.sorted { $0.key < $1.key }.compactMap { key, name in
+            guard let value = env[name], !value.isEmpty, value.utf8.count <= 512 else { return nil }
+            return JSONMember(key: key, value: .string(value))
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 public import SiteKeepCrypto
 public import SiteKeepJSON
+internal import SiteKeepCustody
 
 /// Settings every command shares, from global options and the environment.
 public struct GlobalSettings: Sendable, Equatable {
@@ -133,6 +134,9 @@ public struct Invocation: Sendable {
     /// one rule (``SecretReader``), straight into guarded memory.
     func secret(_ source: SecretSource, prompt: String?, confirm: Bool = false) throws -> SecretBytes {
         if let path = option(source.option) { return try SecretReader.read(source, path: path, io: io) }
+        if let prompt, !io.canPrompt, !confirm, source == .passphrase, hosted == nil, let typed = try PinentryPassphrase.ask(prompt, environment: environment) {
+            return typed
+        }
         guard let prompt, io.canPrompt else {
             throw CommandFailure("no \(source.noun) given and no terminal to ask on",
                                  remedy: "pass \(source.option) PATH, or \(source.option) - to read it from standard input",
@@ -163,6 +167,33 @@ extension SecretInputKind {
         case .passphrase: .passphrase
         case .prf: .prf
         case .key: .key
+        }
+    }
+}
+
+/// A passphrase asked through the desktop's pinentry (`GETPIN`), where a command has no terminal
+/// but a display: `sitekeep unlock` from a desktop launcher, as gpg-agent asks.
+enum PinentryPassphrase {
+    /// The typed passphrase in guarded memory; nil when there is no display or no graphical
+    /// pinentry (the caller then says there is no terminal to ask on).
+    /// - Throws: ``CommandFailure`` `cancelled` when the user cancels, or the pinentry's failure.
+    static func ask(_ prompt: String, environment: [String: String]) throws -> SecretBytes? {
+        var env = environment
+        env["SITEKEEP_TTY"] = nil
+        env["GPG_TTY"] = nil
+        let plan = PromptPlan.current(setting: "pinentry", environment: env)
+        guard plan.canShow, case .pinentry(let program, nil) = plan.kind else { return nil }
+        let client = PinentryClient(program: program, environment: env.map { "\($0.key)=\($0.value)" }, timeout: .seconds(120))
+        let dialog = PinentryClient.Dialog(title: "SiteKeep: unlock", description: "Unlock the SiteKeep store (no terminal to ask on).",
+                                           ok: "Unlock", cancel: "Cancel", prompt: prompt.trimmingCharacters(in: .whitespaces))
+        let answer: SecretBytes?
+        do throws(CustodyError) { answer = try client.getPin(dialog) } catch {
+            throw CommandFailure("cannot ask for the passphrase: \(error)", remedy: "pass --passphrase-file PATH ('-' for stdin), or run it at a terminal",
+                                 code: "no_secret")
+        }
+        switch consume answer {
+        case .some(let typed): return typed
+        case .none: throw CommandFailure("cancelled in the pinentry; nothing was unlocked", code: "cancelled")
         }
     }
 }

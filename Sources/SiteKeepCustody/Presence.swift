@@ -138,10 +138,21 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
     /// How long the program may take.
     public let timeout: Duration
     private let clock: BootClock
+    private let baseEnvironment: [String: String]?
+    private let dialog: Bool
 
+    /// - Parameters:
+    ///   - environment: the program's environment (nil: this process's), to which the
+    ///     `SITEKEEP_PRESENCE_*` facts are added.
+    ///   - dialog: lay the argument out for a dialog (``PresenceText/dialog(siteLabel:op:keyID:promptID:)``:
+    ///     a title line, then one fact a line), as `SSH_ASKPASS` shows it; else the one line
+    ///     `SITEKEEP_ASKPASS` programs have always been given.
     /// - Throws: ``CustodyError/presenceUnavailable(_:)`` when `program` is not an absolute path
     ///   to an executable file.
-    public init(program: String, timeout: Duration = .seconds(60), clock: BootClock = .system) throws(CustodyError) {
+    public init(program: String, timeout: Duration = .seconds(60), clock: BootClock = .system,
+                environment: [String: String]? = nil, dialog: Bool = false) throws(CustodyError) {
+        self.baseEnvironment = environment
+        self.dialog = dialog
         guard program.hasPrefix("/") else {
             throw .presenceUnavailable("SITEKEEP_ASKPASS must be an absolute path to a program, got '\(program.prefix(200))'")
         }
@@ -175,13 +186,20 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
     /// Runs the askpass program, naming the site by `siteLabel`, and waits for its answer.
     public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         let promptID = PresenceProof.newPromptID()
-        var env = ProcessEnvironment.current()
+        var env = baseEnvironment ?? ProcessEnvironment.current()
+        env["SITEKEEP_TTY"] = nil
         env["SITEKEEP_PRESENCE_SITE"] = PresenceText.escaped(siteLabel, limit: PresenceText.labelLimit)
         env["SITEKEEP_PRESENCE_SITE_ID"] = Self.printable(site)
         env["SITEKEEP_PRESENCE_OP"] = Self.printable(op)
         env["SITEKEEP_PRESENCE_KEY"] = keyID.map(Self.printable) ?? "-"
         env["SITEKEEP_PRESENCE_PROMPT"] = promptID
-        let prompt = Self.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID, ending: "Allow?")
+        let prompt: String
+        if dialog {
+            let text = PresenceText.dialog(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID)
+            prompt = text.title + "\n" + text.body
+        } else {
+            prompt = Self.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID, ending: "Allow?")
+        }
         // Directly (no shell), in its own process group, stdin/stdout/stderr on /dev/null; on
         // time-out the whole group gets SIGTERM, then SIGKILL a second later.
         let ended: ChildProcess.Termination?
@@ -268,6 +286,51 @@ public enum PresenceText {
             if isHidden(scalar) { out.append(contentsOf: "<\(name(scalar))>".unicodeScalars) } else { out.append(scalar) }
         }
         return String(out)
+    }
+
+    /// The prompt laid out for a dialog: a title line, then the key, the op, what it is for (the
+    /// label's first part: the site, or the verified destination) and who asks (each later part
+    /// of the label: the label's `; ` separators outside quotes start new lines), each on its own
+    /// line, then what an approval covers and the prompt's id. Every string is escaped and bounded
+    /// as in ``AskpassPresenceVerifier`` (a newline a peer put in a quoted name is shown as
+    /// `<U+000A>`, so it cannot add a line of its own); the body's lines are separated by `\n`.
+    public static func dialog(siteLabel: String, op: String, keyID: String?, promptID: String) -> (title: String, body: String) {
+        let o = escaped(op, limit: fieldLimit)
+        let title = "SiteKeep: approve " + (op.hasSuffix(".sign") ? "a signature" : "a key use")
+        var lines: [String] = []
+        if let keyID { lines.append("Key: " + escaped(keyID, limit: fieldLimit)) }
+        lines.append("Op: " + o)
+        for (i, part) in labelParts(escaped(siteLabel, limit: labelLimit)).enumerated() {
+            if i == 0 { lines.append("For: " + part); continue }
+            lines.append(part.hasPrefix("asked by ") ? "Asked by: " + part.dropFirst("asked by ".count) : part)
+        }
+        lines.append("Covers only this use, for at most 60 s (prompt \(promptID)).")
+        return (title, lines.joined(separator: "\n"))
+    }
+
+    /// `label` split at each `; ` that is outside double quotes (quoted strings escape `"` and
+    /// `\`, so a peer's words never end a quote early).
+    static func labelParts(_ label: String) -> [String] {
+        var parts: [String] = []
+        var current = String.UnicodeScalarView()
+        var quoted = false, escaping = false
+        var scalars = label.unicodeScalars.makeIterator()
+        var pending: Unicode.Scalar? = nil
+        while let c = pending ?? scalars.next() {
+            pending = nil
+            if escaping { escaping = false; current.append(c); continue }
+            if quoted && c == "\\" { escaping = true; current.append(c); continue }
+            if c == "\"" { quoted.toggle(); current.append(c); continue }
+            if !quoted && c == ";" {
+                if let next = scalars.next() {
+                    if next == " " { parts.append(String(current)); current = String.UnicodeScalarView(); continue }
+                    current.append(c); pending = next; continue
+                }
+            }
+            current.append(c)
+        }
+        parts.append(String(current))
+        return parts
     }
 
     /// `text` in double quotes, with `"` and `\` escaped by `\`, each hidden scalar shown as

@@ -67,7 +67,7 @@ public final class Daemon: Sendable {
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         // One registry and one vault library for the bridge and for every command run here.
         store.shared = SharedStoreServices(registry: try store.registry(), library: store.vaultLibrary(),
-                                           presence: try? AskpassPresenceVerifier.fromEnvironment(options.environment))
+                                           presence: PromptPresenceVerifier(setting: options.prompt, environment: options.environment))
         // A long-running reader: other processes' vault changes are noticed by inotify, not by
         // looking at five files on every bridge read.
         store.shared?.library.watchForChanges()
@@ -105,7 +105,8 @@ public final class Daemon: Sendable {
         let registry = try store.registry()
         let sync = options.syncIntervalSeconds > 0
             ? VaultSync(store: store, interval: .seconds(options.syncIntervalSeconds), metered: options.metered, note: log) : nil
-        let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, environment: env, vault: sync?.vaultService())
+        let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: env)
+        let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService())
         let dispatcher = try wired.dispatcher()
         let bridge: BridgeServer
         do {
@@ -127,7 +128,7 @@ public final class Daemon: Sendable {
         var run = Running(dispatcher: dispatcher, bridge: bridge, core: wired.core, sync: sync)
         if let agentPath = options.sshAgentSocket {
             do {
-                run.agent = try SSHAgentService.start(path: agentPath, custodian: custodian, environment: env, note: log)
+                run.agent = try SSHAgentService.start(path: agentPath, custodian: custodian, presence: presence, note: log)
                 log("ssh-agent on \(agentPath) (eval \"$(sitekeep agent env)\")")
             } catch {
                 log("no ssh-agent socket: \(error)")
@@ -159,7 +160,12 @@ public final class Daemon: Sendable {
         let custodian = store.custodian, store = self.store, runCommand = options.runCommand
         do {
             let control = try ControlServer(path: controlPath, storeID: custodian.storeID, storeLabel: store.home.path, handler: { request, secret in
-                ControlOps.handle(request, secret: secret, custodian: custodian, registry: registry, home: store.home.path)
+                let answer = ControlOps.handle(request, secret: secret, custodian: custodian, registry: registry, home: store.home.path)
+                // Prompts follow the terminal and display of whoever last unlocked (with the secret).
+                if request.op == "unlock", answer["ok"] == .bool(true), let prompt = store.shared?.presence as? PromptPresenceVerifier {
+                    prompt.adopt(ControlServer.unlockPromptKeys.reduce(into: [:]) { $0[$1.value] = request.header[$1.key]?.stringValue })
+                }
+                return answer
             }, session: { request, connection in
                 guard let runCommand else {
                     _ = connection.writer.send(JSONSerializer.bytes(["ok": false, "code": "bad_request", "error": "this daemon runs no commands; run the command in its own process"]))

@@ -23,6 +23,10 @@ public struct DaemonOptions: Sendable {
     public var bridgeSocket: String?
     /// Also serve the ssh-agent protocol over the team keys on this socket; nil: no agent.
     public var sshAgentSocket: String?
+    /// How the daemon asks the user to approve a key use (the `prompt` setting): nil or "auto"
+    /// (the first that works of $SITEKEEP_ASKPASS, $SSH_ASKPASS, the system's pinentry, a
+    /// terminal prompt), "pinentry", "pinentry:/ABS/PATH", "terminal", "askpass:/ABS/PATH".
+    public var prompt: String?
     /// Where the daemon's messages go (one line each, without a trailing newline).
     public var log: @Sendable (String) -> Void = { _ in }
     /// Runs a client's whole command inside the daemon (the control socket's `run`, as the

@@ -1,35 +1,34 @@
+import Synchronization
 import SiteKeepAgent
 import SiteKeepCustody
 
 /// The daemon's ssh-agent socket over its custodian.
 enum SSHAgentService {
-    /// Starts the agent socket at `path`; presence through `$SITEKEEP_ASKPASS` (without it,
-    /// keys are listed but every signature is refused with a note saying why).
-    static func start(path: String, custodian: Custodian, environment: [String: String],
+    /// Starts the agent socket at `path`, asking for presence through `presence` (the daemon's
+    /// one verifier). When no prompt can be shown, that is logged at start and with the first
+    /// refusal it causes, saying what to do, and not again for each refused signature.
+    static func start(path: String, custodian: Custodian, presence verifier: any PresenceVerifier,
                       note: @escaping @Sendable (String) -> Void) throws -> AgentSocketServer {
-        let verifier: any PresenceVerifier
-        do {
-            verifier = try AskpassPresenceVerifier.fromEnvironment(environment)
-        } catch {
-            note("ssh-agent: \(error); signatures will be refused until the daemon is started with it")
-            // The reason alone: the refusal adds "cannot ask for presence: " itself (it was said twice).
-            if case .presenceUnavailable(let why) = error { verifier = UnavailablePresence(reason: why) } else {
-                verifier = UnavailablePresence(reason: error.description)
+        if let prompt = verifier as? PromptPresenceVerifier {
+            let plan = prompt.plan
+            if let problem = plan.problem {
+                note("ssh-agent: no presence prompt can be shown now (\(problem)); signatures are refused until one can: \(plan.remedy ?? "see 'sitekeep doctor'")")
+            } else {
+                note("ssh-agent: presence prompt: \(plan)")
             }
         }
         let keys = CustodyAgentKeys(custodian: custodian, presence: WindowedAgentPresence(verifier: verifier, lockScope: custodian.lockScope))
+        let lastUnavailable = Mutex<String?>(nil)
         let server = try AgentSocketServer(path: path, keys: keys) { peer, why in
+            // The same "cannot ask" reason is said once, not for every refused signature.
+            if case .presence(let reason) = why, reason.hasPrefix("cannot ask for presence") {
+                guard lastUnavailable.withLock({ last in defer { last = reason }; return last != reason }) else { return }
+            } else {
+                lastUnavailable.withLock { $0 = nil }
+            }
             note("ssh-agent: refused a request from \(peer.label): \(why)")
         }
         server.start()
         return server
-    }
-}
-
-/// A presence verifier that always refuses, saying why (no askpass program is configured).
-struct UnavailablePresence: PresenceVerifier {
-    let reason: String
-    func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        throw .presenceUnavailable(reason)
     }
 }

@@ -6,14 +6,15 @@ import SiteKeepPartitions
 import SiteKeepVault
 
 /// The bridge of one open store: its site registry as the resolver, presence through
-/// `$SITEKEEP_ASKPASS`, and every op module on the store's partitions, custody, vaults and core.
+/// the daemon's one prompt (``PromptPresenceVerifier``), and every op module on the store's partitions, custody, vaults and core.
 public enum StoreBridge {
     /// A dispatcher over `store`'s modules, for a host that serves the bridge itself (the
     /// ``Daemon`` adds its reminders, vault sync and sockets around the same modules).
     /// - Parameter teamKeyID: the team key `identity.get` reports (default: the first team key).
     public static func dispatcher(for store: OpenStore, teamKeyID: String? = nil,
                                   environment: [String: String]) throws -> BridgeDispatcher {
-        let wired = try make(store, registry: try store.registry(), teamKeyID: teamKeyID, environment: environment, vault: nil)
+        let wired = try make(store, registry: try store.registry(), teamKeyID: teamKeyID,
+                             presence: PromptPresenceVerifier(setting: nil, environment: environment), vault: nil)
         return try wired.dispatcher()
     }
 
@@ -33,7 +34,8 @@ public enum StoreBridge {
     /// The modules of `store`, sharing one set of partitions with the native core.
     /// - Parameter vault: the vault service to serve (the daemon's sync passes its own), else
     ///   one on the store's library.
-    static func make(_ store: OpenStore, registry: SiteRegistry, teamKeyID: String?, environment: [String: String],
+    /// - Parameter presence: the daemon's one presence verifier (the prompt the `prompt` setting chooses).
+    static func make(_ store: OpenStore, registry: SiteRegistry, teamKeyID: String?, presence verifier: any PresenceVerifier,
                      vault: (any VaultService)?) throws -> Wired {
         // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
         // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
@@ -46,10 +48,7 @@ public enum StoreBridge {
         let state = core.state
         let library = store.vaultLibrary()
         let vaults = CoreVaultAccess(library: library)
-        var presence: (any PresenceService)? = nil
-        if let verifier = try? AskpassPresenceVerifier.fromEnvironment(environment) {
-            presence = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
-        }
+        let presence: (any PresenceService)? = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
         let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
         let custodian = store.custodian
         let modules: [any BridgeModule] = [
