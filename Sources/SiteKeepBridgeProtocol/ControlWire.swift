@@ -157,6 +157,9 @@ public enum ControlClient {
                             secret: UnsafeRawBufferPointer? = nil, extra: [JSONMember] = []) throws(BridgeError) -> JSONValue? {
         guard let fd = try connect(path: path) else { return nil }
         defer { close(fd) }
+        // A daemon that never answers (one still starting that hangs, a listener that is no
+        // daemon) costs a bounded wait, not a hang; unlock's KDF takes about a second.
+        UnixSocket.setReceiveTimeout(fd, seconds: 60)
         var fields = extra
         if let method { fields.append(JSONMember(key: "method", value: .string(method))) }
         fields.append(JSONMember(key: "length", value: .int(Int64(secret?.count ?? 0))))

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 internal import SiteKeepDaemon
 internal import SiteKeepKeyring
 internal import SiteKeepJSON
@@ -73,7 +76,10 @@ enum DaemonCommands {
         }
         // A daemon of this store already serving: binding its sockets again would only say
         // "already listens"; name the daemon and how to stop it or change it while it runs.
-        if let running = try DaemonLink.find(inv) {
+        // (Not under socket activation: the control socket found would be our own, passed by
+        // systemd and not yet served, and the question would wait for ever.)
+        let activated = inv.environment["LISTEN_PID"].flatMap { Int32($0) } == getpid()
+        if !activated, let running = try DaemonLink.find(inv) {
             throw CommandFailure("a daemon already serves this store (pid \(running.pid.map(String.init) ?? "?"), control at \(running.controlPath))",
                                  remedy: "stop it with 'sitekeep stop' and start again, or change the running one with 'sitekeep config set' (e.g. 'sitekeep config set ssh-agent on', applied at once)",
                                  code: "running")
