@@ -10,8 +10,12 @@ import SiteKeepSocket
 /// One request per connection. The client sends a JSON header line:
 ///
 /// ```
-/// {"v": 3, "op": "hello" | "status" | "lock" | "unlock" | "sites" | "run", "store": "<store id>", ...}
+/// {"v": 3, "op": "hello" | "status" | "lock" | "unlock" | "stop" | "set" | "sites" | "run", "store": "<store id>", ...}
 /// ```
+///
+/// - `stop` (store required) asks the daemon to stop as SIGTERM does; it answers `{"ok": true,
+///   "pid": N}` first. `set` (store required) adds `"key": "idle-lock"` and `"value"` (a
+///   duration): the idle lock of this run only.
 ///
 /// - `store` is the store id the client means; a daemon serving another store refuses with
 ///   `wrong_store` (so `--home B` never reaches store A's daemon).
