@@ -110,6 +110,32 @@ import Glibc
         #expect(exited && st & 0x7f == 0 && (st >> 8) & 0xff == 0, "the activated daemon did not exit 0 after stop (status \(st))")
     }
 
+    /// With an older socket unit that passes only `bridge.sock`, the first `unlock` still works:
+    /// something listens on the bridge socket, so it waits for the daemon its connection started
+    /// (which makes its own control socket) instead of starting a second one that would fail
+    /// with "already listens".
+    @Test func aBridgeOnlySocketUnitStillUnlocksTheFirstTime() async throws {
+        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate") else {
+            print("SystemdUnitTests: skipped: /usr/bin/systemd-socket-activate is not installed (Debian: systemd)")
+            return
+        }
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let (home, run) = try Self.homeWithBinaries(store.dir, sitekeep: sitekeep)
+        mkdir(run + "/sitekeep", 0o700)
+        let env = ["SITEKEEP_HOME": store.home, "XDG_RUNTIME_DIR": run, "HOME": home, "NO_COLOR": "1",
+                   "SITEKEEP_SOCK": "", "SITEKEEP_AGENT_SOCK": "", "SITEKEEP_NO_DAEMON": ""]
+        let args = ["-l", run + "/sitekeep/bridge.sock"] + env.keys.sorted().flatMap { ["-E", $0] } + [home + "/.local/bin/sitekeep", "serve"]
+        let pid = try #require(DaemonTests.spawn("/usr/bin/systemd-socket-activate", args, env: env.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"]))
+        defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
+        #expect(ChildProcess.waitForPath(run + "/sitekeep/bridge.sock", pid: pid, seconds: 20))
+        let unlocked = ChildProcess.capture(sitekeep, ["unlock", "--passphrase-file", store.passFile], environment: env)
+        #expect(unlocked.status == 0 && unlocked.out.contains("daemon holds the keys"), "the first unlock: \(unlocked.out)\(unlocked.err)")
+        let stopped = ChildProcess.capture(sitekeep, ["stop"], environment: env)
+        #expect(stopped.status == 0 && stopped.out.contains("Stopped the daemon"), "stop: \(stopped.out)\(stopped.err)")
+    }
+
     /// A home whose ~/.local/bin holds the build's three executables (the unit's ExecStart),
     /// and a private runtime folder.
     static func homeWithBinaries(_ dir: URL, sitekeep: String) throws -> (home: String, run: String) {
