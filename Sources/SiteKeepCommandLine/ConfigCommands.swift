@@ -141,6 +141,10 @@ enum ConfigCommands {
             json.append(JSONMember(key: "daemon", value: .string(state)))
         } else {
             json.append(JSONMember(key: "daemon", value: .string("none")))
+            // Run outside a daemon that serves the store (SITEKEEP_NO_DAEMON=1): say it did not apply.
+            if (try? DaemonLink.find(inv)) ?? nil != nil {
+                lines.append("A daemon runs for this store, but this command ran outside it: the daemon uses the change from its next start ('sitekeep stop', then 'sitekeep unlock').")
+            }
         }
         inv.emit(.object(json)) { lines.joined(separator: "\n") }
     }

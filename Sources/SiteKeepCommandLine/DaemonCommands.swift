@@ -48,7 +48,11 @@ enum DaemonCommands {
         var options = DaemonOptions(environment: inv.environment)
         // The settings kept with the store first (every way a daemon starts reads them), then
         // this command line's options over them, for this run only.
-        options.apply(try DaemonSettings.load(home: inv.settings.home), agentSocket: try? AgentSocketPath.resolve(nil, environment: inv.environment))
+        let settings = try DaemonSettings.load(home: inv.settings.home)
+        options.apply(settings, agentSocket: try? AgentSocketPath.resolve(nil, environment: inv.environment))
+        if settings[.sshAgent] == "on", options.sshAgentSocket == nil {
+            inv.note("sitekeep serve: the ssh-agent setting is on, but neither SITEKEEP_AGENT_SOCK nor XDG_RUNTIME_DIR is set, so there is no agent socket; set one with 'sitekeep config set ssh-agent-socket /ABSOLUTE/PATH'")
+        }
         if let text = inv.option("--idle-lock") {
             options.idleLockSeconds = try IdleLock.parse(text, command: inv.spec.commandLine)
             options.overrides[.idleLock] = "--idle-lock \(text)"
