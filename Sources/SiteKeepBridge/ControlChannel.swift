@@ -8,7 +8,7 @@ internal import SiteKeepCrypto
 /// The daemon's local control socket (`control.sock`, beside the bridge socket; 0600 in a 0700
 /// folder; peers of another uid refused), speaking ``ControlWire`` version 3. It is how the
 /// `sitekeep` command line reaches the one process that holds a store's unlocked keys
-/// (`unlock`, `lock`, `status`, and `run`: a whole command run inside the daemon), and how a
+/// (`unlock`, `lock`, `status`, `stop`, `set`, and `run`: a whole command run inside the daemon), and how a
 /// web-view host (`sitekeep-browser`) learns the app-bound sites (`sites`). Sites never use it.
 ///
 /// Every connection is one request on a thread of its own (``SocketListener``), so a long
@@ -102,7 +102,9 @@ public final class ControlServer: Sendable {
         let allowed: Set<String> = op == "run" ? ["v", "op", "store", "argv", "cwd", "env", "tty"]
             : op == "unlock" ? Set(["v", "op", "store", "method", "length"]).union(ControlServer.unlockPromptKeys.keys)
             : ["v", "op", "store", "method", "length"]
-        if let unknown = header.objectValue?.first(where: { !allowed.contains($0.key) }) {
+        // `set`: a setting of this run only (`unlock --idle-lock` against a running daemon).
+        let settingFields: Set<String> = op == "set" ? ["key", "value"] : []
+        if let unknown = header.objectValue?.first(where: { !allowed.contains($0.key) && !settingFields.contains($0.key) }) {
             Self.refuse(connection, "bad_request", "the control request has an unknown field '\(unknown.key)'")
             return
         }
@@ -111,7 +113,7 @@ public final class ControlServer: Sendable {
             Self.refuse(connection, "wrong_store", "the daemon on \(path ?? "this socket") serves the store in \(storeLabel), not the one asked for")
             return
         }
-        if store == nil, ["unlock", "lock", "run"].contains(op) {
+        if store == nil, ["unlock", "lock", "run", "stop", "set"].contains(op) {
             Self.refuse(connection, "bad_request", "\(op) must name the store it means")
             return
         }

@@ -115,7 +115,9 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidCatalogue(let r): "the op catalogue is invalid: \(r); fix ops.json and restart the daemon"
         case .catalogueMismatch(let r): "the op catalogue and the handlers disagree: \(r); add the op or its handler"
         case let .socket(call, e): "\(call) failed with errno \(e); check the socket path, its folder's owner and mode"
-        case .socketPath(let r): "the bridge socket path is unusable: \(r); set SITEKEEP_SOCK or XDG_RUNTIME_DIR"
+        case .socketPath(let r): r.contains("already listens")
+            ? "the bridge socket path is unusable: \(r); stop that daemon with 'sitekeep stop' first (or change the running one with 'sitekeep config set')"
+            : "the bridge socket path is unusable: \(r); set SITEKEEP_SOCK or XDG_RUNTIME_DIR"
         case .socketActivation(let r): "systemd socket activation failed: \(r); check sitekeep.socket"
         case let .untrustedSocket(path, r): "refusing to talk to the socket \(path), nothing was sent: \(r)"
         case .connectionClosed: "the SiteKeep daemon closed the connection; is `sitekeep serve` running?"

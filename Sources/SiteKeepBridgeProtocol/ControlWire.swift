@@ -10,8 +10,12 @@ import SiteKeepSocket
 /// One request per connection. The client sends a JSON header line:
 ///
 /// ```
-/// {"v": 3, "op": "hello" | "status" | "lock" | "unlock" | "sites" | "run", "store": "<store id>", ...}
+/// {"v": 3, "op": "hello" | "status" | "lock" | "unlock" | "stop" | "set" | "sites" | "run", "store": "<store id>", ...}
 /// ```
+///
+/// - `stop` (store required) asks the daemon to stop as SIGTERM does; it answers `{"ok": true,
+///   "pid": N}` first. `set` (store required) adds `"key": "idle-lock"` and `"value"` (a
+///   duration): the idle lock of this run only.
 ///
 /// - `store` is the store id the client means; a daemon serving another store refuses with
 ///   `wrong_store` (so `--home B` never reaches store A's daemon).
@@ -157,6 +161,9 @@ public enum ControlClient {
                             secret: UnsafeRawBufferPointer? = nil, extra: [JSONMember] = []) throws(BridgeError) -> JSONValue? {
         guard let fd = try connect(path: path) else { return nil }
         defer { close(fd) }
+        // A daemon that never answers (one still starting that hangs, a listener that is no
+        // daemon) costs a bounded wait, not a hang; unlock's KDF takes about a second.
+        UnixSocket.setReceiveTimeout(fd, seconds: 60)
         var fields = extra
         if let method { fields.append(JSONMember(key: "method", value: .string(method))) }
         fields.append(JSONMember(key: "length", value: .int(Int64(secret?.count ?? 0))))

@@ -14,7 +14,8 @@ enum AgentCommands {
         summary: "Print the SSH_AUTH_SOCK line for the daemon's ssh-agent socket (as 'ssh-agent -s' does)",
         discussion: """
         The daemon serves team keys to ssh, ssh-add, ssh-keygen and git over the ssh-agent \
-        protocol when started with 'sitekeep serve --ssh-agent'. Its socket is --socket, else \
+        protocol when the ssh-agent setting is on ('sitekeep config set ssh-agent on', applied \
+        to a running daemon at once; 'serve --ssh-agent' for one run). Its socket is --socket, else \
         $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock. Use it with \
         eval "$(sitekeep agent env)". A note goes to stderr when nothing answers there yet.
         """,
@@ -26,7 +27,13 @@ enum AgentCommands {
         let path = try AgentSocketPath.resolve(inv.option("--socket"), environment: inv.environment)
         let answering = AgentClient.isAnswering(path: path)
         if !answering && !inv.settings.json {
-            inv.note("note: nothing answers on \(path) yet; start 'sitekeep serve --ssh-agent'")
+            // The fix is the setting, applied at once by a running daemon (a second `serve
+            // --ssh-agent` would only meet the running one).
+            if (try? DaemonLink.find(inv)) != nil {
+                inv.note("note: the daemon runs without the ssh-agent socket; turn it on with 'sitekeep config set ssh-agent on' (applied at once)")
+            } else {
+                inv.note("note: nothing answers on \(path) yet; turn the agent on with 'sitekeep config set ssh-agent on', then start the daemon with 'sitekeep unlock'")
+            }
         }
         inv.emit(.object([JSONMember(key: "SSH_AUTH_SOCK", value: .string(path)), JSONMember(key: "answering", value: .bool(answering))])) {
             inv.flag("--csh") ? "setenv SSH_AUTH_SOCK \(ShellQuote.quote(path));" : "SSH_AUTH_SOCK=\(ShellQuote.quote(path)); export SSH_AUTH_SOCK;"

@@ -100,7 +100,7 @@ enum CustodyCommands {
         """,
         options: [UnlockOptions.recoveryFile,
                   .flag("--no-autostart", "do not start a daemon when none runs; only check the secret"),
-                  .option("--idle-lock", value: "DURATION", "for a daemon started here: lock after this long unused (e.g. 90s, 15m, 2h; default 15m)")],
+                  .option("--idle-lock", value: "DURATION", "lock after this long unused, for this run of the daemon (e.g. 90s, 15m, 2h; default: the idle-lock setting, 15m)")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep unlock", "unlock with the passphrase, typed without echo; start the daemon if none runs"),
                    CommandExample("sitekeep unlock --prf-file prf.bin --idle-lock 30m", "unlock with 32 bytes from a passkey's PRF; lock after 30 idle minutes")]
@@ -130,6 +130,11 @@ enum CustodyCommands {
         } else if let daemon {
             // The daemon checks the secret itself (and keeps the back-off); the secret is read once.
             try daemon.unlock(inv)
+            // Never silently ignored: the running daemon takes it for this run, and says how to keep it.
+            if let idle = inv.option("--idle-lock") {
+                try daemon.setIdleLockForThisRun(idle)
+                inv.note("note: the running daemon now locks after \(idle) unused, until it stops; 'sitekeep config set idle-lock \(idle)' keeps it for every start")
+            }
         }
         if daemon != nil {
             inv.emit(["unlocked": true, "secretAccepted": true, "daemon": true]) { "Unlocked; the daemon holds the keys until 'sitekeep lock' or its idle lock." }

@@ -91,6 +91,37 @@ struct DaemonLink: Sendable {
 
     func lock() throws { _ = try request("lock") }
 
+    /// Sets the running daemon's idle lock for this run only (`unlock --idle-lock` against a
+    /// daemon that already runs); the stored setting is unchanged.
+    func setIdleLockForThisRun(_ text: String) throws {
+        _ = try request("set", extra: [JSONMember(key: "key", value: "idle-lock"), JSONMember(key: "value", value: .string(text))])
+    }
+
+    /// Asks the daemon to stop (as SIGTERM: drain, lock, flush) and waits until its process is
+    /// gone (up to 20 s); its pid.
+    /// - Throws: ``CommandFailure`` when it refuses or is still there after the wait.
+    func stop() throws -> Int64 {
+        let reply = try request("stop")
+        guard let pid = reply["pid"]?.intValue ?? self.pid, pid > 0, pid <= Int64(Int32.max) else {
+            throw CommandFailure("the daemon did not say which process it is", code: "daemon")
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if !Self.isAlive(pid_t(pid)) { return pid }
+            usleep(20_000)
+        }
+        throw CommandFailure("the daemon (pid \(pid)) was asked to stop and is still running after 20 s",
+                             remedy: "see its log (daemon.log in the store, or 'journalctl --user -u sitekeep'); 'kill \(pid)' stops it the same way", code: "daemon")
+    }
+
+    /// Whether `pid` is a live process (a zombie, exited but not yet reaped, is gone).
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     func isUnlocked() throws -> Bool { try request("status")["unlocked"] == .bool(true) }
 
     /// Starts `sitekeep serve` for the store of `inv`, detached (its own session, output to
@@ -98,6 +129,20 @@ struct DaemonLink: Sendable {
     static func start(_ inv: Invocation) throws -> DaemonLink {
         guard let executable = Bundle.main.executablePath ?? CommandLine.arguments.first.map({ $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }) else {
             throw CommandFailure("cannot tell where the sitekeep executable is", remedy: "start the daemon yourself with 'sitekeep serve'", code: "no_daemon")
+        }
+        // Something already listening on the bridge socket (systemd's socket unit, or a daemon
+        // still starting) is not a reason to start a second daemon, which could only say "already
+        // listens": connecting has started the activated one, so wait for its control socket.
+        if let bridge = try? DaemonSockets.bridge(environment: inv.environment), let fd = try? ControlClient.connect(path: bridge) {
+            close(fd)
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if let link = try find(inv) { return link }
+                usleep(50_000)
+            }
+            throw CommandFailure("something listens on \(bridge) but no SiteKeep control socket answers beside it",
+                                 remedy: "if it is systemd's sitekeep.socket, install the current units from tools/systemd (they pass control.sock too) and run 'systemctl --user daemon-reload && systemctl --user restart sitekeep.socket'; otherwise stop what listens there",
+                                 code: "no_daemon")
         }
         var arguments = [executable, "serve", "--home", inv.settings.home, "--keyring", inv.settings.keyring]
         if let idle = inv.option("--idle-lock") { arguments += ["--idle-lock", idle] }

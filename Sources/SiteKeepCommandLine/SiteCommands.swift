@@ -256,7 +256,25 @@ enum SiteCommands {
         try inv.confirmDestruction("the site \(s.displayName) (\(s.origins.map(\.serialized).joined(separator: " "))) and all its data",
                                    typing: s.displayName, noun: "the site's name")
         if s.protection == .whenUnlocked { try store.unlockOneShot(inv) }
-        try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
+        // Run inside the daemon (as it is whenever one serves the store), its own open handle on
+        // the site is not a holder to refuse for: it is closed first (a bridge request opening
+        // it again in between is closed on the next try). A handle of another command running
+        // in the daemon is a real holder: the message names --force.
+        var attempt = 0
+        while true {
+            attempt += 1
+            store.shared?.releaseSite(s.id)
+            do throws(PartitionError) {
+                try reg.remove(forIdentifier: s.id, force: inv.flag("--force"))
+                break
+            } catch {
+                guard case let .siteInUse(_, handles) = error else { throw error }
+                if attempt < 3 { continue }
+                throw CommandFailure("the site \(s.displayName) is in use: \(handles) open handle(s) held by another command running in the daemon",
+                                     remedy: "wait for that command to finish and try again, or pass --force to remove it anyway (the command holding it then fails)",
+                                     code: "site_in_use")
+            }
+        }
         inv.say("Removed site \(s.id.string) (\(s.displayName)); its key was destroyed before its files.")
         // Its core state (reminder leads, calendar sequences, inbox and workflow state) goes with
         // its partition (a daemon serving the store forgets it too, ``SiteRegistry/onSiteRemoved(_:)``).

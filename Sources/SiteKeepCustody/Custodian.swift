@@ -196,6 +196,8 @@ public final class Custodian: Sendable {
         mutating func wipeForLock() {}
     }
     let state = Mutex<State>(State())
+    /// The idle lifetime in force: the configuration's until ``setIdleLifetime(_:)``.
+    private let idleNs = Atomic<Int64>(0)
     let backoff: UnlockBackoff
     /// Says the back-off record and the audit anchor live in the keyring (see ``KeyringStateMarker``).
     let marker: KeyringStateMarker
@@ -245,6 +247,7 @@ public final class Custodian: Sendable {
         // A store made before the back-off record and the audit anchor lived in the keyring
         // moves them there once (a failure is retried at the next open).
         self.signers = lockScope.bound(SignerCache())
+        idleNs.store(Int64(clamping: PresenceProof.nanoseconds(configuration.idleLifetime)), ordering: .relaxed)
         if !marker.isPresent { try? migrateKeyringState() }
     }
 
@@ -314,7 +317,7 @@ public final class Custodian: Sendable {
     /// The master key and when this unlock happened, after the idle check.
     func currentUnlock(touch: Bool = true) throws(CustodyError) -> (master: LockedSecret, unlockedAtNs: UInt64) {
         let now = configuration.bootClock.nanoseconds()
-        let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
+        let idle = PresenceProof.nanoseconds(idleLifetime)
         let (unlock, expired): ((LockedSecret, UInt64)?, Bool) = state.withLock { s in
             guard let u = s.unlocked else { return (nil, false) }
             if now > u.lastUseNs, now - u.lastUseNs > idle {
@@ -341,6 +344,19 @@ public final class Custodian: Sendable {
 
     // MARK: - State
 
+    /// How long unused before the custodian locks itself (the configuration's, or the last
+    /// ``setIdleLifetime(_:)``).
+    public var idleLifetime: Duration { .nanoseconds(idleNs.load(ordering: .relaxed)) }
+
+    /// Changes the idle lifetime from now on (the daemon's `idle-lock` setting changed while it
+    /// runs): the time already unused counts against the new lifetime, so a shorter one may lock
+    /// at the next check, which the timer makes at once.
+    public func setIdleLifetime(_ lifetime: Duration) {
+        idleNs.store(Int64(clamping: PresenceProof.nanoseconds(lifetime)), ordering: .relaxed)
+        let epoch: UInt64? = state.withLock { $0.unlocked == nil ? nil : $0.epoch }
+        if let epoch { scheduleAutoLock(epoch: epoch, after: .zero) }
+    }
+
     /// Whether the master key is in memory (this applies the idle check but is not a use).
     public var isUnlocked: Bool { (try? currentMaster(touch: false)) != nil }
 
@@ -355,7 +371,7 @@ public final class Custodian: Sendable {
         let unlocked = isUnlocked
         let remaining: Int? = unlocked ? state.withLock { s in
             guard let u = s.unlocked else { return nil }
-            let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
+            let idle = PresenceProof.nanoseconds(idleLifetime)
             let used = configuration.bootClock.nanoseconds() &- u.lastUseNs
             return Int((idle > used ? idle - used : 0) / 1_000_000_000)
         } : nil
@@ -377,7 +393,7 @@ public final class Custodian: Sendable {
         // above all) survives into the unlocked session. Cleared after the state is set, so a
         // proof a prompt returns during the unlock is refused by its holder's generation check.
         lockScope.clear()
-        scheduleAutoLock(epoch: epoch, after: configuration.idleLifetime)
+        scheduleAutoLock(epoch: epoch, after: idleLifetime)
     }
 
     func scheduleAutoLock(epoch: UInt64, after delay: Duration) {
@@ -389,7 +405,7 @@ public final class Custodian: Sendable {
     }
 
     func autoLockTick(epoch: UInt64) {
-        let idle = PresenceProof.nanoseconds(configuration.idleLifetime)
+        let idle = PresenceProof.nanoseconds(idleLifetime)
         let now = configuration.bootClock.nanoseconds()
         enum Next { case none, locked, again(UInt64) }
         let next: Next = state.withLock { s in

@@ -7,10 +7,33 @@ import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepPartitions
 
-/// What the control socket does: `status`, `lock`, `unlock`, and `sites` (the app-bound sites
-/// for a web-view host: id, name, origins and the folder it keeps the site's web data in; no
-/// secrets, and it works while locked).
+/// What the control socket does: `status`, `lock`, `unlock`, `stop` (as SIGTERM: drain, lock,
+/// flush, exit), `set` (a setting of this run only), and `sites` (the app-bound sites for a
+/// web-view host: id, name, origins and the folder it keeps the site's web data in; no secrets,
+/// and it works while locked). The control socket has already refused peers of another user and
+/// requests naming another store.
 enum ControlOps {
+    /// The ops about the daemon itself (`stop`, `set`); nil for the others.
+    static func handleDaemon(_ request: ControlServer.Request, daemon: Daemon) -> JSONValue? {
+        switch request.op {
+        case "stop":
+            // Answered first: the stop closes the control socket after running requests finish.
+            guard daemon.willStop() else {
+                return ["ok": false, "code": "hosted", "error": "this daemon runs inside a host process, which stops it itself"]
+            }
+            return ["ok": true, "pid": .int(Int64(getpid()))]
+        case "set":
+            guard request.header["key"]?.stringValue == DaemonSettings.Key.idleLock.rawValue,
+                  let text = request.header["value"]?.stringValue, let seconds = IdleLock.seconds(parsing: text) else {
+                return ["ok": false, "code": "bad_request", "error": "set takes key idle-lock and a duration from 1s to 1d"]
+            }
+            daemon.overrideIdleLock(seconds: seconds, how: "--idle-lock \(text) of 'sitekeep unlock'")
+            return ["ok": true, "seconds": .int(Int64(seconds))]
+        default:
+            return nil
+        }
+    }
+
     static func handle(_ request: ControlServer.Request, secret: UnsafeRawBufferPointer?, custodian: Custodian,
                        registry: SiteRegistry, home: String) -> JSONValue {
         let method = request.method

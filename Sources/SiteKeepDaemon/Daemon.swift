@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import Dispatch
 import Synchronization
 public import SiteKeepBridge
 import SiteKeepAgent
@@ -37,6 +38,11 @@ public final class Daemon: Sendable {
     private let running = Mutex<Running?>(nil)
     /// Set from the first line of ``start()`` until ``stop()``, so two starts never race.
     private let claimed = Mutex(false)
+    /// The settings in force: those stored with the store when it started (or changed since by
+    /// ``apply(_:)``), and what this run's command line overrides.
+    private let inForce: Mutex<(stored: DaemonSettings, overrides: [DaemonSettings.Key: String])>
+    /// Set while ``run()`` waits for a signal: a `stop` request then stops it as SIGTERM does.
+    private let servesUntilSignal = Atomic(false)
 
     /// What ``start()`` started, stopped by ``stop()``.
     private struct Running: Sendable {
@@ -48,11 +54,14 @@ public final class Daemon: Sendable {
         var agent: AgentSocketServer?
         var watcher: SessionLockWatcher?
         var controlPath: String?
+        /// The agent socket served with keys (nil: none, or the "off" one systemd passed).
+        var agentPath: String?
     }
 
-    private init(store: OpenStore, options: DaemonOptions) {
+    private init(store: OpenStore, options: DaemonOptions, settings: DaemonSettings) {
         self.store = store
         self.options = options
+        inForce = Mutex((settings, options.overrides))
     }
 
     /// Opens the store in `home` for a daemon (its custodian with the idle lifetime of
@@ -71,7 +80,10 @@ public final class Daemon: Sendable {
         // A long-running reader: other processes' vault changes are noticed by inotify, not by
         // looking at five files on every bridge read.
         store.shared?.library.watchForChanges()
-        return Daemon(store: store, options: options)
+        // The settings as stored, for `config` (the options already hold them, with this run's
+        // overrides: the command line read them before it opened the daemon).
+        let settings = (try? DaemonSettings.load(home: home)) ?? DaemonSettings()
+        return Daemon(store: store, options: options, settings: settings)
     }
 
     /// The bridge's dispatcher while the daemon runs.
@@ -126,25 +138,50 @@ public final class Daemon: Sendable {
         wired.core.start(dispatcher: dispatcher, environment: env, note: log)
         bridge.start()
         var run = Running(dispatcher: dispatcher, bridge: bridge, core: wired.core, sync: sync)
-        if let agentPath = options.sshAgentSocket {
+        startAgent(&run, path: options.sshAgentSocket)
+        startControl(&run, bridgePath: bridge.path, registry: registry)
+        if options.lockOnSessionLock { startWatcher(&run) } else { log("does not lock with the session (lock-on-session-lock off)") }
+        store.shared?.attach(daemon: self)
+        let access = wired.core.access
+        store.shared?.attach(release: { access.release($0) })
+        log("store \(store.home.path); listening on \(bridge.path ?? "the socket systemd passed"); control at \(run.controlPath ?? "none"); \(custodian.isUnlocked ? "unlocked" : "locked"); idle lock after \(Int(custodian.idleLifetime.components.seconds)) s")
+        running.withLock { $0 = run }
+    }
+
+    /// The ssh-agent socket at `path` (nil: none). Where systemd passed an agent socket and the
+    /// agent is off, that socket is served with no keys, each request refused saying how to turn
+    /// it on, so a client never waits on a socket nobody answers.
+    private func startAgent(_ run: inout Running, path: String?) {
+        let log = options.log
+        if let path {
             do {
-                run.agent = try SSHAgentService.start(path: agentPath, custodian: custodian, presence: presence, note: log)
-                log("ssh-agent on \(agentPath) (eval \"$(sitekeep agent env)\")")
+                // The daemon's one verifier (built in open), so a live start from `config set`
+                // asks as the bridge does.
+                let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: options.environment)
+                run.agent = try SSHAgentService.start(path: path, custodian: store.custodian, presence: presence, note: log)
+                run.agentPath = path
+                log("ssh-agent on \(path) (eval \"$(sitekeep agent env)\")")
             } catch {
                 log("no ssh-agent socket: \(error)")
             }
+        } else if let passed = DaemonSettings.defaultAgentSocket(environment: options.environment), UnixSocket.isActivated(path: passed) {
+            run.agent = try? AgentSocketServer(path: passed, keys: AgentOff())
+            run.agent?.start()
+            run.agentPath = nil
         }
-        startControl(&run, bridgePath: bridge.path, registry: registry)
-        // Lock with the login session: the screensaver's ActiveChanged, logind's Lock.
-        if let watcher = SessionLockWatcher.start(environment: env, onLock: { source in
+    }
+
+    /// Lock with the login session: the screensaver's ActiveChanged, logind's Lock.
+    private func startWatcher(_ run: inout Running) {
+        let log = options.log
+        let custodian = store.custodian
+        if let watcher = SessionLockWatcher.start(environment: options.environment, onLock: { source in
             if custodian.isUnlocked { log("the session locked (\(source)); locking") }
             custodian.lock()
         }) {
             run.watcher = watcher
             log("locks with the session: watching \(watcher.sources.joined(separator: " and "))")
         }
-        log("store \(store.home.path); listening on \(bridge.path ?? "the socket systemd passed"); control at \(run.controlPath ?? "none"); \(custodian.isUnlocked ? "unlocked" : "locked"); idle lock after \(options.idleLockSeconds) s")
-        running.withLock { $0 = run }
     }
 
     /// The control socket beside the bridge socket. Under socket activation there is no path of
@@ -159,7 +196,8 @@ public final class Daemon: Sendable {
         let controlPath = DaemonSockets.besideBridge(path)
         let custodian = store.custodian, store = self.store, runCommand = options.runCommand
         do {
-            let control = try ControlServer(path: controlPath, storeID: custodian.storeID, storeLabel: store.home.path, handler: { request, secret in
+            let control = try ControlServer(path: controlPath, storeID: custodian.storeID, storeLabel: store.home.path, handler: { [self] request, secret in
+                if let answer = ControlOps.handleDaemon(request, daemon: self) { return answer }
                 let answer = ControlOps.handle(request, secret: secret, custodian: custodian, registry: registry, home: store.home.path)
                 // Prompts follow the terminal and display of whoever last unlocked (with the secret).
                 if request.op == "unlock", answer["ok"] == .bool(true), let prompt = store.shared?.presence as? PromptPresenceVerifier {
@@ -191,6 +229,8 @@ public final class Daemon: Sendable {
         store.shared?.attach(nil)
         run.sync?.stop()
         run.core.stop()
+        store.shared?.attach(daemon: nil)
+        store.shared?.attach(release: nil)
         run.agent?.shutdown()
         run.watcher?.stop()
         run.control?.shutdown()
@@ -198,13 +238,142 @@ public final class Daemon: Sendable {
         store.custodian.auditLog.flush()
     }
 
-    /// Serves until SIGTERM or SIGINT, then stops cleanly. Blocks both signals in this thread
-    /// first (call it from the main thread before any other thread starts, so every thread the
-    /// daemon starts inherits the mask) and ignores SIGPIPE.
+    /// Serves until SIGTERM or SIGINT (or a `stop` request on the control socket, which sends
+    /// this process SIGTERM), then stops cleanly. Blocks both signals in this thread first (call
+    /// it from the main thread before any other thread starts, so every thread the daemon starts
+    /// inherits the mask) and ignores SIGPIPE.
     public func run() throws {
         let signals = TerminationSignals.block(ignoringBrokenPipes: true)
         try start()
+        servesUntilSignal.store(true, ordering: .releasing)
         _ = signals.wait()
+        servesUntilSignal.store(false, ordering: .releasing)
         stop()
+    }
+
+    /// Asks ``run()`` to stop as SIGTERM does (drain, lock, flush); false when this daemon is
+    /// not serving through ``run()`` (a host that called ``start()`` stops it itself).
+    func willStop() -> Bool {
+        guard servesUntilSignal.load(ordering: .acquiring) else { return false }
+        options.log("stop requested on the control socket")
+        // Sent a moment later, so the reply leaves before the control socket drains.
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { _ = kill(getpid(), SIGTERM) }
+        return true
+    }
+
+    // MARK: Settings while running
+
+    /// One setting as the running daemon has it.
+    public struct SettingInForce: Sendable, Equatable {
+        public let key: DaemonSettings.Key
+        /// The value in force.
+        public let value: String
+        /// `default`, `stored`, or how this run overrides it (`--idle-lock`, `SITEKEEP_SSH_AGENT=1`).
+        public let source: String
+        /// The stored (or default) value, when an override hides it.
+        public let storedValue: String?
+    }
+
+    /// Every setting as this daemon runs with it.
+    public func settingsInForce() -> [SettingInForce] {
+        let (stored, overrides) = inForce.withLock { $0 }
+        return DaemonSettings.Key.allCases.map { key in
+            let storedValue = stored[key]
+            if let how = overrides[key] {
+                return SettingInForce(key: key, value: value(of: key), source: how, storedValue: storedValue)
+            }
+            return SettingInForce(key: key, value: storedValue, source: stored.stored[key] == nil ? "default" : "stored", storedValue: nil)
+        }
+    }
+
+    /// What this run uses for `key` (the options it started with, or a change applied since).
+    private func value(of key: DaemonSettings.Key) -> String {
+        let live = running.withLock { $0 }
+        switch key {
+        case .sshAgent: return live?.agentPath != nil ? "on" : "off"
+        case .sshAgentSocket: return live?.agentPath ?? options.sshAgentSocket ?? ""
+        case .idleLock: return IdleLock.text(seconds: Int(store.custodian.idleLifetime.components.seconds))
+        case .lockOnSessionLock: return live?.watcher != nil || options.lockOnSessionLock ? "on" : "off"
+        case .syncInterval: return String(options.syncIntervalSeconds)
+        case .metered: return options.metered ? "on" : "off"
+        case .prompt: return options.prompt ?? "auto"
+        }
+    }
+
+    /// What ``apply(_:)`` did with a change of the stored settings.
+    public struct SettingsApplied: Sendable, Equatable {
+        /// Applied to this daemon at once.
+        public var applied: [DaemonSettings.Key] = []
+        /// Stored, but this run keeps the value its command line gave (until the next start).
+        public var overridden: [DaemonSettings.Key] = []
+        /// Stored, in force from the next start ('sitekeep stop', then 'sitekeep unlock').
+        public var atNextStart: [DaemonSettings.Key] = []
+        /// Changes that failed to apply, with why (the stored value stays).
+        public var failed: [String] = []
+    }
+
+    /// Applies the stored settings `new` to this running daemon where it can (idle lock, lock on
+    /// session lock, the ssh-agent socket); says which changes wait for the next start (sync
+    /// interval, metered, prompt) and which this run's command line overrides.
+    public func apply(_ new: DaemonSettings) -> SettingsApplied {
+        let (old, overrides) = inForce.withLock { s in defer { s.stored = new }; return s }
+        var result = SettingsApplied()
+        let changed = DaemonSettings.Key.allCases.filter { old[$0] != new[$0] }
+        let log = options.log
+        for key in changed {
+            if overrides[key] != nil, !(key == .sshAgentSocket && overrides[.sshAgent] == nil) {
+                result.overridden.append(key)
+                continue
+            }
+            switch key {
+            case .idleLock:
+                store.custodian.setIdleLifetime(.seconds(IdleLock.seconds(parsing: new[.idleLock]) ?? IdleLock.defaultSeconds))
+                result.applied.append(key)
+                log("idle lock now \(new[.idleLock])")
+            case .lockOnSessionLock:
+                running.withLock { run in
+                    guard var r = run else { return }
+                    if new[key] == "on", r.watcher == nil { startWatcher(&r) }
+                    if new[key] == "off" { r.watcher?.stop(); r.watcher = nil; log("no longer locks with the session") }
+                    run = r
+                }
+                result.applied.append(key)
+            case .sshAgent, .sshAgentSocket:
+                if result.applied.contains(.sshAgent) || result.applied.contains(.sshAgentSocket) { continue }
+                var wanted: String? = nil
+                if new[.sshAgent] == "on" {
+                    let socket = new[.sshAgentSocket]
+                    wanted = socket.isEmpty ? DaemonSettings.defaultAgentSocket(environment: options.environment) : socket
+                    if wanted == nil {
+                        result.failed.append("ssh-agent: neither SITEKEEP_AGENT_SOCK nor XDG_RUNTIME_DIR is set for the daemon, so it has no agent socket; set ssh-agent-socket")
+                        continue
+                    }
+                }
+                let outcome: String? = running.withLock { run in
+                    guard var r = run else { return "the daemon is not running" }
+                    if r.agentPath == wanted { return nil }
+                    r.agent?.shutdown()
+                    r.agent = nil
+                    r.agentPath = nil
+                    startAgent(&r, path: wanted)
+                    run = r
+                    if let wanted, r.agentPath != wanted { return "the ssh-agent socket \(wanted) could not be started (see the daemon's log)" }
+                    if wanted == nil { log("ssh-agent off") }
+                    return nil
+                }
+                if let outcome { result.failed.append(outcome) } else { result.applied.append(key) }
+            case .syncInterval, .metered, .prompt:
+                result.atNextStart.append(key)
+            }
+        }
+        return result
+    }
+
+    /// Sets the idle lock of this run only (`sitekeep unlock --idle-lock` against a running
+    /// daemon); the stored setting is unchanged and `config` shows the override.
+    func overrideIdleLock(seconds: Int, how: String) {
+        store.custodian.setIdleLifetime(.seconds(seconds))
+        inForce.withLock { $0.overrides[.idleLock] = how }
+        options.log("idle lock \(seconds) s for this run (\(how))")
     }
 }

@@ -18,6 +18,12 @@ public struct DaemonOptions: Sendable {
     public var syncIntervalSeconds: Int = 300
     /// Treat the network as metered: no background sync.
     public var metered = false
+    /// Lock when the login session locks (the `lock-on-session-lock` setting; default on).
+    public var lockOnSessionLock = true
+    /// The settings a command-line option or the environment set for this run only, and how
+    /// (`--idle-lock 5m`, `SITEKEEP_SSH_AGENT=1`): `config` reports them, and a setting changed
+    /// while the daemon runs says it is overridden.
+    public var overrides: [DaemonSettings.Key: String] = [:]
     /// The bridge socket; nil: the socket systemd passed (`LISTEN_FDS`), else `$SITEKEEP_SOCK`,
     /// else `$XDG_RUNTIME_DIR/sitekeep/bridge.sock`. The control socket goes beside it.
     public var bridgeSocket: String?
@@ -36,5 +42,18 @@ public struct DaemonOptions: Sendable {
     /// - Parameter environment: nil reads this process's environment.
     public init(environment: [String: String]? = nil) {
         self.environment = environment ?? ProcessInfo.processInfo.environment
+    }
+
+    /// Takes the settings stored with the store (``DaemonSettings``): every way a daemon starts
+    /// calls this first, then applies its command line's options over it (``overrides``).
+    /// - Parameter agentSocket: where the agent listens when the settings name no socket.
+    public mutating func apply(_ settings: DaemonSettings, agentSocket defaultAgentSocket: String?) {
+        idleLockSeconds = IdleLock.seconds(parsing: settings[.idleLock]) ?? IdleLock.defaultSeconds
+        syncIntervalSeconds = DaemonSettings.syncSeconds(settings[.syncInterval]) ?? 300
+        metered = settings[.metered] == "on"
+        lockOnSessionLock = settings[.lockOnSessionLock] == "on"
+        prompt = settings[.prompt]
+        let socket = settings[.sshAgentSocket]
+        sshAgentSocket = settings[.sshAgent] == "on" ? (socket.isEmpty ? defaultAgentSocket : socket) : nil
     }
 }

@@ -19,4 +19,12 @@ public enum IdleLock {
               n <= maximumSeconds / unit else { return nil }
         return n * unit
     }
+
+    /// `seconds` as the shortest duration text `seconds(parsing:)` reads back: `2h`, `15m`, `90s`.
+    public static func text(seconds: Int) -> String {
+        for (unit, size) in [("d", 86400), ("h", 3600), ("m", 60)] where seconds > 0 && seconds % size == 0 {
+            return "\(seconds / size)\(unit)"
+        }
+        return "\(seconds)s"
+    }
 }

@@ -28,4 +28,24 @@ public final class SharedStoreServices: Sendable {
     public var vaultSync: VaultSyncScheduler? { sync.withLock { $0 } }
 
     func attach(_ scheduler: VaultSyncScheduler?) { sync.withLock { $0 = scheduler } }
+
+    /// The daemon serving this store while it runs: a `config set` run inside it applies the
+    /// change at once (``Daemon/apply(_:)``), and `config` shows the settings in force.
+    public var daemon: Daemon? { host.withLock { $0.daemon } }
+
+    private struct WeakDaemon: Sendable { weak var daemon: Daemon? }
+    private let host = Mutex(WeakDaemon())
+
+    func attach(daemon: Daemon?) { host.withLock { $0.daemon = daemon } }
+
+    /// Closes the daemon's own open handle on the partition of site `id` (its bridge keeps one
+    /// per site it served), so `site remove` run inside the daemon is not refused as "in use"
+    /// by the daemon itself. Does nothing when no daemon runs.
+    public func releaseSite(_ id: SiteID) {
+        release.withLock { $0 }?(id)
+    }
+
+    private let release = Mutex<(@Sendable (SiteID) -> Void)?>(nil)
+
+    func attach(release body: (@Sendable (SiteID) -> Void)?) { release.withLock { $0 = body } }
 }

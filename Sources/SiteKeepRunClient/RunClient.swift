@@ -30,13 +30,13 @@ public enum RunClient {
     }
 
     /// Commands that never go through the daemon: those that start or talk to it themselves
-    /// (`serve`, `unlock`, `lock`, `status`, `call`, `agent env`, `browse`), those that create
+    /// (`serve`, `unlock`, `lock`, `status`, `stop`, `call`, `agent env`, `browse`), those that create
     /// the store (`init`), and those that need no store's keys (`version`, `doctor`, `ops`,
     /// `audit`, which builds its own scratch store, `team verify`, `completions`, `man`).
     /// The one list: the command line tool and the `sitekeep` front end both read it.
     public static let commandsRunHere: Set<[String]> = [
         ["version"], ["doctor"], ["init"], ["unlock"], ["lock"], ["status"], ["serve"], ["call"], ["ops"],
-        ["audit"], ["agent", "env"], ["browse"], ["completions"], ["man"], ["team", "verify"],
+        ["audit"], ["agent", "env"], ["stop"], ["browse"], ["completions"], ["man"], ["team", "verify"],
     ]
 
     /// Whether `arguments` (a command line without the program name) certainly runs in its own

@@ -113,6 +113,12 @@ public final class SocketListener: Sendable {
     /// - Parameter spin: how long a connection looks for the next request before it sleeps.
     public convenience init(path: String, what: String = "a SiteKeep daemon", spin: Duration = .microseconds(50),
                             onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
+        // A socket systemd passed for this path is served as it is (and left for systemd to
+        // remove); otherwise the path is bound here.
+        if let fd = UnixSocket.takeActivated(path: path) {
+            try self.init(listener: fd, path: nil, spin: spin, onStopped: onStopped)
+            return
+        }
         let fd = try UnixSocket.listen(path: path, what: what)
         do { try self.init(listener: fd, path: path, spin: spin, onStopped: onStopped) } catch {
             close(fd)

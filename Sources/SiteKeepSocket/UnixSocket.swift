@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CLinux
+import Synchronization
 internal import SiteKeepSystem
 
 /// The socket calls every SiteKeep socket makes (the bridge, the control socket, the ssh-agent
@@ -132,28 +133,92 @@ public enum UnixSocket {
         return fd
     }
 
-    /// The listening socket systemd passed (fd 3), when `LISTEN_PID` is this process; its
-    /// variables are removed so children do not see them.
-    public static func activatedListener(environment: [String: String]) throws(SocketError) -> Int32? {
+    /// One listening socket systemd passed.
+    public struct Activated: Sendable, Equatable {
+        /// Its `FileDescriptorName=` (`LISTEN_FDNAMES`); `unknown` when none was given.
+        public let name: String
+        public let fd: Int32
+        /// The path it is bound to (nil for an abstract or unnamed socket).
+        public let path: String?
+    }
+
+    /// Activated sockets not yet taken, by the path they are bound to: ``SocketListener``'s
+    /// `init(path:)` takes one whose path it was asked to listen on instead of binding anew
+    /// (where systemd's socket already listens, a bind would say "already listens").
+    private static let adopted = Mutex<[String: Int32]>([:])
+
+    /// The listening sockets systemd passed (fd 3 onwards, `LISTEN_FDS` of them, named by
+    /// `LISTEN_FDNAMES`), when `LISTEN_PID` is this process; nil when none were. Each must be
+    /// a listening stream socket. The variables are removed so children do not see them, and
+    /// every socket with a path is kept for ``takeActivated(path:)``.
+    /// - Throws: ``SocketError/activation(_:)`` naming what is wrong with the unit.
+    public static func activatedListeners(environment: [String: String]) throws(SocketError) -> [Activated]? {
         guard let fdsText = environment["LISTEN_FDS"] else { return nil }
         guard let pidText = environment["LISTEN_PID"], let pid = Int32(pidText), let fds = Int(fdsText) else {
             throw .activation("LISTEN_FDS and LISTEN_PID must be numbers")
         }
         guard pid == getpid() else { return nil }
-        guard fds == 1 else { throw .activation("expected exactly one socket (LISTEN_FDS=1), got \(fds)") }
-        let fd: Int32 = 3
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFSOCK else { throw .activation("fd 3 is not a socket") }
-        var accepting: Int32 = 0
-        var len = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0, accepting == 1 else {
-            throw .activation("fd 3 is not a listening socket (use ListenStream= without Accept=)")
+        guard (1...8).contains(fds) else { throw .activation("expected one to eight sockets (LISTEN_FDS), got \(fds)") }
+        var names = environment["LISTEN_FDNAMES"].map { $0.split(separator: ":", omittingEmptySubsequences: false).map(String.init) } ?? []
+        if names.count != fds { names = Array(repeating: "unknown", count: fds) }
+        var out: [Activated] = []
+        for i in 0..<fds {
+            let fd = Int32(3 + i)
+            var st = stat()
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFSOCK else { throw .activation("fd \(fd) (\(names[i])) is not a socket") }
+            var accepting: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0, accepting == 1 else {
+                throw .activation("fd \(fd) (\(names[i])) is not a listening socket (use ListenStream= without Accept=)")
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            out.append(Activated(name: names[i], fd: fd, path: boundPath(fd)))
         }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDNAMES")
-        return fd
+        adopted.withLock { table in
+            for a in out { if let path = a.path { table[path] = a.fd } }
+        }
+        return out
+    }
+
+    /// The bridge's listening socket systemd passed: the one named `bridge`, else the only one;
+    /// the others (`control`, `agent`) are kept for ``takeActivated(path:)``.
+    public static func activatedListener(environment: [String: String]) throws(SocketError) -> Int32? {
+        guard let all = try activatedListeners(environment: environment) else { return nil }
+        guard let bridge = all.first(where: { $0.name == "bridge" }) ?? (all.count == 1 ? all[0] : nil) else {
+            throw .activation("\(all.count) sockets were passed and none is named bridge (FileDescriptorName=bridge)")
+        }
+        if let path = bridge.path { _ = takeActivated(path: path) }
+        return bridge.fd
+    }
+
+    /// The activated socket bound to `path` (see ``activatedListeners(environment:)``), once;
+    /// nil when none was passed for it.
+    public static func takeActivated(path: String) -> Int32? {
+        adopted.withLock { $0.removeValue(forKey: path) }
+    }
+
+    /// Whether an activated socket bound to `path` waits to be taken.
+    public static func isActivated(path: String) -> Bool {
+        adopted.withLock { $0[path] != nil }
+    }
+
+    /// The filesystem path a Unix socket is bound to.
+    static func boundPath(_ fd: Int32) -> String? {
+        var addr = sockaddr_un()
+        var len = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let rc = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        guard rc == 0, addr.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path: String? = withUnsafeBytes(of: &addr.sun_path) { raw in
+            guard let first = raw.first, first != 0 else { return nil }
+            let bytes = raw.prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return path
     }
 
     /// The credentials of the process at the other end of `fd`.

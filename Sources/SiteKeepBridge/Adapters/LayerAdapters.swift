@@ -85,6 +85,12 @@ public final class PartitionAccess: Sendable {
         open.withLock { $0.wipeForLock() }
     }
 
+    /// Closes the partition of site `id` kept open here, if any (the daemon releases its own
+    /// handle before `site remove` run inside it removes the site).
+    public func release(_ id: SiteID) {
+        drop(id)
+    }
+
     /// How many partitions are open (for tests).
     package var openCount: Int { open.withLock { $0.count } }
 

@@ -1,0 +1,233 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import SiteKeepJSON
+import SiteKeepSystem
+
+/// The daemon's settings, kept with the store (`daemon.json` in the store's folder), so every
+/// way a daemon starts (`sitekeep unlock`'s autostart, `sitekeep serve`, the systemd unit) runs
+/// the same daemon. A command-line option overrides a setting for that run only.
+///
+/// The file is one JSON object of strings, written atomically (temporary file, fsync, rename,
+/// fsync of the folder) with mode 0600; a store without it has the defaults. It is refused, naming
+/// the fix, when it is a symbolic link, not a regular file, not the user's own or open to others,
+/// or holds an unknown key or a bad value: a daemon never starts on settings it did not understand.
+public struct DaemonSettings: Sendable, Equatable {
+    /// The file's name in the store's folder.
+    public static let fileName = "daemon.json"
+    /// The largest file read.
+    static let maximumBytes = 16 << 10
+
+    /// A setting.
+    public enum Key: String, Sendable, CaseIterable, Comparable {
+        /// `on` or `off`: serve the team keys over the ssh-agent protocol.
+        case sshAgent = "ssh-agent"
+        /// The agent socket's absolute path; unset: `$SITEKEEP_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/sitekeep/agent.sock`.
+        case sshAgentSocket = "ssh-agent-socket"
+        /// Lock after this long unused: `90s`, `15m`, `2h`, `1d`.
+        case idleLock = "idle-lock"
+        /// `on` or `off`: lock when the login session locks.
+        case lockOnSessionLock = "lock-on-session-lock"
+        /// How often vaults with a remote sync while unlocked: `300`, `5m`, `0` (never).
+        case syncInterval = "sync-interval"
+        /// `on` or `off`: treat the network as metered (no background sync).
+        case metered
+        /// How a key use is approved: `auto`, `pinentry`, `pinentry:/ABS/PATH`, `terminal`, `askpass:/ABS/PATH`.
+        case prompt
+
+        public static func < (a: Key, b: Key) -> Bool {
+            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+        }
+
+        /// The value when nothing is stored.
+        public var defaultValue: String {
+            switch self {
+            case .sshAgent: "off"
+            case .sshAgentSocket: ""
+            case .idleLock: "15m"
+            case .lockOnSessionLock: "on"
+            case .syncInterval: "300"
+            case .metered: "off"
+            case .prompt: "auto"
+            }
+        }
+
+        /// The values it takes, for messages and `config`'s help.
+        public var allowed: String {
+            switch self {
+            case .sshAgent, .lockOnSessionLock, .metered: "on or off"
+            case .sshAgentSocket: "an absolute path to a socket in a folder only you can enter (unset: $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"
+            case .idleLock: "a duration from 1s to 1d such as 90s, 15m or 2h (a bare number is minutes)"
+            case .syncInterval: "seconds from 0 (never) to 86400, or a duration such as 5m or 1h"
+            case .prompt: "auto, pinentry, pinentry:/ABSOLUTE/PATH, terminal or askpass:/ABSOLUTE/PATH"
+            }
+        }
+
+        /// Whether a change to `new` from `old` widens what can use or approve a key (and so
+        /// needs the user's approval): turning the agent on or moving its socket, changing the
+        /// prompt, no longer locking with the session, a longer idle lock. Narrowing is free.
+        public func widensTrust(from old: String, to new: String) -> Bool {
+            switch self {
+            case .sshAgent: new == "on" && old != "on"
+            case .sshAgentSocket, .prompt: new != old
+            case .lockOnSessionLock: new == "off" && old != "off"
+            case .idleLock: (IdleLock.seconds(parsing: new) ?? 0) > (IdleLock.seconds(parsing: old) ?? 0)
+            case .syncInterval, .metered: false
+            }
+        }
+    }
+
+    /// The stored values (validated, in their normal form); a missing key has its default.
+    public private(set) var stored: [Key: String] = [:]
+
+    public init() {}
+
+    /// The value in force: the stored one, else the default.
+    public subscript(key: Key) -> String { stored[key] ?? key.defaultValue }
+
+    /// Stores `value` for `key` after ``normalize(_:_:)``.
+    /// - Throws: ``DaemonError`` `bad_setting` naming the key and the values it takes.
+    public mutating func set(_ key: Key, _ value: String) throws(DaemonError) {
+        stored[key] = try Self.normalize(key, value)
+    }
+
+    /// Forgets the stored value of `key` (its default applies again).
+    public mutating func unset(_ key: Key) { stored[key] = nil }
+
+    /// The key named `name`.
+    /// - Throws: ``DaemonError`` `unknown_setting`, listing the settings there are.
+    public static func key(_ name: String) throws(DaemonError) -> Key {
+        guard let key = Key(rawValue: name) else {
+            throw DaemonError("there is no setting '\(printable(name))'",
+                              remedy: "the settings are " + Key.allCases.map(\.rawValue).joined(separator: ", ") + " ('sitekeep config' lists them)",
+                              code: "unknown_setting")
+        }
+        return key
+    }
+
+    /// `value` in its normal form for `key` (`on`/`off`, durations as written, paths as given).
+    /// - Throws: ``DaemonError`` `bad_setting` naming the key and what it takes.
+    public static func normalize(_ key: Key, _ value: String) throws(DaemonError) -> String {
+        func bad(_ why: String? = nil) -> DaemonError {
+            DaemonError("\(key.rawValue) cannot be '\(printable(value))'\(why.map { ": " + $0 } ?? "")",
+                        remedy: "\(key.rawValue) takes \(key.allowed)", code: "bad_setting")
+        }
+        switch key {
+        case .sshAgent, .lockOnSessionLock, .metered:
+            switch value.lowercased() {
+            case "on", "yes", "true", "1": return "on"
+            case "off", "no", "false", "0": return "off"
+            default: throw bad()
+            }
+        case .sshAgentSocket:
+            guard value.hasPrefix("/"), !value.hasSuffix("/"), value.utf8.count < 108, isPrintable(value) else {
+                throw bad(value.hasPrefix("/") ? "a socket path is at most 107 bytes of printable characters" : "it is not an absolute path")
+            }
+            return value
+        case .idleLock:
+            guard IdleLock.seconds(parsing: value) != nil else { throw bad() }
+            return value
+        case .syncInterval:
+            guard let seconds = syncSeconds(value) else { throw bad() }
+            return String(seconds)
+        case .prompt:
+            if value == "auto" || value == "pinentry" || value == "terminal" { return value }
+            for form in ["pinentry:", "askpass:"] where value.hasPrefix(form) {
+                let path = String(value.dropFirst(form.count))
+                guard path.hasPrefix("/"), isPrintable(path), path.utf8.count <= 4096 else { throw bad("the program must be an absolute path") }
+                return value
+            }
+            throw bad()
+        }
+    }
+
+    /// Seconds of a sync interval: a bare number of seconds (0: never), or a duration with a unit.
+    public static func syncSeconds(_ text: String) -> Int? {
+        if text == "off" { return 0 }
+        if let n = Int(text), text.allSatisfy(\.isASCII) { return (0...86_400).contains(n) ? n : nil }
+        return IdleLock.seconds(parsing: text)
+    }
+
+    /// Where the agent listens when `ssh-agent-socket` is unset: `$SITEKEEP_AGENT_SOCK`, else
+    /// `$XDG_RUNTIME_DIR/sitekeep/agent.sock` (the systemd unit's); nil when neither is set.
+    public static func defaultAgentSocket(environment: [String: String]) -> String? {
+        if let p = environment["SITEKEEP_AGENT_SOCK"], !p.isEmpty { return p }
+        if let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty { return run + "/sitekeep/agent.sock" }
+        return nil
+    }
+
+    // MARK: The file
+
+    /// The settings file of the store in `home`.
+    public static func path(home: String) -> String { home + "/" + fileName }
+
+    /// The settings stored with the store in `home`; the defaults when it has none.
+    /// - Throws: ``DaemonError`` `bad_settings_file` (a link, not a regular file, not yours, open
+    ///   to others, too large, not a JSON object of strings) or `unknown_setting`/`bad_setting`.
+    public static func load(home: String) throws(DaemonError) -> DaemonSettings {
+        let file = path(home: home)
+        let bytes: [UInt8]
+        do {
+            guard let (fd, size) = try FileIO.openRegularFile(file) else { return DaemonSettings() }
+            defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { throw damaged(file, "it cannot be inspected") }
+            guard st.st_uid == geteuid() else {
+                throw DaemonError("\(file) belongs to another user (uid \(st.st_uid)), so it was not read",
+                                  remedy: "remove it and set the settings again with 'sitekeep config set'", code: "bad_settings_file")
+            }
+            guard st.st_mode & 0o022 == 0 else {
+                throw DaemonError("\(file) can be written by other users (mode \(String(st.st_mode & 0o777, radix: 8))), so it was not read",
+                                  remedy: "chmod 600 \(file), check its settings with 'sitekeep config', then start the daemon again", code: "bad_settings_file")
+            }
+            guard size <= maximumBytes else { throw damaged(file, "it is larger than \(maximumBytes) bytes") }
+            bytes = try FileIO.readWhole(fd, size: size, path: file)
+        } catch let e as DaemonError {
+            throw e
+        } catch {
+            throw damaged(file, "\(error)")
+        }
+        guard let value = try? JSONParser.parse(bytes, limits: .message), let members = value.objectValue else {
+            throw damaged(file, "it is not a JSON object")
+        }
+        var settings = DaemonSettings()
+        for member in members {
+            let key: Key
+            do { key = try Self.key(member.key) } catch {
+                throw DaemonError("\(file) holds an unknown setting '\(printable(member.key))'",
+                                  remedy: "remove it with 'sitekeep config unset \(printable(member.key))' or by editing the file; the settings are "
+                                      + Key.allCases.map(\.rawValue).joined(separator: ", "), code: "unknown_setting")
+            }
+            guard let text = member.value.stringValue else { throw damaged(file, "the value of \(key.rawValue) is not a string") }
+            do { try settings.set(key, text) } catch {
+                throw DaemonError("\(file): \(error.problem)", remedy: (error.remedy ?? "") + "; fix it with 'sitekeep config set \(key.rawValue) VALUE'", code: error.code)
+            }
+        }
+        return settings
+    }
+
+    /// Writes the stored values to the store in `home` (atomically, mode 0600); no stored value
+    /// leaves an empty object.
+    /// - Throws: ``DaemonError`` `io` naming the file.
+    public func save(home: String) throws(DaemonError) {
+        let members = stored.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key.rawValue, value: .string($0.value)) }
+        let file = Self.path(home: home)
+        do { try AtomicFile.replace(file, with: JSONSerializer.bytes(.object(members)) + [0x0a], mode: 0o600) } catch {
+            throw DaemonError("the settings could not be saved: \(error)", remedy: "check that \(home) is yours and writable", code: "io")
+        }
+    }
+
+    private static func damaged(_ file: String, _ why: String) -> DaemonError {
+        DaemonError("\(file) cannot be read as the daemon's settings: \(why)",
+                    remedy: "remove it (the defaults then apply) and set what you need with 'sitekeep config set KEY VALUE'", code: "bad_settings_file")
+    }
+
+    private static func isPrintable(_ s: String) -> Bool {
+        s.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
+    }
+
+    /// Text for a message: printable characters only, at most 100 of them.
+    static func printable(_ s: String) -> String {
+        String(String.UnicodeScalarView(s.unicodeScalars.prefix(100).filter { $0.value >= 0x20 && $0.value != 0x7f }))
+    }
+}
