@@ -2,6 +2,7 @@ import Foundation
 internal import SiteKeepDesktop
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
+internal import SiteKeepDaemon
 internal import SiteKeepHardening
 internal import SiteKeepJSON
 internal import SiteKeepKeyring
@@ -109,7 +110,15 @@ enum DoctorExtensions {
         }
         checks += keyringChecks(inv)
         checks.append(sessionLockCheck(inv))
-        checks.append(promptCheck(environment: inv.environment, setting: nil))
+        // The stored `prompt` setting, as every start of the daemon reads it; a settings file
+        // that cannot be read is its own finding (the daemon would refuse to start on it).
+        do {
+            let settings = try DaemonSettings.load(home: inv.settings.home)
+            checks.append(promptCheck(environment: inv.environment, setting: settings[.prompt]))
+        } catch {
+            checks.append(DoctorCheck(group: "daemon", name: "settings", ok: false, detail: "\(error)"))
+            checks.append(promptCheck(environment: inv.environment, setting: nil))
+        }
         return checks
     }
 

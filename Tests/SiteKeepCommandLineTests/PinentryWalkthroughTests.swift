@@ -129,5 +129,78 @@ import Glibc
         #expect(drawn.contains("summit") && drawn.contains("ssh.sign") && drawn.contains("Deny"), "\(drawn.suffix(800))")
     }
 
+    /// The walk a new user takes on a fresh machine (issue 33's "must show"): the agent turned
+    /// on once with `sitekeep config` (kept with the store), `sitekeep unlock` from the user's
+    /// terminal starting the daemon with it, `git commit -S` through the agent answered on the
+    /// real `pinentry-curses` there, `git log --show-signature` good, and `sitekeep stop`
+    /// ending the daemon and its agent. Nothing else is configured: no askpass, no display, no
+    /// `serve` options.
+    @Test(.enabled(if: have(git, curses, "/usr/bin/ssh-keygen")))
+    func configUnlockCommitAndStopOnAFreshMachine() async throws {
+        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let dir = store.dir.path
+        let runtime = dir + "/run"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let pty = try PtyDriver()
+        defer { pty.close() }
+        pty.answer("\r", after: "Allow")
+        let client = ["SITEKEEP_HOME": store.home, "XDG_RUNTIME_DIR": runtime, "HOME": dir, "PATH": "/usr/bin:/bin",
+                      "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "DISPLAY": "", "WAYLAND_DISPLAY": "",
+                      "SITEKEEP_ASKPASS": "", "SSH_ASKPASS": "", "SITEKEEP_SOCK": "", "SITEKEEP_AGENT_SOCK": "", "SSH_AUTH_SOCK": "",
+                      "GPG_TTY": pty.name, "TERM": "xterm", "NO_COLOR": "1"]
+        func sitekeepRun(_ args: [String]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture(sitekeep, args + ["--home", store.home, "--keyring", "file"], environment: client)
+        }
+        defer { _ = sitekeepRun(["stop"]) }
+        #expect(sitekeepRun(["team", "add", "summit", "--name", "Summit team", "--passphrase-file", store.passFile]).status == 0)
+        let enabled = sitekeepRun(["team", "ssh", "enable", "summit", "--namespace", "git", "--no-login", "--passphrase-file", store.passFile])
+        #expect(enabled.status == 0, "\(enabled.err)")
+
+        // 1. The agent on, kept with the store; turning it on widens trust, so it is approved
+        //    with the current passphrase.
+        let on = sitekeepRun(["config", "set", "ssh-agent", "on", "--passphrase-file", store.passFile])
+        #expect(on.status == 0, "\(on.out) \(on.err)")
+        #expect(sitekeepRun(["config", "get", "ssh-agent"]).out.trimmingCharacters(in: .whitespacesAndNewlines) == "on")
+
+        // 2. unlock starts the daemon, which reads the setting: the agent socket is there.
+        let unlocked = sitekeepRun(["unlock", "--passphrase-file", store.passFile])
+        #expect(unlocked.status == 0, "\(unlocked.out) \(unlocked.err)")
+        let agentSocket = runtime + "/sitekeep/agent.sock"
+        let env = sitekeepRun(["agent", "env"])
+        #expect(env.status == 0 && env.out.contains("SSH_AUTH_SOCK=\(agentSocket)"), "\(env.out) \(env.err)")
+        let list = ChildProcess.capture("/usr/bin/ssh-add", ["-L"], environment: client.merging(["SSH_AUTH_SOCK": agentSocket]) { $1 })
+        #expect(list.status == 0 && list.out.contains("ssh-ed25519 "), "\(list.out) \(list.err)")
+
+        // 3. git commit -S through the agent, approved on the real pinentry-curses.
+        let pub = dir + "/summit.pub", allowed = dir + "/allowed_signers", repo = dir + "/repo"
+        let shown = sitekeepRun(["team", "show", "summit", "--ssh"])
+        try Data(shown.out.utf8).write(to: URL(fileURLWithPath: pub))
+        try Data("team@example.com namespaces=\"git\" \(shown.out.trimmingCharacters(in: .newlines))\n".utf8).write(to: URL(fileURLWithPath: allowed))
+        let gitEnv = client.merging(["SSH_AUTH_SOCK": agentSocket]) { $1 }
+        func git(_ args: [String]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture(Self.git, ["-C", repo, "-c", "user.name=Team", "-c", "user.email=team@example.com", "-c", "gpg.format=ssh",
+                                            "-c", "user.signingKey=\(pub)", "-c", "gpg.ssh.allowedSignersFile=\(allowed)"] + args, environment: gitEnv)
+        }
+        #expect(ChildProcess.capture(Self.git, ["init", "-q", repo], environment: gitEnv).status == 0)
+        try Data("hello\n".utf8).write(to: URL(fileURLWithPath: repo + "/a.txt"))
+        #expect(git(["add", "a.txt"]).status == 0)
+        let commit = git(["commit", "-q", "-S", "-m", "signed on a fresh machine"])
+        #expect(commit.status == 0, "\(commit.err)\n\(Self.read(store.home + "/daemon.log"))\n\(pty.drawn.suffix(600))")
+        let shownLog = git(["log", "--show-signature", "-1"])
+        #expect(shownLog.status == 0 && shownLog.out.contains("Good \"git\" signature for team@example.com"), "\(shownLog.out) \(shownLog.err)")
+        #expect(pty.drawn.contains("summit") && pty.drawn.contains("ssh.sign"), "\(pty.drawn.suffix(800))")
+
+        // 4. stop ends the daemon: its agent socket is gone and nothing signs any more.
+        let stopped = sitekeepRun(["stop"])
+        #expect(stopped.status == 0 && stopped.out.contains("Stopped"), "\(stopped.out) \(stopped.err)")
+        #expect(!FileManager.default.fileExists(atPath: agentSocket), "the agent socket outlived the daemon")
+        try Data("more\n".utf8).write(to: URL(fileURLWithPath: repo + "/a.txt"))
+        #expect(git(["commit", "-q", "-a", "-S", "-m", "after stop"]).status != 0)
+        let again = sitekeepRun(["stop"])
+        #expect((again.out + again.err).contains("No daemon runs"), "a second stop says none runs: \(again.out) \(again.err)")
+    }
+
     static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 }
