@@ -291,7 +291,10 @@ enum ManPage {
         the bridge daemon's socket
         .TP
         .B SITEKEEP_ASKPASS
-        a program asked to approve key uses (presence), as SSH_ASKPASS
+        a program asked to approve key uses (presence), as SSH_ASKPASS: its argument is the
+        dialog's lines (a title, then the key, the op, what it is for and who asks), and it runs
+        with SSH_ASKPASS_PROMPT=confirm; exit 0 approves. Without it the daemon asks through the
+        system's pinentry or on your terminal (sitekeep doctor says which)
         .TP
         .B NO_COLOR
         no colour

@@ -128,6 +128,9 @@ extension PresenceVerifier {
 /// or namespace and who asks, when the ssh-agent does), saying that an approval covers only that
 /// site, op and key for at most 60 s, and giving the prompt's id (the audit log records it with
 /// each use the approval serves); hidden characters are shown as `<U+XXXX>` (``PresenceText``).
+/// With `dialog` (every askpass the daemon chooses, `SITEKEEP_ASKPASS` included) the argument is
+/// ``PresenceText/dialog(siteLabel:op:keyID:promptID:)``'s title and lines, one fact a line, and
+/// the caller sets `SSH_ASKPASS_PROMPT=confirm` so an ssh-askpass shows no passphrase field.
 /// The same facts are in `SITEKEEP_PRESENCE_SITE`, `SITEKEEP_PRESENCE_OP`,
 /// `SITEKEEP_PRESENCE_KEY` (`-` for none) and `SITEKEEP_PRESENCE_PROMPT`, and the site's id in
 /// `SITEKEEP_PRESENCE_SITE_ID`. Exit status 0 approves; anything else denies; no answer within

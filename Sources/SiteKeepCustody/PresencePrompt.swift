@@ -9,7 +9,8 @@ internal import SiteKeepSystem
 /// pointed it at). A pure function of its inputs, so every case is tested
 /// (``choose(setting:environment:isExecutable:isTerminal:)``).
 ///
-/// `auto` (or no setting) takes the first that works of: `$SITEKEEP_ASKPASS`; `$SSH_ASKPASS` when
+/// `auto` (or no setting) takes the first that works of: `$SITEKEEP_ASKPASS` (also run with
+/// `SSH_ASKPASS_PROMPT=confirm`, its argument laid out for a dialog); `$SSH_ASKPASS` when
 /// a display is set (run with `SSH_ASKPASS_PROMPT=confirm`, as `ssh-add -c` does); the system's
 /// pinentry (`pinentry`, `pinentry-gnome3`, `pinentry-gtk-2`, `pinentry-qt` with a display,
 /// `pinentry-curses` on the user's terminal without one); a terminal prompt on the user's
@@ -17,8 +18,9 @@ internal import SiteKeepSystem
 public struct PromptPlan: Sendable, Equatable, CustomStringConvertible {
     /// The kind of prompt.
     public enum Kind: Sendable, Equatable {
-        /// An askpass program; `dialog`: laid out for a dialog, with `SSH_ASKPASS_PROMPT=confirm`
-        /// (`SSH_ASKPASS`, `askpass:PATH`), else `SITEKEEP_ASKPASS`'s one-line argument.
+        /// An askpass program; `dialog`: its argument laid out for a dialog, with
+        /// `SSH_ASKPASS_PROMPT=confirm` (every askpass the daemon chooses), else the one-line
+        /// argument (an ``AskpassPresenceVerifier`` made directly).
         case askpass(program: String, dialog: Bool)
         /// A pinentry over the Assuan protocol, on `tty` when it draws on a terminal.
         case pinentry(program: String, tty: String?)
@@ -111,7 +113,9 @@ public struct PromptPlan: Sendable, Equatable, CustomStringConvertible {
         switch setting {
         case "auto":
             if let askpass = value("SITEKEEP_ASKPASS") {
-                return program(askpass, "SITEKEEP_ASKPASS", kind: { .askpass(program: $0, dialog: false) }, reason: "auto: $SITEKEEP_ASKPASS")
+                // Laid out for a dialog too, with SSH_ASKPASS_PROMPT=confirm: ssh-askpass given as
+                // SITEKEEP_ASKPASS cut the one long line at both ends and showed a passphrase field.
+                return program(askpass, "SITEKEEP_ASKPASS", kind: { .askpass(program: $0, dialog: true) }, reason: "auto: $SITEKEEP_ASKPASS")
             }
             if display != nil, let askpass = value("SSH_ASKPASS") {
                 return program(askpass, "SSH_ASKPASS", kind: { .askpass(program: $0, dialog: true) }, reason: "auto: $SSH_ASKPASS with a display")

@@ -20,7 +20,8 @@ import Glibc
         var dir: String { store.dir.path }
         var agentSocket: String { dir + "/run/agent.sock" }
         var bridgeSocket: String { dir + "/run/bridge.sock" }
-        var prompts: [String] { ((try? String(contentsOfFile: dir + "/prompts", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        /// Each prompt the askpass was shown (its argument: a dialog's lines), in order.
+        var prompts: [String] { ((try? String(contentsOfFile: dir + "/prompts", encoding: .utf8)) ?? "").split(separator: "\u{1E}").map(String.init) }
         var log: String { (try? String(contentsOfFile: dir + "/serve.log", encoding: .utf8)) ?? "" }
         /// What a client process needs: the agent, and a HOME of its own.
         var clientEnv: [String: String] { ["SSH_AUTH_SOCK": agentSocket, "HOME": dir, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"] }
@@ -35,7 +36,7 @@ import Glibc
                 let r = await store.run(["team", "ssh", "enable", id, "--passphrase-file", store.passFile] + options)
                 #expect(r.status == 0, "\(r.err)")
             }
-            let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(store.dir.path)/prompts'\n[ -e '\(store.dir.path)/deny' ] && exit 1\nexit 0\n".utf8))
+            let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nprintf '%s\\036' \"$1\" >> '\(store.dir.path)/prompts'\n[ \"$SSH_ASKPASS_PROMPT\" = confirm ] || exit 3\n[ -e '\(store.dir.path)/deny' ] && exit 1\nexit 0\n".utf8))
             chmod(askpass, 0o700)
             try FileManager.default.createDirectory(atPath: store.dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(store.dir.path)/run/bridge.sock", "SITEKEEP_AGENT_SOCK=\(store.dir.path)/run/agent.sock",
@@ -225,14 +226,15 @@ import Glibc
         let summitFP = await d.sitekeep(["team", "show", "summit", "--json"]).out
         let fp = try #require(try JSONParser.parse(summitFP)["sshFingerprint"]?.stringValue)
         #expect(server.log.contains("Accepted publickey for \(SSHServer.user) from 127.0.0.1") && server.log.contains(fp), "\(server.log)")
-        #expect(d.prompts.last?.hasPrefix("SiteKeep: key summit, ssh.sign, for an SSH login to host \(hostFingerprint) (ED25519), verified by the connection's session binding, directly, as user \"\(SSHServer.user)\"; asked by \"ssh\" (pid ") == true, "\(d.prompts)")
+        // The askpass gets the dialog's lines (issue 33): title, key, op, the verified destination, who asks.
+        #expect(d.prompts.last?.hasPrefix("SiteKeep: approve a signature\nKey: summit\nOp: ssh.sign\nFor: an SSH login to host \(hostFingerprint) (ED25519), verified by the connection's session binding, directly, as user \"\(SSHServer.user)\"\nAsked by: \"ssh\" (pid ") == true, "\(d.prompts)")
 
         // The P-256 key logs in too (the server turns summit down first; no prompt for that).
         let before = d.prompts.count
         try server.authorize(try await d.openssh("desk"))
         let p256 = server.login(agent: d.agentSocket)
         #expect(p256.status == 0, "\(p256.err) \(server.log)")
-        #expect(d.prompts.count == before + 1 && d.prompts.last?.hasPrefix("SiteKeep: key desk, ssh.sign, ") == true, "\(d.prompts)")
+        #expect(d.prompts.count == before + 1 && d.prompts.last?.hasPrefix("SiteKeep: approve a signature\nKey: desk\nOp: ssh.sign\n") == true, "\(d.prompts)")
         try server.authorize(try await d.openssh("summit"))
 
         #expect(server.login(agent: d.agentSocket).status == 0)   // within the window: no new prompt needed
@@ -287,9 +289,9 @@ import Glibc
         #expect(signed.status == 0 && signed.out == "signed\n", "ssh: \(signed.out) \(signed.err)\nsshd: \(server.log)\nserve: \(d.log)")
         #expect(d.prompts.count == before + 2, "one prompt for the login to the hop, one for the hop's request: \(d.prompts)")
         let prompt = try #require(d.prompts.last)
-        #expect(prompt.hasPrefix("SiteKeep: key summit, ssh.sign, for an SSH login to an UNVERIFIED host (the connection did not identify it), "
-                                 + "FORWARDED through \(hostFingerprint), as user \"\(shown)…\"; asked by \"ssh\" (pid "), "\(prompt)")
-        #expect(prompt.contains(" on the SSH agent socket. Approval covers only this site, ssh.sign and key summit, for at most 60 s (prompt ") && prompt.hasSuffix("). Allow?"))
+        #expect(prompt.hasPrefix("SiteKeep: approve a signature\nKey: summit\nOp: ssh.sign\nFor: an SSH login to an UNVERIFIED host (the connection did not identify it), "
+                                 + "FORWARDED through \(hostFingerprint), as user \"\(shown)…\"\nAsked by: \"ssh\" (pid "), "\(prompt)")
+        #expect(prompt.contains(" on the SSH agent socket\nCovers only this use, for at most 60 s (prompt ") && prompt.hasSuffix(")."), "\(prompt)")
 
         let refused = viaHop(bidi)
         #expect(refused.status == 0 && refused.out == "refused\n", "ssh: \(refused.out) \(refused.err)")
