@@ -250,6 +250,7 @@ enum VaultCommands {
                 let what: String
                 switch signer.state {
                 case .pinned: what = "pinned (\(signer.pin?.source.rawValue ?? "-"))"
+                case .own: what = "this device's own key (trusted: commits it signs were written here)"
                 case .new: what = "NEW: listed in the branch index, not trusted; `sitekeep vault trust \(name) \(signer.keyID)` if it is yours"
                 case .keyChanged: what = "KEY CHANGED: its key file differs from the pinned key (sha256 \(signer.pin?.fingerprint ?? "-"))"
                 case .missingKeyFile: what = "listed, but its key file is missing"
