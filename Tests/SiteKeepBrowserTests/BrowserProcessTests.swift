@@ -522,9 +522,8 @@ import Glibc
         #expect(logged(), "the system browser was not asked to open \(typed)")
         // …and another app-bound site opens in a tab of its own, on its own session.
         try b.command(["cmd": "address", "text": .string(otherSite)])
-        let loads = try b.waitForLoads(4)
-        #expect(loads.last?["site"]?.stringValue == "Site Two")
-        #expect(loads.last?["tab"]?.intValue == 1)
+        let two = try b.waitFor("Site Two's page") { $0["event"]?.stringValue == "loaded" && $0["site"]?.stringValue == "Site Two" }
+        #expect(two["tab"]?.intValue == 1, "\(b.events.filter { $0["event"]?.stringValue == "loaded" })")
         try b.quit()
     }
 

@@ -132,6 +132,8 @@ import SiteKeepTestSupport
         #expect(await store.run(["vault", "add", "mine", "--path", a, "--key-file", keyFile, "--passphrase-file", store.passFile]).status == 0)
         let remote = await store.run(["vault", "remote", "add", "mine", url, "--token-file", dir + "/token", "--passphrase-file", store.passFile])
         #expect(remote.status == 0, "\(remote.err)")
+        // A commit of SiteKeep's own (sgit's commit stays on sgit's clone branch), then pushed.
+        #expect(await store.run(["vault", "write", "mine", "notes/sk.md", "--passphrase-file", store.passFile], stdin: Array("# SiteKeep\n".utf8)).status == 0)
         let pushed = await store.run(["vault", "push", "mine", "--passphrase-file", store.passFile])
         #expect(pushed.status == 0, "\(pushed.err)")
         // Back from the server, into a folder named as git users name one.
@@ -139,8 +141,9 @@ import SiteKeepTestSupport
         let clone = await store.run(["vault", "clone", url, copy, "--key-file", keyFile, "--token-file", dir + "/token", "--passphrase-file", store.passFile])
         #expect(clone.status == 0, "\(clone.err)")
         #expect(try await cat(store, "hello.txt") == "pushed by sitekeep\n")
-        let r = await store.run(["vault", "cat", "copy", "hello.txt", "--passphrase-file", store.passFile])
-        #expect(r.out == "pushed by sitekeep\n", "\(r.err)")
+        let r = await store.run(["vault", "cat", "copy", "notes/sk.md", "--passphrase-file", store.passFile, "--json"])
+        let b64 = try #require(try JSONParser.parse(r.out)["dataBase64"]?.stringValue, "\(r.err)")
+        #expect(Data(base64Encoded: b64) == Data("# SiteKeep\n".utf8))
         #expect(FileManager.default.fileExists(atPath: dir + "/data"), "the vaults are stored in the folder named")
 
         let stopped = sh("'\(script)' stop '\(dir)'")
