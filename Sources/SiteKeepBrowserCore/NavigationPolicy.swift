@@ -12,6 +12,17 @@ public enum NavigationDecision: Sendable, Equatable {
     case refuse(String)
 }
 
+/// What a view does with a navigation action, decided before WebKit makes any request for it.
+public enum NavigationActionVerdict: Sendable, Equatable {
+    /// Let WebKit go on: the address is on the view's site, or (a frame of another app-bound
+    /// site, a scheme the response decision refuses) it is decided when its response arrives.
+    case proceed
+    /// Ignore it in this view before any request is made, then carry out the decision: a
+    /// foreign address to the system browser (only for the reader's own gesture), another
+    /// app-bound site in a tab of its own.
+    case stopHere(NavigationDecision)
+}
+
 /// Decides navigations for views of app-bound sites. Pure: the GTK host applies the decision.
 public struct NavigationPolicy: Sendable {
     /// The app-bound sites the daemon listed.
@@ -21,6 +32,22 @@ public struct NavigationPolicy: Sendable {
 
     /// The site that owns `url`, if an app-bound one does.
     public func site(owning url: String) -> BrowserSite? { sites.first { $0.owns(url: url) } }
+
+    /// The decision for a navigation action in a view of `viewSite` (any frame: WebKitGTK does
+    /// not say which), before any request. A foreign address is never requested in the site's
+    /// network session, whether a link, a form, a script, a redirect or a frame asks for it
+    /// (issue 33: the site's session fetched a foreign link before handing it to the system
+    /// browser, and offline the tab became WebKit's error page at the foreign address). Another
+    /// app-bound site's address stops here when the reader asked for it (it opens in a tab of
+    /// its own); otherwise, as a frame of the page, it is decided at its response.
+    public func decideAction(_ url: String, in viewSite: BrowserSite, userGesture: Bool) -> NavigationActionVerdict {
+        let decision = decide(url, in: viewSite)
+        switch decision {
+        case .stay, .refuse: return .proceed
+        case .external: return .stopHere(decision)
+        case .openSite: return userGesture ? .stopHere(decision) : .proceed
+        }
+    }
 
     /// The decision for a top-level navigation of a view of `viewSite` to `url`.
     public func decide(_ url: String, in viewSite: BrowserSite) -> NavigationDecision {

@@ -98,6 +98,11 @@ enum VaultCommands {
             return try library.add(name: name, path: path, keyText: key, siteID: siteID, allowUnsigned: allowUnsigned)
         }
         let pinned = status.signers.filter { $0.state == .pinned }
+        if !ServerVaultID.isValid(status.vaultID) {
+            // It works in its folder; it cannot go to a vault server (and sync would fail).
+            inv.note("warning: " + VaultError.serverRefusesVaultID(status.vaultID).description
+                     + "; this vault works here and with folder remotes, but `sitekeep vault remote add \(name) https://…` will refuse it")
+        }
         var json = statusJSON(name: name, status)
         if case .object(var m) = json {
             m.append(JSONMember(key: "site", value: .string(siteID)))
@@ -250,6 +255,7 @@ enum VaultCommands {
                 let what: String
                 switch signer.state {
                 case .pinned: what = "pinned (\(signer.pin?.source.rawValue ?? "-"))"
+                case .own: what = "this device's own key (trusted: commits it signs were written here)"
                 case .new: what = "NEW: listed in the branch index, not trusted; `sitekeep vault trust \(name) \(signer.keyID)` if it is yours"
                 case .keyChanged: what = "KEY CHANGED: its key file differs from the pinned key (sha256 \(signer.pin?.fingerprint ?? "-"))"
                 case .missingKeyFile: what = "listed, but its key file is missing"

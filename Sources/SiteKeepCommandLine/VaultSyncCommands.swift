@@ -97,23 +97,31 @@ enum VaultSyncCommands {
         keys are derived once (PBKDF2) and, with the token, kept wrapped in custody. Nothing \
         secret is written to the folder (sgit keeps its vault key, token and private key in \
         local/; SiteKeep signs with this device's key). Every object id and commit signature is \
-        verified. The folder (default: vaults/NAME in the SiteKeep home) opens in sgit when given \
-        the vault key.
+        verified. As with git, the second argument may be the folder to clone into (a path with \
+        a '/', e.g. ~/notes or ./notes: the vault is then named after the folder's last part), or \
+        the vault's name, then optionally the folder (default: vaults/NAME in the SiteKeep home). \
+        The folder must be new or empty. The name, URL and folder are checked before anything \
+        secret is asked for; a vault server accepts only vault ids of \(ServerVaultID.rule), \
+        checked before the key is derived. The folder opens in sgit when given the vault key.
         """,
-        arguments: [ArgumentSpec("URL", "the remote: https://host, a folder, or static+https://…"), VaultCommands.vaultName],
+        arguments: [ArgumentSpec("URL", "the remote: https://host, a folder, or static+https://…"),
+                    ArgumentSpec("NAME", "the vault's name in this store, or the folder to clone into (a path with a '/')"),
+                    ArgumentSpec("DIR", "the folder to clone into (as --path)", optional: true)],
         options: VaultCommands.unlockOptions + [tokenOption, .option("--path", value: "DIR", "where to put the working vault"),
                                                 .option("--site", value: "ORIGIN", "the site the vault belongs to")],
         secretInputs: UnlockOptions.secretInputs + [.key],
         examples: [CommandExample("sitekeep vault clone ~/notes notes2 --key-file notes.key --prf-file prf.bin", "clone a vault from a shared folder")]
     ) { inv in
-        let url = try inv.requiredArgument("URL"), name = try inv.requiredArgument("NAME")
+        let url = try inv.requiredArgument("URL")
+        let (name, given) = try destination(inv)
         let store = try StoreContext.open(inv)
-        try store.unlockOneShot(inv)
         let svc = VaultSyncService(library: VaultCommands.library(store), remotes: VaultRemoteRegistry(file: store.home.path + "/vault-remotes.json"),
                                    custodian: store.custodian)
+        let path = (given ?? store.home.path + "/vaults/" + name).absolutePath
+        // Everything the user typed is checked before a passphrase, key or token is asked for.
         let siteID = try VaultCommands.owningSiteID(inv, store)
-        let given = inv.option("--path") ?? store.home.path + "/vaults/" + name
-        let path = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        _ = try svc.checkClone(url: url, name: name, path: path)
+        try store.unlockOneShot(inv)
         try? PrivateFolder.makeParents(of: path)
         let key = SecretBox(try inv.readSecret(.key, prompt: "Vault key: "))
         let tokenBox: SecretBox?
@@ -127,6 +135,34 @@ enum VaultSyncCommands {
             JSONMember(key: "head", value: .string(outcome.remoteHead.map { "\($0)" })),
             JSONMember(key: "objects", value: .integer(outcome.fetched.objects)),
         ])) { "Cloned \(name) into \(path): \(outcome.fetched.commits) commits, \(outcome.fetched.trees) trees, \(outcome.fetched.blobs) blobs verified" }
+    }
+
+    /// The vault's name and the folder `vault clone` was given (nil: the default folder). A
+    /// second argument with a '/' (or `.`/`..`) is the folder, as `git clone URL DIR`: the name
+    /// is its last part.
+    static func destination(_ inv: Invocation) throws -> (name: String, folder: String?) {
+        let second = try inv.requiredArgument("NAME")
+        var folder = inv.argument("DIR")
+        if let p = inv.option("--path") {
+            if let f = folder, f != p {
+                throw UsageError("vault clone got two folders (DIR \(f) and --path \(p)); give one", command: inv.spec.commandLine)
+            }
+            folder = p
+        }
+        let looksLikeFolder = second.contains("/") || second == "." || second == ".."
+        guard looksLikeFolder else { return (second, folder) }
+        if folder != nil {
+            throw UsageError("vault clone got a folder (\(second)) where the vault's name goes, and a folder after it; "
+                             + "give `vault clone URL FOLDER` or `vault clone URL NAME FOLDER`", command: inv.spec.commandLine)
+        }
+        var trimmed = second
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        let last = String(trimmed.absolutePath.split(separator: "/").last ?? "")
+        guard VaultRecord.isValidName(last) else {
+            throw UsageError("the folder \(second) gives no usable vault name (\(last.isEmpty ? "it has no last part" : "'\(last.prefix(80))' is not 1-64 letters, digits, '.', '_' or '-'")); "
+                             + "name the vault: `sitekeep vault clone URL NAME \(second)`", command: inv.spec.commandLine)
+        }
+        return (last, trimmed)
     }
 
     static let pull = CommandSpec(
@@ -204,5 +240,22 @@ enum VaultSyncCommands {
         let name = try inv.requiredArgument("NAME")
         try VaultCommands.unlockedLibrary(inv).vault(named: name).mergeAbort()
         inv.say("Merge abandoned.")
+    }
+}
+
+extension String {
+    /// This path made absolute against the working folder, `~/` against HOME, with `.` and `..`
+    /// parts resolved (as the shell would have, for a path given with an option).
+    var absolutePath: String {
+        var p = self
+        if p == "~" || p.hasPrefix("~/"), let home = ProcessInfo.processInfo.environment["HOME"] { p = home + p.dropFirst() }
+        if !p.hasPrefix("/") { p = FileManager.default.currentDirectoryPath + "/" + p }
+        var parts: [Substring] = []
+        for part in p.split(separator: "/") {
+            if part == "." || part.isEmpty { continue }
+            if part == ".." { _ = parts.popLast(); continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
     }
 }

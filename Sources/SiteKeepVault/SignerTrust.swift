@@ -146,6 +146,9 @@ public struct SignerState: Sendable, Equatable {
         case pinned
         /// Listed, its key file present, not pinned: a new signer.
         case new
+        /// Not pinned, but its key is this device's own signing key: commits it signs were
+        /// written here and are trusted without a pin (``VaultTrust/ownKeys``), so it is not new.
+        case own
         /// Pinned, but the key file holds another public key.
         case keyChanged = "key-changed"
         /// Listed, but `bare/keys/<id>` is missing.

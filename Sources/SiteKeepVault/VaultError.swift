@@ -74,6 +74,10 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case mergeState(String)
     /// A remote name or URL that is not acceptable.
     case invalidRemote(String)
+    /// The vault's id breaks the vault server's rule (``ServerVaultID``): no server holds it.
+    case serverRefusesVaultID(String)
+    /// `vault clone`'s destination cannot take a clone (it is a file, or a folder holding something).
+    case cloneDestination(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -140,6 +144,10 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             why
         case .invalidRemote(let why):
             "invalid remote: \(why)"
+        case let .cloneDestination(path, reason):
+            "cannot clone into \(Self.quoted(path)): it \(reason); clone into a new (or empty) folder: `sitekeep vault clone URL NEW-FOLDER`"
+        case .serverRefusesVaultID(let id):
+            ServerVaultID.problem(id) ?? "vault id \(Self.quoted(id)) is refused by the vault server"
         case .recordNotAuthentic(let name):
             "the registry entry of vault \(Self.quoted(name)) failed authentication: it was changed outside SiteKeep, so its owner and trusted signers cannot be believed; remove the vault (`sitekeep vault remove \(name)`) and add it again"
         case let .signerNotListed(vault, keyID):

@@ -60,7 +60,10 @@ extension Vault {
             let pin = trust.pin(for: key)
             let state: SignerState.State
             if let fingerprint {
-                if let pin { state = pin.fingerprint == fingerprint ? .pinned : .keyChanged } else { state = .new }
+                // The same order as ``evaluate(_:index:trust:)`` judges a commit: a changed pin
+                // first, then a pin, then this device's own key (trusted without a pin), else new.
+                if let pin { state = pin.fingerprint == fingerprint ? .pinned : .keyChanged }
+                else { state = trust.ownKeys.contains(fingerprint) ? .own : .new }
             } else {
                 state = .missingKeyFile
             }

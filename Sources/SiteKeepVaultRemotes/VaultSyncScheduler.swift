@@ -32,7 +32,13 @@ public final class VaultSyncScheduler: Sendable {
     private let onChanged: @Sendable (_ vault: String, _ siteID: String?, _ outcome: PullOutcome) -> Void
     private let note: @Sendable (String) -> Void
     private let thread = BackgroundLoop(name: "sitekeep-sync")
-    private struct State { var rounds = 0; var last: [String: (Int64, String?)] = [:] }
+    private struct State {
+        var rounds = 0
+        var last: [String: (Int64, String?)] = [:]
+        /// Vaults not synced because the server refuses their id, by name, with the id said:
+        /// said once, and tried again only when the vault's id changes.
+        var refusedIDs: [String: String] = [:]
+    }
     private let state = Mutex(State())
     /// How often the lock state is looked at between rounds (an unlock syncs within this).
     static let poll: Duration = .seconds(1)
@@ -103,6 +109,10 @@ public final class VaultSyncScheduler: Sendable {
         let records = ((try? service.library.records()) ?? []).filter { names.contains($0.name) }
         for r in records {
             if isStopped || !isUnlocked() { break }
+            if let skipped = refusedByServerRule(r) {
+                if let skipped { note(skipped) }
+                continue
+            }
             do {
                 _ = try reporting(r.name, siteID: r.siteID) { () throws(VaultError) in try service.sync(name: r.name) }
             } catch let e {
@@ -110,6 +120,26 @@ public final class VaultSyncScheduler: Sendable {
             }
         }
         state.withLock { $0.rounds += 1 }
+    }
+
+    /// For a vault whose remote is a vault server that would refuse its id (``ServerVaultID``):
+    /// `.some(message)` the first time (the message to note, also kept as the vault's sync
+    /// error), `.some(nil)` on later rounds while the id is the same; nil when it may sync.
+    /// Without this the server's HTTP 400 came back every round.
+    func refusedByServerRule(_ r: VaultRecord) -> String?? {
+        guard !ServerVaultID.isValid(r.vaultID), (try? service.remote(r.name, nil))?.kind == .api else {
+            state.withLock { _ = $0.refusedIDs.removeValue(forKey: r.name) }
+            return nil
+        }
+        let message = "vault \(r.name) is not synced: \(VaultError.serverRefusesVaultID(r.vaultID).description); "
+            + "SiteKeep stops trying until the vault's id changes"
+        let first = state.withLock { s -> Bool in
+            guard s.refusedIDs[r.name] != r.vaultID else { return false }
+            s.refusedIDs[r.name] = r.vaultID
+            return true
+        }
+        if first { record(r.name, error: message) }
+        return .some(first ? message : nil)
     }
 
     /// A pull asked for by a command the daemon runs (`sitekeep vault pull` while it serves),

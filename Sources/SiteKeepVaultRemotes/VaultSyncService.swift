@@ -212,7 +212,12 @@ public final class VaultSyncService: Sendable {
         let kind = try VaultRemote.kind(of: url)
         var all = try remotes.all()
         guard !all.contains(where: { $0.vault == vault && $0.name == name }) else { throw .invalidRemote("vault \(vault) already has a remote named \(name); remove it first") }
-        if kind == .api { _ = try SGSendRemote(baseURL: url, vaultID: "checkurl", credentials: NoCredentials()) }
+        if kind == .api {
+            _ = try SGSendRemote(baseURL: url, vaultID: "checkurl", credentials: NoCredentials())
+            // The server would refuse every request of a vault whose id breaks its rule.
+            let id = try library.registry.record(named: vault).vaultID
+            guard ServerVaultID.isValid(id) else { throw .serverRefusesVaultID(id) }
+        }
         var hasToken = false
         if let t = consume token {
             do { try custodian.storeVaultSecret(vaultID: Self.tokenItem(vault: vault, remote: name), secret: t) } catch {
@@ -246,15 +251,59 @@ public final class VaultSyncService: Sendable {
         return r
     }
 
-    /// `vault clone`: derives the keys (PBKDF2, once), clones into `path`, registers the vault
-    /// and its remote `origin` (token wrapped in custody). Nothing secret is written in plain text.
-    public func clone(url: String, name: String, keyText: borrowing SecretBytes, token: consuming SecretBytes?, path: String,
-                      siteID: String? = nil) throws(VaultError) -> PullOutcome {
+    /// Checks what `vault clone` is given, before any secret is asked for: the vault `name`
+    /// (valid, not taken: the registry is read without unlocking), the `url`'s form, and the
+    /// destination `path` (absent, or an empty folder).
+    /// - Returns: the remote's kind.
+    public func checkClone(url: String, name: String, path: String) throws(VaultError) -> VaultRemote.Kind {
         guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
         if try library.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
+        let kind = try VaultRemote.kind(of: url)
+        switch kind {
+        case .api: _ = try SGSendRemote(baseURL: url, vaultID: "checkurl", credentials: NoCredentials())
+        case .static: _ = try StaticHTTPRemote(baseURL: url)
+        case .folder: break
+        }
+        var root = path
+        while root.count > 1, root.hasSuffix("/") { root.removeLast() }
+        var st = stat()
+        if lstat(root, &st) == 0 {
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw .cloneDestination(path: root, reason: "already exists and is not a folder") }
+            guard Self.isEmptyFolder(root) else {
+                throw .cloneDestination(path: root, reason: "already exists and is not empty")
+            }
+        }
+        return kind
+    }
+
+    /// Whether folder `path` holds nothing (false when it cannot be read).
+    static func isEmptyFolder(_ path: String) -> Bool {
+        guard let dir = opendir(path) else { return false }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { return false }
+        }
+        return true
+    }
+
+    /// `vault clone`: derives the keys (PBKDF2, once), clones into `path`, registers the vault
+    /// and its remote `origin` (token wrapped in custody). Nothing secret is written in plain text.
+    /// The arguments are checked first (``checkClone(url:name:path:)``); for a vault server, the
+    /// key's vault id is checked against the server's rule (``ServerVaultID``) before the slow
+    /// derivation.
+    public func clone(url: String, name: String, keyText: borrowing SecretBytes, token: consuming SecretBytes?, path: String,
+                      siteID: String? = nil) throws(VaultError) -> PullOutcome {
+        let kind = try checkClone(url: url, name: name, path: path)
+        if kind == .api {
+            let id: String
+            do { id = try SgitKeys.vaultID(ofKeyText: keyText) } catch { throw .key(error) }
+            guard ServerVaultID.isValid(id) else { throw .serverRefusesVaultID(id) }
+        }
         let keys: SgitKeys
         do { keys = try SgitKeys.derive(fromKeyText: keyText) } catch { throw .key(error) }
-        let kind = try VaultRemote.kind(of: url)
         let tokenItem = Self.tokenItem(vault: name, remote: "origin")
         var hasToken = false
         if let t = consume token {

@@ -272,14 +272,29 @@ final class Tab {
         let specific = OpaquePointer(decision)
         switch type {
         case WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION:
-            // Main frame and subframes alike (WebKitGTK does not say which): remember what the
-            // user asked for; the main frame's target is checked when its response arrives.
-            if let action = webkit_navigation_policy_decision_get_navigation_action(specific),
-               webkit_navigation_action_is_user_gesture(action) != 0,
-               let url = string(webkit_uri_request_get_uri(webkit_navigation_action_get_request(action))) {
-                gestureURL = url
+            // Main frame and subframes alike (WebKitGTK does not say which), redirects included:
+            // remember what the user asked for, and decide a foreign address here, before any
+            // request is made in the site's session (``NavigationPolicy/decideAction``). What
+            // goes on is checked again when its response arrives.
+            guard let action = webkit_navigation_policy_decision_get_navigation_action(specific),
+                  let url = string(webkit_uri_request_get_uri(webkit_navigation_action_get_request(action))) else { return false }
+            let gesture = webkit_navigation_action_is_user_gesture(action) != 0
+            if gesture { gestureURL = url }
+            switch browser.policy.decideAction(url, in: site, userGesture: gesture) {
+            case .proceed:
+                return false
+            case .stopHere(let verdict):
+                webkit_policy_decision_ignore(decision)
+                switch verdict {
+                case .external(let u): openExternally(u)
+                case .openSite(let other):
+                    gestureURL = nil
+                    browser.openTab(site: other, url: url)
+                case .refuse(let why): browser.note(why)
+                case .stay: break
+                }
+                return true
             }
-            return false
         case WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION:
             // window.open and target=_blank: never a new window; a tab of the right site, or the system browser.
             webkit_policy_decision_ignore(decision)

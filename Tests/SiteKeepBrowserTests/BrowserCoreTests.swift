@@ -36,6 +36,21 @@ let two = BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Two", o
             guard case .refuse = policy.decide(url, in: one) else { Issue.record("\(url) was not refused"); continue }
         }
     }
+
+    /// Issue 33: a foreign address stops at the navigation action, before any request, gesture
+    /// or not (a link, a form, a script, a redirect, a frame); the site's own addresses go on;
+    /// another app-bound site stops there only when the reader asked for it (as a frame of the
+    /// page it is decided at its response).
+    @Test func foreignNavigationActionsStopBeforeAnyRequest() {
+        for gesture in [true, false] {
+            #expect(policy.decideAction("https://example.org/a", in: one, userGesture: gesture) == .stopHere(.external("https://example.org/a")))
+            #expect(policy.decideAction("http://localhost:8001/", in: one, userGesture: gesture) == .stopHere(.external("http://localhost:8001/")))
+            #expect(policy.decideAction("http://127.0.0.1:8001/next", in: one, userGesture: gesture) == .proceed)
+            #expect(policy.decideAction("about:blank", in: one, userGesture: gesture) == .proceed)
+        }
+        #expect(policy.decideAction("http://127.0.0.1:8002/", in: one, userGesture: true) == .stopHere(.openSite(two)))
+        #expect(policy.decideAction("http://127.0.0.1:8002/frame.html", in: one, userGesture: false) == .proceed)
+    }
 }
 
 @Suite struct PageRequestTests {

@@ -499,7 +499,9 @@ import Glibc
         let b = try rig.launch([rig.origins[0] + "/a.html"])
         _ = try b.waitForLoads(1)
         for (n, target) in [foreign, otherSite].enumerated() {
-            let page = rig.origins[0] + "/leave.html#" + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            // A query of its own: the refused navigation never left the page, so the same page
+            // with another fragment would only scroll, not load.
+            let page = rig.origins[0] + "/leave.html?\(n)#" + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
             try b.command(["cmd": "address", "text": .string(page)])
             _ = try b.waitForLoads(2 + n)
             _ = try b.evalUntil(0, "window.__tried ? true : null")
@@ -520,10 +522,61 @@ import Glibc
         #expect(logged(), "the system browser was not asked to open \(typed)")
         // …and another app-bound site opens in a tab of its own, on its own session.
         try b.command(["cmd": "address", "text": .string(otherSite)])
-        let loads = try b.waitForLoads(4)
-        #expect(loads.last?["site"]?.stringValue == "Site Two")
-        #expect(loads.last?["tab"]?.intValue == 1)
+        let two = try b.waitFor("Site Two's page") { $0["event"]?.stringValue == "loaded" && $0["site"]?.stringValue == "Site Two" }
+        #expect(two["tab"]?.intValue == 1, "\(b.events.filter { $0["event"]?.stringValue == "loaded" })")
         try b.quit()
+    }
+
+    /// A link, a new-window link, a form, a script and a redirect to another host (issue 33):
+    /// decided before any request, so the other host's server logs nothing from the site's
+    /// session; the reader's own click goes to the system browser, the rest nowhere; the tab
+    /// stays on its page and the saved session holds no foreign address, online or offline.
+    @Test func foreignLinksAreNeverRequestedInTheSitesSession() throws {
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        // localhost is not 127.0.0.1: a foreign host, served (and logged) by the second server.
+        let foreign = "http://localhost:\(rig.ports[1])"
+        try rig.write(rig.ports[0], "links.html", TestSites.foreignLinksPage(foreign: foreign))
+        for name in ["clicked", "blank", "form", "scripted", "redirected"] { try rig.write(rig.ports[1], "\(name).html", TestSites.article(name)) }
+        try rig.startDaemon()
+        try rig.startEndlessServer(rig.ports[0], away: foreign + "/redirected.html")
+        try rig.startServer(rig.ports[1])
+        let page = rig.origins[0] + "/links.html"
+        let b = try rig.launch([page])
+        _ = try b.waitForLoads(1)
+
+        // The reader's click (the automation's eval runs as a user gesture): the system browser.
+        _ = try b.eval(0, "document.getElementById('out').click(); 1")
+        try b.waitFor("the system browser") { $0["event"]?.stringValue == "external" && $0["url"]?.stringValue == foreign + "/clicked.html" }
+        usleep(2_100_000)  // the system browser opens at most once every two seconds
+        _ = try b.eval(0, "document.getElementById('blank').click(); 1")
+        try b.waitFor("the system browser, for a new window") { $0["event"]?.stringValue == "external" && $0["url"]?.stringValue == foreign + "/blank.html" }
+        // Without a gesture: a form, a script and a redirect; none is opened, none is requested.
+        _ = try b.eval(0, "setTimeout(() => document.getElementById('form').submit(), 10); 1")
+        _ = try b.eval(0, "setTimeout(() => { location.href = '\(foreign)/scripted.html' }, 300); 1")
+        _ = try b.eval(0, "setTimeout(() => { location.href = '/away.html' }, 600); 1")
+        usleep(3_000_000)
+        let log = rig.serverLog(rig.ports[1])
+        for name in ["clicked", "blank", "form", "scripted", "redirected"] {
+            #expect(!log.contains("/\(name).html"), "the site's session requested the foreign \(name).html: \(log)")
+        }
+        #expect(rig.serverLog(rig.ports[0]).contains("/away.html"), "the redirect was not tried: the test tried nothing")
+        var state = try b.command(["cmd": "state"])
+        #expect(state["tabs"]?.arrayValue?.count == 1 && state["tabs"]?.arrayValue?.first?["url"]?.stringValue == page, "\(state)")
+
+        // Offline for the other host: the tab still never shows an error page at its address.
+        rig.stopServer(rig.ports[1])
+        usleep(2_100_000)
+        _ = try b.eval(0, "document.getElementById('out').click(); 1")
+        func clicks() -> Int { b.events.filter { $0["event"]?.stringValue == "external" && $0["url"]?.stringValue == foreign + "/clicked.html" }.count }
+        for _ in 0..<100 where clicks() < 2 { usleep(100_000) }
+        #expect(clicks() == 2, "the offline click did not go to the system browser")
+        usleep(1_000_000)
+        state = try b.command(["cmd": "state"])
+        #expect(state["tabs"]?.arrayValue?.first?["url"]?.stringValue == page, "\(state)")
+        try b.quit()
+        let saved = try rig.cli(["call", "tabs.get", "--site", rig.origins[0], "--json"])
+        #expect(saved.out.contains("links.html") && !saved.out.contains("localhost"), "tabs.get after quit: \(saved.out)")
     }
 
     /// Where WebKit's sandbox cannot run, the browser says why and stops; it never runs pages

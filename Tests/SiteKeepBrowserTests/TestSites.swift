@@ -101,6 +101,18 @@ enum TestSites {
         """
     }
 
+    /// A page of links to `foreign` (another host): a plain link, a `target=_blank` one, a form,
+    /// and `/away.html` (the endless server's redirect, pointed at `foreign`).
+    static func foreignLinksPage(foreign: String) -> String {
+        """
+        <!DOCTYPE html><title>Links out</title><h1>Links out</h1>
+        <p><a id="out" href="\(foreign)/clicked.html">a link to another host</a></p>
+        <p><a id="blank" target="_blank" href="\(foreign)/blank.html">the same, in a new window</a></p>
+        <p><a id="away" href="/away.html">a link here that redirects there</a></p>
+        <form id="form" method="get" action="\(foreign)/form.html"><input name="q" value="x"></form>
+        """
+    }
+
     /// A page that, once loaded, navigates itself (no user gesture) to the URL after its `#`.
     static let selfNavigatingPage = """
         <!DOCTYPE html><title>Leaving</title><h1>This page tries to leave its site</h1>

@@ -202,4 +202,53 @@ import Glibc
         #expect(pushed.status == 0, "vault push through the daemon: \(pushed.err)")
         #expect(try mc.call("vault.status", args: ["vault": "mine"])["queued"] == .integer(0))
     }
+
+    /// A vault whose id the vault server refuses (issue 33: `notes01`, 7 characters), with a
+    /// server remote recorded before SiteKeep refused such remotes: the background sync says why
+    /// once, in the daemon's log and in `vault.status`, and does not ask the server again every
+    /// round (before, the server's HTTP 400 came back every round).
+    @Test func aVaultIDTheServerRefusesIsSaidOnceAndNotRetriedEveryRound() async throws {
+        let url = try #require(VaultSyncCommandTests.server, "run through tools/test: it starts the real vault server")
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        let dir = store.dir.appendingPathComponent("notes").path
+        #expect(ChildProcess.run(sgit, ["init", dir, "--vault-key", "my notes passphrase:notes01"]) == 0)
+        let key = try store.file("notes.key", Array("my notes passphrase:notes01".utf8))
+        #expect(await store.run(["vault", "add", "notes", "--path", dir, "--site", "https://promptugal.news", "--key-file", key,
+                                 "--passphrase-file", store.passFile]).status == 0)
+        // As an older SiteKeep recorded it.
+        let remotes = #"{"remotes": [{"vault": "notes", "name": "origin", "url": "\#(url)", "kind": "api", "token": false}]}"#
+        try Data((remotes + "\n").utf8).write(to: URL(fileURLWithPath: store.home + "/vault-remotes.json"))
+
+        let run = store.dir.appendingPathComponent("run-refused")
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let log = store.dir.appendingPathComponent("daemon-stderr.log").path
+        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+        let pid = try #require(DaemonTests.spawn("/bin/sh", ["-c", "exec \"$0\" serve --keyring file --sync-every 1 2>\"$1\"", sitekeep, log], env: env))
+        let daemon = Daemon(pid: pid, sock: sock, home: store.home)
+        defer { daemon.stop() }
+        #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path, pid: pid), "the daemon did not start")
+        await daemon.unlock(store.passFile)
+        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        defer { client.close() }
+        _ = try client.hello(origin: "https://promptugal.news")
+        var status = try client.call("vault.status", args: ["vault": "notes"])
+        for _ in 0..<50 where status["last_sync_error"]?.stringValue == nil {
+            usleep(200_000)
+            status = try client.call("vault.status", args: ["vault": "notes"])
+        }
+        let error = try #require(status["last_sync_error"]?.stringValue, "\(status)")
+        #expect(error.contains("8 to 24 lowercase letters and digits") && error.contains("notes01vault"), "\(error)")
+        let firstMs = status["last_sync_ms"]?.intValue
+        usleep(4_000_000)  // four more rounds
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let said = text.components(separatedBy: "vault notes is not synced").count - 1
+        #expect(said == 1, "said once, not every round: \(text)")
+        #expect(!text.contains("did not sync"), "the server was not asked: \(text)")
+        let later = try client.call("vault.status", args: ["vault": "notes"])
+        #expect(later["last_sync_ms"]?.intValue == firstMs && later["last_sync_error"]?.stringValue == error, "\(later)")
+    }
 }

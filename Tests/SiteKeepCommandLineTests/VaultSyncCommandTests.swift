@@ -99,4 +99,57 @@ import SiteKeepTestSupport
         #expect(try JSONParser.parse(pulled.out)["merge"] == .string("fast-forward"))
         #expect(try await cat(store, "hello.txt") == "sgit again\n")
     }
+
+    /// tools/vault-server (issue 33): the real server started through the script on loopback,
+    /// with its storage in a folder of the test's, a vault pushed to it by `sitekeep` with the
+    /// token the script wrote, cloned back into a folder path, then the server stopped by its pid.
+    @Test func theVaultServerScriptStartsAServerSitekeepPushesToAndStopsIt() async throws {
+        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let script = DocsCommandTests.repository.appendingPathComponent("tools/vault-server").path
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let dir = store.dir.appendingPathComponent("server").path
+        let started = sh("'\(script)' start '\(dir)'")
+        #expect(started.0 == 0, "\(started.1)")
+        defer { _ = sh("'\(script)' stop '\(dir)'") }
+        let url = try String(contentsOfFile: dir + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: dir + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(url.hasPrefix("http://127.0.0.1:") && started.1.contains(url) && started.1.contains(token), "\(started.1)")
+        let mode = try FileManager.default.attributesOfItem(atPath: dir + "/token")[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the token file is the owner's only")
+        let pid = try #require(Int32(try String(contentsOfFile: dir + "/server.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(sh("'\(script)' status '\(dir)'").1.contains("running (pid \(pid)) at \(url)"))
+        let again = sh("'\(script)' start '\(dir)'")
+        #expect(again.0 != 0 && again.1.contains("already runs"), "\(again.1)")
+
+        let id = "skvs" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
+        let keyText = "vault server script phrase:\(id)"
+        let a = store.dir.appendingPathComponent("a").path
+        #expect(ChildProcess.run(sgit, ["init", a, "--vault-key", keyText]) == 0)
+        try Data("pushed by sitekeep\n".utf8).write(to: URL(fileURLWithPath: a + "/hello.txt"))
+        #expect(sh("cd '\(a)' && HOME='\(store.dir.path)' '\(sgit)' commit -m one").0 == 0)
+        let keyFile = try store.file("vault.key", Array(keyText.utf8))
+        #expect(await store.run(["vault", "add", "mine", "--path", a, "--key-file", keyFile, "--passphrase-file", store.passFile]).status == 0)
+        let remote = await store.run(["vault", "remote", "add", "mine", url, "--token-file", dir + "/token", "--passphrase-file", store.passFile])
+        #expect(remote.status == 0, "\(remote.err)")
+        // A commit of SiteKeep's own (sgit's commit stays on sgit's clone branch), then pushed.
+        #expect(await store.run(["vault", "write", "mine", "notes/sk.md", "--passphrase-file", store.passFile], stdin: Array("# SiteKeep\n".utf8)).status == 0)
+        let pushed = await store.run(["vault", "push", "mine", "--passphrase-file", store.passFile])
+        #expect(pushed.status == 0, "\(pushed.err)")
+        // Back from the server, into a folder named as git users name one.
+        let copy = store.dir.appendingPathComponent("copy").path
+        let clone = await store.run(["vault", "clone", url, copy, "--key-file", keyFile, "--token-file", dir + "/token", "--passphrase-file", store.passFile])
+        #expect(clone.status == 0, "\(clone.err)")
+        #expect(try await cat(store, "hello.txt") == "pushed by sitekeep\n")
+        let r = await store.run(["vault", "cat", "copy", "notes/sk.md", "--passphrase-file", store.passFile, "--json"])
+        let b64 = try #require(try JSONParser.parse(r.out)["dataBase64"]?.stringValue, "\(r.err)")
+        #expect(Data(base64Encoded: b64) == Data("# SiteKeep\n".utf8))
+        #expect(FileManager.default.fileExists(atPath: dir + "/data"), "the vaults are stored in the folder named")
+
+        let stopped = sh("'\(script)' stop '\(dir)'")
+        #expect(stopped.0 == 0 && stopped.1.contains("Stopped the vault server (pid \(pid))"), "\(stopped.1)")
+        #expect(kill(pid, 0) != 0, "the server process is gone")
+        let status = sh("'\(script)' status '\(dir)'")
+        #expect(status.0 == 3 && status.1.contains("not running"), "\(status.1)")
+    }
 }

@@ -46,6 +46,19 @@ import SiteKeepTestSupport
         let missing = await store.run(["vault", "rm", "w", "notes/plan.md", "--passphrase-file", store.passFile])
         #expect(missing.status == 1 && missing.err.contains("no file or folder"), "\(missing.err)")
 
+        // `vault status` lists this device's own branch key as its own, trusted key: never as a
+        // NEW, untrusted signer beside a HEAD it calls trusted (issue 33).
+        let text = await store.run(["vault", "status", "w", "--passphrase-file", store.passFile])
+        #expect(text.status == 0, "\(text.err)")
+        #expect(text.out.contains("signature  verified, trusted"), "\(text.out)")
+        #expect(!text.out.contains("NEW") && !text.out.contains("not trusted"), "\(text.out)")
+        let ownLines = text.out.split(separator: "\n").filter { $0.contains("this device's own key (trusted") }
+        #expect(ownLines.count == 1, "one signer line for the device key: \(text.out)")
+        let json = try JSONParser.parse(await store.run(["vault", "status", "w", "--passphrase-file", store.passFile, "--json"]).out)
+        let states = (json["signers"]?.arrayValue ?? []).compactMap { $0["state"]?.stringValue }
+        #expect(states.sorted() == ["own", "pinned", "pinned"], "\(states)")
+        #expect(json["headTrust"] == .string("trusted"))
+
         let log = await store.run(["vault", "log", "w", "--passphrase-file", store.passFile, "--json"])
         let commits = try #require(try JSONParser.parse(log.out).arrayValue)
         #expect(commits.count == 6, "init, sgit's commit and four of ours")
