@@ -2,7 +2,7 @@
 @preconcurrency import Glibc
 #endif
 internal import SiteKeepSystem
-public import SiteKeepCrypto
+package import SiteKeepCrypto
 
 /// A client of a pinentry program (GnuPG's dialog helper) over the Assuan protocol, as
 /// gpg-agent uses it: `CONFIRM` for an approval, `GETPIN` where a secret is asked.
@@ -82,7 +82,7 @@ public struct PinentryClient: Sendable {
     /// Asks for a secret (`GETPIN`).
     /// - Returns: the typed bytes in guarded memory, or nil when the user chose Cancel.
     /// - Throws: as ``confirm(_:)``; an empty answer is returned as nil too.
-    public func getPin(_ dialog: Dialog) throws(CustodyError) -> SecretBytes? {
+    package func getPin(_ dialog: Dialog) throws(CustodyError) -> SecretBytes? {
         let session = try Session(self)
         defer { session.close() }
         try session.setUp(dialog, client: self)

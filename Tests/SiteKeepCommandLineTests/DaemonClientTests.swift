@@ -56,7 +56,7 @@ import Glibc
         var prompts: [String] { ((try? String(contentsOfFile: store.dir.path + "/prompts", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
 
         func serve(_ args: [String] = []) throws {
-            let askpass = try store.file("approve.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(store.dir.path)/prompts'\nexit 0\n".utf8))
+            let askpass = try store.file("approve.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" | tr '\\n' ' ' >> '\(store.dir.path)/prompts'\necho >> '\(store.dir.path)/prompts'\nexit 0\n".utf8))
             chmod(askpass, 0o700)
             let envList = env.merging(["SITEKEEP_ASKPASS": askpass]) { $1 }.map { "\($0.key)=\($0.value)" }
             daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"] + args, env: envList))
