@@ -85,6 +85,18 @@ enum VaultCommands {
         guard let given = inv.option("--path") else { throw UsageError("vault add needs --path DIR", command: inv.spec.commandLine) }
         // Registered by absolute path, so later commands work from any folder.
         let path = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        // The arguments are checked before any secret is asked for (issue 33): a typo costs no
+        // passphrase and no key derivation.
+        guard VaultRecord.isValidName(name) else {
+            throw UsageError("'\(name.prefix(80))' is not a vault name: use 1-64 letters, digits, '.', '_' or '-', not starting with '.'",
+                             command: inv.spec.commandLine)
+        }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path + "/.sg_vault", isDirectory: &isFolder), isFolder.boolValue else {
+            throw CommandFailure("\(path) holds no sgit vault (no .sg_vault folder in it)",
+                                 remedy: "give --path the folder where 'sgit init' or 'sgit clone' made the vault, or clone one with 'sitekeep vault clone URL FOLDER'",
+                                 code: "not_found")
+        }
         let store = try StoreContext.open(inv)
         let site = try inv.option("--site").map { try owner($0, store: store, inv: inv) }
         try store.unlockOneShot(inv)

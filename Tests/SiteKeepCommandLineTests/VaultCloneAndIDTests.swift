@@ -39,6 +39,20 @@ import SiteKeepTestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: full) == ["keep.txt"], "nothing was written into the folder")
     }
 
+    /// vault add, too, checks its name and folder before the passphrase or the key is read.
+    @Test func addChecksTheNameAndTheFolderBeforeAskingForAnySecret() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let empty = store.dir.appendingPathComponent("empty").path
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        // No passphrase file and no key file: a command that asked first would fail on those.
+        let noVault = await store.run(["vault", "add", "notes", "--path", empty])
+        #expect(noVault.status != 0 && noVault.err.contains("holds no sgit vault (no .sg_vault folder in it)"), "\(noVault.err)")
+        #expect(!noVault.err.lowercased().contains("passphrase"), "\(noVault.err)")
+        let badName = await store.run(["vault", "add", "bad name!", "--path", empty])
+        #expect(badName.status == 64 && badName.err.contains("is not a vault name"), "\(badName.err)")
+    }
+
     @Test func cloneIntoAFolderPathNamesTheVaultAfterTheFolder() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
