@@ -32,7 +32,9 @@ enum ConfigCommands {
         let running = store.shared?.daemon?.settingsInForce()
         let rows: [(key: String, value: String, source: String)] = DaemonSettings.Key.allCases.map { key in
             if let live = running?.first(where: { $0.key == key }) {
-                let source = live.storedValue.map { "\(live.source) for this run (stored: \(shown($0)))" } ?? live.source
+                // What a restart would use: the stored value, or the default where none is stored.
+                let kept = stored.stored[key] == nil ? "default" : "stored"
+                let source = live.storedValue.map { "\(live.source) for this run (\(kept): \(shown($0)))" } ?? live.source
                 return (key.rawValue, live.value, source)
             }
             return (key.rawValue, stored[key], stored.stored[key] == nil ? "default" : "stored")
