@@ -19,21 +19,12 @@ import Glibc
 @Suite(.serialized) struct DaemonClientTests {
     /// A store with a team key, a `when-unlocked` site holding a value and a vault of that site,
     /// plus the environment of a private daemon for it.
-    final class Bed: @unchecked Sendable {
-        let store: CLIStore
-        let sitekeep: String
-        let run: String
-        let env: [String: String]
-        var daemon: pid_t = 0
-
+    final class Bed: PrivateDaemon, @unchecked Sendable {
         init() async throws {
-            sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
             let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
-            store = try CLIStore()
+            let store = try CLIStore()
             _ = try await store.initialize()
-            run = store.dir.appendingPathComponent("run").path
-            env = ["SITEKEEP_SOCK": run + "/bridge.sock", "SITEKEEP_HOME": store.home, "SITEKEEP_KEYRING": "file",
-                   "HOME": store.dir.path, "NO_COLOR": "1", "SITEKEEP_NO_AUTOSTART": "", "XDG_RUNTIME_DIR": ""]
+            try super.init(store: store)
             #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
             #expect(await store.run(["site", "add", "Drafts", "--origin", "https://drafts.example", "--app-bound",
                                      "--protection", "when-unlocked", "--passphrase-file", store.passFile]).status == 0)
@@ -46,33 +37,8 @@ import Glibc
                                      "--passphrase-file", store.passFile]).status == 0)
         }
 
-        /// Runs the real `sitekeep` with no terminal and standard input from nothing.
-        func cli(_ args: [String], stdin: String = "", extra: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
-            ChildProcess.capture(sitekeep, args, stdin: stdin, environment: env.merging(extra) { $1 })
-        }
-
-        /// The daemon's presence dialog: approves, and writes each prompt to `prompts` (a key use
-        /// from the command line is approved there, like any other client's).
-        var prompts: [String] { ((try? String(contentsOfFile: store.dir.path + "/prompts", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-
-        func serve(_ args: [String] = []) throws {
-            let askpass = try store.file("approve.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" | tr '\\n' ' ' >> '\(store.dir.path)/prompts'\necho >> '\(store.dir.path)/prompts'\nexit 0\n".utf8))
-            chmod(askpass, 0o700)
-            let envList = env.merging(["SITEKEEP_ASKPASS": askpass]) { $1 }.map { "\($0.key)=\($0.value)" }
-            daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"] + args, env: envList))
-            #expect(ChildProcess.waitForPath(run + "/control.sock"), "the daemon's control socket did not appear")
-            try #require(FileManager.default.fileExists(atPath: run + "/control.sock"), "the daemon did not start")
-        }
-
-        func stop() {
-            guard daemon > 0 else { return }
-            kill(daemon, SIGTERM)
-            var status: Int32 = 0
-            for _ in 0..<200 { if waitpid(daemon, &status, WNOHANG) == daemon { break }; usleep(25_000) }
-            kill(daemon, SIGKILL)
-            daemon = 0
-        }
-        deinit { stop() }
+        /// The daemon, its askpass approving every prompt.
+        func serve(_ args: [String] = []) throws { try startDaemon(args) }
 
         /// Runs the real `sitekeep` under `strace`: its result and every program it became
         /// (each successful `execve`, in order).

@@ -15,57 +15,24 @@ import Glibc
     /// A store with a team key and a user-added app-bound site, and a daemon serving it whose
     /// presence dialog approves only while the file `allow` exists (each prompt is written to
     /// `prompts`).
-    final class Bed: @unchecked Sendable {
-        let store: CLIStore
-        let sitekeep: String
-        let run: String
-        let env: [String: String]
-        var daemon: pid_t = 0
+    final class Bed: PrivateDaemon, @unchecked Sendable {
         static let origin = "https://notes.example"
 
         init() async throws {
-            sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
-            store = try CLIStore()
+            let store = try CLIStore()
             _ = try await store.initialize()
-            run = store.dir.appendingPathComponent("run").path
-            env = ["SITEKEEP_SOCK": run + "/bridge.sock", "SITEKEEP_HOME": store.home, "SITEKEEP_KEYRING": "file",
-                   "HOME": store.dir.path, "NO_COLOR": "1", "SITEKEEP_NO_AUTOSTART": "", "XDG_RUNTIME_DIR": ""]
+            try super.init(store: store)
             #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
             #expect(await store.run(["site", "add", "Notes", "--origin", Self.origin, "--app-bound"]).status == 0)
             #expect(await store.run(["site", "add", "Other", "--origin", "https://other.example", "--app-bound"]).status == 0)
         }
 
-        func cli(_ args: [String], extra: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
-            ChildProcess.capture(sitekeep, args, stdin: "", environment: env.merging(extra) { $1 })
-        }
-
-        var prompts: [String] { ((try? String(contentsOfFile: store.dir.path + "/prompts", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-
-        func approve(_ yes: Bool) {
-            let path = store.dir.path + "/allow"
-            if yes { _ = FileManager.default.createFile(atPath: path, contents: Data()) } else { unlink(path) }
-        }
-
+        /// The daemon, unlocked, its askpass approving only while `approve(true)` holds.
         func serve() throws {
-            let d = store.dir.path
-            let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" | tr '\\n' ' ' >> '\(d)/prompts'\necho >> '\(d)/prompts'\n[ -f '\(d)/allow' ] && exit 0\nexit 1\n".utf8))
-            chmod(askpass, 0o700)
-            let envList = env.merging(["SITEKEEP_ASKPASS": askpass]) { $1 }.map { "\($0.key)=\($0.value)" }
-            daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"], env: envList))
-            #expect(ChildProcess.waitForPath(run + "/control.sock"), "the daemon's control socket did not appear")
+            try startDaemon(onlyWhenAllowed: true)
             let unlocked = cli(["unlock", "--passphrase-file", store.passFile])
             #expect(unlocked.status == 0, "\(unlocked.err)")
         }
-
-        func stop() {
-            guard daemon > 0 else { return }
-            kill(daemon, SIGTERM)
-            var status: Int32 = 0
-            for _ in 0..<200 { if waitpid(daemon, &status, WNOHANG) == daemon { break }; usleep(25_000) }
-            kill(daemon, SIGKILL)
-            daemon = 0
-        }
-        deinit { stop() }
 
         /// A connection to the daemon's bridge socket bound to `origin`.
         func connect(_ origin: String = Bed.origin) throws -> (BridgeClient, [String]) {
