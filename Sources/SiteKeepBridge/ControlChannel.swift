@@ -100,7 +100,7 @@ public final class ControlServer: Sendable {
             return
         }
         let allowed: Set<String> = op == "run" ? ["v", "op", "store", "argv", "cwd", "env", "tty"]
-            : op == "unlock" ? Set(["v", "op", "store", "method", "length"]).union(ControlServer.unlockPromptKeys.keys)
+            : op == "unlock" ? Set(["v", "op", "store", "method", "length", "idle_lock"]).union(ControlServer.unlockPromptKeys.keys)
             : ["v", "op", "store", "method", "length"]
         // `set`: a setting of this run only (`unlock --idle-lock` against a running daemon).
         let settingFields: Set<String> = op == "set" ? ["key", "value"] : []

@@ -132,7 +132,6 @@ enum CustodyCommands {
             try daemon.unlock(inv)
             // Never silently ignored: the running daemon takes it for this run, and says how to keep it.
             if let idle = inv.option("--idle-lock") {
-                try daemon.setIdleLockForThisRun(idle)
                 inv.note("note: the running daemon now locks after \(idle) unused, until it stops; 'sitekeep config set idle-lock \(idle)' keeps it for every start")
             }
         }

@@ -58,12 +58,14 @@ struct DaemonLink: Sendable {
     func unlock(_ inv: Invocation) throws {
         let wrong = CustodyError.unlockFailed.description
         try UnlockInput.attempt(inv, isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
-            try unlock(input)
+            try unlock(input, idleLock: inv.option("--idle-lock"))
         }
     }
 
     /// Hands the daemon an unlock secret (it checks it itself and keeps the back-off).
-    func unlock(_ input: UnlockInput) throws {
+    /// `idleLock`: this run's idle lock (`unlock --idle-lock`), applied by the daemon only when
+    /// the unlock succeeds.
+    func unlock(_ input: UnlockInput, idleLock: String? = nil) throws {
         let method: String
         let secret: SecretBytes
         switch input.take() {
@@ -72,7 +74,8 @@ struct DaemonLink: Sendable {
         case .recoveryCode(let s): method = "recovery"; secret = s
         }
         _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
-            try request("unlock", method: method, secret: raw, extra: promptSurroundings)
+            try request("unlock", method: method, secret: raw,
+                        extra: promptSurroundings + (idleLock.map { [JSONMember(key: "idle_lock", value: .string($0))] } ?? []))
         }
     }
 
@@ -91,11 +94,6 @@ struct DaemonLink: Sendable {
 
     func lock() throws { _ = try request("lock") }
 
-    /// Sets the running daemon's idle lock for this run only (`unlock --idle-lock` against a
-    /// daemon that already runs); the stored setting is unchanged.
-    func setIdleLockForThisRun(_ text: String) throws {
-        _ = try request("set", extra: [JSONMember(key: "key", value: "idle-lock"), JSONMember(key: "value", value: .string(text))])
-    }
 
     /// Asks the daemon to stop (as SIGTERM: drain, lock, flush) and waits until its process is
     /// gone (up to 20 s); its pid.

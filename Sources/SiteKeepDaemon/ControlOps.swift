@@ -27,7 +27,15 @@ enum ControlOps {
                   let text = request.header["value"]?.stringValue, let seconds = IdleLock.seconds(parsing: text) else {
                 return ["ok": false, "code": "bad_request", "error": "set takes key idle-lock and a duration from 1s to 1d"]
             }
-            daemon.overrideIdleLock(seconds: seconds, how: "--idle-lock \(text) of 'sitekeep unlock'")
+            // Shortening narrows and needs nothing; lengthening keeps keys usable longer, which
+            // only the holder of the secret may ask for (`sitekeep unlock --idle-lock`, which
+            // sends it, or `config set idle-lock` with an approval).
+            let current = Int(daemon.store.custodian.idleLifetime.components.seconds)
+            guard seconds <= current else {
+                return ["ok": false, "code": "needs_secret",
+                        "error": .string("a longer idle lock (\(text), now \(current) s) needs the secret: run 'sitekeep unlock --idle-lock \(text)', or 'sitekeep config set idle-lock \(text)' to keep it")]
+            }
+            daemon.overrideIdleLock(seconds: seconds, how: "--idle-lock \(text) (set)")
             return ["ok": true, "seconds": .int(Int64(seconds))]
         default:
             return nil

@@ -203,6 +203,12 @@ public final class Daemon: Sendable {
                 if request.op == "unlock", answer["ok"] == .bool(true), let prompt = store.shared?.presence as? PromptPresenceVerifier {
                     prompt.adopt(ControlServer.unlockPromptKeys.reduce(into: [:]) { $0[$1.value] = request.header[$1.key]?.stringValue })
                 }
+                // `unlock --idle-lock`: a longer idle lock widens trust, so it comes only with the
+                // secret, applied once the unlock it came with succeeded (a bare `set` may only shorten).
+                if request.op == "unlock", answer["ok"] == .bool(true), let text = request.header["idle_lock"]?.stringValue,
+                   let seconds = IdleLock.seconds(parsing: text) {
+                    self.overrideIdleLock(seconds: seconds, how: "--idle-lock \(text) of 'sitekeep unlock'")
+                }
                 return answer
             }, session: { request, connection in
                 guard let runCommand else {

@@ -127,6 +127,21 @@ import Glibc
         #expect(idle.status == 0 && idle.err.contains("config set idle-lock 2h"), "unlock --idle-lock was silent: \(idle.err)")
         let shown = cli(["config"])
         #expect(shown.out.contains("2h") && shown.out.contains("--idle-lock 2h") && shown.out.contains("for this run (default: 15m)"), "a default is not called stored: \(shown.out)")
+        // Without the secret, a process of the user cannot lengthen the idle lock through the
+        // control socket (only shorten it), and an unlock with a wrong secret changes nothing.
+        let control = run + "/sitekeep/control.sock"
+        let storeID = try #require(StoreContext.storeID(home: store.home))
+        func setIdle(_ value: String) throws -> JSONValue? {
+            try ControlClient.send(path: control, store: storeID, op: "set",
+                                   extra: [JSONMember(key: "key", value: "idle-lock"), JSONMember(key: "value", value: .string(value))])
+        }
+        let longer = try setIdle("1d")
+        #expect(longer?["ok"] == .bool(false) && longer?["code"]?.stringValue == "needs_secret", "\(String(describing: longer))")
+        #expect(try setIdle("1h")?["ok"] == .bool(true))
+        let wrong = try store.file("wrong.txt", Array("not the passphrase\n".utf8))
+        #expect(cli(["unlock", "--passphrase-file", wrong, "--idle-lock", "1d"]).status != 0)
+        let listed = cli(["config"])
+        #expect(listed.out.contains("1h") && !listed.out.contains("1d"), "a refused unlock or a bare set lengthened the idle lock: \(listed.out)")
         // A stored change the run overrides is reported as such, not silently kept.
         let stored = cli(["config", "set", "idle-lock", "1s"])
         #expect(stored.out.contains("keeps") && stored.out.contains("next start"), "\(stored.out)\(stored.err)")
