@@ -190,6 +190,10 @@ public final class PromptPresenceVerifier: PresenceVerifier {
     /// The `prompt` setting (nil: auto).
     public let setting: String?
     private let environment: Mutex<[String: String]>
+    /// Held while one prompt is shown: prompts come one at a time, as gpg-agent shows one
+    /// pinentry at a time (two `pinentry-curses` drawing on one terminal garble each other, and
+    /// two dialogs at once leave the user to guess which request each is for).
+    private let asking = Mutex(())
     private let timeout: Duration
     private let clock: BootClock
 
@@ -231,6 +235,13 @@ public final class PromptPresenceVerifier: PresenceVerifier {
     }
 
     public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+        try asking.withLock { (_: inout ()) throws(CustodyError) -> PresenceProof in
+            try ask(site: site, siteLabel: siteLabel, op: op, keyID: keyID)
+        }
+    }
+
+    /// Shows one prompt (the caller holds ``asking``).
+    private func ask(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
         let env = environment.withLock { $0 }
         let plan = PromptPlan.current(setting: setting, environment: env)
         if let problem = plan.problem {

@@ -138,6 +138,26 @@ import SiteKeepTestSupport
         #expect(try run("echo OK; while read l; do echo OK; done").0.get() == true)
     }
 
+    /// Prompts come one at a time: two requests at once through the daemon's verifier never
+    /// show two prompts together (each prompt here records its start and end around a pause).
+    @Test func promptsAreShownOneAtATime() throws {
+        let dir = try temporaryFolder()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/log"
+        let askpass = dir + "/askpass"
+        _ = FileManager.default.createFile(atPath: askpass, contents: Data("#!/bin/sh\necho start >> '\(log)'\nsleep 0.3\necho end >> '\(log)'\nexit 0\n".utf8),
+                                           attributes: [.posixPermissions: 0o700])
+        let verifier = PromptPresenceVerifier(setting: nil, environment: ["SITEKEEP_ASKPASS": askpass, "PATH": "/usr/bin:/bin"])
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 3) { i in
+            do { _ = try verifier.requestPresence(site: "s\(i)", op: "key.sign", keyID: "summit") } catch { failures.withLock { $0 += 1 } }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(lines == ["start", "end", "start", "end", "start", "end"], "two prompts were shown at once: \(lines)")
+    }
+
     /// SiteKeep's own terminal question, where no pinentry is installed: the dialog's text on the
     /// terminal, `y` approves, anything else denies, silence times out.
     @Test func theTerminalPromptAsksYesOrNo() throws {
