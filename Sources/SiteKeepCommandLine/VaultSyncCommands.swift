@@ -102,13 +102,17 @@ enum VaultSyncCommands {
         the vault's name, then optionally the folder (default: vaults/NAME in the SiteKeep home). \
         The folder must be new or empty. The name, URL and folder are checked before anything \
         secret is asked for; a vault server accepts only vault ids of \(ServerVaultID.rule), \
-        checked before the key is derived. The folder opens in sgit when given the vault key.
+        checked before the key is derived. The folder opens in sgit when given the vault key. \
+        A vault the sites' web client (sg-vault) also writes holds unsigned commits: clone it \
+        with --allow-unsigned (shown in `vault status` and `vault list`, changed with `vault \
+        policy`); a bad signature and a key that differs from its pin are refused either way.
         """,
         arguments: [ArgumentSpec("URL", "the remote: https://host, a folder, or static+https://…"),
                     ArgumentSpec("NAME", "the vault's name in this store, or the folder to clone into (a path with a '/')"),
                     ArgumentSpec("DIR", "the folder to clone into (as --path)", optional: true)],
         options: VaultCommands.unlockOptions + [tokenOption, .option("--path", value: "DIR", "where to put the working vault"),
-                                                .option("--site", value: "ORIGIN", "the site the vault belongs to")],
+                                                .option("--site", value: "ORIGIN", "the site the vault belongs to"),
+                                                .flag("--allow-unsigned", "serve unsigned commits and unpinned signers (for a vault the sites' web client writes; see SECURITY.md 6)")],
         secretInputs: UnlockOptions.secretInputs + [.key],
         examples: [CommandExample("sitekeep vault clone ~/notes notes2 --key-file notes.key --prf-file prf.bin", "clone a vault from a shared folder")]
     ) { inv in
@@ -127,14 +131,16 @@ enum VaultSyncCommands {
         let tokenBox: SecretBox?
         if let t = try token(inv) { tokenBox = SecretBox(t) } else { tokenBox = nil }
         let outcome = try inv.withProgress("Deriving the vault keys and cloning") { () throws -> PullOutcome in
-            if let tokenBox { return try svc.clone(url: url, name: name, keyText: key.take(), token: tokenBox.take(), path: path, siteID: siteID) }
-            return try svc.clone(url: url, name: name, keyText: key.take(), token: nil, path: path, siteID: siteID)
+            let allow = inv.flag("--allow-unsigned")
+            if let tokenBox { return try svc.clone(url: url, name: name, keyText: key.take(), token: tokenBox.take(), path: path, siteID: siteID, allowUnsigned: allow) }
+            return try svc.clone(url: url, name: name, keyText: key.take(), token: nil, path: path, siteID: siteID, allowUnsigned: allow)
         }
         inv.emit(.object([
             JSONMember(key: "name", value: .string(name)), JSONMember(key: "path", value: .string(path)),
             JSONMember(key: "head", value: .string(outcome.remoteHead.map { "\($0)" })),
             JSONMember(key: "objects", value: .integer(outcome.fetched.objects)),
-        ])) { "Cloned \(name) into \(path): \(outcome.fetched.commits) commits, \(outcome.fetched.trees) trees, \(outcome.fetched.blobs) blobs verified" }
+        ])) { "Cloned \(name) into \(path): \(outcome.fetched.commits) commits, \(outcome.fetched.trees) trees, \(outcome.fetched.blobs) blobs verified"
+            + (inv.flag("--allow-unsigned") ? "\n  policy   unsigned commits and unpinned signers allowed (--allow-unsigned); change it with `sitekeep vault policy \(name) --require-signed`" : "") }
     }
 
     /// The vault's name and the folder `vault clone` was given (nil: the default folder). A

@@ -203,8 +203,8 @@ public struct Commit: Sendable, Equatable {
         let object = "commit \(id.fileID)"
         let f = try Fields(parsing: plaintext, object: object, limits: JSONLimits(maxBytes: 1 << 20, maxDepth: 16, maxStringBytes: 64 << 10, maxElements: 10_000))
         let schema = try f.optionalString("schema")
-        guard schema == "commit_v1" else {
-            throw .malformed(object: object, reason: "schema is \(schema.map { VaultError.quoted($0) } ?? "absent"), expected commit_v1")
+        guard let schema, Self.readableSchemas.contains(schema) else {
+            throw .malformed(object: object, reason: Self.schemaRefusal(schema))
         }
         guard let treeRaw = try f.optionalString("tree_id") else { throw .malformed(object: object, reason: "tree_id is missing") }
         guard let tree = ObjectID(treeRaw) else { throw .invalidID(kind: "tree id", value: treeRaw, in: object) }
@@ -236,6 +236,19 @@ public struct Commit: Sendable, Equatable {
                       messageEnc: messageEnc, rawSignature: signature, authorSignature: authorSignature,
                       attestations: try f.array("attestations"), rawTreeID: tree.rawValue,
                       rawParents: parents.map(\.rawValue), schema: schema)
+    }
+
+    /// The commit schemas this client reads: `commit_v1` (sgit, signed) and `commit_v2` (the
+    /// sites' web client sg-vault, v0.1.x and v0.2.x: unsigned, the same fields). Both are
+    /// decoded by the same rules; the signing bytes carry the schema as stored.
+    static let readableSchemas: Set<String> = ["commit_v1", "commit_v2"]
+
+    /// Why a commit of schema `schema` is refused, naming who writes the schemas read here.
+    static func schemaRefusal(_ schema: String?) -> String {
+        let known = "SiteKeep reads commit_v1 (written by sgit up to 0.26) and commit_v2 (written by the sites' web client sg-vault 0.1.x-0.2.3)"
+        guard let schema else { return "it has no schema; \(known)" }
+        return "schema is \(VaultError.quoted(schema)), which this SiteKeep cannot read; \(known): "
+            + "a newer writer made this commit, so update SiteKeep to read it"
     }
 
     static func trimLower(_ s: String) -> String {

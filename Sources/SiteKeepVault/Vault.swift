@@ -462,18 +462,25 @@ public final class Vault: Sendable {
         return Tree(id: id, entries: entries, cost: cost)
     }
 
+    /// A commit decoded from its stored bytes: decrypted, parsed (``Commit/parse(_:id:)``, the one
+    /// parse of a commit, for reads and for fetches alike) and its message decrypted; the
+    /// signature is not yet checked.
+    func decodeCommit(_ stored: [UInt8], id: ObjectID) throws(VaultError) -> Commit {
+        let plain = try decryptObject(stored, id: id, kind: "commit", inflateLimit: options.limits.maxCommitBytes)
+        var c = try Commit.parse(plain, id: id)
+        if let enc = c.messageEnc, !enc.isEmpty {
+            c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
+        }
+        return c
+    }
+
     /// A parsed commit with its signature status (not yet judged; see ``trustedCommit(_:head:)``).
     func commit(_ id: ObjectID, index: BranchIndex?, useCache: Bool = true) throws(VaultError) -> Commit {
         if useCache, case .commit(var c, let message)? = cache.get(id.rawValue) {
             c.message = message.map { String(decoding: $0, as: UTF8.self) }
             return c
         }
-        let stored = try readObject(id, limit: options.limits.maxCommitBytes)
-        let plain = try decryptObject(stored, id: id, kind: "commit", inflateLimit: options.limits.maxCommitBytes)
-        var c = try Commit.parse(plain, id: id)
-        if let enc = c.messageEnc, !enc.isEmpty {
-            c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
-        }
+        var c = try decodeCommit(try readObject(id, limit: options.limits.maxCommitBytes), id: id)
         let (status, keyID, fingerprint) = try signatureStatus(of: c, index: index, useCache: useCache)
         c.signature = status
         c.signerKeyID = keyID
@@ -508,7 +515,10 @@ public final class Vault: Sendable {
             guard let key = c.signerKeyID, let fingerprint = c.signerFingerprint else { return .unknownKey(keyID: c.signerKeyID) }
             let pin = trust.pin(for: key)
             if let pin, pin.fingerprint != fingerprint { return .keyChanged(keyID: key, fingerprint: fingerprint, pinned: pin.fingerprint) }
-            if trust.ownKeys.contains(fingerprint) { return .trusted(keyID: key) }
+            // A pinned signer stands by its pin, whatever the branch index says: the index is
+            // anyone's with the read key and the server's storage (the web client rewrites it
+            // to one entry on every push), so it may neither add a signer nor drop one.
+            if pin != nil || trust.ownKeys.contains(fingerprint) { return .trusted(keyID: key) }
             if let index, !index.lists(key) { return .notInIndex(keyID: key) }
             if case .pinned = trust.signers, pin == nil { return .newSigner(keyID: key, fingerprint: fingerprint) }
             return .trusted(keyID: key)

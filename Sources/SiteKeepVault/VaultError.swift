@@ -108,7 +108,7 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .badSignature(commit, reason):
             "commit \(commit) failed verification: \(reason); the commit was forged or changed, nothing was read from it"
         case let .unverifiedCommit(commit, trust, vault, requiredByVault):
-            Self.unverified(commit: commit, trust: trust, vault: vault ?? "NAME", requiredByVault: requiredByVault)
+            Self.unverified(commit: commit, trust: trust, vault: vault, requiredByVault: requiredByVault)
         case let .contentMismatch(path, object, reason):
             "\(Self.quoted(path)) (\(object)) failed verification: \(reason)"
         case .unsupportedVault(let reason):
@@ -159,19 +159,24 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The message of ``unverifiedCommit(commit:trust:vault:requiredByVault:)``: what was found,
     /// why it is refused, and what the user can do.
-    static func unverified(commit: String, trust: CommitTrust, vault: String, requiredByVault: Bool) -> String {
+    /// `vault` is nil while a clone or pull fetches (before the vault is registered, or outside
+    /// the library): the advice then names the clone's flag.
+    static func unverified(commit: String, trust: CommitTrust, vault registered: String?, requiredByVault: Bool) -> String {
         let refused = "it was refused, nothing was read from it"
+        let vault = registered ?? "NAME"
+        let allow = registered.map { "`sitekeep vault policy \($0) --allow-unsigned`" }
+            ?? "clone it with `sitekeep vault clone URL NAME --allow-unsigned` (or, once registered, `sitekeep vault policy NAME --allow-unsigned`)"
         switch trust {
         case .unsigned where requiredByVault:
             return "commit \(commit) is unsigned and the vault's branch index lists signatures-required; \(refused)"
         case .unsigned:
-            return "commit \(commit) is unsigned; SiteKeep serves only commits signed by a signer it trusts, so \(refused). If this vault's writers do not sign, allow it: `sitekeep vault policy \(vault) --allow-unsigned`"
+            return "commit \(commit) is unsigned; SiteKeep serves only commits signed by a signer it trusts, so \(refused). If this vault's writers do not sign (the sites' web client, sg-vault, never signs), allow it: \(allow)"
         case .unknownKey(let key) where requiredByVault:
             return "commit \(commit) names signer \(key ?? "(none)"), whose public key is not in the vault, and the vault's branch index lists signatures-required; \(refused)"
         case .unknownKey(let key):
             return "commit \(commit) names signer \(key ?? "(none)"), whose public key is not in the vault (no bare/keys/\(key ?? "…")); \(refused). Fetch the key (sgit pull) and try again"
         case .notInIndex(let key):
-            return "commit \(commit) is signed by \(key), which no branch of the vault's branch index lists; SiteKeep serves only signers the index lists and this store has pinned, so \(refused)"
+            return "commit \(commit) is signed by \(key), which no branch of the vault's branch index lists and this store has not pinned, so \(refused). If this vault is also written by the sites' web client (which rewrites the index on every push) and you know this signer, allow it: \(allow)"
         case let .newSigner(key, fingerprint):
             return "commit \(commit) is signed by \(key) (public key sha256 \(fingerprint)), a new signer: the vault's branch index lists it but this store has not pinned it, so \(refused). Anyone who holds the vault's read key and can write its folder can add such a signer; if \(key) is a clone of yours whose commits reached this vault through its server, trust it: `sitekeep vault trust \(vault) \(key)`"
         case let .keyChanged(key, fingerprint, pinned):

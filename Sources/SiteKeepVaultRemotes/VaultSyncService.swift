@@ -295,7 +295,7 @@ public final class VaultSyncService: Sendable {
     /// key's vault id is checked against the server's rule (``ServerVaultID``) before the slow
     /// derivation.
     public func clone(url: String, name: String, keyText: borrowing SecretBytes, token: consuming SecretBytes?, path: String,
-                      siteID: String? = nil) throws(VaultError) -> PullOutcome {
+                      siteID: String? = nil, allowUnsigned: Bool = false) throws(VaultError) -> PullOutcome {
         let kind = try checkClone(url: url, name: name, path: path)
         if kind == .api {
             let id: String
@@ -313,8 +313,9 @@ public final class VaultSyncService: Sendable {
         let r = VaultRemote(vault: name, name: "origin", url: url, kind: kind, hasToken: hasToken)
         do {
             let (_, outcome) = try Vault.clone(from: try store(for: r, keys: keys), into: path, keys: keys,
-                                               signer: try library.commitSigner(for: name), trust: trust(vault: nil, remote: r))
-            try library.register(name: name, path: path, keys: keys, siteID: siteID,
+                                               signer: try library.commitSigner(for: name),
+                                               trust: LibrarySignerTrust(pins: [], allowUnsigned: allowUnsigned))
+            try library.register(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned,
                                  source: kind == .api ? .authenticatedPull : .vaultAdd)
             var all = try remotes.all()
             all.removeAll { $0.vault == name }
@@ -401,8 +402,12 @@ struct LibrarySignerTrust: SignerTrust {
     static func fingerprint(_ publicKey: [UInt8]) -> String { Hex.encode(SHA256.hash(publicKey)) }
 
     func admits(keyID: String, publicKey: [UInt8], listedInIndex: Bool, vaultID: String) -> Bool {
+        // A pin decides, whatever the index says (the web client rewrites the index on every
+        // push); a key that differs from its pin never enters, even with --allow-unsigned.
         if let pin = pins.first(where: { $0.keyID == keyID }) { return pin.fingerprint == Self.fingerprint(publicKey) }
-        return listedInIndex
+        // An unpinned signer enters when the index lists it (served once trusted), or when the
+        // vault allows unsigned commits (which serves what an unsigned commit would get).
+        return listedInIndex || allowUnsigned
     }
 
     /// Pins nothing: new signers are pinned by `vault add` (or `vault clone`) and `vault trust` only.

@@ -318,16 +318,6 @@ extension Vault {
         .remote(remote: remote.label, reason: "\(kind) \(id.fileID) is missing on the remote; its copy is incomplete", transient: false, retryAfterMs: nil)
     }
 
-    /// A commit decoded from stored bytes (signature not yet judged).
-    func decodeCommit(_ stored: [UInt8], id: ObjectID) throws(VaultError) -> Commit {
-        let plain = try decryptObject(stored, id: id, kind: "commit", inflateLimit: options.limits.maxCommitBytes)
-        var c = try Commit.parse(plain, id: id)
-        if let enc = c.messageEnc, !enc.isEmpty {
-            c.message = try decryptField(enc, object: "commit \(id.fileID)", field: "message_enc")
-        }
-        return c
-    }
-
     /// Checks every arriving commit's signature, fetching the key files it needs (stored by the
     /// caller with the objects). Returns the signers used and those key files.
     func verifyArriving(_ commits: [Commit], remote: any VaultObjectStore, state: RemoteState, trust: any SignerTrust,
