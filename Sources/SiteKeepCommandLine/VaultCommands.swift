@@ -259,7 +259,8 @@ enum VaultCommands {
                 "vault      \(name) (\(s.vaultID))",
                 "site       \(o.record.siteID == nil ? "none (the CLI only)" : ownerText(o.record.siteID, sites: sites))",
                 "HEAD       \(s.headCommit.map { "\($0)" } ?? "none") on \(s.branchName)\(s.isReadOnly ? " (read-only)" : "")",
-                "signature  \(s.headSignature.map { "\($0)" } ?? "-")\(s.headTrust.map { ", \($0)" } ?? "")" + (s.headServed ? "" : "  NOT SERVED"),
+                "signature  " + (s.headSignature == .unsigned ? "unsigned (as every commit of the sites' web client, sg-vault)"
+                    : "\(s.headSignature.map { "\($0)" } ?? "-")\(s.headTrust.map { ", \($0)" } ?? "")") + (s.headServed ? "" : "  NOT SERVED"),
                 "policy     " + (s.allowUnsigned ? "unsigned commits and unpinned signers allowed (--allow-unsigned)" : "only commits signed by a pinned signer")
                     + (s.signaturesRequired ? "; the vault requires signatures\(s.signedSince.map { " since \($0)" } ?? "")" : ""),
             ]

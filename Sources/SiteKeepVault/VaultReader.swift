@@ -55,6 +55,22 @@ extension Vault {
             order = [key]
             branches[key] = ["HEAD's signer (the vault has no branch index)"]
         }
+        // Pinned signers the index no longer lists (the sites' web client rewrites the index to
+        // one unkeyed entry on every push): still signers of this vault, by their pins.
+        if case .pinned(let pins) = trust.signers {
+            for p in pins where branches[p.keyID] == nil {
+                order.append(p.keyID)
+                branches[p.keyID] = ["pinned; the branch index does not list it"]
+            }
+        }
+        // Signers of recent history the index does not list (a clone made after such a rewrite):
+        // shown, so that the user can see and trust them (`vault trust` takes what is listed here).
+        if let headID = head.commitID, head.index != nil {
+            for key in try recentSigners(from: headID, index: head.index, limit: Self.recentSignerCommits) where branches[key] == nil {
+                order.append(key)
+                branches[key] = ["signs commits of HEAD's history; the branch index does not list it"]
+            }
+        }
         return try order.map { key throws(VaultError) -> SignerState in
             let fingerprint = try publicKey(key, useCache: true).map(Self.fingerprint)
             let pin = trust.pin(for: key)
@@ -69,6 +85,24 @@ extension Vault {
             }
             return SignerState(keyID: key, branches: branches[key] ?? [], fingerprint: fingerprint, pin: pin, state: state)
         }
+    }
+
+    /// How many commits back from HEAD ``signers(head:headCommit:trust:)`` looks for signers the
+    /// branch index does not list.
+    static let recentSignerCommits = 64
+
+    /// The keys (in first-seen order) that signed commits within `limit` commits of `head`,
+    /// breadth-first; commits that fail to read end the walk there.
+    func recentSigners(from head: ObjectID, index: BranchIndex?, limit: Int) throws(VaultError) -> [String] {
+        var keys: [String] = [], seen: Set<ObjectID> = [head], queue = [head], at = 0
+        while at < queue.count, at < limit {
+            let id = queue[at]
+            at += 1
+            guard let c = try? commit(id, index: index) else { continue }
+            if c.signature == .verified, let k = c.signerKeyID, !keys.contains(k) { keys.append(k) }
+            for p in c.parents where seen.insert(p).inserted { queue.append(p) }
+        }
+        return keys
     }
 
     /// The signers a registration trusts so far: every listed signer whose key file is present,

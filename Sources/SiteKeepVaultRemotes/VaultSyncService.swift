@@ -334,8 +334,13 @@ public final class VaultSyncService: Sendable {
         let r = try self.remote(name, remote)
         let keys = try library.keys(named: name)
         _ = try? drainQueue(name: name, force: false)
-        return try vault.pull(from: try store(for: r, keys: keys), signer: try library.commitSigner(for: name),
-                              trust: trust(vault: name, remote: r))
+        do {
+            return try vault.pull(from: try store(for: r, keys: keys), signer: try library.commitSigner(for: name),
+                                  trust: trust(vault: name, remote: r))
+        } catch .unverifiedCommit(let commit, let t, nil, let byVault) {
+            // The fetch does not know the vault's name: give it, so the advice names the command.
+            throw .unverifiedCommit(commit: commit, trust: t, vault: name, requiredByVault: byVault)
+        }
     }
 
     /// `vault push`: queues the clone head for the remote durably, then tries it. A failure
