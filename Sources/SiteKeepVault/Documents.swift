@@ -198,65 +198,6 @@ public struct Commit: Sendable, Equatable {
             JSONMember(key: "attestations", value: .array(attestations)),
         ]), style: .python)
     }
-
-    static func parse(_ plaintext: [UInt8], id: ObjectID) throws(VaultError) -> Commit {
-        let object = "commit \(id.fileID)"
-        let f = try Fields(parsing: plaintext, object: object, limits: JSONLimits(maxBytes: 1 << 20, maxDepth: 16, maxStringBytes: 64 << 10, maxElements: 10_000))
-        let schema = try f.optionalString("schema")
-        guard let schema, Self.readableSchemas.contains(schema) else {
-            throw .malformed(object: object, reason: Self.schemaRefusal(schema))
-        }
-        guard let treeRaw = try f.optionalString("tree_id") else { throw .malformed(object: object, reason: "tree_id is missing") }
-        guard let tree = ObjectID(treeRaw) else { throw .invalidID(kind: "tree id", value: treeRaw, in: object) }
-        var parents: [ObjectID] = []
-        for p in try f.array("parents") {
-            guard case .string(let s) = p else { throw .malformed(object: object, reason: "parents must hold strings, found \(p.typeName)") }
-            guard let pid = ObjectID(s) else { throw .invalidID(kind: "parent id", value: s, in: object) }
-            parents.append(pid)
-        }
-        let ts = try f.optionalInt("timestamp_ms") ?? 0
-        guard ts >= 0 else { throw .malformed(object: object, reason: "timestamp_ms is negative") }
-        let authorSignature = f.value("author_signature") ?? .null
-        switch authorSignature {
-        case .null, .string: break
-        default: throw .malformed(object: object, reason: "field author_signature must be a string or null, found \(authorSignature.typeName)")
-        }
-        let messageEnc = try f.optionalString("message_enc")
-        if let m = messageEnc, !m.isEmpty, !Identifiers.isBase64(m, max: 1 << 20) {
-            throw .malformed(object: object, reason: "message_enc is not base64")
-        }
-        let signature = try f.optionalString("signature")
-        if let s = signature, !s.isEmpty, !Identifiers.isBase64(s, max: 256) {
-            throw .malformed(object: object, reason: "signature is not base64 of at most 256 characters")
-        }
-        let branch = try f.optionalString("branch_id").map(Self.trimLower)
-        let authorKey = try f.optionalString("author_key_id").map(Self.trimLower)
-        return Commit(id: id, treeID: tree, parents: parents, timestampMs: ts, branchID: branch,
-                      authorKeyID: authorKey, message: nil, signature: .unsigned,
-                      messageEnc: messageEnc, rawSignature: signature, authorSignature: authorSignature,
-                      attestations: try f.array("attestations"), rawTreeID: tree.rawValue,
-                      rawParents: parents.map(\.rawValue), schema: schema)
-    }
-
-    /// The commit schemas this client reads: `commit_v1` (sgit, signed) and `commit_v2` (the
-    /// sites' web client sg-vault, v0.1.x and v0.2.x: unsigned, the same fields). Both are
-    /// decoded by the same rules; the signing bytes carry the schema as stored.
-    static let readableSchemas: Set<String> = ["commit_v1", "commit_v2"]
-
-    /// Why a commit of schema `schema` is refused, naming who writes the schemas read here.
-    static func schemaRefusal(_ schema: String?) -> String {
-        let known = "SiteKeep reads commit_v1 (written by sgit up to 0.26) and commit_v2 (written by the sites' web client sg-vault 0.1.x-0.2.3)"
-        guard let schema else { return "it has no schema; \(known)" }
-        return "schema is \(VaultError.quoted(schema)), which this SiteKeep cannot read; \(known): "
-            + "a newer writer made this commit, so update SiteKeep to read it"
-    }
-
-    static func trimLower(_ s: String) -> String {
-        var bytes = Array(s.utf8)
-        while let f = bytes.first, f == 0x20 || (0x09...0x0d).contains(f) { bytes.removeFirst() }
-        while let l = bytes.last, l == 0x20 || (0x09...0x0d).contains(l) { bytes.removeLast() }
-        return String(decoding: bytes.map { (0x41...0x5a).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
-    }
 }
 
 /// The outcome of checking one commit's signature (§4.4).
@@ -294,47 +235,6 @@ struct BranchIndex: Sendable {
 
     /// Whether some branch lists `keyID` as its public key.
     func lists(_ keyID: String) -> Bool { branches.contains { $0.publicKeyID == keyID } }
-
-    static func parse(_ plaintext: [UInt8], object: String) throws(VaultError) -> BranchIndex {
-        let f = try Fields(parsing: plaintext, object: object)
-        let schema = try f.optionalString("schema")
-        if let schema, schema != "branch_index_v1" {
-            throw .malformed(object: object, reason: "schema is \(VaultError.quoted(schema)), expected branch_index_v1")
-        }
-        let format = try f.optionalInt("format") ?? 1
-        let minClient = try f.optionalString("min_client")
-        var features: [String] = []
-        for v in try f.array("features") {
-            guard case .string(let s) = v else { throw .malformed(object: object, reason: "features must hold strings") }
-            features.append(s)
-        }
-        var branches: [Branch] = []
-        for (i, b) in try f.array("branches").enumerated() {
-            let bf = try Fields(b, object: "\(object) branch \(i)")
-            let rawID = try bf.string("branch_id")
-            guard let bid = Identifiers.branchID(rawID) else { throw .invalidID(kind: "branch id", value: rawID, in: object) }
-            let name = try bf.string("name")
-            let type = try bf.optionalString("branch_type") ?? ""
-            let rawRef = try bf.string("head_ref_id")
-            guard let ref = Identifiers.refID(rawRef) else { throw .invalidID(kind: "ref id", value: rawRef, in: object) }
-            var key: String?
-            if let rawKey = try bf.optionalString("public_key_id"), !rawKey.isEmpty {
-                guard let k = Identifiers.keyID(rawKey) else { throw .invalidID(kind: "key id", value: rawKey, in: object) }
-                key = k
-            }
-            _ = try bf.optionalString("private_key_id")
-            _ = try bf.optionalString("creator_branch")
-            _ = try bf.optionalString("display_name")
-            if let created = bf.value("created_at") {
-                switch created {
-                case .int, .string, .null: break
-                default: throw .malformed(object: object, reason: "created_at must be an integer or string")
-                }
-            }
-            branches.append(Branch(branchID: bid, name: name, type: type, headRefID: ref, publicKeyID: key))
-        }
-        return BranchIndex(format: Int(format), minClient: minClient, branches: branches, features: features)
-    }
 }
 
 /// Semantic-version comparison for the `min_client` gate; unparseable means no minimum.

@@ -355,11 +355,7 @@ public final class Vault: Sendable {
 
     func readRef(_ refFile: String) throws(VaultError) -> ObjectID? {
         guard let bytes = try readSmall(refFile) else { return nil }
-        let f = try Fields(parsing: try decryptSmall(bytes, object: refFile), object: refFile)
-        guard let id = try f.objectID("commit_id", kind: "commit id") else {
-            throw .malformed(object: refFile, reason: "commit_id is missing")
-        }
-        return id
+        return try DocumentEncoding.commitID(ofRef: try decryptSmall(bytes, object: refFile), object: refFile)
     }
 
     // MARK: objects
@@ -413,53 +409,6 @@ public final class Vault: Sendable {
         let t = try parseTree(plain, id: id)
         cache.put(id.rawValue, .tree(t))
         return t
-    }
-
-    func parseTree(_ plain: [UInt8], id: ObjectID) throws(VaultError) -> Tree {
-        let object = "tree \(id.fileID)"
-        let f = try Fields(parsing: plain, object: object)
-        guard try f.optionalString("schema") == "tree_v1" else { throw .malformed(object: object, reason: "schema is not tree_v1") }
-        var entries: [TreeEntry] = []
-        var seen = Set<[UInt8]>()
-        var cost = 128
-        for (i, raw) in try f.array("entries").enumerated() {
-            let e = try Fields(raw, object: "\(object) entry \(i)")
-            let blob = try e.objectID("blob_id", kind: "blob id")
-            let sub = try e.objectID("tree_id", kind: "tree id")
-            guard let nameEnc = try e.optionalString("name_enc") else { continue }
-            let sizeEnc = try e.optionalString("size_enc")
-            let hashEnc = try e.optionalString("content_hash_enc")
-            let typeEnc = try e.optionalString("content_type_enc")
-            let large = try e.bool("large", default: false)
-            let name = try decryptField(nameEnc, object: object, field: "name_enc")
-            if name.isEmpty { continue }
-            let nameBytes = Array(name.utf8)
-            if nameBytes.contains(UInt8(ascii: "/")) || nameBytes.contains(0) || name == "." || name == ".." {
-                throw .malformed(object: object, reason: "entry \(i) has an unsafe name \(VaultError.quoted(name))")
-            }
-            guard seen.insert(nameBytes).inserted else {
-                throw .malformed(object: object, reason: "two entries are named \(VaultError.quoted(name))")
-            }
-            let kind: TreeEntry.Kind
-            if let blob { kind = .file(blob) } else if let sub { kind = .folder(sub) } else { continue }
-            var size: Int?
-            if let sizeEnc, case .file = kind {
-                let text = try decryptField(sizeEnc, object: object, field: "size_enc")
-                guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(text) else {
-                    throw .malformed(object: object, reason: "entry \(VaultError.quoted(name)) has a size that is not a decimal number")
-                }
-                size = n
-            }
-            var hash: String?
-            if let hashEnc, case .file = kind { hash = try decryptField(hashEnc, object: object, field: "content_hash_enc") }
-            var type: String?
-            if let typeEnc, case .file = kind { type = try decryptField(typeEnc, object: object, field: "content_type_enc") }
-            cost += 160 + nameBytes.count + (type?.utf8.count ?? 0)
-            entries.append(TreeEntry(nameBytes: nameBytes, kind: kind, size: size, contentHash: hash,
-                                     contentType: type, large: large,
-                                     encoded: EncodedFields(name: nameEnc, size: sizeEnc, contentHash: hashEnc, contentType: typeEnc)))
-        }
-        return Tree(id: id, entries: entries, cost: cost)
     }
 
     /// A commit decoded from its stored bytes: decrypted, parsed (``Commit/parse(_:id:)``, the one

@@ -61,9 +61,7 @@ extension Vault {
     }
 
     func parseRef(_ plain: [UInt8], object: String) throws(VaultError) -> ObjectID {
-        let f = try Fields(parsing: plain, object: object)
-        guard let id = try f.objectID("commit_id", kind: "commit id") else { throw .malformed(object: object, reason: "commit_id is missing") }
-        return id
+        try DocumentEncoding.commitID(ofRef: plain, object: object)
     }
 
     /// Fetches every commit, tree and blob reachable from `head` that this folder lacks, in

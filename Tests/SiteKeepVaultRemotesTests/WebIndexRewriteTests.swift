@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+import SiteKeepCrypto
+import SiteKeepCustody
+import SiteKeepJSON
+@testable import SiteKeepVault
+@testable import SiteKeepVaultRemotes
+
+/// The sites' web client (sg-vault v0.2.3) rewrites the branch index on every push to one
+/// unkeyed `current` entry, dropping sgit's branches and their public keys. Written here as that
+/// client writes it (its `writeBranchIndex`), against the real server and a vault sgit signed;
+/// `WebVaultClientInteropTests` runs the client's own JS for the same case.
+@Suite("The web client's index rewrite", .serialized, .enabled(if: !VaultServer.skip, "SITEKEEP_SKIP_INTEROP=1"))
+struct WebIndexRewriteTests {
+    func remote(_ keys: SgitKeys) throws -> SGSendRemote {
+        try SGSendRemote(baseURL: try VaultServer.url(), vaultID: keys.vaultID,
+                         credentials: TestCredentials(token: try VaultServer.token(), keys: keys))
+    }
+
+    /// Replaces the server's branch index with the one entry sg-vault v0.2.3's push writes.
+    func rewriteIndexAsTheWebClientDoes(_ k: SgitKeys) throws {
+        let server = try remote(k)
+        let indexID = "bare/indexes/" + k.branchIndexFileID
+        let current = try server.read([indexID])[indexID]
+        let hex = String(k.branchIndexFileID.split(separator: "-").last!)
+        let index = #"{"schema":"branch_index_v1","branches":[{"branch_id":"branch-named-\#(hex)","branch_type":"named","head_ref_id":"\#(k.namedRefFileID)","name":"current"}]}"#
+        let sealed = try Envelope.sealV1(Array(index.utf8), key: k.readKey, iv: SecureRandom.bytes(count: 12))
+        #expect(try server.writeIfMatch(fileID: indexID, bytes: sealed, expected: current))
+    }
+
+    @Test("a signer pinned before the rewrite still signs for the vault after it: a fresh clone under the pins serves sgit's signed HEAD")
+    func aPinnedSignerOutlivesTheRewrite() throws {
+        let dir = try Scratch("webidx")
+        let sgit = try Sgit(home: dir.path + "/home")
+        let keyText = "web index rewrite phrase:\(VaultServer.freshVaultID())"
+        let k = try keys(keyText)
+        let url = try VaultServer.url(), token = try VaultServer.token()
+        try sgit.must(["init", "a", "--vault-key", keyText], in: dir.path)
+        try dir.write("a/notes.md", "signed by sgit\n")
+        try sgit.must(["commit", "-m", "signed"], in: dir.path + "/a")
+        try sgit.must(["push", "--base-url", url, "--token", token], in: dir.path + "/a")
+
+        // The first look pins sgit's signer (listed by the index then).
+        let (first, _) = try Vault.clone(from: try remote(k), into: dir.path + "/first", keys: k, signer: try MemorySigner())
+        let pins = try first.currentSigners(source: .user)
+        let sgitKey = try #require(try first.log(limit: 1).first?.signerKeyID)
+        #expect(pins.contains { $0.keyID == sgitKey })
+
+        try rewriteIndexAsTheWebClientDoes(k)
+
+        // A fresh clone under those pins: the index lists no key now, and the pins decide.
+        let trust = LibrarySignerTrust(pins: pins, allowUnsigned: false)
+        let (again, _) = try Vault.clone(from: try remote(k), into: dir.path + "/again", keys: k, signer: try MemorySigner(), trust: trust)
+        again.setTrust(VaultTrust(signers: .pinned(pins)))
+        #expect(try again.read(path: "notes.md") == Array("signed by sgit\n".utf8))
+        #expect(try again.status().signers.first { $0.keyID == sgitKey }?.state == .pinned, "status still lists the pinned signer the index dropped")
+
+        // The existing clone pulls the rewritten index and keeps its view of the branches.
+        _ = try first.pull(from: try remote(k), signer: try MemorySigner(), trust: trust)
+        first.setTrust(VaultTrust(signers: .pinned(pins)))
+        #expect(try first.read(path: "notes.md") == Array("signed by sgit\n".utf8))
+        #expect(try first.status().signers.contains { $0.keyID == sgitKey && $0.branches.contains { !$0.hasPrefix("pinned") } },
+                "the local index still lists sgit's branch")
+        // sgit is unaffected, and its next pull restores the index.
+        try sgit.must(["pull", "--base-url", url, "--token", token], in: dir.path + "/a")
+        #expect(try sgit.must(["cat", "notes.md"], in: dir.path + "/a").out == "signed by sgit\n")
+    }
+
+    @Test("with no pins, a signer the rewritten index does not list is refused unless the vault allows unsigned commits")
+    func anUnpinnedSignerIsNotChosenByTheIndex() throws {
+        let dir = try Scratch("webidx2")
+        let sgit = try Sgit(home: dir.path + "/home")
+        let keyText = "web index unpinned phrase:\(VaultServer.freshVaultID())"
+        let k = try keys(keyText)
+        let url = try VaultServer.url(), token = try VaultServer.token()
+        try sgit.must(["init", "a", "--vault-key", keyText], in: dir.path)
+        try dir.write("a/notes.md", "x\n")
+        try sgit.must(["commit", "-m", "signed"], in: dir.path + "/a")
+        try sgit.must(["push", "--base-url", url, "--token", token], in: dir.path + "/a")
+        try rewriteIndexAsTheWebClientDoes(k)
+        let e = #expect(throws: VaultError.self) {
+            try Vault.clone(from: try remote(k), into: dir.path + "/strict", keys: k, signer: try MemorySigner(),
+                            trust: LibrarySignerTrust(pins: [], allowUnsigned: false))
+        }
+        if case .unverifiedCommit(_, .notInIndex, _, _)? = e {} else { Issue.record("expected not-in-index, got \(String(describing: e))") }
+        #expect(e?.description.contains("--allow-unsigned") == true, "the refusal says how to allow it")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/strict/.sg_vault"), "a refused clone leaves nothing")
+        let (open, _) = try Vault.clone(from: try remote(k), into: dir.path + "/open", keys: k, signer: try MemorySigner(),
+                                        trust: LibrarySignerTrust(pins: [], allowUnsigned: true))
+        open.setTrust(VaultTrust(signers: .pinned([]), allowUnsigned: true))
+        #expect(try open.read(path: "notes.md") == Array("x\n".utf8))
+    }
+}
