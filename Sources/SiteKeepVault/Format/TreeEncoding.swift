@@ -158,7 +158,11 @@ extension Vault {
     func parseTree(_ plain: [UInt8], id: ObjectID) throws(VaultError) -> Tree {
         let object = "tree \(id.fileID)"
         let f = try Fields(parsing: plain, object: object)
-        guard try f.optionalString("schema") == "tree_v1" else { throw .malformed(object: object, reason: "schema is not tree_v1") }
+        let schema = try f.optionalString("schema")
+        guard schema == "tree_v1" else {
+            throw .malformed(object: object, reason: "schema is \(schema.map { VaultError.quoted($0) } ?? "absent"), which this SiteKeep cannot read; "
+                             + "sgit and the sites' web client (sg-vault 0.1.x-0.2.3) write tree_v1: a newer writer made this tree, so update SiteKeep to read it")
+        }
         var entries: [TreeEntry] = []
         var seen = Set<[UInt8]>()
         var cost = 128
