@@ -190,9 +190,14 @@ enum VaultSyncCommands {
             JSONMember(key: "head", value: .string(p.merge?.head.map { "\($0)" })),
             JSONMember(key: "fetched", value: .integer(p.fetched.objects)),
             JSONMember(key: "conflicts", value: .array((p.merge?.conflicts ?? []).map { .string($0) })),
+            JSONMember(key: "droppedByRemote", value: .string(p.droppedByRemote.map { "\($0)" })),
         ])) {
             let what = p.merge.map { "\($0.kind.rawValue)" } ?? "nothing on the remote"
-            return "Pulled \(name): \(p.fetched.objects) new objects, \(what)" + ((p.merge?.conflicts.isEmpty ?? true) ? "" :
+            let dropped = p.droppedByRemote.map {
+                "\nThe remote's head no longer contained \($0), which it held before: a writer moved it without compare-and-swap "
+                    + "(the sites' web client does). Nothing is lost: it is merged back here; 'sitekeep vault push \(name)' publishes it again."
+            } ?? ""
+            return "Pulled \(name): \(p.fetched.objects) new objects, \(what)" + dropped + ((p.merge?.conflicts.isEmpty ?? true) ? "" :
                 "\nConflicts (theirs is in PATH.conflict): " + p.merge!.conflicts.joined(separator: ", ") + "\nResolve each with 'sitekeep vault resolve \(name) PATH --ours|--theirs'.")
         }
     }

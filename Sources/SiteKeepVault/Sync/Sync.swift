@@ -9,6 +9,11 @@ public struct PullOutcome: Sendable, Equatable {
     public let fetched: FetchReport
     /// nil when there was nothing to merge.
     public let merge: MergeOutcome?
+    /// The head this folder last saw on the remote's named branch, when the remote's new head
+    /// does not contain it: a writer moved the ref without compare-and-swap (the sites' web client
+    /// does on every push) and dropped it there. It is still in this clone branch, so the merge
+    /// brings it back and the next push publishes it again.
+    public var droppedByRemote: ObjectID? = nil
 }
 
 /// What a push did.
@@ -39,14 +44,20 @@ extension Vault {
                      trust: any SignerTrust = BranchIndexSignerTrust()) throws(VaultError) -> PullOutcome {
         let state = try remoteState(remote)
         guard let head = state.head else { return PullOutcome(remoteHead: nil, fetched: FetchReport(), merge: nil) }
+        let lastSeen = try? readRef(state.namedRefID)
         let (report, signers) = try fetch(head, from: remote, state: state, trust: trust)
+        var dropped: ObjectID?
+        if let lastSeen, lastSeen != head, LocalObjectStore(vaultRoot: root).hasObject(lastSeen),
+           try lowestCommonAncestor(lastSeen, head, index: try resolveHead().index) != lastSeen {
+            dropped = lastSeen
+        }
         try adoptRemoteIndex(state, remote: remote)
         if let ref = state.refBytes {
             try FileAccess.writeDurably(ref, to: sgVault + "/" + state.namedRefID, tempFolder: tempFolder)
         }
         trust.pin(signers, vaultID: vaultID)
         let outcome = try merge(theirs: head, signer: signer)
-        return PullOutcome(remoteHead: head, fetched: report, merge: outcome)
+        return PullOutcome(remoteHead: head, fetched: report, merge: outcome, droppedByRemote: dropped)
     }
 
     /// Adds the remote index's branches this folder does not list yet (other clones), keeping
