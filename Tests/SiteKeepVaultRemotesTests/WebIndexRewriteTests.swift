@@ -41,7 +41,8 @@ struct WebIndexRewriteTests {
         try sgit.must(["push", "--base-url", url, "--token", token], in: dir.path + "/a")
 
         // The first look pins sgit's signer (listed by the index then).
-        let (first, _) = try Vault.clone(from: try remote(k), into: dir.path + "/first", keys: k, signer: try MemorySigner())
+        let signer = try MemorySigner()
+        let (first, _) = try Vault.clone(from: try remote(k), into: dir.path + "/first", keys: k, signer: signer)
         let pins = try first.currentSigners(source: .user)
         let sgitKey = try #require(try first.log(limit: 1).first?.signerKeyID)
         #expect(pins.contains { $0.keyID == sgitKey })
@@ -56,11 +57,19 @@ struct WebIndexRewriteTests {
         #expect(try again.status().signers.first { $0.keyID == sgitKey }?.state == .pinned, "status still lists the pinned signer the index dropped")
 
         // The existing clone pulls the rewritten index and keeps its view of the branches.
-        _ = try first.pull(from: try remote(k), signer: try MemorySigner(), trust: trust)
+        _ = try first.pull(from: try remote(k), signer: signer, trust: trust)
         first.setTrust(VaultTrust(signers: .pinned(pins)))
         #expect(try first.read(path: "notes.md") == Array("signed by sgit\n".utf8))
         #expect(try first.status().signers.contains { $0.keyID == sgitKey && $0.branches.contains { !$0.hasPrefix("pinned") } },
                 "the local index still lists sgit's branch")
+        // Its next push registers its branch again, as sgit's does, so other clones find its key;
+        // the web client's one named entry stays the only `current`.
+        _ = try first.commit([(try vp("after.md"), .write(Array("after\n".utf8)))], message: "after", signer: signer)
+        _ = try first.push(to: try remote(k), signer: signer)
+        let restored = try #require(try first.remoteState(try remote(k)).parsedIndex)
+        let mine = try #require(try first.status().branchID)
+        #expect(restored.branches.contains { $0.branchID == mine && $0.publicKeyID != nil }, "the push put this clone's branch back")
+        #expect(restored.branches.filter { $0.type == "named" && $0.name == "current" }.count == 1)
         // sgit is unaffected, and its next pull restores the index.
         try sgit.must(["pull", "--base-url", url, "--token", token], in: dir.path + "/a")
         #expect(try sgit.must(["cat", "notes.md"], in: dir.path + "/a").out == "signed by sgit\n")

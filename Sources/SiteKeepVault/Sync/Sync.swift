@@ -118,7 +118,11 @@ extension Vault {
         if (state.parsedIndex?.features ?? head.index?.features ?? []).contains(Self.packsFeature) {
             throw .readOnly(reason: "this is a pack vault (feature packs): SiteKeep reads its packs but cannot write them yet, and loose objects would be invisible to sgit clones; push it with sgit")
         }
-        if state.head == mine, clone.registered { return PushOutcome(head: mine, objects: 0, upToDate: true) }
+        // The remote's index may have lost this clone's branch since it registered: the sites'
+        // web client rewrites the index to one unkeyed entry on every push. Registered again
+        // then, as sgit's next push restores it, so other clones keep finding this one's key.
+        let listed = state.index == nil || (state.parsedIndex?.branches.contains { $0.branchID == clone.branchID } ?? false)
+        if state.head == mine, clone.registered, listed { return PushOutcome(head: mine, objects: 0, upToDate: true) }
         var remoteTrees = Set<ObjectID>(), remoteBlobs = Set<ObjectID>(), remoteCommits = Set<ObjectID>()
         if let theirs = state.head {
             guard LocalObjectStore(vaultRoot: root).hasObject(theirs),
@@ -149,7 +153,7 @@ extension Vault {
         for t in trees.reversed() { try add(t) }
         for c in newCommits.reversed() { try add(c) }
         try remote.write(files)
-        if !clone.registered {
+        if !clone.registered || !listed {
             try register(clone, remote: remote, state: state)
         }
         // This clone branch's own ref (single writer: a plain write).
@@ -185,8 +189,13 @@ extension Vault {
             var merged: JSONValue
             if let remoteIndex = state.index {
                 merged = remoteIndex
-                let have = Set((remoteIndex["branches"]?.arrayValue ?? []).compactMap { $0["branch_id"]?.stringValue })
+                let remoteBranches = remoteIndex["branches"]?.arrayValue ?? []
+                let have = Set(remoteBranches.compactMap { $0["branch_id"]?.stringValue })
+                // One named `current` entry: a remote that has one (the web client's, after its
+                // rewrite) keeps it, and the local one is not added beside it.
+                let hasCurrent = remoteBranches.contains { $0["branch_type"]?.stringValue == "named" && $0["name"]?.stringValue == "current" }
                 for b in localIndex["branches"]?.arrayValue ?? [] {
+                    if hasCurrent, b["branch_type"]?.stringValue == "named", b["name"]?.stringValue == "current" { continue }
                     if let id = b["branch_id"]?.stringValue, !have.contains(id) { merged = DocumentEncoding.index(merged, appending: b) }
                 }
             } else {
