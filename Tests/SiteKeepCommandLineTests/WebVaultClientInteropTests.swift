@@ -258,6 +258,9 @@ import SiteKeepTestSupport
         #expect(before.count >= 2, "sgit's index lists its named and clone branches: \(before)")
         let early = sk.clone(bed.url, "early", keyFile: key, tokenFile: bed.tokenFile)
         #expect(early.status == 0, "vault clone (before the web push): \(early.err)")
+        // Its user knows the web (which signs nothing) writes to it too.
+        let policy = sk.vault(["policy", "early", "--allow-unsigned"])
+        #expect(policy.status == 0, "vault policy: \(policy.err)")
 
         _ = try web.json(["write", "docs/web.md", "from the web\n"], keyFile: key)
         let after = try inspect.json(["log"], keyFile: key)["branchIndex"]?["branches"]?.arrayValue ?? []
@@ -305,8 +308,11 @@ import SiteKeepTestSupport
         let bed = try await Bed()
         let sk = bed.sitekeep, web = bed.web(client)
         let key = try bed.sgitVault("origin", ["hello.txt": "from sgit\n"])
-        let clone = sk.clone(bed.url, "mine", keyFile: key, tokenFile: bed.tokenFile, extra: Self.allowUnsigned)
+        // A clone of sgit's signed vault, whose user knows the web (which signs nothing) writes to it too.
+        let clone = sk.clone(bed.url, "mine", keyFile: key, tokenFile: bed.tokenFile)
         #expect(clone.status == 0, "vault clone: \(clone.err)")
+        let policy = sk.vault(["policy", "mine", "--allow-unsigned"])
+        #expect(policy.status == 0, "vault policy: \(policy.err)")
         let start = try sk.head("mine")
         #expect(try web.json(["log"], keyFile: key)["head"]?.stringValue == start, "both start from the same head")
 
