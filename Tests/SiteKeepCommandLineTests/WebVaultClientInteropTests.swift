@@ -211,7 +211,8 @@ import SiteKeepTestSupport
     /// schema commit_v2): `vault cat` serves the file byte for byte, `vault log` shows the web's
     /// commits, `vault verify` passes under the clone's allow-unsigned policy; a second web write
     /// arrives with `vault pull`.
-    /// FAILS until issue 34's format/trust change lands (today: `schema is "commit_v2", expected commit_v1`).
+    /// FAILS until issue 34's format/trust change lands (today: `unknown option --allow-unsigned`;
+    /// without the flag: `schema is "commit_v2", expected commit_v1`).
     @Test(arguments: clients) func aVaultTheWebClientWroteIsClonedAndPulledBySiteKeep(_ client: String) async throws {
         let bed = try await Bed()
         let sk = bed.sitekeep, web = bed.web(client)
@@ -247,7 +248,8 @@ import SiteKeepTestSupport
     /// the named ref and leaves the index alone. A fresh SiteKeep clone and a pull on a clone made
     /// before must still read and verify sgit's signed history with the web's commit on top, and
     /// sgit still reads it.
-    /// FAILS until issue 34's format/trust change lands.
+    /// FAILS until issue 34's format/trust change lands (today sgit's part passes; the early
+    /// clone's pull fails with `schema is "commit_v2", expected commit_v1`).
     @Test(arguments: clients) func aWebPushOverAnSgitVaultKeepsItsSignedHistoryReadable(_ client: String) async throws {
         let bed = try await Bed()
         let sk = bed.sitekeep, web = bed.web(client)
@@ -310,7 +312,9 @@ import SiteKeepTestSupport
     /// The web's push moves the named ref with a plain write (no compare-and-swap), so when it
     /// pushes second it leaves SiteKeep's commit off the remote head. After SiteKeep's pull and
     /// push, both commits must be reachable from the remote head, whichever pushed first.
-    /// FAILS until issue 34's format/trust change lands (SiteKeep must take the web's commit to merge it).
+    /// FAILS until issue 34's format/trust change lands: today the race happens as described and
+    /// SiteKeep's push refuses ("has commits this vault does not have yet"), losing nothing, but
+    /// its pull fails with `schema is "commit_v2", expected commit_v1`.
     @Test(arguments: clients, [true, false])
     func aPushRaceWithTheWebClientLosesNeitherCommit(_ client: String, webPushesFirst: Bool) async throws {
         let bed = try await Bed()
