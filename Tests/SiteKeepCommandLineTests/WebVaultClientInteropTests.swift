@@ -205,14 +205,17 @@ import SiteKeepTestSupport
         #expect(try web.json(["log"], keyFile: key)["head"]?.stringValue == (try sk.head("mine")))
     }
 
+    /// `vault log --json` of `name`, or [] when it fails (the expectation then names what is missing).
+    func log0(_ sk: SiteKeep, _ name: String) -> [JSONValue] { (try? sk.log(name)) ?? [] }
+
     // MARK: - b. web → SiteKeep
 
     /// A vault the web client created and wrote is cloned by SiteKeep (its commits unsigned,
     /// schema commit_v2): `vault cat` serves the file byte for byte, `vault log` shows the web's
     /// commits, `vault verify` passes under the clone's allow-unsigned policy; a second web write
     /// arrives with `vault pull`.
-    /// FAILS until issue 34's format/trust change lands (today: `unknown option --allow-unsigned`;
-    /// without the flag: `schema is "commit_v2", expected commit_v1`).
+    /// Red before issue 34 (`schema is "commit_v2", expected commit_v1`); without
+    /// `--allow-unsigned` the clone is refused, naming that flag.
     @Test(arguments: clients) func aVaultTheWebClientWroteIsClonedAndPulledBySiteKeep(_ client: String) async throws {
         let bed = try await Bed()
         let sk = bed.sitekeep, web = bed.web(client)
@@ -221,8 +224,12 @@ import SiteKeepTestSupport
         _ = try web.json(["write", "notes/web.md", text], keyFile: key)
         let webHead = try #require(try web.json(["log"], keyFile: key)["head"]?.stringValue)
 
+        let strict = sk.clone(bed.url, "strict", keyFile: key, tokenFile: bed.tokenFile)
+        #expect(strict.status != 0 && strict.err.contains("unsigned") && strict.err.contains("--allow-unsigned"),
+                "a clone without the policy refuses the web's unsigned commits, naming the flag: \(strict.err)")
         let clone = sk.clone(bed.url, "mine", keyFile: key, tokenFile: bed.tokenFile, extra: Self.allowUnsigned)
         #expect(clone.status == 0, "vault clone of a web vault: \(clone.err)")
+        #expect(log0(sk, "mine").allSatisfy { $0["signature"]?.stringValue == "unsigned" }, "every web commit is named unsigned")
         #expect(try sk.cat("mine", "notes/web.md") == Data(text.utf8))
         let log = try sk.log("mine")
         #expect(log.first?["id"]?.stringValue == webHead, "SiteKeep's head is the web's named head")
@@ -248,8 +255,8 @@ import SiteKeepTestSupport
     /// the named ref and leaves the index alone. A fresh SiteKeep clone and a pull on a clone made
     /// before must still read and verify sgit's signed history with the web's commit on top, and
     /// sgit still reads it.
-    /// FAILS until issue 34's format/trust change lands (today sgit's part passes; the early
-    /// clone's pull fails with `schema is "commit_v2", expected commit_v1`).
+    /// Red before issue 34 (the early clone's pull: `schema is "commit_v2", expected commit_v1`;
+    /// the fresh clone: sgit's signer "not in the index").
     @Test(arguments: clients) func aWebPushOverAnSgitVaultKeepsItsSignedHistoryReadable(_ client: String) async throws {
         let bed = try await Bed()
         let sk = bed.sitekeep, web = bed.web(client)
@@ -292,7 +299,8 @@ import SiteKeepTestSupport
         let earlyVerify = sk.vault(["verify", "early", "--json"])
         #expect(earlyVerify.status == 0, "vault verify (early): \(earlyVerify.out) \(earlyVerify.err)")
 
-        // A fresh clone (the index it finds may no longer list sgit's signer).
+        // A fresh clone: the index it finds may no longer list sgit's signer, which the clone
+        // pins from the history it verified.
         let fresh = sk.clone(bed.url, "fresh", keyFile: key, tokenFile: bed.tokenFile, extra: Self.allowUnsigned)
         #expect(fresh.status == 0, "vault clone (after the web push): \(fresh.err)")
         #expect(try sk.cat("fresh", "docs/web.md") == Data("from the web\n".utf8))
@@ -300,7 +308,7 @@ import SiteKeepTestSupport
         let log = try sk.log("fresh")
         let sgitCommits = log.filter { $0["message"]?.stringValue == "sgit's first" }
         #expect(!sgitCommits.isEmpty, "sgit's commit is in the history: \(log)")
-        #expect(sgitCommits.allSatisfy { ["verified", "no-key"].contains($0["signature"]?.stringValue ?? "") },
+        #expect(sgitCommits.allSatisfy { $0["signature"]?.stringValue == "verified" },
                 "sgit's commit is still read as signed, never as unsigned or forged: \(sgitCommits)")
         let verify = sk.vault(["verify", "fresh", "--json"])
         #expect(verify.status == 0, "vault verify: \(verify.out) \(verify.err)")
@@ -312,9 +320,9 @@ import SiteKeepTestSupport
     /// The web's push moves the named ref with a plain write (no compare-and-swap), so when it
     /// pushes second it leaves SiteKeep's commit off the remote head. After SiteKeep's pull and
     /// push, both commits must be reachable from the remote head, whichever pushed first.
-    /// FAILS until issue 34's format/trust change lands: today the race happens as described and
-    /// SiteKeep's push refuses ("has commits this vault does not have yet"), losing nothing, but
-    /// its pull fails with `schema is "commit_v2", expected commit_v1`.
+    /// Red before issue 34: the race happened as described and SiteKeep's pull failed with
+    /// `schema is "commit_v2", expected commit_v1`. When SiteKeep pushed first, its pull says the
+    /// remote dropped its commit and that the merge brought it back.
     @Test(arguments: clients, [true, false])
     func aPushRaceWithTheWebClientLosesNeitherCommit(_ client: String, webPushesFirst: Bool) async throws {
         let bed = try await Bed()
@@ -366,6 +374,8 @@ import SiteKeepTestSupport
 
         let pulled = sk.vault(["pull", "mine", "--json"])
         #expect(pulled.status == 0, "vault pull: \(pulled.err)")
+        let dropped = try JSONParser.parse(Array(pulled.out.utf8))["droppedByRemote"]?.stringValue
+        #expect(dropped == (webPushesFirst ? nil : ours), "the pull reports the commit the web's push dropped: \(pulled.out)")
         let pushed = sk.vault(["push", "mine", "--json"])
         #expect(pushed.status == 0, "vault push: \(pushed.err)")
 
