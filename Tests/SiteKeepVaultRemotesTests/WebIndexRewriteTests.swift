@@ -28,17 +28,23 @@ struct WebIndexRewriteTests {
         #expect(try server.writeIfMatch(fileID: indexID, bytes: sealed, expected: current))
     }
 
-    @Test("a signer pinned before the rewrite still signs for the vault after it: a fresh clone under the pins serves sgit's signed HEAD")
-    func aPinnedSignerOutlivesTheRewrite() throws {
-        let dir = try Scratch("webidx")
+    /// A vault sgit made, signed and pushed to the server: `notes.md` in one commit, sgit's
+    /// working folder in `DIR/a`.
+    func sgitSignedVault(_ name: String, notes: String) throws -> (Scratch, Sgit, SgitKeys) {
+        let dir = try Scratch(name)
         let sgit = try Sgit(home: dir.path + "/home")
         let keyText = "web index rewrite phrase:\(VaultServer.freshVaultID())"
-        let k = try keys(keyText)
-        let url = try VaultServer.url(), token = try VaultServer.token()
         try sgit.must(["init", "a", "--vault-key", keyText], in: dir.path)
-        try dir.write("a/notes.md", "signed by sgit\n")
+        try dir.write("a/notes.md", notes)
         try sgit.must(["commit", "-m", "signed"], in: dir.path + "/a")
-        try sgit.must(["push", "--base-url", url, "--token", token], in: dir.path + "/a")
+        try sgit.must(["push", "--base-url", try VaultServer.url(), "--token", try VaultServer.token()], in: dir.path + "/a")
+        return (dir, sgit, try keys(keyText))
+    }
+
+    @Test("a signer pinned before the rewrite still signs for the vault after it: a fresh clone under the pins serves sgit's signed HEAD")
+    func aPinnedSignerOutlivesTheRewrite() throws {
+        let (dir, sgit, k) = try sgitSignedVault("webidx", notes: "signed by sgit\n")
+        let url = try VaultServer.url(), token = try VaultServer.token()
 
         // The first look pins sgit's signer (listed by the index then).
         let signer = try MemorySigner()
@@ -77,15 +83,7 @@ struct WebIndexRewriteTests {
 
     @Test("with no pins, a signer the rewritten index does not list is refused unless the vault allows unsigned commits")
     func anUnpinnedSignerIsNotChosenByTheIndex() throws {
-        let dir = try Scratch("webidx2")
-        let sgit = try Sgit(home: dir.path + "/home")
-        let keyText = "web index unpinned phrase:\(VaultServer.freshVaultID())"
-        let k = try keys(keyText)
-        let url = try VaultServer.url(), token = try VaultServer.token()
-        try sgit.must(["init", "a", "--vault-key", keyText], in: dir.path)
-        try dir.write("a/notes.md", "x\n")
-        try sgit.must(["commit", "-m", "signed"], in: dir.path + "/a")
-        try sgit.must(["push", "--base-url", url, "--token", token], in: dir.path + "/a")
+        let (dir, _, k) = try sgitSignedVault("webidx2", notes: "x\n")
         try rewriteIndexAsTheWebClientDoes(k)
         let e = #expect(throws: VaultError.self) {
             try Vault.clone(from: try remote(k), into: dir.path + "/strict", keys: k, signer: try MemorySigner(),
