@@ -170,6 +170,102 @@ import Glibc
         try b.quit()
     }
 
+    /// The sites' own web client (sg-vault v0.2.3, its shipped JS copied unmodified from the
+    /// installed server package) runs in a registered site's page in `sitekeep-browser` and
+    /// writes a file to the real vault server: an unsigned commit_v2 and the index rewrite of its
+    /// push. The daemon's next round pulls it into the clone bound to that site (cloned with
+    /// `--allow-unsigned`), the page gets `nr:vault`, and `sitekeep vault cat` serves the file.
+    /// The one stand-in is the server's sign-in cookie (the self-hosted server wants its token on
+    /// reads too): the page adds it to the client's requests, as tools/web-vault does.
+    @Test func aFileTheWebClientWritesInTheBrowserReachesTheDaemonAndThePage() throws {
+        let env = ProcessInfo.processInfo.environment
+        let server = try #require(env["SITEKEEP_TEST_VAULT_SERVER"], "run through tools/test: it starts the real vault server")
+        let token = try #require(env["SITEKEEP_TEST_VAULT_TOKEN"], "run through tools/test: it exports the vault server's token")
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        let tokenFile = rig.dir.appendingPathComponent("token.txt").path, passFile = rig.dir.appendingPathComponent("web.pass").path
+        try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        try "a browser's vault \(UUID().uuidString.prefix(8))".write(toFile: passFile, atomically: true, encoding: .utf8)
+        // The web client makes the vault (tools/web-vault runs the same JS under Node).
+        let webVault = BrowserRig.repo.appendingPathComponent("tools/web-vault").path
+        let made = ChildProcess.capture(webVault, ["create", "--server", server, "--token-file", tokenFile, "--passphrase-file", passFile,
+                                                   "--name", "browser"], environment: ["NO_COLOR": "1"])
+        #expect(made.status == 0, "web-vault create: \(made.err)")
+        let vaultKey = try #require(try JSONParser.parse(made.out)["vaultKey"]?.stringValue, "no vault key in \(made.out)")
+        let keyFile = rig.dir.appendingPathComponent("vault.key").path
+        try vaultKey.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let clone = try rig.cli(["vault", "clone", server, "mine", "--key-file", keyFile, "--token-file", tokenFile, "--allow-unsigned",
+                                 "--site", rig.origins[0], "--passphrase-file", rig.passFile, "--keyring", "file"])
+        #expect(clone.status == 0, "vault clone: \(clone.out)")
+
+        // The page: the client's scripts in the order its index.html loads them, then a listener.
+        let ui = try #require(Self.webClientLibrary(), "the web client is not installed: run tools/setup")
+        let files = ["sg-send/sg-send-crypto.js", "sg-send/sg-send.js", "sg-vault/sg-vault-crypto.js", "sg-vault/sg-vault-object-store.js",
+                     "sg-vault/sg-vault-ref-manager.js", "sg-vault/sg-vault-commit.js", "sg-vault/sg-vault.js",
+                     "sg-vault/sg-vault--file-ops.js", "sg-vault/sg-vault--folder-ops.js", "sg-vault/sg-vault--sync.js"]
+        for f in files {
+            let to = rig.www(rig.ports[0]) + "/lib/" + f
+            try FileManager.default.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: ui + "/" + f, toPath: to)
+        }
+        let page = """
+            <!DOCTYPE html><title>The web client</title><h1>sg-vault in a site's page</h1>
+            \(files.map { "<script src=\"lib/\($0)\"></script>" }.joined(separator: "\n"))
+            <script>
+            const plainFetch = window.fetch.bind(window);
+            window.fetch = (url, init) => {
+              init = Object.assign({}, init || {});
+              if (String(url).startsWith(\(JSONSerializer.string(.string(server))))) {
+                init.headers = Object.assign({}, init.headers || {}, {"x-sgraph-access-token": \(JSONSerializer.string(.string(token)))});
+              }
+              return plainFetch(url, init);
+            };
+            window.__vault = [];
+            window.addEventListener("nr:vault", (e) => window.__vault.push(e.detail));
+            window.__write = (key, name, text) => {
+              window.__written = null;
+              (async () => {
+                const vault = await SGVault.open(new SGSend({endpoint: \(JSONSerializer.string(.string(server))), token: \(JSONSerializer.string(.string(token)))}), key);
+                await vault.addFile("/", name, new TextEncoder().encode(text));
+                await vault.push();
+                return vault._headCommitId;
+              })().then((head) => { window.__written = {head}; }, (e) => { window.__written = {error: String(e)}; });
+              return 1;
+            };
+            </script>
+            """
+        try rig.write(rig.ports[0], "web.html", page)
+        try rig.startDaemon(extra: ["--sync-every", "2"])
+        try rig.startServer(rig.ports[0])
+        let b = try rig.launch(["--no-prefetch", rig.origins[0] + "/web.html"])
+        _ = try b.waitForLoads(1)
+        _ = try b.evalUntil(0, "typeof SGVault === 'function' && Array.isArray(window.__vault) ? true : null")
+
+        let text = "written by the web client in sitekeep-browser\n"
+        _ = try b.eval(0, "window.__write(\(JSONSerializer.string(.string(vaultKey))), 'from-the-browser.txt', \(JSONSerializer.string(.string(text))))")
+        let written = try b.evalUntil(0, "window.__written || null", timeout: 60)
+        let head = try #require(written["head"]?.stringValue, "the web client's write: \(JSONSerializer.string(written))")
+
+        // The daemon's next round pulls the web's commit; the site's page hears of it.
+        let events = try b.evalUntil(0, "window.__vault.length ? window.__vault : null", timeout: 40)
+        let detail = try #require(events.arrayValue?.first, "\(events)")
+        #expect(detail["vault"]?.stringValue == "mine" && detail["head"]?.stringValue == head, "\(JSONSerializer.string(detail))")
+        let cat = try rig.cli(["vault", "cat", "mine", "from-the-browser.txt", "--passphrase-file", rig.passFile, "--keyring", "file"])
+        // (the rig's output is trimmed of its final newline)
+        #expect(cat.status == 0 && cat.out == String(text.dropLast()), "vault cat: \(cat.out)")
+        try b.quit()
+    }
+
+    /// The installed web client's `_common/js/lib` of v0.2.3, if tools/setup installed it.
+    static func webClientLibrary() -> String? {
+        let lib = BrowserRig.repo.appendingPathComponent(".venv-server/lib").path
+        for python in ((try? FileManager.default.contentsOfDirectory(atPath: lib)) ?? []).sorted() where python.hasPrefix("python3") {
+            let dir = lib + "/" + python + "/site-packages/sgraph_ai_app_send__ui__vault/v0/v0.2/v0.2.3/_common/js/lib"
+            if FileManager.default.fileExists(atPath: dir + "/sg-vault/sg-vault.js") { return dir }
+        }
+        return nil
+    }
+
     /// The design's own test: two tabs, scroll, go offline (server stopped), quit, relaunch: both
     /// tabs come back at their positions, shown from their kept copies at their real URLs. A third
     /// tab, not scrolled, makes the tab shown at quit the middle one: it is the one shown again.
