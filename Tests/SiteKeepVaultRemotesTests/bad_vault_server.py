@@ -8,13 +8,25 @@ the real vault server (UPSTREAM) and spoils the answers by the first path segmen
                   byte of their last object flipped; smaller ones are left alone
   /401/... /403/... /500/...   that status, always
   /429/...        429 with Retry-After: 1 on the first request, then the real answers
+  /rl-N-AFTER-TAG/...   rate limiting: the first N requests under this prefix (N "all": every
+                  one) answer 429 with Retry-After: AFTER (seconds as given; "date": an HTTP-date
+                  two seconds ahead; "none": no header), then the real answers. TAG keeps
+                  counts of different tests apart.
 
 Started by the tests on a loopback port (argv: PORT UPSTREAM) and stopped by process id.
 """
-import base64, http.server, json, sys, urllib.request, urllib.error
+import base64, email.utils, http.server, json, sys, threading, time, urllib.request, urllib.error
 
 PORT, UPSTREAM = int(sys.argv[1]), sys.argv[2].rstrip("/")
 seen_429 = set()
+counts = {}
+lock = threading.Lock()
+
+
+def bump(mode):
+    with lock:
+        counts[mode] = counts.get(mode, 0) + 1
+        return counts[mode]
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -32,6 +44,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "429" and "429" not in seen_429:
             seen_429.add("429")
             return self.answer(429, b'{"detail": "slow down"}', {"Retry-After": "1"})
+        if mode.startswith("rl-"):
+            _, limit, after, _tag = mode.split("-", 3)
+            if limit == "all" or bump(mode) <= int(limit):
+                extra = {}
+                if after == "date":
+                    extra["Retry-After"] = email.utils.formatdate(time.time() + 2, usegmt=True)
+                elif after != "none":
+                    extra["Retry-After"] = after
+                return self.answer(429, b'{"detail": "slow down"}', extra)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
         req = urllib.request.Request(UPSTREAM + "/" + rest, data=body, method=self.command, headers=headers)
         try:
