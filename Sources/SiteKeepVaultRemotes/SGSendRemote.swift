@@ -509,14 +509,19 @@ public struct SGSendRemote: VaultObjectStore {
                                 JSONMember(key: "data", value: .string(Base64.encode(bytes)))]
         op.append(JSONMember(key: "match", value: expected.map { .string(Base64.encode($0)) } ?? .null))
         let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array([.object(op)]))]))
-        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: true)
+        let (r, uncertain) = try exchange("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: true)
         guard r.status == 200 else { throw failure(r, doing: "write-if-match \(fileID)") }
         guard let doc = try? JSONParser.parse(r.body), let res = doc["results"]?.arrayValue?.first, let status = res["status"]?.stringValue else {
             throw malformed("write-if-match")
         }
         switch status {
         case "ok": return true
-        case "conflict": return false
+        case "conflict":
+            // A retried compare-and-swap whose first try may have been done (its answer lost,
+            // or a gateway's 502/504) finds the file no longer `expected`: perhaps because it
+            // holds these very bytes. Sealed with a fresh nonce, nobody else writes them.
+            guard uncertain else { return false }
+            return try readBatch([fileID])[fileID] == bytes
         default: throw malformed("write-if-match (status \(status))")
         }
     }

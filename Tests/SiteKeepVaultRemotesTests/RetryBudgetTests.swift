@@ -187,4 +187,25 @@ struct RetryBudgetTests {
         #expect(SGSendRemote.retryAfterMs("30") == 30_000)
         #expect(SGSendRemote.duration(999_999_000) == "278 h" && SGSendRemote.duration(1_000) == "1 s" && SGSendRemote.duration(150_000) == "3 min")
     }
+
+    /// A compare-and-swap of the named ref that the server carried out though a gateway
+    /// answered 502: retried, the server answers "conflict" (the ref holds the new bytes now).
+    /// The push reads the ref back, finds its own bytes, and succeeds instead of asking for a
+    /// pull that would find nothing to merge.
+    @Test func aRetriedCompareAndSwapTheServerDidIsNotAConflict() throws {
+        let bed = try Bed("cas")
+        let signer = try MemorySigner()
+        let (mine, _) = try Vault.clone(from: try bed.direct(), into: bed.dir.path + "/sk", keys: bed.keys, signer: signer)
+        _ = try mine.commit([(try vp("cas.txt"), .write(Array("cas\n".utf8)))], message: "cas", signer: signer)
+        var quick = RetryPolicy()
+        quick.backoffMs = [200]
+        let pushed = try mine.push(to: try bed.remote("applied502-\(bed.tag)", retry: quick), signer: signer)
+        #expect(!pushed.upToDate)
+        #expect(try bed.sgitPulls("cas.txt") == "cas\n")
+        // Another writer's move is still a conflict.
+        try bed.sgitPushes("other.txt", "other\n")
+        _ = try mine.commit([(try vp("late.txt"), .write(Array("late\n".utf8)))], message: "late", signer: signer)
+        let e = #expect(throws: VaultError.self) { try mine.push(to: try bed.direct(), signer: signer) }
+        if case .pullFirst? = e {} else { Issue.record("a moved ref: \(String(describing: e))") }
+    }
 }

@@ -12,6 +12,9 @@ the real vault server (UPSTREAM) and spoils the answers by the first path segmen
                   one) answer 429 with Retry-After: AFTER (seconds as given; "date": an HTTP-date
                   two seconds ahead; "none": no header), then the real answers. TAG keeps
                   counts of different tests apart.
+  /applied502-TAG/...   the first write-if-match of a ref (bare/refs/) under this prefix is
+                  carried out by the real server, then answered 502 (a gateway that lost the
+                  answer); everything else is forwarded
 
 Started by the tests on a loopback port (argv: PORT UPSTREAM) and stopped by process id.
 """
@@ -60,6 +63,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 status, data = r.status, r.read()
         except urllib.error.HTTPError as e:
             status, data = e.code, e.read()
+        if mode.startswith("applied502-") and body and "/batch/" in rest:
+            ops = json.loads(body).get("operations", [])
+            if any(o.get("op") == "write-if-match" and o.get("file_id", "").startswith("bare/refs/") for o in ops) and bump(mode) == 1:
+                return self.answer(502, b'{"detail": "bad gateway"}')
         if mode == "garbage":
             return self.answer(200, b"\x00\xffnot json at all" * 10)
         if mode == "truncated":
