@@ -198,7 +198,9 @@ public struct SGSendRemote: VaultObjectStore {
             guard [429, 502, 503, 504].contains(response.status) else { return (response, uncertain) }
             let header = response.header("retry-after")
             let after = Self.retryAfterMs(parsing: header, nowMs: Self.realtimeMs())
-            let wait = after ?? retry.backoff(after: attempt)
+            // `Retry-After: 0` (or a date gone by) again and again would be a loop as fast as
+            // the server answers: a quarter of a second between tries at least.
+            let wait = after.map { max($0, Self.minimumWaitMs) } ?? retry.backoff(after: attempt)
             let elapsed = Self.monotonicMs() - start
             if wait <= retry.budgetMs - elapsed {
                 if response.status == 502 || response.status == 504 { uncertain = true }
@@ -225,6 +227,9 @@ public struct SGSendRemote: VaultObjectStore {
         return .remote(remote: baseURL, reason: "\(method) \(Self.route(path)) was answered \(what) \(tries) in \(Self.duration(elapsedMs))\(Self.detail(r.body)); \(advice): \(when)\(budget)",
                        transient: true, retryAfterMs: Self.retryAfterMs(r.header("retry-after")))
     }
+
+    /// The shortest wait between two tries of a request, whatever `Retry-After` says.
+    static let minimumWaitMs = 250
 
     /// The longest a request may take in all: 10 minutes, and a minute more for every 3 MB it
     /// sends (50 KB/s), so a large blob on a slow uplink is not cut off. A stalled exchange is

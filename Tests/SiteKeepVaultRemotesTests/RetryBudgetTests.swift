@@ -165,6 +165,24 @@ struct RetryBudgetTests {
         #expect(try dated.read(path: "one.txt") == Array("one\n".utf8))
     }
 
+    /// `Retry-After: 0` again and again: the tries are a quarter of a second apart at least,
+    /// not as fast as the server answers, and the request still fails within its budget.
+    @Test func retryAfterZeroIsNotABusyLoop() throws {
+        let bed = try Bed("rl-zero")
+        var budget = RetryPolicy()
+        budget.budgetMs = 2_000
+        let prefix = "rl-all-0-z\(bed.tag)"
+        let start = Date()
+        let e = #expect(throws: VaultError.self) {
+            try Vault.clone(from: try bed.remote(prefix, retry: budget), into: bed.dir.path + "/c", keys: bed.keys, signer: try MemorySigner())
+        }
+        #expect(Date().timeIntervalSince(start) < 6.0)
+        #expect(reason(e, "Retry-After: 0").contains("429"))
+        let counts = try HTTPClient.send(HTTPRequest(method: "GET", url: bed.bad.url + "/counts/x", timeoutMs: 5_000))
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(counts.body)) as? [String: Int])[prefix] ?? 0
+        #expect(seen >= 3 && seen <= 10, "\(seen) requests in a 2 s budget")
+    }
+
     /// `Retry-After` as delay-seconds or an IMF-fixdate; negative, garbage and other date forms
     /// are unreadable; huge values are bounded (no overflow) and left to the budget; the push
     /// queue takes none of a day or more.

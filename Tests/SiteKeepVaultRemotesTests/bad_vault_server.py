@@ -12,6 +12,7 @@ the real vault server (UPSTREAM) and spoils the answers by the first path segmen
                   one) answer 429 with Retry-After: AFTER (seconds as given; "date": an HTTP-date
                   two seconds ahead; "none": no header), then the real answers. TAG keeps
                   counts of different tests apart.
+  /counts         the requests each rl- and applied502- prefix has seen, as a JSON object
   /applied502-TAG/...   the first write-if-match of a ref (bare/refs/) under this prefix is
                   carried out by the real server, then answered 502 (a gateway that lost the
                   answer); everything else is forwarded
@@ -42,6 +43,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         mode, _, rest = self.path.lstrip("/").partition("/")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if mode == "counts":
+            with lock:
+                return self.answer(200, json.dumps(counts).encode())
         if mode in ("401", "403", "500"):
             return self.answer(int(mode), b'{"detail": "spoiled"}')
         if mode == "429" and "429" not in seen_429:
@@ -49,7 +53,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(429, b'{"detail": "slow down"}', {"Retry-After": "1"})
         if mode.startswith("rl-"):
             _, limit, after, _tag = mode.split("-", 3)
-            if limit == "all" or bump(mode) <= int(limit):
+            n = bump(mode)
+            if limit == "all" or n <= int(limit):
                 extra = {}
                 if after == "date":
                     extra["Retry-After"] = email.utils.formatdate(time.time() + 2, usegmt=True)
