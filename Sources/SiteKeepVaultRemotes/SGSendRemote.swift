@@ -28,15 +28,28 @@ extension RemoteCredentials {
     }
 }
 
-/// How a remote retries transient failures (network, 429, 502, 503, 504).
+/// How a remote retries transient failures (network, 429, 502, 503, 504): until a time budget
+/// per request is spent, not a count of attempts. A server that answers 429 with
+/// `Retry-After: 1` to its first requests is waited for, as the sgit CLI waits.
 public struct RetryPolicy: Sendable {
-    /// Attempts per request, the first included.
-    public var attempts = 3
-    /// Waits between attempts without a `Retry-After`, in milliseconds (sgit: 2, 4, 8 s).
-    public var backoffMs = [500, 1_000, 2_000]
-    /// The longest `Retry-After` honoured inside one call; longer ones are left to the push queue.
-    public var maxRetryAfterMs = 10_000
+    /// The most wall time one request may take with its retries, the waits and the earlier
+    /// attempts included, in milliseconds. No wait starts that would end past it: the request
+    /// then fails at once, naming the status and when to try again. (Each attempt has its own
+    /// time-outs; a retry starts only while the budget lasts.)
+    public var budgetMs = 60_000
+    /// The budget when the server gives no answer at all (refused connection, reset, time-out):
+    /// it is likely down, or the network is, and a push left queued is retried later, so a
+    /// command says so sooner.
+    public var noAnswerBudgetMs = 10_000
+    /// Waits between attempts without a `Retry-After`, in milliseconds; the last repeats
+    /// (sgit: 2, 4, 8 s).
+    public var backoffMs = [2_000, 4_000, 8_000]
     public init() {}
+
+    /// The wait before attempt `attempt + 1` without a `Retry-After`.
+    func backoff(after attempt: Int) -> Int {
+        backoffMs.isEmpty ? 0 : backoffMs[min(max(attempt - 1, 0), backoffMs.count - 1)]
+    }
 }
 
 /// The batches of one ``SGSendRemote/read(_:)``, gathered from their threads.
@@ -143,13 +156,29 @@ public struct SGSendRemote: VaultObjectStore {
     /// The answer's body may be at most `maxBytes`: reading stops there (issue 32), and the
     /// request fails without a retry.
     func send(_ method: String, _ path: String, body: [UInt8] = [], json: Bool = false, write: Bool, maxBytes: Int = 4 << 20) throws(VaultError) -> HTTPResponse {
+        try exchange(method, path, body: body, json: json, write: write, maxBytes: maxBytes).response
+    }
+
+    /// ``send(_:_:body:json:write:maxBytes:)``, also answering whether an attempt before the
+    /// last may have been carried out by the server though its answer was lost: no answer
+    /// after the request went out, or a gateway's 502 or 504 (the server behind it may have
+    /// done it). A 429 or 503 is a refusal: nothing was done. A compare-and-swap uses this to
+    /// tell its own earlier write from another writer's (``writeIfMatch(fileID:bytes:expected:)``).
+    ///
+    /// Transient answers (no answer, 429, 502, 503, 504) are retried until the policy's time
+    /// budget is spent: after the server's `Retry-After` (seconds or an HTTP-date) when it
+    /// gives one, else after the back-off. A wait that would end past the budget is not
+    /// started (a `Retry-After` of days fails at once): the request fails with the status,
+    /// the route and when to try again.
+    func exchange(_ method: String, _ path: String, body: [UInt8] = [], json: Bool = false, write: Bool, maxBytes: Int = 4 << 20) throws(VaultError) -> (response: HTTPResponse, uncertain: Bool) {
         let secret = try credentialHeaders(write: write)
         var h: [(String, String)] = []
         if json { h.append(("Content-Type", "application/json")) } else if !body.isEmpty || method == "PUT" { h.append(("Content-Type", "application/octet-stream")) }
         var request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body,
                                   totalTimeoutMs: Self.totalTimeoutMs(sending: body.count), maxResponseBytes: maxBytes)
         request.caFile = caFile
-        var attempt = 0
+        let start = Self.monotonicMs()
+        var attempt = 0, uncertain = false
         while true {
             attempt += 1
             let response: HTTPResponse
@@ -160,20 +189,47 @@ public struct SGSendRemote: VaultObjectStore {
                 case .headersTooLarge, .refused, .unavailable:
                     throw .remote(remote: baseURL, reason: error.description, transient: false, retryAfterMs: nil)
                 case .timeout, .network:
-                    if attempt < retry.attempts { pause(retry.backoffMs[min(attempt - 1, retry.backoffMs.count - 1)]); continue }
-                    throw .remote(remote: baseURL, reason: "no answer (\(error.description))", transient: true, retryAfterMs: nil)
+                    uncertain = true
+                    let wait = retry.backoff(after: attempt)
+                    if wait <= retry.noAnswerBudgetMs - (Self.monotonicMs() - start) { pause(wait); continue }
+                    throw .remote(remote: baseURL, reason: "no answer (\(error.description)) to \(method) \(Self.route(path)) after \(attempt) \(attempt == 1 ? "try" : "tries") in \(Self.duration(Self.monotonicMs() - start)); check the network and the remote's URL", transient: true, retryAfterMs: nil)
                 }
             }
-            if [429, 502, 503, 504].contains(response.status) {
-                let after = Self.retryAfterMs(response.header("retry-after"))
-                if attempt < retry.attempts, (after ?? 0) <= retry.maxRetryAfterMs {
-                    pause(after ?? retry.backoffMs[min(attempt - 1, retry.backoffMs.count - 1)])
-                    continue
-                }
+            guard [429, 502, 503, 504].contains(response.status) else { return (response, uncertain) }
+            let header = response.header("retry-after")
+            let after = Self.retryAfterMs(parsing: header, nowMs: Self.realtimeMs())
+            // `Retry-After: 0` (or a date gone by) again and again would be a loop as fast as
+            // the server answers: a quarter of a second between tries at least.
+            let wait = after.map { max($0, Self.minimumWaitMs) } ?? retry.backoff(after: attempt)
+            let elapsed = Self.monotonicMs() - start
+            if wait <= retry.budgetMs - elapsed {
+                if response.status == 502 || response.status == 504 { uncertain = true }
+                pause(wait)
+                continue
             }
-            return response
+            throw giveUp(response, method: method, path: path, attempts: attempt, elapsedMs: elapsed, waitMs: wait, serverSaid: after != nil)
         }
     }
+
+    /// The error of a request whose next wait would end past the retry budget.
+    func giveUp(_ r: HTTPResponse, method: String, path: String, attempts: Int, elapsedMs: Int, waitMs: Int, serverSaid: Bool) -> VaultError {
+        let what: String
+        switch r.status {
+        case 429: what = "429 (too many requests)"
+        case 502: what = "502 (bad gateway)"
+        case 503: what = "503 (service unavailable)"
+        default: what = "504 (gateway time-out)"
+        }
+        let tries = attempts == 1 ? "once" : "\(attempts) times"
+        let advice = r.status == 429 ? "the server is rate limiting" : "the server is unavailable"
+        let when = serverSaid ? "try again in \(Self.duration(waitMs)) (its Retry-After)" : "try again later"
+        let budget = serverSaid && waitMs > retry.budgetMs ? ", longer than SiteKeep waits in one request (\(Self.duration(retry.budgetMs)))" : ""
+        return .remote(remote: baseURL, reason: "\(method) \(Self.route(path)) was answered \(what) \(tries) in \(Self.duration(elapsedMs))\(Self.detail(r.body)); \(advice): \(when)\(budget)",
+                       transient: true, retryAfterMs: Self.retryAfterMs(r.header("retry-after")))
+    }
+
+    /// The shortest wait between two tries of a request, whatever `Retry-After` says.
+    static let minimumWaitMs = 250
 
     /// The longest a request may take in all: 10 minutes, and a minute more for every 3 MB it
     /// sends (50 KB/s), so a large blob on a slow uplink is not cut off. A stalled exchange is
@@ -191,12 +247,76 @@ public struct SGSendRemote: VaultObjectStore {
         bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : bytes >= 1 << 10 ? "\(bytes >> 10) KiB" : "\(bytes) bytes"
     }
 
-    func pause(_ ms: Int) { usleep(UInt32(max(0, min(ms, 60_000))) * 1000) }
+    /// Sleeps `ms` (never more than a day, whatever the caller asks).
+    func pause(_ ms: Int) {
+        var left = max(0, min(ms, 86_400_000))
+        while left > 0 {
+            let step = min(left, 1_000)
+            usleep(UInt32(step) * 1000)
+            left -= step
+        }
+    }
 
-    /// `Retry-After` as seconds (HTTP-dates are not used by this server).
+    /// `3 s`, `2 min`, `278 h`: a wait or an elapsed time for a message (seconds to the
+    /// nearest, minutes and hours rounded up).
+    static func duration(_ ms: Int) -> String {
+        let s = (max(0, ms) + 500) / 1000
+        return s < 120 ? "\(s) s" : s < 7_200 ? "\((s + 59) / 60) min" : "\((s + 3_599) / 3_600) h"
+    }
+
+    static func monotonicMs() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int(ts.tv_sec) * 1000 + Int(ts.tv_nsec) / 1_000_000
+    }
+
+    static func realtimeMs() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int(ts.tv_sec) * 1000 + Int(ts.tv_nsec) / 1_000_000
+    }
+
+    /// `Retry-After` for the queue and for messages: seconds or an HTTP-date, nil when absent,
+    /// unreadable or a day or more away (a server's say is not taken for longer).
     static func retryAfterMs(_ value: String?) -> Int? {
-        guard let v = value?.trimmingSpaces(), let s = Double(v), s >= 0, s < 86_400 else { return nil }
-        return Int(s * 1000)
+        guard let ms = retryAfterMs(parsing: value, nowMs: realtimeMs()), ms < 86_400_000 else { return nil }
+        return ms
+    }
+
+    /// `Retry-After` as the server gave it, in milliseconds from `nowMs`: delay-seconds (digits;
+    /// a fraction is taken too) or an HTTP-date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`;
+    /// one in the past is 0). nil when absent or unreadable (a negative number, garbage).
+    /// Bounded at ten years, so no arithmetic overflows on a hostile value; the retry budget
+    /// decides what is waited for.
+    static func retryAfterMs(parsing value: String?, nowMs: Int) -> Int? {
+        guard let v = value?.trimmingSpaces(), !v.isEmpty, v.utf8.count <= 64 else { return nil }
+        let cap = 10 * 365 * 86_400_000
+        if v.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e }) {
+            guard let s = Double(v), s.isFinite, s >= 0 else { return nil }
+            return s * 1000 >= Double(cap) ? cap : Int(s * 1000)
+        }
+        guard let at = httpDateMs(v) else { return nil }
+        return min(max(0, at - nowMs), cap)
+    }
+
+    /// An IMF-fixdate (RFC 9110 §5.6.7) as milliseconds since the epoch; nil for any other form.
+    static func httpDateMs(_ text: String) -> Int? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
+              ["Mon,", "Tue,", "Wed,", "Thu,", "Fri,", "Sat,", "Sun,"].contains(String(parts[0])),
+              parts[1].count == 2, let day = Int(parts[1]), (1...31).contains(day),
+              let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].firstIndex(of: String(parts[2])),
+              parts[3].count == 4, let year = Int(parts[3]), (1970...9999).contains(year) else { return nil }
+        let clock = parts[4].split(separator: ":", omittingEmptySubsequences: false)
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }), let hh = Int(clock[0]), let mm = Int(clock[1]), let ss = Int(clock[2]),
+              (0...23).contains(hh), (0...59).contains(mm), (0...60).contains(ss) else { return nil }
+        // Days from the civil date (Howard Hinnant's algorithm).
+        let y = month < 2 ? year - 1 : year, m = month + 1
+        let era = y / 400, yoe = y - era * 400
+        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return ((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000
     }
 
     /// Turns a non-2xx status into the error that names it.
@@ -394,14 +514,19 @@ public struct SGSendRemote: VaultObjectStore {
                                 JSONMember(key: "data", value: .string(Base64.encode(bytes)))]
         op.append(JSONMember(key: "match", value: expected.map { .string(Base64.encode($0)) } ?? .null))
         let body = JSONSerializer.bytes(.object([JSONMember(key: "operations", value: .array([.object(op)]))]))
-        let r = try send("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: true)
+        let (r, uncertain) = try exchange("POST", "/api/vault/batch/\(vaultPath)", body: body, json: true, write: true)
         guard r.status == 200 else { throw failure(r, doing: "write-if-match \(fileID)") }
         guard let doc = try? JSONParser.parse(r.body), let res = doc["results"]?.arrayValue?.first, let status = res["status"]?.stringValue else {
             throw malformed("write-if-match")
         }
         switch status {
         case "ok": return true
-        case "conflict": return false
+        case "conflict":
+            // A retried compare-and-swap whose first try may have been done (its answer lost,
+            // or a gateway's 502/504) finds the file no longer `expected`: perhaps because it
+            // holds these very bytes. Sealed with a fresh nonce, nobody else writes them.
+            guard uncertain else { return false }
+            return try readBatch([fileID])[fileID] == bytes
         default: throw malformed("write-if-match (status \(status))")
         }
     }

@@ -75,7 +75,8 @@ struct BadRemoteTests {
         try sgit.must(["push", "--base-url", upstream, "--token", token], in: dir.path + "/a")
 
         var fast = RetryPolicy()
-        fast.attempts = 2
+        fast.budgetMs = 100
+        fast.noAnswerBudgetMs = 100
         fast.backoffMs = [50]
         let before = snapshot(mine.root), head = try mine.status().headCommit
         let tmp = mine.root + "/.sg_vault/local/tmp"

@@ -71,7 +71,8 @@ struct HostileServerTests {
 
     static var fast: RetryPolicy {
         var p = RetryPolicy()
-        p.attempts = 2
+        p.budgetMs = 100
+        p.noAnswerBudgetMs = 100
         p.backoffMs = [50]
         return p
     }

@@ -8,13 +8,29 @@ the real vault server (UPSTREAM) and spoils the answers by the first path segmen
                   byte of their last object flipped; smaller ones are left alone
   /401/... /403/... /500/...   that status, always
   /429/...        429 with Retry-After: 1 on the first request, then the real answers
+  /rl-N-AFTER-TAG/...   rate limiting: the first N requests under this prefix (N "all": every
+                  one) answer 429 with Retry-After: AFTER (seconds as given; "date": an HTTP-date
+                  two seconds ahead; "none": no header), then the real answers. TAG keeps
+                  counts of different tests apart.
+  /counts         the requests each rl- and applied502- prefix has seen, as a JSON object
+  /applied502-TAG/...   the first write-if-match of a ref (bare/refs/) under this prefix is
+                  carried out by the real server, then answered 502 (a gateway that lost the
+                  answer); everything else is forwarded
 
 Started by the tests on a loopback port (argv: PORT UPSTREAM) and stopped by process id.
 """
-import base64, http.server, json, sys, urllib.request, urllib.error
+import base64, email.utils, http.server, json, sys, threading, time, urllib.request, urllib.error
 
 PORT, UPSTREAM = int(sys.argv[1]), sys.argv[2].rstrip("/")
 seen_429 = set()
+counts = {}
+lock = threading.Lock()
+
+
+def bump(mode):
+    with lock:
+        counts[mode] = counts.get(mode, 0) + 1
+        return counts[mode]
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -27,11 +43,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         mode, _, rest = self.path.lstrip("/").partition("/")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if mode == "counts":
+            with lock:
+                return self.answer(200, json.dumps(counts).encode())
         if mode in ("401", "403", "500"):
             return self.answer(int(mode), b'{"detail": "spoiled"}')
         if mode == "429" and "429" not in seen_429:
             seen_429.add("429")
             return self.answer(429, b'{"detail": "slow down"}', {"Retry-After": "1"})
+        if mode.startswith("rl-"):
+            _, limit, after, _tag = mode.split("-", 3)
+            n = bump(mode)
+            if limit == "all" or n <= int(limit):
+                extra = {}
+                if after == "date":
+                    extra["Retry-After"] = email.utils.formatdate(time.time() + 2, usegmt=True)
+                elif after != "none":
+                    extra["Retry-After"] = after
+                return self.answer(429, b'{"detail": "slow down"}', extra)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
         req = urllib.request.Request(UPSTREAM + "/" + rest, data=body, method=self.command, headers=headers)
         try:
@@ -39,6 +68,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 status, data = r.status, r.read()
         except urllib.error.HTTPError as e:
             status, data = e.code, e.read()
+        if mode.startswith("applied502-") and body and "/batch/" in rest:
+            ops = json.loads(body).get("operations", [])
+            if any(o.get("op") == "write-if-match" and o.get("file_id", "").startswith("bare/refs/") for o in ops) and bump(mode) == 1:
+                return self.answer(502, b'{"detail": "bad gateway"}')
         if mode == "garbage":
             return self.answer(200, b"\x00\xffnot json at all" * 10)
         if mode == "truncated":
