@@ -256,6 +256,86 @@ import Glibc
         try b.quit()
     }
 
+    /// The vault server's own page, open in `sitekeep-browser` for a registered site, writes a
+    /// file: a vault server started with the web client it ships (sg-vault v0.2.3, as the
+    /// server's image serves it at `/`), its origin added as an app-bound site; the user signs in
+    /// on the server's login page (its cookie) and opens the vault by the server's own link form
+    /// (`/#<vault key>`, which the page keeps and then opens in its app, `/en-gb/app`). The page's
+    /// own client (its SGVault, loaded by the app's index.html) writes and pushes: an unsigned
+    /// commit_v2 and the index rewrite of its push. The daemon's next round pulls it into the
+    /// clone bound to that site (cloned with `--allow-unsigned`), the page gets `nr:vault`, and
+    /// `sitekeep vault cat` serves the file.
+    @Test func aFileTheServersVaultPageWritesReachesTheDaemonAndThePage() throws {
+        let ui = try #require(Self.webClientLibrary(), "the web client is not installed: run tools/setup")
+        let rig = try BrowserRig()
+        try rig.makeStore()
+        // A vault server of this test's own that serves the UI at `/` (stopped by its pid).
+        let serverDir = rig.dir.appendingPathComponent("vault-server").path
+        let vaultServer = BrowserRig.repo.appendingPathComponent("tools/vault-server").path
+        let uiRoot = URL(fileURLWithPath: ui).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path   // v0.2.3/
+        let started = ChildProcess.capture(vaultServer, ["start", serverDir], environment: ["SEND__VAULT_STATIC_DIR": uiRoot, "PATH": "/usr/bin:/bin"])
+        #expect(started.status == 0, "tools/vault-server start: \(started.err)")
+        defer { _ = ChildProcess.capture(vaultServer, ["stop", serverDir], environment: ["PATH": "/usr/bin:/bin"]) }
+        let server = try String(contentsOfFile: serverDir + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let tokenFile = serverDir + "/token"
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let site = try rig.cli(["site", "add", "Vault UI", "--origin", server, "--app-bound", "--keyring", "file"])
+        #expect(site.status == 0, "site add: \(site.out)")
+
+        // The web client makes the vault (tools/web-vault runs the same JS under Node).
+        let passFile = rig.dir.appendingPathComponent("web.pass").path
+        try "a browser's vault \(UUID().uuidString.prefix(8))".write(toFile: passFile, atomically: true, encoding: .utf8)
+        let made = ChildProcess.capture(BrowserRig.repo.appendingPathComponent("tools/web-vault").path,
+                                        ["create", "--server", server, "--token-file", tokenFile, "--passphrase-file", passFile, "--name", "browser"],
+                                        environment: ["NO_COLOR": "1", "PATH": "/usr/bin:/bin"])
+        #expect(made.status == 0, "web-vault create: \(made.err)")
+        let vaultKey = try #require(try JSONParser.parse(made.out)["vaultKey"]?.stringValue, "no vault key in \(made.out)")
+        let keyFile = rig.dir.appendingPathComponent("vault.key").path
+        try vaultKey.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let clone = try rig.cli(["vault", "clone", server, "mine", "--key-file", keyFile, "--token-file", tokenFile, "--allow-unsigned",
+                                 "--site", server, "--passphrase-file", rig.passFile, "--keyring", "file"])
+        #expect(clone.status == 0, "vault clone: \(clone.out)")
+
+        try rig.startDaemon(extra: ["--sync-every", "2"])
+        let b = try rig.launch(["--no-prefetch", server + "/auth/set-cookie-form"])
+        _ = try b.waitForLoads(1)
+        _ = try b.eval(0, "document.cookie = 'x-sgraph-access-token=' + \(JSONSerializer.string(.string(token))) + '; path=/; SameSite=Strict'; "
+                          + "location.href = '/#' + encodeURIComponent(\(JSONSerializer.string(.string(vaultKey)))); 1")
+        do {
+            _ = try b.evalUntil(0, "location.pathname.startsWith('/en-gb/app') && typeof SGVault === 'function' && typeof SGSend === 'function' ? true : null", timeout: 60)
+        } catch {
+            let seen = try? b.eval(0, "location.href + ' | ' + document.title + ' | ' + document.body.innerText.slice(0, 200)")
+            Issue.record("the server's vault app did not load its client: \(seen.map { JSONSerializer.string($0) } ?? "-")")
+            throw error
+        }
+        _ = try b.eval(0, "window.__vault = []; window.addEventListener('nr:vault', (e) => window.__vault.push(e.detail)); 1")
+
+        let text = "written by the server's vault page in sitekeep-browser\n"
+        _ = try b.eval(0, """
+            window.__written = null;
+            (async () => {
+              // The access token the user gave the page, as the app's own writes send it.
+              const send = new SGSend({endpoint: location.origin, token: \(JSONSerializer.string(.string(token)))});
+              const vault = await SGVault.open(send, \(JSONSerializer.string(.string(vaultKey))));
+              await vault.addFile('/', 'from-the-vault-page.txt', new TextEncoder().encode(\(JSONSerializer.string(.string(text)))));
+              await vault.push();
+              return vault._headCommitId;
+            })().then((head) => { window.__written = {head}; }, (e) => { window.__written = {error: String(e)}; });
+            1
+            """)
+        let written = try b.evalUntil(0, "window.__written || null", timeout: 60)
+        let head = try #require(written["head"]?.stringValue, "the page's write: \(JSONSerializer.string(written))")
+
+        // The daemon's next round pulls the web's commit; the site's page hears of it.
+        let events = try b.evalUntil(0, "window.__vault.length ? window.__vault : null", timeout: 40)
+        let detail = try #require(events.arrayValue?.first, "\(events)")
+        #expect(detail["vault"]?.stringValue == "mine" && detail["head"]?.stringValue == head, "\(JSONSerializer.string(detail))")
+        let cat = try rig.cli(["vault", "cat", "mine", "from-the-vault-page.txt", "--passphrase-file", rig.passFile, "--keyring", "file"])
+        // (the rig's output is trimmed of its final newline)
+        #expect(cat.status == 0 && cat.out == String(text.dropLast()), "vault cat: \(cat.out)")
+        try b.quit()
+    }
+
     /// The installed web client's `_common/js/lib` of v0.2.3, if tools/setup installed it.
     static func webClientLibrary() -> String? {
         let lib = BrowserRig.repo.appendingPathComponent(".venv-server/lib").path
