@@ -243,17 +243,22 @@ import Glibc
 
         let text = "written by the web client in sitekeep-browser\n"
         _ = try b.eval(0, "window.__write(\(JSONSerializer.string(.string(vaultKey))), 'from-the-browser.txt', \(JSONSerializer.string(.string(text))))")
-        let written = try b.evalUntil(0, "window.__written || null", timeout: 60)
-        let head = try #require(written["head"]?.stringValue, "the web client's write: \(JSONSerializer.string(written))")
+        try Self.expectTheDaemonPullsTheWrite(b, rig, file: "from-the-browser.txt", text: text)
+        try b.quit()
+    }
 
-        // The daemon's next round pulls the web's commit; the site's page hears of it.
+    /// After the page's write (its result in `window.__written`): the daemon's next round pulls
+    /// the web's commit into vault `mine`, the page hears of it (`window.__vault`, with that head),
+    /// and `sitekeep vault cat` serves `file` as `text`.
+    static func expectTheDaemonPullsTheWrite(_ b: BrowserProcess, _ rig: BrowserRig, file: String, text: String) throws {
+        let written = try b.evalUntil(0, "window.__written || null", timeout: 60)
+        let head = try #require(written["head"]?.stringValue, "the page's write: \(JSONSerializer.string(written))")
         let events = try b.evalUntil(0, "window.__vault.length ? window.__vault : null", timeout: 40)
         let detail = try #require(events.arrayValue?.first, "\(events)")
         #expect(detail["vault"]?.stringValue == "mine" && detail["head"]?.stringValue == head, "\(JSONSerializer.string(detail))")
-        let cat = try rig.cli(["vault", "cat", "mine", "from-the-browser.txt", "--passphrase-file", rig.passFile, "--keyring", "file"])
+        let cat = try rig.cli(["vault", "cat", "mine", file, "--passphrase-file", rig.passFile, "--keyring", "file"])
         // (the rig's output is trimmed of its final newline)
         #expect(cat.status == 0 && cat.out == String(text.dropLast()), "vault cat: \(cat.out)")
-        try b.quit()
     }
 
     /// The vault server's own page, open in `sitekeep-browser` for a registered site, writes a
@@ -323,16 +328,7 @@ import Glibc
             })().then((head) => { window.__written = {head}; }, (e) => { window.__written = {error: String(e)}; });
             1
             """)
-        let written = try b.evalUntil(0, "window.__written || null", timeout: 60)
-        let head = try #require(written["head"]?.stringValue, "the page's write: \(JSONSerializer.string(written))")
-
-        // The daemon's next round pulls the web's commit; the site's page hears of it.
-        let events = try b.evalUntil(0, "window.__vault.length ? window.__vault : null", timeout: 40)
-        let detail = try #require(events.arrayValue?.first, "\(events)")
-        #expect(detail["vault"]?.stringValue == "mine" && detail["head"]?.stringValue == head, "\(JSONSerializer.string(detail))")
-        let cat = try rig.cli(["vault", "cat", "mine", "from-the-vault-page.txt", "--passphrase-file", rig.passFile, "--keyring", "file"])
-        // (the rig's output is trimmed of its final newline)
-        #expect(cat.status == 0 && cat.out == String(text.dropLast()), "vault cat: \(cat.out)")
+        try Self.expectTheDaemonPullsTheWrite(b, rig, file: "from-the-vault-page.txt", text: text)
         try b.quit()
     }
 
