@@ -298,16 +298,7 @@ public final class Vault: Sendable {
     private func resolveHeadFromFiles(beforeReadingRef: (String) -> Void) throws(VaultError) -> Head {
         // local/config.json: my_branch_id makes HEAD (§5.3).
         var myBranch: String?
-        if let config = try readSmall("local/config.json") {
-            let f = try Fields(parsing: config, object: "local/config.json")
-            if let raw = try f.optionalString("my_branch_id") {
-                guard let id = Identifiers.branchID(raw) else { throw .invalidID(kind: "branch id", value: raw, in: "local/config.json") }
-                myBranch = id
-            }
-            if try f.bool("pack_store", default: false) {
-                throw .unsupportedVault(reason: "this clone was made with `sgit clone --pack-store`, which keeps its objects inside packs; SiteKeep reads loose objects (bare/data) only: clone the vault again without --pack-store")
-            }
-        }
+        if let config = try readSmall("local/config.json") { myBranch = try DocumentEncoding.myBranchID(ofConfig: config) }
         var wantedName = "current"
         if let mode = try readSmall("local/clone_mode.json") {
             let f = try Fields(parsing: mode, object: "local/clone_mode.json")

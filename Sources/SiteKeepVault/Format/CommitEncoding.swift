@@ -204,6 +204,23 @@ enum DocumentEncoding {
         return JSONSerializer.bytes(.object(members), style: .pretty)
     }
 
+    /// The clone branch a `local/config.json` names (the decoder of ``config(myBranchID:previous:)``,
+    /// the settings of a clone that make HEAD, §5.3); nil when none. A clone sgit made with
+    /// `--pack-store` is refused: its objects are inside packs.
+    static func myBranchID(ofConfig bytes: [UInt8]) throws(VaultError) -> String? {
+        let object = "local/config.json"
+        let f = try Fields(parsing: bytes, object: object)
+        var branch: String?
+        if let raw = try f.optionalString("my_branch_id") {
+            guard let id = Identifiers.branchID(raw) else { throw .invalidID(kind: "branch id", value: raw, in: object) }
+            branch = id
+        }
+        if try f.bool("pack_store", default: false) {
+            throw .unsupportedVault(reason: "this clone was made with `sgit clone --pack-store`, which keeps its objects inside packs; SiteKeep reads loose objects (bare/data) only: clone the vault again without --pack-store")
+        }
+        return branch
+    }
+
     /// One `local/reflog.jsonl` line.
     static func reflogLine(ref: String, old: ObjectID?, new: ObjectID, timestampMs: Int64) -> [UInt8] {
         JSONSerializer.bytes(.object([
