@@ -239,7 +239,7 @@ enum VaultCommands {
         try store.unlockOneShot(inv)
         let o = try opened(inv, library(store))
         let name = o.record.name
-        let s = try o.vault.status()
+        let s = try o.vault.status(historySigners: true)
         let sites = (try? SiteCommands.registry(store).sites()) ?? []
         let conflicts = try o.vault.mergeState()?.conflicts ?? []
         let queued = try PushQueue(vaultRoot: o.vault.root).entries()

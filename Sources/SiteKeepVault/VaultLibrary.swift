@@ -171,7 +171,7 @@ public final class VaultLibrary: Sendable {
     public func trust(vault name: String, keyID: String) throws(VaultError) -> (pin: SignerPin, alreadyPinned: Bool) {
         let opened = try open(name)
         guard let key = Identifiers.keyID(keyID),
-              let listed = try opened.vault.status().signers.first(where: { $0.keyID == key }),
+              let listed = try opened.vault.status(historySigners: true).signers.first(where: { $0.keyID == key }),
               let fingerprint = listed.fingerprint else {
             throw .signerNotListed(vault: name, keyID: keyID)
         }

@@ -9,7 +9,11 @@ extension Vault {
     /// The vault's id, HEAD, branch, format, read-only state, HEAD's signature and trust, and
     /// every signer with where it stands. Reports an untrusted HEAD instead of throwing (a bad
     /// signature too), so `vault status` can say what is wrong.
-    public func status() throws(VaultError) -> VaultStatus {
+    /// - Parameter historySigners: also list the signers of HEAD's last
+    ///   ``recentSignerCommits`` commits that the branch index does not list (a walk of the
+    ///   history: for `vault status` and `vault trust`, not for the sync and bridge paths that
+    ///   want HEAD only).
+    public func status(historySigners: Bool = false) throws(VaultError) -> VaultStatus {
         let head = try resolveHead()
         let trust = self.trust
         var c: Commit?
@@ -29,7 +33,7 @@ extension Vault {
                            isReadOnly: try keys.isReadOnly || head.readOnlyClone,
                            headSignature: c?.signature, headTrust: headTrust, headServed: refusal == nil, headRefusal: refusal,
                            headTimestampMs: c?.timestampMs, headMessage: refusal == nil ? c?.message : nil,
-                           signers: try signers(head: head, headCommit: c, trust: trust), allowUnsigned: trust.allowUnsigned,
+                           signers: try signers(head: head, headCommit: c, trust: trust, history: historySigners), allowUnsigned: trust.allowUnsigned,
                            pinned: pinned, signaturesRequired: head.index?.signaturesRequired ?? false,
                            signedSince: head.index?.signedSince)
     }
@@ -42,7 +46,7 @@ extension Vault {
 
     /// Every key the branch index lists (without an index: HEAD's signer) and where it stands
     /// against the pins: what `vault add` pins, what `vault status` shows.
-    func signers(head: Head, headCommit: Commit?, trust: VaultTrust) throws(VaultError) -> [SignerState] {
+    func signers(head: Head, headCommit: Commit?, trust: VaultTrust, history: Bool) throws(VaultError) -> [SignerState] {
         var order: [String] = []
         var branches: [String: [String]] = [:]
         if let index = head.index {
@@ -65,7 +69,7 @@ extension Vault {
         }
         // Signers of recent history the index does not list (a clone made after such a rewrite):
         // shown, so that the user can see and trust them (`vault trust` takes what is listed here).
-        if let headID = head.commitID, head.index != nil {
+        if history, let headID = head.commitID, head.index != nil {
             for key in try recentSigners(from: headID, index: head.index, limit: Self.recentSignerCommits) where branches[key] == nil {
                 order.append(key)
                 branches[key] = ["signs commits of HEAD's history; the branch index does not list it"]
@@ -87,7 +91,7 @@ extension Vault {
         }
     }
 
-    /// How many commits back from HEAD ``signers(head:headCommit:trust:)`` looks for signers the
+    /// How many commits back from HEAD ``signers(head:headCommit:trust:history:)`` looks for signers the
     /// branch index does not list.
     static let recentSignerCommits = 64
 
@@ -110,7 +114,7 @@ extension Vault {
     public func currentSigners(source: SignerPin.Source) throws(VaultError) -> [SignerPin] {
         let head = try resolveHead()
         let c = try head.commitID.map { id throws(VaultError) in try commit(id, index: head.index) }
-        return try signers(head: head, headCommit: c, trust: VaultTrust()).compactMap { s in
+        return try signers(head: head, headCommit: c, trust: VaultTrust(), history: true).compactMap { s in
             s.fingerprint.map { SignerPin(keyID: s.keyID, fingerprint: $0, source: source) }
         }
     }

@@ -40,26 +40,6 @@ import Glibc
         deinit { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
     }
 
-    /// `sitekeep ARGS` as a process of its own; its status and both outputs.
-    func sitekeep(_ binary: String, _ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        nonisolated(unsafe) var errData = Data()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self), String(decoding: errData, as: UTF8.self))
-    }
-
     @Test func cloneWaitsForARateLimitingRemote() async throws {
         let url = try #require(VaultSyncCommandTests.server, "run through tools/test: it starts the real vault server")
         let token = try #require(VaultSyncCommandTests.token)
@@ -79,7 +59,7 @@ import Glibc
         let keyFile = try store.file("vault.key", Array(keyText.utf8))
         let tokenFile = try store.file("token.txt", Array((token + "\n").utf8))
         let start = Date()
-        let clone = try sitekeep(binary, ["vault", "clone", limiter.url + "/rl-3-1-cli", "mine", "--key-file", keyFile, "--token-file", tokenFile,
+        let clone = ChildProcess.capture(binary, ["vault", "clone", limiter.url + "/rl-3-1-cli", "mine", "--key-file", keyFile, "--token-file", tokenFile,
                                           "--passphrase-file", store.passFile, "--home", store.home, "--keyring", "file", "--json"])
         #expect(clone.status == 0, "\(clone.err)")
         #expect(Date().timeIntervalSince(start) >= 1.0, "Retry-After was honoured")
