@@ -8,7 +8,8 @@
 //   sitekeep (CLI)  ─ SiteKeepCommandLine (command parsing and printing)
 //   SiteKeepDaemon  ─ the composition root: opens a store, wires the bridge's modules, starts the daemon
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
-//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, socket servers
+//   SiteKeepWiring  ─ the bridge's service protocols on the engines (adapters), the one module registry
+//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, service protocols, socket servers
 //   SiteKeepVaultRemotes ─ vault server HTTP API (over SiteKeepHTTP), folder/static remotes, push queue
 //   SiteKeepHTTP    ─ the one HTTP client: libcurl by dlopen (CCurlLoader), bounded, no redirects
 //   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, documents, ...)
@@ -75,6 +76,7 @@ let package = Package(
         .library(name: "SiteKeepSocket", targets: ["SiteKeepSocket"]),
         .library(name: "SiteKeepBridgeProtocol", targets: ["SiteKeepBridgeProtocol"]),
         .library(name: "SiteKeepBridge", targets: ["SiteKeepBridge"]),
+        .library(name: "SiteKeepWiring", targets: ["SiteKeepWiring"]),
         .library(name: "SiteKeepAudit", targets: ["SiteKeepAudit"]),
         .library(name: "SiteKeepDaemon", targets: ["SiteKeepDaemon"]),
         // Test support (in-memory services and keys), for the fuzz package; never linked by a
@@ -158,11 +160,18 @@ let package = Package(
         // socket's protocol and where a store's daemon listens. JSON and sockets only, so a
         // web-view host links it without custody, SQLite or OpenSSL.
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
-        // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
+        // The bridge: the op catalogue, the dispatcher, the service protocols its modules call
+        // and the socket servers. The engines behind the protocols are wired in SiteKeepWiring.
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
                 resources: [.copy("ops.json")]),
+        // The bridge's service protocols implemented on the engines: custody, the partitions, the
+        // vault library and the native core (the adapters, and the error mapping from each engine's
+        // typed errors to the bridge's codes), and the one registry of the modules a store serves.
+        // The composition root (the daemon), the audit and the command line use it; the bridge
+        // itself knows only its protocols.
+        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON"]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
         // library, the native core and the bridge's modules into one daemon (bridge, control and
         // ssh-agent sockets, reminders, vault sync, the session-lock watch). The CLI's `serve`
@@ -170,12 +179,12 @@ let package = Package(
         .target(name: "SiteKeepDaemon", dependencies: [
             "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
             "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent", "SiteKeepSocket",
-            "SiteKeepBridgeProtocol", "SiteKeepBridge",
+            "SiteKeepBridgeProtocol", "SiteKeepBridge", "SiteKeepWiring",
         ]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
             "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
             "SiteKeepDaemon",
             "SiteKeepRunClient",
             "SiteKeepHTTP",
@@ -206,7 +215,7 @@ let package = Package(
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
-            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
+            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
             "SiteKeepTesting", "SiteKeepSocket",
         ]),
 
@@ -216,7 +225,7 @@ let package = Package(
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
         // In-memory stand-ins (bridge services, site storage keys, vault keys, a signing audit
         // file) for tests, the test daemon, the fuzz targets and the benchmarks: kept out of Sources/.
-        .target(name: "SiteKeepTesting", dependencies: ["SiteKeepBridge", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
+        .target(name: "SiteKeepTesting", dependencies: ["SiteKeepBridge", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
                                                         "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
                 path: "Tests/SiteKeepTesting"),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
@@ -234,7 +243,7 @@ let package = Package(
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
-        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
         // The daemon started through SiteKeepDaemon's API alone, as a host starts it (no command line linked).
@@ -245,7 +254,7 @@ let package = Package(
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
             "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
-            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepSocket", "SiteKeepTestSupport", "SiteKeepTesting",
+            "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepSocket", "SiteKeepTestSupport", "SiteKeepTesting",
         ]),
     ],
     swiftLanguageModes: [.v6]

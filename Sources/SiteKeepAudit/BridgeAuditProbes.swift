@@ -1,4 +1,5 @@
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepJSON
 import SiteKeepPartitions
 

@@ -3,8 +3,10 @@
 /// A module declares the ops it serves (``ops``, known without an instance, so the catalogue
 /// check can see every op some module could serve), their handlers and the checks they make
 /// before a presence prompt. Adding an op group means adding a module beside its service
-/// (`Services/*Ops.swift`) and listing its kind in ``BridgeModules/shipped``; the dispatcher and
-/// the other modules do not change. An op whose module is not registered answers `not_configured`.
+/// protocol (`Services/*Ops.swift`), listing its kind once in ``BridgeModules/shipped``, and
+/// giving it an adapter with its `StoreModule` conformance in SiteKeepWiring (how a store makes
+/// it); the dispatcher, the daemon and the other modules do not change. An op whose module is
+/// not registered answers `not_configured`.
 ///
 /// ```swift
 /// let d = try BridgeDispatcher(catalogue: .bundled(), sites: resolver,
@@ -25,8 +27,9 @@ extension BridgeModule {
     public var preflights: [String: BridgePreflight] { [:] }
 }
 
-/// The module kinds SiteKeepBridge ships: what the catalogue consistency check counts as able
-/// to serve an op, whether or not a daemon registers it.
+/// The module kinds SiteKeepBridge ships, the one list of them: what the catalogue consistency
+/// check counts as able to serve an op, and what a store's bridge is made of (SiteKeepWiring's
+/// `StoreModules` makes each kind that conforms to its `StoreModule`).
 public enum BridgeModules {
     public static let shipped: [any BridgeModule.Type] = [
         StorageModule.self, TabsModule.self, ReadingModule.self, ScheduleModule.self, NotifyModule.self,

@@ -1,5 +1,6 @@
 import Foundation
 internal import SiteKeepBridge
+import SiteKeepWiring
 internal import SiteKeepCore
 internal import SiteKeepJSON
 internal import SiteKeepPartitions
@@ -106,21 +107,20 @@ enum CoreCommands {
             // The site's vault gets the change too (agenda/picks.json): unlock before anything changes.
             let mirror = VaultPicksMirror(library: VaultCommands.library(c.store))
             let mirrored: String?
-            do throws(BridgeFailure) { mirrored = try mirror.vaultName(siteID: c.site.id.string) } catch {
-                throw CommandFailure(error.message, code: error.code.rawValue)
-            }
+            mirrored = try mirror.vaultName(siteID: c.site.id.string)
             if mirrored != nil { try c.store.unlockOneShot(inv) }
             let old = try schedule(c)
             var s = old
             let (changed, message) = try edit(&s, id, c)
             if changed {
                 try setSchedule(s, c)
-                do throws(BridgeFailure) {
+                do throws(PicksMirrorError) {
                     if let vault = try mirror.mirror(old: old, new: s, siteID: c.site.id.string, now: SystemClock().now()) {
                         inv.note("Mirrored to the vault \(vault) (agenda/picks.json); the next push sends it.")
                     }
                 } catch {
-                    throw CommandFailure("the schedule is stored, but not mirrored to the site's vault: \(error.message)", code: error.code.rawValue)
+                    let code = if case .vault(let e) = error { e.code } else { "internal" }
+                    throw CommandFailure("the schedule is stored, but not mirrored to the site's vault: \(error)", code: code)
                 }
             }
             inv.say(message)
@@ -449,8 +449,14 @@ enum CoreCommands {
     static func resolvedVault(_ inv: Invocation) throws -> (ResolvedVault, VaultLibrary) {
         let site = try siteID(inv)
         let library = try VaultCommands.unlockedLibrary(inv)
-        do throws(BridgeFailure) { return (try CoreVaultAccess(library: library).resolve(inv.option("--vault"), siteID: site), library) } catch {
-            throw CommandFailure(error.message, remedy: "register a vault ('sitekeep vault add'), or name it with --vault", code: error.code.rawValue)
+        do throws(VaultChoiceError) { return (try CoreVaultAccess(library: library).choose(inv.option("--vault"), siteID: site), library) } catch {
+            switch error {
+            case .vault(let e): throw e
+            case .noVaultForSite:
+                throw CommandFailure("no vault chosen: the site has no vault of its own", remedy: "give the site one vault ('sitekeep vault add NAME --path DIR --site ORIGIN'), or name one with --vault", code: "not_configured")
+            case .noVaultNamed:
+                throw CommandFailure("no vault chosen", remedy: "register a vault ('sitekeep vault add'), or name it with --vault", code: "not_configured")
+            }
         }
     }
 
@@ -552,9 +558,7 @@ enum CoreCommands {
         let (r, library) = try resolvedVault(inv)
         let state = CoreStateDirectory(home: inv.settings.home)
         let listing: [VaultListingEntry]
-        do throws(BridgeFailure) { listing = try CoreVaultAccess.listing(r.vault) } catch {
-            throw CommandFailure(error.message, code: error.code.rawValue)
-        }
+        listing = try CoreVaultAccess.listing(r.vault)
         let one = inv.option("--mark-read")
         if let p = one, !Inbox.isItem(p, in: listing) {
             throw CommandFailure("\(p) is not in the inbox", remedy: "see 'sitekeep inbox'", code: "not_found")

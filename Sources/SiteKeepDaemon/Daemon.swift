@@ -4,6 +4,7 @@
 import Dispatch
 import Synchronization
 public import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepAgent
 import SiteKeepBridgeProtocol
 import SiteKeepCustody

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCore
 import SiteKeepDesktop
 import SiteKeepJSON

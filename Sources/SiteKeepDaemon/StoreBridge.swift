@@ -1,4 +1,5 @@
 public import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCore
 import SiteKeepCustody
 import SiteKeepKeyring
@@ -45,24 +46,11 @@ public enum StoreBridge {
         // The CLI changes sites.json while the daemon runs: see it at once, close what it removed.
         access.followRegistryChanges()
         let core = DaemonCore(home: store.home.path, registry: registry, access: access)
-        let state = core.state
-        let library = store.vaultLibrary()
-        let vaults = CoreVaultAccess(library: library)
         let presence: (any PresenceService)? = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
         let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
-        let custodian = store.custodian
-        let modules: [any BridgeModule] = [
-            StorageModule(PartitionStorageService(access: access)),
-            TabsModule(PartitionTabsService(access: access)),
-            ReadingModule(PartitionReadingService(access: access)),
-            ScheduleModule(PartitionScheduleService(access: access, mirror: VaultPicksMirror(library: library), onChange: { _ in core.replan() })),
-            NotifyModule(CoreNotifyService(access: access, state: state, onChange: { _ in core.replan() })),
-            IdentityModule(SettingsIdentityService(state: state, fallback: team.map { CustodyIdentityService(custodian: custodian, teamKeyID: $0) })),
-            SigningModule(CustodySigningService(custodian: custodian)),
-            VaultModule(vault ?? LibraryVaultService(library: library)),
-            WorkflowModule(CoreWorkflowService(state: state, vaults: vaults)),
-            InboxModule(CoreInboxService(vaults: vaults, state: state)),
-        ]
+        let parts = StoreParts(access: access, state: core.state, library: store.vaultLibrary(), vault: vault,
+                               custodian: store.custodian, teamKeyID: team, onPlanChange: { _ in core.replan() })
+        let modules = StoreModules.make(parts)
         return Wired(sites: RegistrySiteResolver(registry: registry), presence: presence, modules: modules, core: core)
     }
 }

@@ -1,5 +1,6 @@
 import Synchronization
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCustody
 import SiteKeepKeyring
 import SiteKeepJSON

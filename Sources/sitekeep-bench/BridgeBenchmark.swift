@@ -7,6 +7,7 @@ public import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepTesting
 
 /// `key.sign` over the daemon's socket against `ssh-agent` signing over its socket, with the same

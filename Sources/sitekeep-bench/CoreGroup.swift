@@ -1,5 +1,6 @@
 import Foundation
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCore
 import SiteKeepCustody
 import SiteKeepJSON

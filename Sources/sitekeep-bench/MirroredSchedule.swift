@@ -4,6 +4,7 @@
 // device key through custody).
 import Foundation
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON

@@ -8,6 +8,7 @@ import SiteKeepJSON
 import SiteKeepPartitions
 import SiteKeepKeyring
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepVault

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepJSON
 import SiteKeepCustody
 @testable import SiteKeepPartitions

@@ -6,6 +6,7 @@ import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepCustody
 @testable import SiteKeepBridge
+@testable import SiteKeepWiring
 import SiteKeepTesting
 
 /// A keyring in memory (the bridge's own copy of the contract, for adapter tests).

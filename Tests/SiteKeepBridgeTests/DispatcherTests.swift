@@ -5,6 +5,7 @@ import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepTesting
 
 @Suite struct CatalogueTests {

@@ -7,6 +7,7 @@ import SiteKeepKeyring
 import SiteKeepCustody
 import SiteKeepPartitions
 @testable import SiteKeepBridge
+@testable import SiteKeepWiring
 import SiteKeepTesting
 
 /// A real custodian behind the dispatcher, with custody's presence window over a counting

@@ -5,6 +5,7 @@ import Glibc
 import SiteKeepJSON
 import SiteKeepPartitions
 @testable import SiteKeepBridge
+@testable import SiteKeepWiring
 import SiteKeepTesting
 
 /// The bridge on a real registry that another registry (another process, in the daemon's case)

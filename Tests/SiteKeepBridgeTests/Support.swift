@@ -5,6 +5,7 @@ import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
+@testable import SiteKeepWiring
 import SiteKeepTesting
 
 /// Test keys with known bytes, so every reply can be scanned for them.

@@ -1,4 +1,5 @@
 public import SiteKeepBridge
+import SiteKeepWiring
 public import SiteKeepCore
 internal import SiteKeepJSON
 public import SiteKeepCustody

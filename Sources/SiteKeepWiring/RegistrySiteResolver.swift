@@ -1,3 +1,4 @@
+public import SiteKeepBridge
 public import SiteKeepPartitions
 import Synchronization
 

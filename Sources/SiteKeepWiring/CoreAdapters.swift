@@ -1,3 +1,4 @@
+public import SiteKeepBridge
 public import SiteKeepCore
 public import SiteKeepPartitions
 public import SiteKeepVault
@@ -110,27 +111,59 @@ public struct ResolvedVault: Sendable {
     public let scope: CoreScope
 }
 
+/// Why no vault could be chosen for a core op.
+public enum VaultChoiceError: Error, Sendable {
+    /// A site has no vault of its own and none was named.
+    case noVaultForSite
+    /// No vault was named and there is not exactly one (or one called `default`).
+    case noVaultNamed
+    /// The vault library refused.
+    case vault(VaultError)
+}
+
+extension BridgeFailure {
+    /// The bridge code for a vault choice that failed.
+    init(choice error: VaultChoiceError) {
+        switch error {
+        case .noVaultForSite: self.init(.notConfigured, "no vault chosen: pass args.vault, or give this site one vault (`sitekeep vault add NAME --path DIR --site ORIGIN`)")
+        case .noVaultNamed: self.init(.notConfigured, "no vault chosen: name one with --vault")
+        case .vault(let e): self.init(vault: e)
+        }
+    }
+}
+
 public struct CoreVaultAccess: Sendable {
     public let library: VaultLibrary
     public init(library: VaultLibrary) { self.library = library }
 
-    public func resolve(_ name: String? = nil, siteID: String?) throws(BridgeFailure) -> ResolvedVault {
-        do {
-            if let siteID {
-                guard let chosen = try name ?? library.defaultVaultName(forSite: siteID) else {
-                    throw BridgeFailure(.notConfigured, "no vault chosen: pass args.vault, or give this site one vault (`sitekeep vault add NAME --path DIR --site ORIGIN`)")
-                }
+    /// The vault a core op works on, without the bridge's error codes: the command line's
+    /// local commands call this, the bridge's adapters ``resolve(_:siteID:)``.
+    /// - Throws: ``VaultChoiceError``.
+    public func choose(_ name: String? = nil, siteID: String?) throws(VaultChoiceError) -> ResolvedVault {
+        if let siteID {
+            var found = name
+            if found == nil {
+                do { found = try library.defaultVaultName(forSite: siteID) } catch { throw .vault(error) }
+            }
+            guard let chosen = found else { throw .noVaultForSite }
+            do {
                 return ResolvedVault(name: chosen, vault: try library.vault(named: chosen, forSite: siteID), scope: CoreScope(site: siteID, vault: chosen))
-            }
-            let records = try library.records()
-            guard let chosen = name ?? (records.count == 1 ? records[0].name : (records.contains { $0.name == "default" } ? "default" : nil)) else {
-                throw BridgeFailure(.notConfigured, "no vault chosen: name one with --vault")
-            }
+            } catch { throw .vault(error) }
+        }
+        let records: [VaultRecord]
+        do { records = try library.records() } catch { throw .vault(error) }
+        guard let chosen = name ?? (records.count == 1 ? records[0].name : (records.contains { $0.name == "default" } ? "default" : nil)) else {
+            throw .noVaultNamed
+        }
+        do {
             let opened = try library.open(chosen)
             return ResolvedVault(name: chosen, vault: opened.vault, scope: CoreScope(site: opened.record.siteID, vault: chosen))
-        } catch let e as BridgeFailure { throw e } catch let e as VaultError { throw BridgeFailure(vault: e) } catch {
-            throw BridgeFailure(.internal, "vault failure")
-        }
+        } catch { throw .vault(error) }
+    }
+
+    /// ``choose(_:siteID:)`` with the bridge's codes.
+    public func resolve(_ name: String? = nil, siteID: String?) throws(BridgeFailure) -> ResolvedVault {
+        do { return try choose(name, siteID: siteID) } catch { throw BridgeFailure(choice: error) }
     }
 
     public func vault(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> Vault {
@@ -138,14 +171,17 @@ public struct CoreVaultAccess: Sendable {
     }
 
     /// The vault's listing as the inbox reads it (path and blob id).
-    public static func listing(_ v: Vault) throws(BridgeFailure) -> [VaultListingEntry] {
-        do { return try v.list(path: nil).map { VaultListingEntry(path: $0.path.string, version: "\($0.blobID)", size: $0.size) } } catch {
-            throw BridgeFailure(vault: error)
-        }
+    public static func listing(_ v: Vault) throws(VaultError) -> [VaultListingEntry] {
+        try v.list(path: nil).map { VaultListingEntry(path: $0.path.string, version: "\($0.blobID)", size: $0.size) }
     }
 
     public func listing(_ name: String? = nil, site: BridgeSite?) throws(BridgeFailure) -> [VaultListingEntry] {
-        try Self.listing(try vault(name, site: site))
+        try listing(try vault(name, site: site))
+    }
+
+    /// ``listing(_:)-swift.type.method`` with the bridge's codes.
+    func listing(_ v: Vault) throws(BridgeFailure) -> [VaultListingEntry] {
+        do { return try Self.listing(v) } catch { throw BridgeFailure(vault: error) }
     }
 
     /// The read marks of `r`'s inbox: in the vault, with the scope's local copy.
@@ -258,7 +294,7 @@ public struct CoreInboxService: InboxService {
 
     public func items(site: BridgeSite) async throws(BridgeFailure) -> [InboxItem] {
         let r = try vaults.resolve(siteID: site.id)
-        let listing = try CoreVaultAccess.listing(r.vault)
+        let listing = try vaults.listing(r.vault)
         do { return try state.lookAtInbox(listing: listing, scope: r.scope, marks: vaults.marks(r, state: state), now: clock.now()) } catch {
             throw BridgeFailure(coreFile: error)
         }
@@ -267,7 +303,7 @@ public struct CoreInboxService: InboxService {
     /// Marks in the site's scope for its vault, committed to the vault as the CLI's `inbox --mark-read` does.
     public func markRead(_ paths: [String], site: BridgeSite) async throws(BridgeFailure) -> Int {
         let r = try vaults.resolve(siteID: site.id)
-        let listing = try CoreVaultAccess.listing(r.vault)
+        let listing = try vaults.listing(r.vault)
         if let bad = Inbox.firstNonItem(paths, in: listing) { throw .notInInbox(bad) }
         guard !paths.isEmpty else { return 0 }
         do { return try state.markInboxRead(paths, listing: listing, marks: vaults.marks(r, state: state), now: clock.now()) } catch {

@@ -1,3 +1,4 @@
+public import SiteKeepBridge
 public import SiteKeepCore
 public import SiteKeepVault
 import SiteKeepJSON
@@ -19,11 +20,9 @@ public struct VaultPicksMirror: Sendable {
 
     /// The site's vault to mirror into (its only vault, or its `default`), when it has one that
     /// can be written. Reads only the registry (no key).
-    public func vaultName(siteID: String) throws(BridgeFailure) -> String? {
-        do {
-            guard let name = try library.defaultVaultName(forSite: siteID) else { return nil }
-            return try library.records().first { $0.name == name && !$0.readOnly }?.name
-        } catch { throw BridgeFailure(vault: error) }
+    public func vaultName(siteID: String) throws(VaultError) -> String? {
+        guard let name = try library.defaultVaultName(forSite: siteID) else { return nil }
+        return try library.records().first { $0.name == name && !$0.readOnly }?.name
     }
 
     /// The document ``mirror(old:new:siteID:now:)`` merges into the vault's.
@@ -38,24 +37,51 @@ public struct VaultPicksMirror: Sendable {
 
     /// Mirrors the change; answers the vault written (nil when the site has none, or nothing changed).
     @discardableResult
-    public func mirror(old: ScheduleDocument, new: ScheduleDocument, siteID: String, now: Instant) throws(BridgeFailure) -> String? {
-        guard let name = try vaultName(siteID: siteID) else { return nil }
-        do {
+    /// - Throws: ``PicksMirrorError``.
+    public func mirror(old: ScheduleDocument, new: ScheduleDocument, siteID: String, now: Instant) throws(PicksMirrorError) -> String? {
+        let ours = Self.document(old: old, new: new, now: now)
+        let name: String
+        var current: [UInt8]? = nil
+        do throws(VaultError) {
+            guard let chosen = try vaultName(siteID: siteID) else { return nil }
+            name = chosen
             let vault = try library.vault(named: name, forSite: siteID)
-            let ours = Self.document(old: old, new: new, now: now)
-            var current: [UInt8]? = nil
             do { current = try vault.read(path: Self.path) } catch { if case .notFound = error {} else { throw error } }
-            let merged = try current.map { c throws(BridgeFailure) -> [UInt8] in
-                guard let m = PicksMerge.merge(ours: ours, theirs: c) else {
-                    throw BridgeFailure(.internal, "the vault's \(Self.path) is not a picks document; fix or remove it there")
-                }
-                return m
-            } ?? PicksMerge.merge(ours: ours, theirs: ours) ?? ours
-            guard merged != current else { return nil }
-            try library.write(name: name, path: Self.path, contents: merged, message: "Schedule picks")
-            return name
-        } catch let e as BridgeFailure { throw e } catch let e as VaultError { throw BridgeFailure(vault: e) } catch {
-            throw BridgeFailure(.internal, "the picks could not be mirrored to the vault")
+        } catch { throw .vault(error) }
+        let merged: [UInt8]
+        if let current {
+            guard let m = PicksMerge.merge(ours: ours, theirs: current) else { throw .notAPicksDocument(Self.path) }
+            merged = m
+        } else {
+            merged = PicksMerge.merge(ours: ours, theirs: ours) ?? ours
+        }
+        guard merged != current else { return nil }
+        do { try library.write(name: name, path: Self.path, contents: merged, message: "Schedule picks") } catch { throw .vault(error) }
+        return name
+    }
+}
+
+/// Why a schedule change did not reach the site's vault.
+public enum PicksMirrorError: Error, Sendable, CustomStringConvertible {
+    /// The vault refused (locked, read-only, damaged, ...).
+    case vault(VaultError)
+    /// The vault's file at this path is not a picks document.
+    case notAPicksDocument(String)
+
+    public var description: String {
+        switch self {
+        case .vault(let e): e.description
+        case .notAPicksDocument(let path): "the vault's \(path) is not a picks document; fix or remove it there"
+        }
+    }
+}
+
+extension BridgeFailure {
+    /// The bridge code for a mirror that failed.
+    init(mirror error: PicksMirrorError) {
+        switch error {
+        case .vault(let e): self.init(vault: e)
+        case .notAPicksDocument: self.init(.internal, error.description)
         }
     }
 }

@@ -1,3 +1,4 @@
+public import SiteKeepBridge
 public import SiteKeepCustody
 
 // Adapters from the bridge's service protocols to custody. Each maps custody's typed errors to

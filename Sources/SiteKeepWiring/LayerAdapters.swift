@@ -1,3 +1,4 @@
+public import SiteKeepBridge
 public import SiteKeepPartitions
 public import SiteKeepVault
 public import SiteKeepCustody
@@ -171,6 +172,7 @@ public struct PartitionScheduleService: ScheduleService {
         try access.with(site) { p throws(PartitionError) in try p.storage.setItem(Self.key, text) }
         onChange(site)
         do { try mirror?.mirror(old: old, new: schedule, siteID: site.id, now: clock.now()) } catch {
+            let error = BridgeFailure(mirror: error)
             if error.code == .locked { return schedule }
             throw BridgeFailure(error.code, "the schedule is stored, but not mirrored to the site's vault: \(error.message)")
         }
