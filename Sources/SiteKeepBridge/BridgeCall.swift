@@ -42,43 +42,22 @@ extension SiteResolver {
     public func grantedOps(_ site: BridgeSite) -> Set<String> { [] }
 }
 
-/// Asks custody for a fresh presence proof (custody's ``PresenceProof``: bound to a site, an op
-/// and a key, valid at most 60 s on CLOCK_BOOTTIME). The proof's `site` is the bridge site's
-/// ``BridgeSite/id``.
-public protocol PresenceService: Sendable {
-    /// A proof no older than 60 s for `site.id`, `op` and `keyID`: one kept for exactly that use,
-    /// or else (after `beforeAsking` has passed) a new one from the user.
-    /// - Parameters:
-    ///   - keyID: the key the request names (`args.key`, a well-formed key id), nil for an op
-    ///     that names none.
-    ///   - beforeAsking: run before the user is asked, never when a kept proof serves; it throws
-    ///     when the op could not run (locked, no such key), so such a request never prompts.
-    /// - Throws: `presence_denied` when the user refuses, `presence_required` when no one
-    ///   answers, or what `beforeAsking` threw.
-    func proof(for site: BridgeSite, op: String, keyID: String?,
-               beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof
-}
-
-/// A check an op makes before a presence prompt (see ``PresenceService``): it throws when the
-/// call could not run, so the user is not asked for nothing.
-public typealias BridgePreflight = @Sendable (BridgeCall) async throws(BridgeFailure) -> Void
-
-/// What a handler gets: the bound site, the validated args, the presence proof when the op needed
-/// one, and a way to send events to the site's other connections.
+/// What a handler gets: the bound site, the validated args, and a way to send events to the
+/// site's other connections. An op the catalogue marks `presence` gets no proof here: its service
+/// passes the site to custody's one gate, which asks the user (or reuses an approval of the last
+/// 60 s for the same site, op and key) in the same call that uses the key.
 public struct BridgeCall: Sendable {
     public let op: String
     public let site: BridgeSite
     /// The validated `args` object.
     public let args: JSONValue
-    public let presence: PresenceProof?
     let emitter: @Sendable (String, JSONValue) -> Void
 
-    public init(op: String, site: BridgeSite, args: JSONValue, presence: PresenceProof? = nil,
+    public init(op: String, site: BridgeSite, args: JSONValue,
                 emitter: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in }) {
         self.op = op
         self.site = site
         self.args = args
-        self.presence = presence
         self.emitter = emitter
     }
 

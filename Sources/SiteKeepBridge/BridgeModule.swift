@@ -1,8 +1,7 @@
 /// One group of ops and the service behind them, registered with a ``BridgeDispatcher``.
 ///
 /// A module declares the ops it serves (``ops``, known without an instance, so the catalogue
-/// check can see every op some module could serve), their handlers and the checks they make
-/// before a presence prompt. Adding an op group means adding a module beside its service
+/// check can see every op some module could serve) and their handlers. Adding an op group means adding a module beside its service
 /// protocol (`Services/*Ops.swift`), listing its kind once in ``BridgeModules/shipped``, and
 /// giving it an adapter with its `StoreModule` conformance in SiteKeepWiring (how a store makes
 /// it); the dispatcher, the daemon and the other modules do not change. An op whose module is
@@ -17,14 +16,6 @@ public protocol BridgeModule: Sendable {
     static var ops: Set<String> { get }
     /// Each op's handler, by op name.
     var handlers: [String: BridgeHandler] { get }
-    /// The checks some ops make before a presence prompt (see ``PresenceService``), by op name;
-    /// each names one of ``ops``.
-    var preflights: [String: BridgePreflight] { get }
-}
-
-extension BridgeModule {
-    /// No op of this module checks anything before a presence prompt.
-    public var preflights: [String: BridgePreflight] { [:] }
 }
 
 /// The module kinds SiteKeepBridge ships, the one list of them: what the catalogue consistency

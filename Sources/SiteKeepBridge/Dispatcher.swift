@@ -1,5 +1,4 @@
 public import SiteKeepJSON
-import SiteKeepCustody
 
 /// Routes one request frame to its handler after every policy check the catalogue states.
 ///
@@ -8,9 +7,15 @@ import SiteKeepCustody
 /// registered as it was at `hello` (else the connection is revoked) → claimed origin is
 /// the connection's site → site on the op's allow-list, or granted the op by the user (a
 /// grantable op only; the registry is asked on every call) → op size limit → rate limit →
-/// `unsupported` → args shape (from the catalogue) → handler registered (its module) → presence (a proof for
-/// this site, op and key; before a prompt, `args.key` must be a key id and the op's preflight
-/// must pass) → handler → result shape. So a request that cannot run never prompts.
+/// `unsupported` → args shape (from the catalogue) → handler registered (its module) → handler
+/// → result shape.
+///
+/// Presence is not the dispatcher's: an op the catalogue marks `presence` (`key.sign`,
+/// `sealed.open`) reaches custody once, through its service, and custody's one gate checks that
+/// the use could run (unlocked, the key exists, `args.key` a key id), then reuses an approval of
+/// the last 60 s for this site, op and key or asks the user, checks that proof once, and uses the
+/// key, all in that one call. Every check above runs first, so a request that cannot run never
+/// prompts.
 ///
 /// The dispatcher routes; handlers live beside the service they call (`Services/`). Replies are
 /// built from ``JSONValue`` only, so no key type has a path into a reply.
@@ -24,10 +29,7 @@ public final class BridgeDispatcher: Sendable {
     public let catalogue: OpCatalogue
     /// The registry seen from the bridge: origin → site.
     let sites: any SiteResolver
-    /// Presence proofs for the ops that need one; nil makes those ops answer `not_configured`.
-    let presence: (any PresenceService)?
     let handlers: [String: BridgeHandler]
-    let preflights: [String: BridgePreflight]
     /// Per op: every app-bound site, or these canonical origins.
     private let allow: [String: (appBound: Bool, origins: Set<String>)]
     /// The catalogue's ops by name (the catalogue's own look-up is a linear search, paid on
@@ -41,7 +43,6 @@ public final class BridgeDispatcher: Sendable {
 
     /// - Parameters:
     ///   - sites: origin → site, the registry as the bridge sees it.
-    ///   - presence: where ops that need presence get their proof.
     ///   - modules: the op groups this daemon serves (at most one module per op).
     ///   - knownModules: every module kind that could serve an op, registered or not (the
     ///     catalogue check's list; the kinds in `modules` are added to it).
@@ -49,13 +50,11 @@ public final class BridgeDispatcher: Sendable {
     ///   origin; ``BridgeError/catalogueMismatch(_:)`` when a catalogued op has no module kind
     ///   that can serve it, a module serves an op the catalogue does not list, a module's
     ///   handlers differ from the ops it declares, or two modules serve one op.
-    public init(catalogue: OpCatalogue, sites: any SiteResolver, presence: (any PresenceService)? = nil,
+    public init(catalogue: OpCatalogue, sites: any SiteResolver,
                 modules: [any BridgeModule], knownModules: [any BridgeModule.Type] = BridgeModules.shipped) throws(BridgeError) {
         self.catalogue = catalogue
         self.sites = sites
-        self.presence = presence
         var handlers: [String: BridgeHandler] = [:]
-        var preflights: [String: BridgePreflight] = [:]
         var servable = Set<String>()
         for kind in knownModules { servable.formUnion(kind.ops) }
         for module in modules {
@@ -64,20 +63,14 @@ public final class BridgeDispatcher: Sendable {
             guard Set(table.keys) == kind.ops else {
                 throw .catalogueMismatch("\(kind) declares \(kind.ops.sorted()) but handles \(table.keys.sorted())")
             }
-            let checks = module.preflights
-            if let stray = checks.keys.first(where: { !kind.ops.contains($0) }) {
-                throw .catalogueMismatch("\(kind) has a preflight for \(stray), which it does not serve")
-            }
             for (op, handler) in table {
                 guard handlers.updateValue(handler, forKey: op) == nil else {
                     throw .catalogueMismatch("op \(op) is served by two registered modules")
                 }
             }
-            preflights.merge(checks) { a, _ in a }
             servable.formUnion(kind.ops)
         }
         self.handlers = handlers
-        self.preflights = preflights
         var allow: [String: (appBound: Bool, origins: Set<String>)] = [:]
         for op in catalogue.ops {
             var entry = (appBound: false, origins: Set<String>())
@@ -184,9 +177,9 @@ public final class BridgeDispatcher: Sendable {
         guard op.direction == .request else {
             throw BridgeFailure(.notAllowed, "\(op.name) is an event SiteKeep sends; it cannot be called")
         }
-        let (handler, proof) = try await admit(request, op: op, site: site, frameSize: frameSize, connection: connection)
+        let handler = try admit(request, op: op, site: site, frameSize: frameSize, connection: connection)
         let hub = self.hub
-        let call = BridgeCall(op: op.name, site: site, args: request.args, presence: proof) { event, data in
+        let call = BridgeCall(op: op.name, site: site, args: request.args) { event, data in
             hub.send(BridgeMessage.event(name: event, data: data).bytes, site: site.id, except: connection.id)
         }
         let result = try await handler(call)
@@ -198,10 +191,10 @@ public final class BridgeDispatcher: Sendable {
         return result
     }
 
-    /// Allow-list, size, rate, unsupported, args shape, handler, presence: the checks every op
-    /// passes. Presence comes last, so nothing that would refuse the request prompts first.
+    /// Allow-list, size, rate, unsupported, args shape, handler: the checks every op passes
+    /// before its handler (and, for a presence op, custody's gate) runs.
     private func admit(_ request: BridgeRequest, op: OpPolicy, site: BridgeSite, frameSize: Int,
-                       connection: BridgeConnection) async throws(BridgeFailure) -> (BridgeHandler, PresenceProof?) {
+                       connection: BridgeConnection) throws(BridgeFailure) -> BridgeHandler {
         guard isAllowed(op.name, site: site) else {
             let grant = op.grantable ? " (the user can grant it: sitekeep site grant \(Self.shortOrigin(site.origins.first) ?? site.id) \(op.name))" : ""
             throw BridgeFailure(.notAllowed, "\(op.name) is not allowed for \(site.name)\(grant); hello lists the ops this site may call")
@@ -217,27 +210,7 @@ public final class BridgeDispatcher: Sendable {
         guard let handler = handlers[op.name] else {
             throw BridgeFailure(.notConfigured, "\(op.name) is not configured in this daemon (its service is not set up)")
         }
-        guard op.presence else { return (handler, nil) }
-        guard let presence else {
-            throw BridgeFailure(.notConfigured, "\(op.name) needs presence and no presence service is configured")
-        }
-        var keyID: String? = nil
-        if let key = request.args["key"] {
-            guard let id = Self.promptableKeyID(key) else {
-                throw BridgeFailure(.badRequest, "args.key must be a key id (\(KeyID.rule)); see `sitekeep team list`")
-            }
-            keyID = id
-        }
-        let preflight = preflights[op.name]
-        let proof = try await presence.proof(for: site, op: op.name, keyID: keyID) { () async throws(BridgeFailure) in
-            try await preflight?(BridgeCall(op: op.name, site: site, args: request.args))
-        }
-        do {
-            try proof.check(site: site.id, op: op.name, keyID: keyID)
-        } catch {
-            throw BridgeFailure(.presenceRequired, "\(op.name) needs a presence proof for this site, op and key no older than 60 s")
-        }
-        return (handler, proof)
+        return handler
     }
 
     /// A canonical origin as people type it: without the scheme's default port.
@@ -247,13 +220,6 @@ public final class BridgeDispatcher: Sendable {
             return String(origin.dropLast(port.count))
         }
         return origin
-    }
-
-    /// `args.key` when it has the form of a key id (custody's one rule, ``KeyID``), so a page
-    /// cannot put its own words into the presence prompt; nil otherwise.
-    static func promptableKeyID(_ value: JSONValue?) -> String? {
-        guard let key = value?.stringValue, KeyID.isValid(key) else { return nil }
-        return key
     }
 
     /// Refuses every message on a connection whose site was removed, or whose origins or

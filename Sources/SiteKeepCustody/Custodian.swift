@@ -103,23 +103,30 @@ public struct NewRecoverySlot: Sendable {
 }
 
 /// Who is asking for a key use, for the audit log and presence checks.
-public struct KeyUseContext: Sendable, Equatable {
+public struct KeyUseContext: Sendable {
     /// The site (nil: the local user through the CLI).
     public var site: String?
     /// The operation name logged (`sign`, `key.sign`, `vault.save`, ...).
     public var op: String
-    /// A presence proof. When given, custody checks it again at use: it must be for this
-    /// `site`, this `op` and the key used, young enough, and taken in the current unlock.
+    /// A presence proof the caller already has (the command line's approval). Custody's gate
+    /// checks it, once, at use: it must be for this `site`, this `op` and the key used, young
+    /// enough, and taken in the current unlock.
     public var presence: PresenceProof?
+    /// Where the gate gets the approval when ``presence`` is nil (the bridge, the ssh-agent): a
+    /// kept one for this exact use, else the user is asked, after custody has checked the use
+    /// could run.
+    public var approval: PresenceApproval?
     /// What is being signed, in a few words, for the audit line (no secrets, at most 200
     /// characters are kept): for the SSH agent the kind of data and the destination.
     public var detail: String?
 
     /// A context; `site` nil means the local user.
-    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil, detail: String? = nil) {
+    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil, approval: PresenceApproval? = nil,
+                detail: String? = nil) {
         self.site = site
         self.op = op
         self.presence = presence
+        self.approval = approval
         self.detail = detail
     }
 

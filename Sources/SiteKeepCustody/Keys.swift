@@ -46,23 +46,19 @@ extension Custodian {
     }
 
     /// The unwrapped signing key of a version, cached for this unlock in the ``lockScope``.
-    ///
-    /// When `presence` is given, it must have been issued in the current unlock (a proof taken
-    /// before an unlock does not serve after it); the caller has checked its site, op and key.
-    func signer(kind: String, id: String, version: Int?, forSigning: Bool,
-                presence: PresenceProof? = nil) throws(CustodyError) -> (SigningKeyHandle, Int) {
-        let (handle, v, _) = try signerAndPolicy(kind: kind, id: id, version: version, forSigning: forSigning, presence: presence)
+    /// Presence is not its business: the gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``)
+    /// has admitted the use before a key is unwrapped for it.
+    func signer(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
+        let (handle, v, _) = try signerAndPolicy(kind: kind, id: id, version: version, forSigning: forSigning)
         return (handle, v)
     }
 
-    /// ``signer(kind:id:version:forSigning:presence:)``, also giving the key's SSH policy as its
+    /// ``signer(kind:id:version:forSigning:)``, also giving the key's SSH policy as its
     /// record says (kept with the cached signer, so the signing gate reads no keyring item).
-    func signerAndPolicy(kind: String, id: String, version: Int?, forSigning: Bool,
-                         presence: PresenceProof? = nil) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
+    func signerAndPolicy(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
         // Recorded before the master key is read: a key unwrapped across a lock is not cached.
         let generation = lockScope.generation
-        let (master, unlockedAtNs) = try currentUnlock()
-        if let presence, presence.issuedAtNanoseconds < unlockedAtNs { throw .presenceBeforeUnlock }
+        let master = try currentUnlock().master
         // Fast path: the current version, unwrapped earlier in this unlock (no keyring read).
         let currentKey = "\(kind)/\(id)"
         if version == nil, let hit = signers.withLock({ $0.current[currentKey] }) { return (hit.handle, hit.version, hit.ssh) }
@@ -262,15 +258,25 @@ extension Custodian {
         let algorithm: SigningAlgorithm
         let signedVersion: Int
         var logKey = keyID
+        var used = context
         do throws(CustodyError) {
-            if let proof = context.presence {
-                try proof.check(site: context.site ?? "-", op: context.op, keyID: keyID,
-                                clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
-            } else if kind == ItemKind.teamKey {
+            let unlockedAt = try currentUnlock().unlockedAtNs
+            // The one presence check (``admit``): before a prompt, the key must exist, so a use
+            // that cannot run never asks the user.
+            // A refusal at the prompt is logged with the version it would have used.
+            used.presence = try admit(context, keyID: keyID, unlockedAtNs: unlockedAt) { () throws(CustodyError) in
+                if version == nil, let hit = self.signers.withLock({ $0.current["\(kind)/\(keyID)"] }) {
+                    logKey = "\(keyID)@v\(hit.version)"
+                    return
+                }
+                let record = try self.loadRecord(kind: kind, id: keyID)
+                logKey = "\(keyID)@v\(version ?? record.versions.count)"
+            }
+            if used.presence == nil, kind == ItemKind.teamKey {
                 throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
-            let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true, presence: context.presence)
+            let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true)
             logKey = "\(keyID)@v\(v)"
             if kind == ItemKind.teamKey {
                 try Self.checkPolicy(SignedDataKind(message), op: context.op, keyID: keyID, ssh: ssh)
@@ -279,17 +285,18 @@ extension Custodian {
             algorithm = handle.algorithm
             signedVersion = v
         } catch {
-            logQuietly(context, key: logKey, result: Self.resultWord(error))
+            logQuietly(used, key: logKey, result: Self.resultWord(error))
             throw error
         }
-        try log(context, key: logKey, result: "ok")
+        try log(used, key: logKey, result: "ok")
         return TeamSignature(keyID: keyID, version: signedVersion, algorithm: algorithm, signature: signature)
     }
 
     static func resultWord(_ e: CustodyError) -> String {
         switch e {
         case .locked: "locked"
-        case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceRequired: "presence-refused"
+        case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceRequired,
+             .presenceDenied, .presenceTimedOut, .presenceUnavailable: "presence-refused"
         case .policyRefused: "policy-refused"
         case .keyNotFound, .versionNotFound: "no-such-key"
         case .versionVerifyOnly: "verify-only"

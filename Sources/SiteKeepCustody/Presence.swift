@@ -395,9 +395,10 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
     }
 }
 
-/// Remembers, for the bridge, the last presence proof of each use: a still-valid proof is
-/// reused only for the same site, op and key; anything else asks the user anew. The lifetime is
-/// at most 60 s.
+/// The approvals custody's gate keeps, and the verifier that asks for new ones: the last
+/// proof of each use (client, op, key and kind of use), reused only for that same use while it
+/// passes the gate's one check (``Custodian/admit(_:keyID:unlockedAtNs:beforeAsking:)``); the
+/// window itself checks nothing. The lifetime is at most 60 s.
 ///
 /// The proofs live in a ``LockBound`` of the custodian's ``LockScope``, so lock, auto-lock and
 /// unlock all forget them; a proof whose prompt returns after one of those serves its own call
@@ -408,47 +409,47 @@ public final class PresenceWindow: Sendable {
         let site: String
         let op: String
         let keyID: String?
+        /// The kind of use (the ssh-agent's destination or namespace), nil for any.
+        let scope: String?
     }
+
+    /// The most uses remembered; past it every kept approval is dropped (the next use asks).
+    static let maximumUses = 256
 
     /// The effective lifetime (the configured value clamped to ``PresenceProof/maximumLifetime``).
     public let lifetime: Duration
     private let verifier: any PresenceVerifier
-    private let clock: BootClock
     private let proofs: LockBound<[Use: PresenceProof]>
 
     /// A window over `verifier` whose proofs `lockScope` clears (the custodian's
     /// ``Custodian/lockScope``); `lifetime` is clamped to 0...60 s.
-    public init(verifier: any PresenceVerifier, lockScope: LockScope, lifetime: Duration = PresenceProof.maximumLifetime,
-                clock: BootClock = .system) {
+    public init(verifier: any PresenceVerifier, lockScope: LockScope, lifetime: Duration = PresenceProof.maximumLifetime) {
         self.verifier = verifier
         self.lifetime = min(max(lifetime, .zero), PresenceProof.maximumLifetime)
-        self.clock = clock
         proofs = lockScope.cache()
     }
 
-    /// The cached proof for this use when it is still young enough, without asking anyone.
-    public func cachedProof(site: String, op: String, keyID: String?) -> PresenceProof? {
-        let use = Use(site: site, op: op, keyID: keyID)
-        guard let cached = proofs.withLock({ $0[use] }) else { return nil }
-        do {
-            try cached.check(site: site, op: op, keyID: keyID, clock: clock, lifetime: lifetime)
-            return cached
-        } catch {
-            _ = proofs.withLock { $0.removeValue(forKey: use) }
-            return nil
-        }
+    /// The lock scope's generation now: a proof asked for after it is kept only if no lock or
+    /// unlock came in between.
+    var generation: LockScope.Generation { proofs.scope.generation }
+
+    /// The proof kept for `use`, unchecked (the gate checks it).
+    func kept(_ use: Use) -> PresenceProof? { proofs.withLock { $0[use] } }
+
+    /// Forgets the proof kept for `use`.
+    func forget(_ use: Use) { _ = proofs.withLock { $0.removeValue(forKey: use) } }
+
+    /// Asks the user to approve `use`, showing `label`.
+    func ask(_ use: Use, label: String) throws(CustodyError) -> PresenceProof {
+        try verifier.requestPresence(site: use.site, siteLabel: label, op: use.op, keyID: use.keyID)
     }
 
-    /// A valid proof for `site`, `op` and `keyID`: the cached one when still young enough, else a
-    /// new one (the user is shown `siteLabel`, when given, rather than the site id).
-    public func proof(site: String, siteLabel: String? = nil, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        if let cached = cachedProof(site: site, op: op, keyID: keyID) { return cached }
-        let generation = proofs.scope.generation
-        let fresh = try verifier.requestPresence(site: site, siteLabel: siteLabel ?? site, op: op, keyID: keyID)
-        try fresh.check(site: site, op: op, keyID: keyID, clock: clock, lifetime: lifetime)
-        // Kept only if no lock or unlock happened while the user was asked.
-        _ = proofs.withLock(ifNotClearedSince: generation) { $0[Use(site: site, op: op, keyID: keyID)] = fresh }
-        return fresh
+    /// Keeps `proof` for `use` unless a lock or unlock happened since `generation`.
+    func keep(_ proof: PresenceProof, for use: Use, ifNotClearedSince generation: LockScope.Generation) {
+        _ = proofs.withLock(ifNotClearedSince: generation) { p in
+            if p.count >= Self.maximumUses { p.removeAll() }
+            p[use] = proof
+        }
     }
 
     /// How many proofs are kept (for tests).

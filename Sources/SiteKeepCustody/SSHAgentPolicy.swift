@@ -88,14 +88,15 @@ extension Custodian {
         var logged = context
         logged.op = Self.sshPolicyOp
         if enabling {
+            // Through the one gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``), as a key use.
             let unlockedAt = try currentUnlock().unlockedAtNs
-            guard let proof = context.presence else {
+            guard let proof = try admit(logged, keyID: id, unlockedAtNs: unlockedAt, beforeAsking: { () throws(CustodyError) in
+                _ = try self.loadRecord(kind: ItemKind.teamKey, id: id)
+            }) else {
                 throw .presenceRequired("changing what key \(id) may sign over SSH needs the user's approval; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
-            try proof.check(site: context.site ?? "-", op: Self.sshPolicyOp, keyID: id,
-                            clock: configuration.bootClock, lifetime: configuration.presenceLifetime)
-            guard proof.issuedAtNanoseconds >= unlockedAt else { throw .presenceBeforeUnlock }
+            logged.presence = proof
         }
         var record = try loadRecord(kind: ItemKind.teamKey, id: id)
         record.ssh = enabling ? policy : nil

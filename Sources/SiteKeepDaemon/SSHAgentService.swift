@@ -17,7 +17,7 @@ enum SSHAgentService {
                 note("ssh-agent: presence prompt: \(plan)")
             }
         }
-        let keys = CustodyAgentKeys(custodian: custodian, presence: WindowedAgentPresence(verifier: verifier, lockScope: custodian.lockScope))
+        let keys = CustodyAgentKeys(custodian: custodian, presence: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope))
         let lastUnavailable = Mutex<String?>(nil)
         let server = try AgentSocketServer(path: path, keys: keys) { peer, why in
             // The same "cannot ask" reason is said once, not for every refused signature.

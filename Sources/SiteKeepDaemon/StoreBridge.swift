@@ -23,12 +23,11 @@ public enum StoreBridge {
     /// later (its events), and the modules need the core now (re-planning).
     struct Wired {
         let sites: any SiteResolver
-        let presence: (any PresenceService)?
         let modules: [any BridgeModule]
         let core: DaemonCore
 
         func dispatcher() throws -> BridgeDispatcher {
-            try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), sites: sites, presence: presence, modules: modules)
+            try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), sites: sites, modules: modules)
         }
     }
 
@@ -46,11 +45,10 @@ public enum StoreBridge {
         // The CLI changes sites.json while the daemon runs: see it at once, close what it removed.
         access.followRegistryChanges()
         let core = DaemonCore(home: store.home.path, registry: registry, access: access)
-        let presence: (any PresenceService)? = CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: scope))
         let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
         let parts = StoreParts(access: access, state: core.state, library: store.vaultLibrary(), vault: vault,
-                               custodian: store.custodian, teamKeyID: team, onPlanChange: { _ in core.replan() })
+                               custodian: store.custodian, presence: PresenceWindow(verifier: verifier, lockScope: scope), teamKeyID: team, onPlanChange: { _ in core.replan() })
         let modules = StoreModules.make(parts)
-        return Wired(sites: RegistrySiteResolver(registry: registry), presence: presence, modules: modules, core: core)
+        return Wired(sites: RegistrySiteResolver(registry: registry), modules: modules, core: core)
     }
 }

@@ -10,7 +10,9 @@ extension BridgeFailure {
         switch error {
         case .locked: self.init(.locked, "SiteKeep is locked; run `sitekeep unlock`")
         case .notInitialized: self.init(.notConfigured, "SiteKeep is not set up; run `sitekeep init`")
-        case .keyNotFound, .versionNotFound, .invalidKeyID: self.init(.notFound, error.description)
+        case .keyNotFound, .versionNotFound: self.init(.notFound, error.description)
+        // Refused by the gate before any prompt: a page cannot put its own words there.
+        case .invalidKeyID: self.init(.badRequest, "args.key must be a key id (\(KeyID.rule)); see `sitekeep team list`")
         case .presenceDenied: self.init(.presenceDenied, "the user refused")
         case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceUnavailable, .presenceRequired:
             self.init(.presenceRequired, error.description)
@@ -20,42 +22,39 @@ extension BridgeFailure {
     }
 }
 
-/// Presence through custody's ``PresenceWindow`` (askpass or passphrase re-entry, 60 s at most,
-/// bound to the site id, the op and the key; the window's proofs are wiped by lock and unlock).
-public struct CustodyPresenceService: PresenceService {
-    public let window: PresenceWindow
-    public init(window: PresenceWindow) { self.window = window }
+extension BridgeSite {
+    /// How a presence prompt names this site: its quoted, bounded name (it must not read as
+    /// SiteKeep's own words) and its first origin. The approval is bound to the site id.
+    public var presenceLabel: String {
+        "site " + PresenceText.quoted(name) + (origins.first.map { " (\($0))" } ?? "")
+    }
 
-    /// A kept proof for this exact use, else (once `beforeAsking` passed) the user is asked,
-    /// shown the key, the op, and the site's quoted name and origin; the proof is bound to the
-    /// site id.
-    public func proof(for site: BridgeSite, op: String, keyID: String?,
-                      beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
-        if let kept = window.cachedProof(site: site.id, op: op, keyID: keyID) { return kept }
-        try await beforeAsking()
-        // The site's name is quoted and bounded: it must not read as SiteKeep's own words.
-        let label = "site " + PresenceText.quoted(site.name) + (site.origins.first.map { " (\($0))" } ?? "")
-        do { return try window.proof(site: site.id, siteLabel: label, op: op, keyID: keyID) } catch { throw BridgeFailure(custody: error) }
+    /// The key-use context of `op` for this site: approved through `window` (an approval kept
+    /// for this site, op and key, else the user is asked, shown ``presenceLabel``).
+    public func keyUse(_ op: String, window: PresenceWindow) -> KeyUseContext {
+        KeyUseContext(site: id, op: op, approval: PresenceApproval(window: window, label: presenceLabel))
     }
 }
 
-/// `key.sign` through ``Custodian/signature(keyID:version:message:context:)``: custody checks the
-/// proof's site, op and key again, and that it was taken in this unlock, and writes its
-/// hash-chained audit line (with the approving prompt's id) before returning. Once a key is
-/// unwrapped in this unlock, a signature reads nothing from the keyring.
+/// `key.sign` through custody's one gate, ``Custodian/signature(keyID:version:message:context:)``:
+/// in one call custody checks the use could run (unlocked, the key exists, its id well formed),
+/// reuses this site's approval of the last 60 s for `key.sign` and this key or asks the user
+/// through ``presence``, checks that proof once, signs, and writes its hash-chained audit line
+/// (with the approving prompt's id). Once a key is unwrapped in this unlock, a signature reads
+/// nothing from the keyring.
 public struct CustodySigningService: SigningService {
     public let custodian: Custodian
-    public init(custodian: Custodian) { self.custodian = custodian }
+    /// The bridge's kept approvals and the prompt (in the custodian's lock scope).
+    public let presence: PresenceWindow
 
-    /// Unlocked, and the key exists: otherwise no prompt.
-    public func checkCanSign(keyID: String, site: BridgeSite) async throws(BridgeFailure) {
-        do { try custodian.checkCanSign(keyID: keyID) } catch { throw BridgeFailure(custody: error) }
+    public init(custodian: Custodian, presence: PresenceWindow) {
+        self.custodian = custodian
+        self.presence = presence
     }
 
-    public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {
+    public func sign(_ data: [UInt8], keyID: String, site: BridgeSite) async throws(BridgeFailure) -> BridgeSignature {
         do {
-            let signed = try custodian.signature(keyID: keyID, message: data,
-                                                 context: KeyUseContext(site: site.id, op: "key.sign", presence: presence))
+            let signed = try custodian.signature(keyID: keyID, message: data, context: site.keyUse("key.sign", window: presence))
             return BridgeSignature(keyID: keyID, algorithm: signed.algorithm, signature: signed.signature)
         } catch {
             throw BridgeFailure(custody: error)

@@ -16,18 +16,21 @@ public struct StoreParts: Sendable {
     public let vault: any VaultService
     /// Custody: signatures and identity, never key bytes.
     public let custodian: Custodian
+    /// The bridge's kept approvals and its prompt, for the ops custody's gate approves.
+    public let presence: PresenceWindow
     /// The team key `identity.get` reports when the settings name none (nil: no team key).
     public let teamKeyID: String?
     /// Called when a site's picks or leads change (the core re-plans its reminders).
     public let onPlanChange: @Sendable (BridgeSite) -> Void
 
     public init(access: PartitionAccess, state: CoreStateDirectory, library: VaultLibrary, vault: (any VaultService)? = nil,
-                custodian: Custodian, teamKeyID: String?, onPlanChange: @escaping @Sendable (BridgeSite) -> Void) {
+                custodian: Custodian, presence: PresenceWindow, teamKeyID: String?, onPlanChange: @escaping @Sendable (BridgeSite) -> Void) {
         self.access = access
         self.state = state
         self.library = library
         self.vault = vault ?? LibraryVaultService(library: library)
         self.custodian = custodian
+        self.presence = presence
         self.teamKeyID = teamKeyID
         self.onPlanChange = onPlanChange
     }
@@ -93,7 +96,7 @@ extension IdentityModule: StoreModule {
 }
 
 extension SigningModule: StoreModule {
-    public static func make(_ p: StoreParts) -> Self? { Self(CustodySigningService(custodian: p.custodian)) }
+    public static func make(_ p: StoreParts) -> Self? { Self(CustodySigningService(custodian: p.custodian, presence: p.presence)) }
 }
 
 extension VaultModule: StoreModule {

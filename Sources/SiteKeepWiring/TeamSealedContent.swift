@@ -12,11 +12,24 @@ public struct TeamSealedContent: SealedContentService {
     public static let prefix = "sitekeep.sealed.v1."
     public let teamID: String
     private let key: SymmetricKeyHandle
+    private let approve: @Sendable (BridgeSite) async throws(BridgeFailure) -> Void
 
-    /// - Parameter key: the team content key handle (custody derives it; the bridge never sees bytes).
-    public init(teamID: String, key: SymmetricKeyHandle) {
+    /// - Parameters:
+    ///   - key: the team content key handle (custody derives it; the bridge never sees bytes).
+    ///   - approve: the user's approval of `sealed.open` for a site, asked before every open:
+    ///     custody's gate (``custody(_:presence:)``), or a test's stand-in.
+    public init(teamID: String, key: SymmetricKeyHandle, approve: @escaping @Sendable (BridgeSite) async throws(BridgeFailure) -> Void) {
         self.teamID = teamID
         self.key = key
+        self.approve = approve
+    }
+
+    /// Approval through custody's one gate (``Custodian/approve(_:keyID:)``): unlocked, then this
+    /// site's approval of `sealed.open` kept in `presence` or asked, checked once and logged.
+    public static func custody(_ custodian: Custodian, presence: PresenceWindow) -> @Sendable (BridgeSite) async throws(BridgeFailure) -> Void {
+        { site throws(BridgeFailure) in
+            do throws(CustodyError) { try custodian.approve(site.keyUse("sealed.open", window: presence)) } catch { throw BridgeFailure(custody: error) }
+        }
     }
 
     private var associatedData: [UInt8] { Array("sitekeep.sealed.v1".utf8) + [0] + Array(teamID.utf8) }
@@ -29,8 +42,7 @@ public struct TeamSealedContent: SealedContentService {
         return Self.prefix + teamID + "." + Base64.encode(box, variant: .urlSafeNoPadding)
     }
 
-    public func open(envelope: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> [UInt8] {
-        do { try presence.check(site: site.id, op: "sealed.open", keyID: nil) } catch { throw BridgeFailure(custody: error) }
+    public func open(envelope: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8] {
         guard envelope.hasPrefix(Self.prefix) else {
             throw BridgeFailure(.badRequest, "args.envelope is not a sitekeep.sealed.v1 envelope")
         }
@@ -42,6 +54,8 @@ public struct TeamSealedContent: SealedContentService {
         guard let box = try? Base64.decode(String(rest[rest.index(after: dot)...]), variant: .urlSafeNoPadding) else {
             throw BridgeFailure(.badRequest, "args.envelope's box is not Base64url")
         }
+        // Only a well-formed envelope of this team reaches the prompt.
+        try await approve(site)
         guard let plain = try? key.open(box, authenticating: associatedData) else {
             throw BridgeFailure(.badRequest, "the envelope could not be opened (damaged or not sealed with this team's key)")
         }

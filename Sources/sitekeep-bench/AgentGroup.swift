@@ -208,7 +208,7 @@ final class SiteKeepAgentUnderTest {
         try Data((key.authorizedKeysLine(comment: "sitekeep:bench") + "\n").utf8).write(to: URL(fileURLWithPath: publicKeyFile))
         // As `sitekeep serve` runs it: the audit log's fsync off the reply path.
         custodian.auditLog.syncInBackground()
-        let keys = CustodyAgentKeys(custodian: custodian, presence: WindowedAgentPresence(verifier: try AskpassPresenceVerifier(program: "/bin/true"), lockScope: custodian.lockScope))
+        let keys = CustodyAgentKeys(custodian: custodian, presence: PresenceWindow(verifier: try AskpassPresenceVerifier(program: "/bin/true"), lockScope: custodian.lockScope))
         socket = "\(dir)/run/sitekeep-\(algorithm.rawValue).sock"
         try FileManager.default.createDirectory(atPath: "\(dir)/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         server = try AgentSocketServer(path: socket, keys: keys)

@@ -202,9 +202,9 @@ public enum BridgeBenchmark {
         if let i = catalogue.ops.firstIndex(where: { $0.name == "key.sign" }) {
             catalogue.ops[i].rateLimit = RateLimit(burst: 1_000_000, perSecond: 1_000_000)
         }
+        let window = PresenceWindow(verifier: approve, lockScope: custodian.lockScope)
         let dispatcher = try BridgeDispatcher(catalogue: catalogue, sites: InMemoryBridge.resolver,
-                                              presence: CustodyPresenceService(window: PresenceWindow(verifier: approve, lockScope: custodian.lockScope)),
-                                              modules: InMemoryBridge.modules(signing: CustodySigningService(custodian: custodian)))
+                                              modules: InMemoryBridge.modules(signing: CustodySigningService(custodian: custodian, presence: window)))
         let path = "\(workDir)/bridge-\(algorithm.rawValue).sock"
         let server = try BridgeServer(dispatcher: dispatcher, path: path)
         server.start()

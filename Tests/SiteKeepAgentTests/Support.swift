@@ -58,7 +58,7 @@ final class AgentFixture: @unchecked Sendable {
     /// The agent's key source over this store, presence by the askpass program.
     func keys(lifetime: Duration = PresenceProof.maximumLifetime) throws -> CustodyAgentKeys {
         CustodyAgentKeys(custodian: custodian,
-                         presence: WindowedAgentPresence(verifier: try AskpassPresenceVerifier(program: askpass), lockScope: custodian.lockScope, lifetime: lifetime))
+                         presence: PresenceWindow(verifier: try AskpassPresenceVerifier(program: askpass), lockScope: custodian.lockScope, lifetime: lifetime))
     }
 
     /// The prompts shown so far.

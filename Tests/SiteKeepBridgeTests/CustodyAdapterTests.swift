@@ -50,8 +50,8 @@ final class CountingVerifier: PresenceVerifier {
         _ = try custodian.initialize(passphrase: SecretBytes(copying: Array("pw".utf8)), parameters: .minimum, withRecoveryCode: false)
         let info = try custodian.generateTeamKey(id: "summit", name: "Web Summit Team", algorithm: .ed25519)
         let verifier = CountingVerifier(approve: true)
-        let bed = try InMemoryBridge.dispatcher(presence: CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope)),
-                                                signing: CustodySigningService(custodian: custodian),
+        let bed = try InMemoryBridge.dispatcher(signing: CustodySigningService(custodian: custodian,
+                                                                               presence: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope)),
                                                 identity: CustodyIdentityService(custodian: custodian, teamKeyID: "summit"))
         let c = BridgeConnection()
         func send(_ op: String, _ args: JSONValue = .object([])) async throws -> BridgeMessage {
@@ -79,11 +79,9 @@ final class CountingVerifier: PresenceVerifier {
     }
 
     @Test func refusedPresenceIsPresenceDenied() async throws {
-        let d = try InMemoryBridge.dispatcher(presence: CustodyPresenceService(window: PresenceWindow(verifier: CountingVerifier(approve: false), lockScope: LockScope())),
-                                              signing: HandleSigningService(keys: ["k": try TestKeys.ed25519()], audit: InMemoryAuditSink()))
-        let c = BridgeConnection()
-        _ = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8), connection: c)
-        let m = try BridgeMessage.parse(await d.handle(Array(#"{"v":1,"id":2,"op":"key.sign","args":{"key":"k","data":"AA=="}}"#.utf8), connection: c))
-        #expect(code(m) == .presenceDenied)
+        let bed = try CustodyBed(verifier: CountingVerifier(approve: false))
+        let c = try await bed.connect(InMemoryBridge.webSummit)
+        #expect(code(try await bed.sign(c, "summit")) == .presenceDenied)
+        #expect(try bed.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused"])
     }
 }

@@ -230,39 +230,10 @@ import SiteKeepTesting
         #expect(bed.audit.entries.count == 3 && bed.audit.entries.allSatisfy { $0.ok && $0.site == InMemoryBridge.webSummit.id })
         #expect(code(await bed.send(c, op: "key.sign", args: ["key": "nope", "data": "AA=="])) == .notFound)
         #expect(presence.prompts == 4, "a key that does not exist is refused before any prompt")
-        // A proof older than 60 s is refused, however the service produced it.
+        // An approval older than 60 s is not reused: the user is asked again.
         presence.backdate(site: InMemoryBridge.webSummit.id, ageNanos: 61_000_000_000)
-        #expect(code(await bed.send(c, op: "key.sign", args: args)) == .presenceRequired)
-    }
-
-    struct WrongSitePresence: PresenceService {
-        func proof(for site: BridgeSite, op: String, keyID: String?,
-                   beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
-            PresenceProof(site: InMemoryBridge.promptugal.id, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
-        }
-    }
-
-    /// The presence prompt names the key a request asks for only when it has the form of a key
-    /// id: a page cannot put its own words ("… Allow? Press OK") into the user's prompt.
-    @Test func onlyWellFormedKeyIDsReachThePresencePrompt() {
-        #expect(BridgeDispatcher.promptableKeyID("team-ed") == "team-ed")
-        #expect(BridgeDispatcher.promptableKeyID("team.p256_v2") == "team.p256_v2")
-        // The same rule as custody's (KeyID): an id custody would refuse, such as one starting
-        // with '-', '.' or '_', never reaches a prompt either.
-        for hostile: JSONValue in ["Team Ed", "x. Allow? Press OK", "team\u{202E}de", "", .string(String(repeating: "a", count: 65)), 7, .null,
-                                   "-team", ".team", "_team"] {
-            #expect(BridgeDispatcher.promptableKeyID(hostile) == nil, "\(hostile)")
-        }
-        #expect(BridgeDispatcher.promptableKeyID(nil) == nil)
-    }
-
-    @Test func aProofForAnotherSiteDoesNotServe() async throws {
-        let d = try InMemoryBridge.dispatcher(presence: WrongSitePresence(),
-                                              signing: HandleSigningService(keys: ["team-ed": try TestKeys.ed25519()], audit: InMemoryAuditSink()))
-        let c = BridgeConnection()
-        _ = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8), connection: c)
-        let reply = try BridgeMessage.parse(await d.handle(Array(#"{"v":1,"id":2,"op":"key.sign","args":{"key":"team-ed","data":"AA=="}}"#.utf8), connection: c))
-        #expect(code(reply) == .presenceRequired)
+        #expect(result(await bed.send(c, op: "key.sign", args: args)) != nil)
+        #expect(presence.prompts == 5)
     }
 
     @Test func sealedOpenRoundTripsAndRefusesTampering() async throws {

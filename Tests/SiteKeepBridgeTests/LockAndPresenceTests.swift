@@ -18,15 +18,18 @@ struct CustodyBed {
     let dispatcher: BridgeDispatcher
     static let passphrase = "bridge lock pass"
 
-    init(sealed: Bool = false) throws {
+    init(sealed: Bool = false, verifier chosen: (any PresenceVerifier)? = nil) throws {
         let home = try tempDir()
         custodian = try Custodian(home: StoreHome(path: home + "/store"), keyring: MemoryKeyring())
         _ = try custodian.initialize(passphrase: SecretBytes(copying: Array(Self.passphrase.utf8)), parameters: .minimum, withRecoveryCode: false)
         for id in ["summit", "other"] { _ = try custodian.generateTeamKey(id: id, name: id, algorithm: .ed25519) }
         verifier = CountingVerifier(approve: true)
-        dispatcher = try InMemoryBridge.dispatcher(presence: CustodyPresenceService(window: PresenceWindow(verifier: verifier, lockScope: custodian.lockScope)),
-                                                   signing: CustodySigningService(custodian: custodian),
-                                                   sealed: sealed ? TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey()) : nil)
+        // Custody's gate asks through this window: the daemon's wiring (StoreModules) in small.
+        let window = PresenceWindow(verifier: chosen ?? verifier, lockScope: custodian.lockScope)
+        let custodian = custodian
+        dispatcher = try InMemoryBridge.dispatcher(signing: CustodySigningService(custodian: custodian, presence: window),
+                                                   sealed: sealed ? TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey(),
+                                                                                      approve: TeamSealedContent.custody(custodian, presence: window)) : nil)
     }
 
     var prompts: Int { verifier.asked.load(ordering: .relaxed) }
@@ -77,7 +80,7 @@ struct CustodyBed {
     @Test func aProofServesOnlyItsOwnSiteOpAndKey() async throws {
         let bed = try CustodyBed(sealed: true)
         let summit = try await bed.connect(InMemoryBridge.webSummit)
-        let envelope = try TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey()).seal(Array("note".utf8))
+        let envelope = try TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey(), approve: { _ in }).seal(Array("note".utf8))
         #expect(result(try await bed.send(summit, "sealed.open", ["envelope": .string(envelope)])) != nil)
         #expect(bed.prompts == 1)
         #expect(result(try await bed.sign(summit, "summit")) != nil)
@@ -107,27 +110,40 @@ struct CustodyBed {
         #expect(bed.prompts == 2, "the approval from before the lock did not survive it")
     }
 
-    /// Custody refuses a proof for another key or op even when a presence service hands one out.
-    @Test func custodyRefusesAProofForAnotherKey() async throws {
-        struct StaleKeyPresence: PresenceService {
-            func proof(for site: BridgeSite, op: String, keyID: String?,
-                       beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
-                PresenceProof(site: site.id, op: op, keyID: "summit", method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
+    /// Custody's gate refuses a proof for another key, site or op, whoever hands it out: a
+    /// verifier that answers with the wrong proof signs nothing, and the refusal is logged.
+    @Test func custodyRefusesAProofForAnotherKeyOrSite() async throws {
+        struct StaleVerifier: PresenceVerifier {
+            let site: String?
+            func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+                PresenceProof(site: self.site ?? site, op: op, keyID: "summit", method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
             }
         }
-        let bed = try CustodyBed()
-        let signing = CustodySigningService(custodian: bed.custodian)
-        let proof = PresenceProof(site: InMemoryBridge.webSummit.id, op: "key.sign", keyID: "summit", method: .askpass,
-                                  issuedAtNanoseconds: BootClock.system.nanoseconds())
-        await #expect(throws: BridgeFailure.self) { try await signing.sign([1], keyID: "other", site: InMemoryBridge.webSummit, presence: proof) }
-        _ = try await signing.sign([1], keyID: "summit", site: InMemoryBridge.webSummit, presence: proof)
-        // And the dispatcher refuses a service's proof for another key before any handler runs.
-        let d = try InMemoryBridge.dispatcher(presence: StaleKeyPresence(), signing: signing)
-        let c = BridgeConnection()
-        _ = await d.handle(Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8), connection: c)
-        let reply = try BridgeMessage.parse(await d.handle(Array(#"{"v":1,"id":2,"op":"key.sign","args":{"key":"other","data":"AA=="}}"#.utf8), connection: c))
-        #expect(code(reply) == .presenceRequired)
+        let bed = try CustodyBed(verifier: StaleVerifier(site: nil))
+        let summit = try await bed.connect(InMemoryBridge.webSummit)
+        #expect(code(try await bed.sign(summit, "other")) == .presenceRequired)
+        #expect(result(try await bed.sign(summit, "summit")) != nil)
         #expect(try bed.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused", "ok"])
+
+        let wrongSite = try CustodyBed(verifier: StaleVerifier(site: InMemoryBridge.promptugal.id))
+        let c = try await wrongSite.connect(InMemoryBridge.webSummit)
+        #expect(code(try await wrongSite.sign(c, "summit")) == .presenceRequired, "a proof for another site does not serve")
+        #expect(try wrongSite.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused"])
+    }
+
+    /// The presence prompt names the key a request asks for only when it has the form of a key
+    /// id (custody's one rule, ``KeyID``): a page cannot put its own words ("… Allow? Press OK")
+    /// into the user's prompt; the gate refuses before anyone is asked.
+    @Test func onlyWellFormedKeyIDsReachThePresencePrompt() async throws {
+        let bed = try CustodyBed()
+        let summit = try await bed.connect(InMemoryBridge.webSummit)
+        for hostile in ["Team Ed", "x. Allow? Press OK", "team\u{202E}de", "", String(repeating: "a", count: 65), "-team", ".team", "_team"] {
+            #expect(code(try await bed.sign(summit, hostile)) == .badRequest, "\(hostile)")
+        }
+        #expect(code(try await bed.send(summit, "key.sign", ["key": 7, "data": "AA=="])) == .badRequest)
+        #expect(bed.prompts == 0)
+        #expect(result(try await bed.sign(summit, "summit")) != nil)
+        #expect(bed.verifier.shown.withLock { $0.map(\.keyID) } == ["summit"])
     }
 }
 

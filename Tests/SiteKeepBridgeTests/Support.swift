@@ -76,10 +76,13 @@ struct Bed {
     init(presence: InMemoryPresence = InMemoryPresence(), catalogue: OpCatalogue? = nil, withVault: Bool = true,
          withSealed: Bool = true) throws {
         let audit = InMemoryAuditSink()
-        let signing = HandleSigningService(keys: ["team-ed": try TestKeys.ed25519(), "team-p256": try TestKeys.p256()], audit: audit)
-        let sealed = TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey())
+        let signing = HandleSigningService(keys: ["team-ed": try TestKeys.ed25519(), "team-p256": try TestKeys.p256()], audit: audit,
+                                           presence: presence)
+        let sealed = TeamSealedContent(teamID: "team-nr", key: try TestKeys.sealKey()) { site throws(BridgeFailure) in
+            _ = try presence.proof(for: site, op: "sealed.open", keyID: nil)
+        }
         let vault = InMemoryVault()
-        dispatcher = try BridgeDispatcher(catalogue: catalogue ?? .bundled(), sites: InMemoryBridge.resolver, presence: presence,
+        dispatcher = try BridgeDispatcher(catalogue: catalogue ?? .bundled(), sites: InMemoryBridge.resolver,
                                           modules: InMemoryBridge.modules(signing: signing, sealed: withSealed ? sealed : nil,
                                                                           vault: withVault ? vault : nil))
         self.presence = presence

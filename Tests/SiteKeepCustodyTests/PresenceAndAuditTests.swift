@@ -111,47 +111,57 @@ func script(_ body: String) throws -> String {
         #expect(try f.custodian.auditLog.verify().isIntact)
     }
 
-    @Test func presenceWindowReusesAProofForTheSameSiteOpAndKeyOnly() throws {
-        let clock = TestClock()
-        let verifier = CountingVerifier(clock: clock.boot)
-        let window = PresenceWindow(verifier: verifier, lockScope: LockScope(), lifetime: .seconds(600), clock: clock.boot)
+    /// The gate reuses a kept approval for the same client, op and key only, while it passes the
+    /// one check (60 s at most, whatever the window was configured with).
+    @Test func theGateReusesAnApprovalForTheSameSiteOpAndKeyOnly() throws {
+        let f = try Fixture(.memory)
+        try f.initialize(recovery: false)
+        let verifier = CountingVerifier(clock: f.clock.boot)
+        let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope, lifetime: .seconds(600))
         #expect(window.lifetime == .seconds(60))
-        let a1 = try window.proof(site: "a", op: "key.sign", keyID: "t")
-        clock.advance(seconds: 30)
-        #expect(try window.proof(site: "a", op: "key.sign", keyID: "t") == a1)
+        func approve(_ site: String, _ op: String, _ key: String?) throws -> PresenceProof {
+            try f.custodian.approve(KeyUseContext(site: site, op: op, approval: PresenceApproval(window: window, label: site)), keyID: key)
+        }
+        let a1 = try approve("a", "key.sign", "t")
+        f.clock.advance(seconds: 30)
+        #expect(try approve("a", "key.sign", "t") == a1)
         #expect(verifier.asked.withLock { $0 } == 1)
-        let b = try window.proof(site: "b", op: "key.sign", keyID: "t")
+        let b = try approve("b", "key.sign", "t")
         #expect(b.site == "b" && verifier.asked.withLock { $0 } == 2)
         // Another key, or another op, of the same site asks again.
-        let u = try window.proof(site: "a", op: "key.sign", keyID: "u")
+        let u = try approve("a", "key.sign", "u")
         #expect(u.keyID == "u" && u != a1 && verifier.asked.withLock { $0 } == 3)
-        let open = try window.proof(site: "a", op: "sealed.open", keyID: nil)
+        let open = try approve("a", "sealed.open", nil)
         #expect(open.op == "sealed.open" && verifier.asked.withLock { $0 } == 4)
-        #expect(try window.proof(site: "a", op: "key.sign", keyID: "t") == a1, "each use keeps its own proof")
+        #expect(try approve("a", "key.sign", "t") == a1, "each use keeps its own proof")
         #expect(verifier.asked.withLock { $0 } == 4)
-        clock.advance(seconds: 31)
-        let a2 = try window.proof(site: "a", op: "key.sign", keyID: "t")
+        f.clock.advance(seconds: 31)
+        let a2 = try approve("a", "key.sign", "t")
         #expect(a2 != a1 && verifier.asked.withLock { $0 } == 5)
+        // Every use through the gate is in the audit log, with the prompt that approved it.
+        let lines = try f.custodian.auditLog.entries().filter { $0.site == "a" || $0.site == "b" }
+        #expect(lines.count == 7 && lines.allSatisfy { $0.result == "ok" && $0.prompt != nil })
     }
 
     /// The window keeps its proofs in custody's lock scope: lock forgets them, and so does
-    /// unlock (a proof taken while locked does not survive the unlock).
+    /// unlock; the gate refuses every use while locked, before anyone is asked.
     @Test func lockAndUnlockForgetEveryProof() throws {
         let f = try Fixture(.memory)
         try f.initialize(recovery: false)
         let verifier = CountingVerifier(clock: f.clock.boot)
-        let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope, clock: f.clock.boot)
-        _ = try window.proof(site: "a", op: "key.sign", keyID: "t")
-        _ = try window.proof(site: "a", op: "key.sign", keyID: "t")
+        let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope)
+        let use = KeyUseContext(site: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
+        let first = try f.custodian.approve(use, keyID: "t")
+        #expect(try f.custodian.approve(use, keyID: "t") == first)
         #expect(verifier.asked.withLock { $0 } == 1 && window.cachedCount == 1)
         f.custodian.lock()
         #expect(window.cachedCount == 0, "lock forgets every proof")
-        let whileLocked = try window.proof(site: "a", op: "key.sign", keyID: "t")
-        #expect(verifier.asked.withLock { $0 } == 2 && window.cachedCount == 1)
+        #expect(throws: CustodyError.locked) { try f.custodian.approve(use, keyID: "t") }
+        #expect(verifier.asked.withLock { $0 } == 1, "nobody is asked while locked")
         try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
-        #expect(window.cachedCount == 0, "unlock forgets the proof taken while locked")
-        #expect(try window.proof(site: "a", op: "key.sign", keyID: "t") != whileLocked)
-        #expect(verifier.asked.withLock { $0 } == 3)
+        #expect(window.cachedCount == 0)
+        #expect(try f.custodian.approve(use, keyID: "t") != first)
+        #expect(verifier.asked.withLock { $0 } == 2)
         // The idle auto-lock too.
         f.clock.advance(seconds: 901)
         #expect(!f.custodian.isUnlocked)
@@ -182,8 +192,8 @@ func script(_ body: String) throws -> String {
         case "$1" in "SiteKeep: key team-nr, key.sign, for Newsroom (https://newsroom.sgit.ai). Approval covers only this site, key.sign and key team-nr, for at most 60 s (prompt $SITEKEEP_PRESENCE_PROMPT). Allow?") exit 0;; esac
         exit 6
         """)
-        let viaWindow = try PresenceWindow(verifier: AskpassPresenceVerifier(program: labelled), lockScope: LockScope())
-            .proof(site: "5f2d0c1e-site", siteLabel: "Newsroom (https://newsroom.sgit.ai)", op: "key.sign", keyID: "team-nr")
+        let viaWindow = try AskpassPresenceVerifier(program: labelled)
+            .requestPresence(site: "5f2d0c1e-site", siteLabel: "Newsroom (https://newsroom.sgit.ai)", op: "key.sign", keyID: "team-nr")
         #expect(viaWindow.site == "5f2d0c1e-site")
         #expect(try String(contentsOfFile: seen, encoding: .utf8) == viaWindow.promptID)
 

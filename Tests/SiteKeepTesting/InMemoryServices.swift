@@ -37,8 +37,9 @@ public struct InMemorySites: SiteResolver {
 }
 
 /// Grants presence per use (site, op, key); a grant serves that use for 60 s (a presence
-/// window). `deny` refuses.
-public final class InMemoryPresence: PresenceService {
+/// window). `deny` refuses. The in-memory services' stand-in for custody's gate: a service asks
+/// it in the same call that uses its key, as the custody adapters ask the gate.
+public final class InMemoryPresence: Sendable {
     public enum Mode: Sendable { case approve, deny, unanswered }
     struct Use: Hashable, Sendable {
         let site: String
@@ -57,11 +58,12 @@ public final class InMemoryPresence: PresenceService {
         state.withLock { s in for use in s.granted.keys where use.site == site { s.granted[use] = bootNanos() - ageNanos } }
     }
 
+    /// A kept grant for this use (younger than 60 s), else (after `beforeAsking`) the user's answer.
     public func proof(for site: BridgeSite, op: String, keyID: String?,
-                      beforeAsking: @Sendable () async throws(BridgeFailure) -> Void) async throws(BridgeFailure) -> PresenceProof {
+                      beforeAsking: () throws(BridgeFailure) -> Void = {}) throws(BridgeFailure) -> PresenceProof {
         let use = Use(site: site.id, op: op, keyID: keyID)
-        if let at = state.withLock({ $0.granted[use] }) { return Self.proof(use, at) }
-        try await beforeAsking()
+        if let at = state.withLock({ $0.granted[use] }), bootNanos() - at <= 60_000_000_000 { return Self.proof(use, at) }
+        try beforeAsking()
         let result: Result<PresenceProof, BridgeFailure> = state.withLock { s in
             s.asked += 1
             switch s.mode {
@@ -190,10 +192,13 @@ public final class InMemoryAuditSink: SigningAuditSink {
 public final class HandleSigningService: SigningService {
     private let keys: [String: SigningKeyHandle]
     private let audit: any SigningAuditSink
+    /// Where each signature's approval comes from (custody's gate in production).
+    public let presence: InMemoryPresence
 
-    public init(keys: [String: SigningKeyHandle], audit: any SigningAuditSink) {
+    public init(keys: [String: SigningKeyHandle], audit: any SigningAuditSink, presence: InMemoryPresence = InMemoryPresence()) {
         self.keys = keys
         self.audit = audit
+        self.presence = presence
     }
 
     /// Fresh random team keys `team-ed` (Ed25519) and `team-p256` (P-256), for harnesses outside
@@ -204,12 +209,14 @@ public final class HandleSigningService: SigningService {
                              audit: audit)
     }
 
-    public func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature {
-        try signNow(data, keyID: keyID, site: site, presence: presence)
-    }
-
-    public func checkCanSign(keyID: String, site: BridgeSite) async throws(BridgeFailure) {
-        guard keys[keyID] != nil else { throw BridgeFailure(.notFound, "no team key has the id \(FieldSchema.printable(keyID))") }
+    /// As custody's gate: a malformed key id or a missing key is refused before any prompt;
+    /// then a kept approval or the user's, then the signature.
+    public func sign(_ data: [UInt8], keyID: String, site: BridgeSite) async throws(BridgeFailure) -> BridgeSignature {
+        guard KeyID.isValid(keyID) else { throw BridgeFailure(.badRequest, "args.key must be a key id (\(KeyID.rule)); see `sitekeep team list`") }
+        let proof = try presence.proof(for: site, op: "key.sign", keyID: keyID) { () throws(BridgeFailure) in
+            guard keys[keyID] != nil else { throw BridgeFailure(.notFound, "no team key has the id \(FieldSchema.printable(keyID))") }
+        }
+        return try signNow(data, keyID: keyID, site: site, presence: proof)
     }
 
     /// The synchronous body of ``sign(_:keyID:site:presence:)``: the proof must be for this
@@ -305,10 +312,10 @@ public enum InMemoryBridge {
     }
 
     /// A dispatcher on the bundled catalogue, ``resolver`` and ``modules(signing:sealed:vault:identity:)``.
-    public static func dispatcher(presence: (any PresenceService)? = InMemoryPresence(), signing: (any SigningService)? = nil,
+    public static func dispatcher(signing: (any SigningService)? = nil,
                                   sealed: (any SealedContentService)? = nil, vault: (any VaultService)? = InMemoryVault(),
                                   identity: (any IdentityService)? = nil) throws -> BridgeDispatcher {
-        try BridgeDispatcher(catalogue: .bundled(), sites: resolver, presence: presence,
+        try BridgeDispatcher(catalogue: .bundled(), sites: resolver,
                              modules: modules(signing: signing, sealed: sealed, vault: vault, identity: identity))
     }
 }

@@ -1,13 +1,13 @@
 internal import SiteKeepJSON
-public import SiteKeepCustody
 import SiteKeepCrypto
 
-/// Opens content sealed to the user's team key.
+/// Opens content sealed to the user's team key, after custody's gate has approved the use for
+/// this site (`sealed.open`, no key id).
 public protocol SealedContentService: Sendable {
     /// The plaintext of `envelope`.
     /// - Throws: `bad_request` for a malformed envelope, `not_found` for another team's envelope,
     ///   `bad_request` "could not be opened" when authentication fails (one opaque case).
-    func open(envelope: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> [UInt8]
+    func open(envelope: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8]
 }
 
 enum SealedOps {
@@ -16,10 +16,7 @@ enum SealedOps {
     static func handlers(_ s: any SealedContentService) -> [String: BridgeHandler] {
         [
             "sealed.open": { c throws(BridgeFailure) in
-                guard let presence = c.presence else {
-                    throw BridgeFailure(.presenceRequired, "sealed.open needs a presence proof")
-                }
-                let plain = try await s.open(envelope: try c.string("envelope"), site: c.site, presence: presence)
+                let plain = try await s.open(envelope: try c.string("envelope"), site: c.site)
                 return ["plaintext": .string(Base64.encode(plain, variant: .standard))]
             },
         ]

@@ -15,31 +15,24 @@ public struct BridgeSignature: Sendable, Equatable {
     }
 }
 
-/// Signs with a team key held by custody. The implementation writes the audit-log line before it
-/// returns (custody's rule: no signature leaves before its log line is written).
+/// Signs with a team key held by custody, through custody's one gate: the implementation asks
+/// for (or reuses) the user's approval for this site, `key.sign` and this key, and writes the
+/// audit-log line, in the same call that signs (custody's rule: no signature leaves before its
+/// log line is written; a use that cannot run never prompts).
 public protocol SigningService: Sendable {
-    /// - Throws: `not_found` for an unknown key id, `locked` while custody is locked,
-    ///   `presence_required` for a proof of another site, op or key.
-    func sign(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) async throws(BridgeFailure) -> BridgeSignature
-    /// Whether `keyID` could sign now, asking no one: run before a presence prompt.
-    /// - Throws: `locked` while custody is locked, `not_found` for an unknown key id.
-    func checkCanSign(keyID: String, site: BridgeSite) async throws(BridgeFailure)
+    /// - Throws: `not_found` for an unknown key id, `bad_request` for a malformed one, `locked`
+    ///   while custody is locked, `presence_denied` when the user refuses, `presence_required`
+    ///   when no one answers.
+    func sign(_ data: [UInt8], keyID: String, site: BridgeSite) async throws(BridgeFailure) -> BridgeSignature
 }
 
 enum SigningOps {
     static let names: Set<String> = ["key.sign"]
 
-    static func preflights(_ s: any SigningService) -> [String: BridgePreflight] {
-        ["key.sign": { c throws(BridgeFailure) in try await s.checkCanSign(keyID: try c.string("key"), site: c.site) }]
-    }
-
     static func handlers(_ s: any SigningService) -> [String: BridgeHandler] {
         [
             "key.sign": { c throws(BridgeFailure) in
-                guard let presence = c.presence else {
-                    throw BridgeFailure(.presenceRequired, "key.sign needs a presence proof")
-                }
-                let sig = try await s.sign(try c.bytes("data"), keyID: try c.string("key"), site: c.site, presence: presence)
+                let sig = try await s.sign(try c.bytes("data"), keyID: try c.string("key"), site: c.site)
                 return ["key": .string(sig.keyID), "algorithm": .string(sig.algorithm.rawValue),
                         "signature": .string(Base64.encode(sig.signature, variant: .standard))]
             },
@@ -47,11 +40,10 @@ enum SigningOps {
     }
 }
 
-/// The bridge module of `key.sign`: signatures by custody's team keys, checked before the presence prompt.
+/// The bridge module of `key.sign`: signatures by custody's team keys, approved at custody's gate.
 public struct SigningModule: BridgeModule {
     public static let ops = SigningOps.names
     private let service: any SigningService
     public init(_ service: any SigningService) { self.service = service }
     public var handlers: [String: BridgeHandler] { SigningOps.handlers(service) }
-    public var preflights: [String: BridgePreflight] { SigningOps.preflights(service) }
 }
