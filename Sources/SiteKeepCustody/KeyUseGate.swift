@@ -1,3 +1,99 @@
+// Custody's one gate for every key use, from every client (a page through the bridge, ssh and
+// git through the agent socket, the command line): whether the user approved this use now
+// (``Custodian/admit(_:keyID:unlockedAtNs:beforeAsking:)``: one check of one proof, in the same
+// call that uses the key) and what the key may sign (``SignedDataKind`` and the key's policy).
+
+/// What a team key is asked to sign, read from the bytes themselves: the signing gate's policy
+/// check depends on what the data *is*, never on what the caller says it is, so a raw
+/// `team sign` or `key.sign` of an SSH login request is treated as the login it would be.
+///
+/// The reading is deliberately loose (a prefix, not a full parse): anything that starts as an
+/// SSH user-authentication request or an SSHSIG blob is treated as one, since a signature over
+/// such bytes is what an SSH server or `ssh-keygen -Y verify` would accept.
+public enum SignedDataKind: Sendable, Equatable {
+    /// An RFC 4252 §7 public-key user-authentication request: `string session-id` (1 to 256
+    /// bytes), then `SSH_MSG_USERAUTH_REQUEST` (50). A signature over it logs in somewhere.
+    case sshLogin
+    /// An SSHSIG signed-data blob (`"SSHSIG"` magic, then the namespace); the namespace is
+    /// nil when the blob is too short or malformed to name one.
+    case sshsig(namespace: String?)
+    /// Anything else.
+    case other
+
+    /// The kind of `data`.
+    public init(_ data: [UInt8]) {
+        if data.count >= 6, data[0..<6].elementsEqual("SSHSIG".utf8) {
+            self = .sshsig(namespace: Self.sshString(data, at: 6).flatMap { String(validating: $0, as: UTF8.self) })
+            return
+        }
+        if data.count >= 5 {
+            let n = Int(data[0]) << 24 | Int(data[1]) << 16 | Int(data[2]) << 8 | Int(data[3])
+            if (1...256).contains(n), data.count > 4 + n, data[4 + n] == 50 {
+                self = .sshLogin
+                return
+            }
+        }
+        self = .other
+    }
+
+    /// The SSH `string` at `offset`, or nil when it does not fit.
+    private static func sshString(_ data: [UInt8], at offset: Int) -> ArraySlice<UInt8>? {
+        guard data.count >= offset + 4 else { return nil }
+        let n = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8 | Int(data[offset + 3])
+        guard n <= data.count - offset - 4 else { return nil }
+        return data[(offset + 4)..<(offset + 4 + n)]
+    }
+}
+
+extension KeyUseContext {
+    /// The op the ssh-agent socket signs under (its client checked the destination and the
+    /// session binding of a login before asking).
+    public static let sshAgentOp = "ssh.sign"
+    /// The pseudo-site the command line's key uses are approved and logged under.
+    public static let commandLineSite = "command-line"
+}
+
+extension Custodian {
+    /// The signing gate's policy rule for a team key whose SSH policy is `ssh` (nil: SSH use
+    /// off), asked to sign data of `kind` for `op`.
+    /// - Throws: ``CustodyError/policyRefused(_:)`` saying why and what would allow it.
+    static func checkPolicy(_ kind: SignedDataKind, op: String, keyID: String, ssh: SSHAgentPolicy?) throws(CustodyError) {
+        let policy = ssh ?? SSHAgentPolicy(enabled: false)
+        switch kind {
+        case .sshLogin:
+            guard op == KeyUseContext.sshAgentOp else {
+                throw .policyRefused("the data is an SSH login request; only the ssh-agent socket signs logins, after it has checked "
+                    + "the destination (use ssh with SSH_AUTH_SOCK from 'sitekeep agent env')")
+            }
+            guard policy.enabled else { throw .policyRefused("SSH use of key \(keyID) is off ('sitekeep team ssh enable \(keyID)')") }
+            guard policy.login else {
+                throw .policyRefused("key \(keyID) does not log in over SSH (enable it again without --no-login)")
+            }
+        case .sshsig(let namespace):
+            guard policy.enabled else {
+                throw .policyRefused("key \(keyID) makes no SSH signatures: its SSH use is off "
+                    + "('sitekeep team ssh enable \(keyID) --namespace NS' allows namespace NS)")
+            }
+            // Any namespace the blob names counts (a policy of "any namespace" allows what
+            // `ssh-keygen -Y sign -n` takes); a listed policy names only plain ones.
+            guard let namespace, !namespace.isEmpty else {
+                throw .policyRefused("the data is an SSHSIG blob that names no namespace")
+            }
+            guard policy.permits(namespace: namespace) else {
+                throw .policyRefused("key \(keyID) does not sign in SSHSIG namespace \(namespace) "
+                    + "(allowed: \(policy.namespaces?.joined(separator: ", ") ?? "any"))")
+            }
+        case .other:
+            if op == KeyUseContext.sshAgentOp {
+                guard policy.enabled else { throw .policyRefused("SSH use of key \(keyID) is off") }
+                guard policy.otherData else {
+                    throw .policyRefused("key \(keyID) signs only SSH logins and SSHSIG signatures over SSH ('--other-data' allows more)")
+                }
+            }
+        }
+    }
+}
+
 /// Where custody's gate gets the user's approval when the caller brings no proof: an approval
 /// kept in ``window`` for the same use, else the window's verifier asks the user, who is shown
 /// ``label``.
