@@ -55,9 +55,19 @@ public struct CustodySigningService: SigningService {
     public func sign(_ data: [UInt8], keyID: String, site: BridgeSite) async throws(BridgeFailure) -> BridgeSignature {
         do {
             let signed = try custodian.signature(keyID: keyID, message: data, context: site.keyUse("key.sign", window: presence))
-            return BridgeSignature(keyID: keyID, algorithm: signed.algorithm, signature: signed.signature)
+            return BridgeSignature(keyID: keyID, algorithm: BridgeSignature.Algorithm(signed.algorithm), signature: signed.signature)
         } catch {
             throw BridgeFailure(custody: error)
+        }
+    }
+}
+
+extension BridgeSignature.Algorithm {
+    /// The wire name of custody's algorithm.
+    public init(_ algorithm: SigningAlgorithm) {
+        switch algorithm {
+        case .ed25519: self = .ed25519
+        case .p256: self = .p256
         }
     }
 }

@@ -236,7 +236,7 @@ public final class HandleSigningService: SigningService {
             throw BridgeFailure(.internal, "signing failed")
         }
         try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: true, presenceAgeMilliseconds: age))
-        return BridgeSignature(keyID: keyID, algorithm: key.algorithm, signature: signature)
+        return BridgeSignature(keyID: keyID, algorithm: BridgeSignature.Algorithm(key.algorithm), signature: signature)
     }
 }
 

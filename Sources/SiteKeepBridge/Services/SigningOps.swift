@@ -1,14 +1,19 @@
 internal import SiteKeepJSON
-public import SiteKeepCustody
 import SiteKeepCrypto
 
 /// A signature and the facts needed to check it; never the key.
 public struct BridgeSignature: Sendable, Equatable {
+    /// The signature's algorithm, as `key.sign` names it on the wire.
+    public enum Algorithm: String, Sendable {
+        case ed25519
+        case p256
+    }
+
     public var keyID: String
-    public var algorithm: SigningAlgorithm
+    public var algorithm: Algorithm
     /// 64 bytes: Ed25519, or P-256 as raw `r || s`.
     public var signature: [UInt8]
-    public init(keyID: String, algorithm: SigningAlgorithm, signature: [UInt8]) {
+    public init(keyID: String, algorithm: Algorithm, signature: [UInt8]) {
         self.keyID = keyID
         self.algorithm = algorithm
         self.signature = signature
