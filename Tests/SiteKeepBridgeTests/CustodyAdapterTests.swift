@@ -6,7 +6,7 @@ import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepCustody
 @testable import SiteKeepBridge
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// A keyring in memory (the bridge's own copy of the contract, for adapter tests).
 final class MemoryKeyring: KeyringBackend {

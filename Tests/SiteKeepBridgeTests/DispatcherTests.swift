@@ -5,7 +5,7 @@ import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 @Suite struct CatalogueTests {
     @Test func bundledCatalogueHasTheDesignOps() throws {

@@ -7,7 +7,7 @@ import SiteKeepKeyring
 import SiteKeepCustody
 import SiteKeepPartitions
 @testable import SiteKeepBridge
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// A real custodian behind the dispatcher, with custody's presence window over a counting
 /// verifier (issue 12): what prompts, what a proof serves, and what lock clears.

@@ -5,7 +5,7 @@ import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// Test keys with known bytes, so every reply can be scanned for them.
 enum TestKeys {

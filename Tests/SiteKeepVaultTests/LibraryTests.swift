@@ -5,7 +5,7 @@ import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepSystem
 @testable import SiteKeepVault
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 func temporaryDirectory() throws -> String {
     let p = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-vt-\(UUID().uuidString)").path
