@@ -238,7 +238,9 @@ let package = Package(
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
-        // The daemon started through SiteKeepDaemon's API alone, as a host starts it (no command line linked).
+        // The daemon as a library (started through SiteKeepDaemon's API alone, as a host starts it) and
+        // as a process (the built `sitekeep serve`, with the built `sitekeep-main` for the commands
+        // around it): no command line linked.
         .testTarget(name: "SiteKeepDaemonTests", dependencies: ["SiteKeepDaemon", "SiteKeepBridgeProtocol", "SiteKeepCrypto", "SiteKeepCustody",
                                                                "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepPartitions", "SiteKeepSocket", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
