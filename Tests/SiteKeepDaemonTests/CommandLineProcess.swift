@@ -19,24 +19,9 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], environment: [String: S
     return ChildProcess.capture(tool, arguments, input: stdin, environment: env, inheritingEnvironment: false)
 }
 
-/// A throw-away store home with a passphrase file, driven through the real command line.
-final class CLIStore: @unchecked Sendable {
-    let dir: URL
-    var home: String { dir.appendingPathComponent("home").path }
-    var passFile: String { dir.appendingPathComponent("pass.txt").path }
-
-    init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-daemon-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try Data("correct horse battery\n".utf8).write(to: URL(fileURLWithPath: passFile))
-    }
-    deinit { try? FileManager.default.removeItem(at: dir) }
-
-    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let url = dir.appendingPathComponent(name)
-        try Data(bytes).write(to: url)
-        return url.path
-    }
+/// A throw-away store home with a passphrase file, driven through the built command line.
+final class CLIStore: StoreFolder, @unchecked Sendable {
+    init() throws { try super.init(label: "sk-daemon") }
 
     func run(_ args: [String], stdin: [UInt8] = []) async -> (status: Int32, out: String, err: String) {
         await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin)
