@@ -47,7 +47,7 @@ let package = Package(
         .executableTarget(name: "FuzzBridge", dependencies: [
             .product(name: "SiteKeepBridge", package: "SiteKeep"),
             .product(name: "SiteKeepJSON", package: "SiteKeep"),
-            .product(name: "SiteKeepTesting", package: "SiteKeep"),
+            .product(name: "SiteKeepTestSupport", package: "SiteKeep"),
         ]),
         // The ssh-agent protocol: framing, request decoding, the connection handler (with a fixed
         // key source), key blobs, SSHSIG, login requests and session-bind.

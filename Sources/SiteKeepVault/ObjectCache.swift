@@ -70,8 +70,6 @@ final class ObjectCache: Sendable {
         var items: [String: (item: Item, tick: UInt64)] = [:]
         var bytes = 0
         var tick: UInt64 = 0
-        var hits = 0
-        var misses = 0
 
         /// Zeroes every entry in place (``wipeForLock()`` then empties the cache).
         mutating func zeroInPlace() {
@@ -100,21 +98,27 @@ final class ObjectCache: Sendable {
     /// clear since then (the vault is dead by then, but an in-flight read could still decrypt).
     private let since: LockScope.Generation
     let budget: Int
+    /// Told of each hit and miss; none in production.
+    private let observer: (any VaultObserver)?
 
-    init(budget: Int, lockScope: LockScope, since: LockScope.Generation) {
+    init(budget: Int, lockScope: LockScope, since: LockScope.Generation, observer: (any VaultObserver)? = nil) {
         self.budget = max(0, budget)
         self.since = since
+        self.observer = observer
         state = lockScope.bound(State())
     }
 
     func get(_ key: String) -> Item? {
-        state.withLock { s in
+        let item: Item? = state.withLock { s in
             s.tick += 1
-            guard let entry = s.items[key] else { s.misses += 1; return nil }
-            s.hits += 1
+            guard let entry = s.items[key] else { return nil }
             s.items[key] = (entry.item, s.tick)
             return entry.item
         }
+        if let observer {
+            if item == nil { observer.objectCacheMissed() } else { observer.objectCacheHit() }
+        }
+        return item
     }
 
     func put(_ key: String, _ item: Item) {
@@ -133,9 +137,9 @@ final class ObjectCache: Sendable {
         }
     }
 
-    /// (entries, bytes, hits, misses), for tests and benchmarks.
-    var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) {
-        state.withLock { s in (s.items.count, s.bytes, s.hits, s.misses) }
+    /// (entries, bytes): what the cache holds.
+    var statistics: (entries: Int, bytes: Int) {
+        state.withLock { s in (s.items.count, s.bytes) }
     }
 
     /// Runs `body` on the cache's state (for tests of the wipe).

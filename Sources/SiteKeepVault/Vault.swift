@@ -119,10 +119,9 @@ public final class Vault: Sendable {
     /// id, as on disk), computed once: a memo check stats them and computed the index's name
     /// with an HMAC on every read before.
     private let fixedHeadFiles: [String]
-    /// How many times HEAD was resolved from its files, not from ``headMemo`` (for tests).
-    let headResolutions = Atomic<Int>(0)
-    /// How many times the kept HEAD's files were stamped to see whether it still holds (for tests).
-    let headStampLooks = Atomic<Int>(0)
+    /// Told when HEAD is resolved from its files and when the kept HEAD's files are stamped;
+    /// none in production.
+    private let observer: (any VaultObserver)?
     /// The library's watch on the folders HEAD is read from, when it keeps one (the daemon's).
     private let changeWatch = Mutex<ChangeWatch?>(nil)
     /// The trust rule in force, and the authenticated registry record it was read from (the
@@ -140,7 +139,7 @@ public final class Vault: Sendable {
     /// The format version this client implements (for the `min_client` gate).
     public static let implementedClientVersion = [0, 26, 0]
 
-    private init(root: String, keys: SgitKeys, options: VaultOptions) {
+    private init(root: String, keys: SgitKeys, options: VaultOptions, observer: (any VaultObserver)?) {
         self.root = root
         bare = root + "/.sg_vault/bare"
         local = root + "/.sg_vault/local"
@@ -150,7 +149,8 @@ public final class Vault: Sendable {
         keyCell = keys.lockScope.bound(nil)
         // Keys from before a lock are not kept: such a vault starts dead.
         _ = keyCell.withLock(ifNotClearedSince: keys.lockGeneration) { $0 = keys }
-        cache = ObjectCache(budget: options.cacheBytes, lockScope: keys.lockScope, since: keys.lockGeneration)
+        self.observer = observer
+        cache = ObjectCache(budget: options.cacheBytes, lockScope: keys.lockScope, since: keys.lockGeneration, observer: observer)
         headMemo = keys.lockScope.bound(HeadMemo())
         trustState = Mutex((options.trust, nil))
     }
@@ -167,8 +167,11 @@ public final class Vault: Sendable {
     /// - Throws: ``VaultError/notAVault(path:)``, ``VaultError/wrongKey(vaultID:)``,
     ///   ``VaultError/vaultIDMismatch(expected:found:)``, ``VaultError/unsupportedVault(reason:)``,
     ///   or a verification failure.
-    public static func open(path: String, keys: SgitKeys, options: VaultOptions = VaultOptions()) throws(VaultError) -> Vault {
-        let vault = try load(path: path, keys: keys, options: options)
+    /// - Parameter observer: told what the vault does behind its calls (HEAD resolved, the
+    ///   object cache hit or missed); nil, the default, in production.
+    public static func open(path: String, keys: SgitKeys, options: VaultOptions = VaultOptions(),
+                            observer: (any VaultObserver)? = nil) throws(VaultError) -> Vault {
+        let vault = try load(path: path, keys: keys, options: options, observer: observer)
         let head = try vault.resolveHead()
         if let id = head.commitID { _ = try vault.trustedCommit(id, head: head) }
         return vault
@@ -176,11 +179,11 @@ public final class Vault: Sendable {
 
     /// Opens the vault and checks that the keys open it (HEAD resolved, its commit read), without
     /// judging HEAD: every read judges it, and `status` reports it.
-    static func load(path: String, keys: SgitKeys, options: VaultOptions) throws(VaultError) -> Vault {
+    static func load(path: String, keys: SgitKeys, options: VaultOptions, observer: (any VaultObserver)? = nil) throws(VaultError) -> Vault {
         var root = path
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         guard FileAccess.isDirectory(root + "/.sg_vault/bare") else { throw .notAVault(path: path) }
-        let vault = Vault(root: root, keys: keys, options: options)
+        let vault = Vault(root: root, keys: keys, options: options, observer: observer)
         let head = try vault.resolveHead()
         if let id = head.commitID { _ = try vault.commit(id, index: head.index) }
         return vault
@@ -260,7 +263,7 @@ public final class Vault: Sendable {
         let watched = changeWatch.withLock { $0 }?.generation()
         if let watched, let kept = headMemo.withLock({ $0.watched == watched ? $0.head : nil }) { return kept }
         if let kept = headMemo.withLock({ $0.head.map { ($0, $0.refFile) } }) {
-            headStampLooks.add(1, ordering: .relaxed)
+            observer?.keptHeadFilesStamped()
             let files = headFiles(refFile: kept.1)
             let stamps = files.map(FileStamp.of)
             let same = headMemo.withLock { m -> Bool in
@@ -274,7 +277,7 @@ public final class Vault: Sendable {
         let generation = try keys.lockGeneration
         let fixed = fixedHeadFiles.map(FileStamp.of)
         var refStamp: FileStamp?
-        headResolutions.add(1, ordering: .relaxed)
+        observer?.headResolvedFromFiles()
         let head = try resolveHeadFromFiles { refFile in refStamp = FileStamp.of(root + "/.sg_vault/" + refFile) }
         let stamps = fixed + [refStamp]
         // A file changed in the last few milliseconds may change again with an equal stamp; the
@@ -565,8 +568,9 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Cache statistics (entries, approximate bytes, hits, misses).
-    public var cacheStatistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { cache.statistics }
+    /// What the object cache holds: entries and their approximate bytes. (Its hits and misses
+    /// go to the ``VaultObserver`` the vault was opened with.)
+    public var cacheStatistics: (entries: Int, bytes: Int) { cache.statistics }
 }
 
 extension Vault: LockWipeable {

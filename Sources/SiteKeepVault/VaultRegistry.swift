@@ -123,8 +123,15 @@ public struct VaultRegistry: Sendable {
     /// The registry file.
     public let file: String
     private let memo = RecordsMemo()
+    /// Told each time the file is read and parsed; none in production.
+    private let observer: (any VaultObserver)?
 
-    public init(file: String) { self.file = file }
+    /// The registry in `file`; `observer` (none in production) is told each time the file is
+    /// read and parsed rather than served from the kept records.
+    public init(file: String, observer: (any VaultObserver)? = nil) {
+        self.file = file
+        self.observer = observer
+    }
 
     /// Every record, in the order added.
     public func records() throws(VaultError) -> [VaultRecord] {
@@ -137,6 +144,7 @@ public struct VaultRegistry: Sendable {
         switch try FileAccess.read(file, limit: 4 << 20, object: file) {
         case .missing:
             memo.parsed([], stamp: nil, generation: generation)
+            observer?.registryParsed()
             return []
         case .bytes(let b): bytes = b
         }
@@ -148,15 +156,13 @@ public struct VaultRegistry: Sendable {
         // Kept only when the file was settled before the read and unchanged after it.
         let keep = stamp.map { $0.isSettled() && FileStamp.of(file) == $0 } ?? false
         memo.parsed(out, stamp: keep ? stamp : nil, generation: generation)
+        observer?.registryParsed()
         return out
     }
 
     /// Serves the records by `watch` (which must watch the registry file's folder): while its
     /// generation stays the same, nothing is looked up on disk.
     func follow(_ watch: ChangeWatch) { memo.follow(watch) }
-
-    /// How many times the file was read and parsed (for tests).
-    var reads: Int { memo.reads }
 
     /// The record named `name`.
     public func record(named name: String) throws(VaultError) -> VaultRecord {
@@ -203,7 +209,6 @@ private final class RecordsMemo: Sendable {
         var records: [VaultRecord] = []
         var stamp: FileStamp?
         var watched: UInt64?
-        var reads = 0
         var watch: ChangeWatch?
     }
     private let state = Mutex(State())
@@ -234,11 +239,8 @@ private final class RecordsMemo: Sendable {
             s.records = stamp == nil && generation == nil ? [] : records
             s.stamp = stamp
             s.watched = generation
-            s.reads += 1
         }
     }
 
     func clear() { state.withLock { s in s.records = []; s.stamp = nil; s.watched = nil } }
-
-    var reads: Int { state.withLock { $0.reads } }
 }

@@ -8,7 +8,7 @@ import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepBridge
 import SiteKeepWiring
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// `key.sign` over the daemon's socket against `ssh-agent` signing over its socket, with the same
 /// algorithm, driven by the same client harness (one timing loop; only the transport differs).

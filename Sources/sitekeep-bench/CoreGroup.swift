@@ -5,7 +5,7 @@ import SiteKeepCore
 import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepPartitions
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// The native core: planning the next 64 reminders for 1,000 picks against a 10,000-item agenda
 /// (the planner alone, and with the agenda's JSON parsed first), and `schedule.set` through the

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import SiteKeepTestSupport
 import SiteKeepCrypto
 import SiteKeepJSON
 import SiteKeepKeyring

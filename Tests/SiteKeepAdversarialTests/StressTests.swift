@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SiteKeepPartitions
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// Many threads on many sites at once, straight through the registry (the bridge's many
 /// clients over the socket are BridgeStressTests).

@@ -2,7 +2,7 @@ import Foundation
 import SiteKeepBridge
 import SiteKeepCrypto
 import SiteKeepCustody
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// The bridge daemon on in-memory services, for the bridge's process-level tests (SIGTERM,
 /// socket activation, peers of another uid). Not installed; `sitekeep serve` is the real daemon.

@@ -4,7 +4,6 @@ import Testing
 import SiteKeepCore
 import SiteKeepJSON
 import SiteKeepTestSupport
-import SiteKeepTesting
 
 /// The native core's ops through the dispatcher: `schedule.set` refuses what the core refuses,
 /// naming the field's path, and stores nothing; workflows step with next.

@@ -7,7 +7,7 @@ import SiteKeepKeyring
 import SiteKeepCustody
 @testable import SiteKeepBridge
 @testable import SiteKeepWiring
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// A keyring in memory (the bridge's own copy of the contract, for adapter tests).
 final class MemoryKeyring: KeyringBackend {

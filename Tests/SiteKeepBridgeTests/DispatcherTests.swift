@@ -6,7 +6,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
 import SiteKeepWiring
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 @Suite struct CatalogueTests {
     @Test func bundledCatalogueHasTheDesignOps() throws {

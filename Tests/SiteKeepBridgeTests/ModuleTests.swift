@@ -1,7 +1,7 @@
 import Testing
 import SiteKeepBridge
 import SiteKeepJSON
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// The bridge's op groups as modules (issue 13, item 2): a dispatcher serves the ops of the
 /// modules it is given and no others, and the catalogue check still holds.

@@ -7,7 +7,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
 import SiteKeepSocket
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// A server on a fresh temp socket; stopped by `stop()`.
 struct LiveServer {

@@ -6,7 +6,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
 @testable import SiteKeepWiring
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// Test keys with known bytes, so every reply can be scanned for them.
 enum TestKeys {

@@ -256,7 +256,7 @@ final class BrowserRig {
     }
 
     /// Saves a screenshot of the window, showing tab `tab`, where SITEKEEP_BROWSER_SCREENSHOTS
-    /// names (tools/test: docs/screenshots, the README's). The page must have painted: the
+    /// names (tools/test: .build/screenshots; tools/screenshots: docs/screenshots, the README's). The page must have painted: the
     /// shot is taken after two animation frames of the page, and again (up to 10 s) while it is
     /// no bigger than the window with a blank page in it (a PNG of about 6 KB).
     func screenshot(_ browser: BrowserProcess, name: String, tab: Int = 0) throws {

@@ -99,7 +99,7 @@ import Glibc
     /// `unlock` with neither XDG_RUNTIME_DIR nor SITEKEEP_SOCK says so and what to do, not
     /// "without --no-autostart" (never given). Through the real binary, which may start a daemon.
     @Test func unlockWithNoRuntimeFolderSaysWhatHappened() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         // capture adds this process's environment (tools/test's XDG_RUNTIME_DIR): empty them here.
@@ -122,7 +122,7 @@ import Glibc
     /// A reminder set by hand is shown by the real daemon, as the agenda's are (printed here:
     /// SITEKEEP_NOTIFY=print), once, and is then no longer pending.
     @Test func theDaemonShowsAReminderSetByHandOnce() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         let dir = store.dir.appendingPathComponent("r")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SiteKeepTestSupport
 @testable import SiteKeepCommandLine
 @testable import SiteKeepCustody
 import SiteKeepKeyring
@@ -13,7 +14,7 @@ import Glibc
 /// "one more", and all but one of their failures were lost.
 @Suite(.serialized) struct BackoffProcessTests {
     @Test func processesRacingUnlockAttemptsCountEveryFailure() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         // A KDF of a few hundred milliseconds, so the attempts overlap.
         let created = await store.run(["init", "--passphrase-file", store.passFile, "--argon2-iterations", "3",
@@ -23,7 +24,7 @@ import Glibc
         let env = ["HOME=\(store.dir.path)", "NO_COLOR=1"]
         let racers = 3
         let pids = try (0..<racers).map { _ in
-            try #require(DaemonTests.spawn(sitekeep, ["unlock", "--home", store.home, "--keyring", "file", "--passphrase-file", wrong], env: env))
+            try #require(ChildProcess.spawn(sitekeep, ["unlock", "--home", store.home, "--keyring", "file", "--passphrase-file", wrong], env: env))
         }
         for pid in pids {
             var status: Int32 = 0

@@ -91,7 +91,7 @@ import Glibc
     /// The design's relaunch test on today's daemon: two tabs with their scroll positions set
     /// through tabs.set, the daemon killed with SIGKILL, restarted, and both tabs and positions back.
     @Test func tabsAndScrollPositionsSurviveAKilledDaemon() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         #expect(await store.run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound"]).status == 0)
@@ -128,7 +128,7 @@ import Glibc
     /// applied --max-filesize to declared lengths only and wrote on into $TMPDIR); a redirect is
     /// not followed; plain http to another host is refused.
     @Test func agendaLoadByURLIsBoundedWhileItStreamsAndFollowsNoRedirect() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let main = URL(fileURLWithPath: sitekeep).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path
         let store = try CLIStore()
         _ = try await store.initialize()

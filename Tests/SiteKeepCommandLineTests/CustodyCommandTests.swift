@@ -4,25 +4,11 @@ import Testing
 import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
+import SiteKeepTestSupport
 
 /// A throw-away store home with a passphrase file, driven through the real command line.
-final class CLIStore: @unchecked Sendable {
-    let dir: URL
-    var home: String { dir.appendingPathComponent("home").path }
-    var passFile: String { dir.appendingPathComponent("pass.txt").path }
-
-    init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try Data("correct horse battery\n".utf8).write(to: URL(fileURLWithPath: passFile))
-    }
-    deinit { try? FileManager.default.removeItem(at: dir) }
-
-    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let url = dir.appendingPathComponent(name)
-        try Data(bytes).write(to: url)
-        return url.path
-    }
+final class CLIStore: StoreFolder, @unchecked Sendable {
+    init() throws { try super.init(label: "sk-cli") }
 
     func run(_ args: [String], stdin: [UInt8] = [], typing: [String]? = nil) async -> (status: Int32, out: String, err: String) {
         await runTool(args + ["--home", home, "--keyring", "file"], stdin: stdin, promptAnswers: typing.map { $0.map { Array($0.utf8) } })

@@ -328,7 +328,7 @@ import Glibc
     }
 
     @Test func theFrontEndLinksNoFoundation() throws {
-        let front = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let front = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         func foundationSymbols(_ path: String) throws -> [Substring] {
             let symbols = ChildProcess.capture("/usr/bin/nm", [path], environment: [:])
             try #require(symbols.status == 0 && !symbols.out.isEmpty, "nm could not read \(path): \(symbols.err)")
@@ -358,7 +358,7 @@ import Glibc
     /// was a third of its start-up, and it holds a relayed secret in libsodium's guarded memory
     /// only (BENCHMARKS.md, "The one-shot start-up").
     @Test func theFrontEndLoadsNoOpenSSL() throws {
-        let front = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let front = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         func needed(_ path: String) throws -> [Substring] {
             let dynamic = ChildProcess.capture("/usr/bin/readelf", ["-d", path], environment: [:])
             try #require(dynamic.status == 0 && !dynamic.out.isEmpty, "readelf could not read \(path): \(dynamic.err)")
@@ -445,7 +445,7 @@ import Glibc
         defer { bed.stop() }
         let bus = try #require(Self.sessionBus)
         let envList = bed.env.merging(["DBUS_SESSION_BUS_ADDRESS": bus, "SITEKEEP_ASKPASS": ""]) { $1 }.map { "\($0.key)=\($0.value)" }
-        bed.daemon = try #require(DaemonTests.spawn(bed.sitekeep, ["serve"], env: envList))
+        bed.daemon = try #require(ChildProcess.spawn(bed.sitekeep, ["serve"], env: envList))
         #expect(ChildProcess.waitForPath(bed.run + "/control.sock"), "the daemon's control socket did not appear")
         #expect(bed.cli(["unlock", "--passphrase-file", bed.store.passFile]).status == 0)
         #expect(try JSONParser.parse(bed.cli(["status", "--json"]).out)["unlocked"] == .bool(true))

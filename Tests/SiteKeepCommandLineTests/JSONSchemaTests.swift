@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SiteKeepTestSupport
 @testable import SiteKeepCommandLine
 import SiteKeepJSON
 

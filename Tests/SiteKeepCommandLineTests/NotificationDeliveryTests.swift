@@ -71,7 +71,7 @@ import Glibc
     }
 
     @Test func remindersReachARealNotificationServiceOnceAndFallBackToPrinting() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon"), "dbus-daemon is missing: run tools/setup")
         #expect(ChildProcess.run("/usr/bin/python3", ["-c", "import dbusmock"]) == 0, "python3-dbusmock is missing: run tools/setup")
         let store = try CLIStore()

@@ -18,7 +18,7 @@ import Glibc
 
     @Test(.enabled(if: have(git, curses, "/usr/bin/ssh-keygen")))
     func gitCommitSignedThroughTheAgentIsApprovedOnTheRealPinentryCurses() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         #expect(await store.run(["team", "add", "summit", "--name", "Summit team", "--passphrase-file", store.passFile]).status == 0)
@@ -137,7 +137,7 @@ import Glibc
     /// `serve` options.
     @Test(.enabled(if: have(git, curses, "/usr/bin/ssh-keygen")))
     func configUnlockCommitAndStopOnAFreshMachine() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         let dir = store.dir.path

@@ -18,7 +18,7 @@ class PrivateDaemon: @unchecked Sendable {
     var daemon: pid_t = 0
 
     init(store: CLIStore) throws {
-        sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         self.store = store
         run = store.dir.appendingPathComponent("run").path
         env = ["SITEKEEP_SOCK": run + "/bridge.sock", "SITEKEEP_HOME": store.home, "SITEKEEP_KEYRING": "file",
@@ -46,7 +46,7 @@ class PrivateDaemon: @unchecked Sendable {
         let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" | tr '\\n' ' ' >> '\(d)/prompts'\necho >> '\(d)/prompts'\n\(answer)".utf8))
         chmod(askpass, 0o700)
         let envList = env.merging(["SITEKEEP_ASKPASS": askpass]) { $1 }.map { "\($0.key)=\($0.value)" }
-        daemon = try #require(DaemonTests.spawn(sitekeep, ["serve"] + args, env: envList))
+        daemon = try #require(ChildProcess.spawn(sitekeep, ["serve"] + args, env: envList))
         #expect(ChildProcess.waitForPath(run + "/control.sock"), "the daemon's control socket did not appear")
         try #require(FileManager.default.fileExists(atPath: run + "/control.sock"), "the daemon did not start")
     }

@@ -27,7 +27,7 @@ import Glibc
         var clientEnv: [String: String] { ["SSH_AUTH_SOCK": agentSocket, "HOME": dir, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"] }
 
         init(enable: [(String, [String])]) async throws {
-            let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+            let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
             store = try CLIStore()
             _ = try await store.initialize()
             #expect(await store.run(["team", "add", "summit", "--name", "Summit team", "--passphrase-file", store.passFile]).status == 0)
@@ -118,7 +118,7 @@ import Glibc
         // `agent env` gives the line a shell evaluates; ssh-add then finds the agent.
         let env = await d.sitekeep(["agent", "env"])
         #expect(env.status == 0 && env.out == "SSH_AUTH_SOCK=\(d.agentSocket); export SSH_AUTH_SOCK;\n", "\(env.out) \(env.err)")
-        let sitekeep = try #require(DaemonTests.binary)
+        let sitekeep = try #require(BuiltProducts.sitekeep)
         let shell = ChildProcess.capture("/bin/sh", ["-c", "unset SSH_AUTH_SOCK; eval \"$('\(sitekeep)' agent env)\"; ssh-add -L"],
                                          environment: ["SITEKEEP_AGENT_SOCK": d.agentSocket, "HOME": d.dir])
         #expect(shell.out.contains("sitekeep:desk"), "\(shell.err)")

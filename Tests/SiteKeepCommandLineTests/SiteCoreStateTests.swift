@@ -70,8 +70,8 @@ import Glibc
     }
 
     /// A daemon on `store`, unlocked, with a bridge connection bound to each site.
-    static func daemonServingBothSites(_ store: CLIStore, tag: String) async throws -> (DaemonVaultSyncTests.Daemon, BridgeClient, BridgeClient) {
-        let daemon = try DaemonVaultSyncTests().start(store, [], tag: tag)
+    static func daemonServingBothSites(_ store: CLIStore, tag: String) async throws -> (ServedDaemon, BridgeClient, BridgeClient) {
+        let daemon = try ServedDaemon.start(store, [], tag: tag)
         await daemon.unlock(store.passFile)
         do {
             let clients = try [Self.promptugal, Self.summit].map { origin in

@@ -166,3 +166,5 @@ import Glibc
         #expect(plain.status == 1 && plain.err.contains("not_app_bound") && plain.err.contains("--app-bound"), "\(plain.err)")
     }
 }
+
+enum Base64Text { static let hello = "aGVsbG8=" }

@@ -25,7 +25,7 @@ import Glibc
     /// The units pass `systemd-analyze verify` (a missing ExecStart binary, an unknown option,
     /// a bad path all fail it), run against a home where ~/.local/bin/sitekeep is the build's.
     @Test func unitsVerify() throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
             print("SystemdUnitTests: skipped systemd-analyze verify: /usr/bin/systemd-analyze is not installed")
             return
@@ -47,7 +47,7 @@ import Glibc
     /// then a signature and `status` go through the daemon, the agent socket answers, and
     /// `sitekeep stop` ends the service cleanly.
     @Test func socketActivatedDaemonUnlocksTheFirstTimeSignsAndStops() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate") else {
             print("SystemdUnitTests: skipped: /usr/bin/systemd-socket-activate is not installed (Debian: systemd)")
             return
@@ -80,7 +80,7 @@ import Glibc
         activatorArgs += env.keys.sorted().flatMap { ["-E", $0] } + execStart
         let activatorEnv = env.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"]
             + ["DBUS_SESSION_BUS_ADDRESS", "SITEKEEP_TEST_KEYRING"].compactMap { k in ProcessInfo.processInfo.environment[k].map { "\(k)=\($0)" } }
-        let pid = try #require(DaemonTests.spawn("/usr/bin/systemd-socket-activate", activatorArgs, env: activatorEnv))
+        let pid = try #require(ChildProcess.spawn("/usr/bin/systemd-socket-activate", activatorArgs, env: activatorEnv))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
         for path in listens { #expect(ChildProcess.waitForPath(path, pid: pid, seconds: 20), "\(path) did not appear") }
 
@@ -115,7 +115,7 @@ import Glibc
     /// (which makes its own control socket) instead of starting a second one that would fail
     /// with "already listens".
     @Test func aBridgeOnlySocketUnitStillUnlocksTheFirstTime() async throws {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate") else {
             print("SystemdUnitTests: skipped: /usr/bin/systemd-socket-activate is not installed (Debian: systemd)")
             return
@@ -127,7 +127,7 @@ import Glibc
         let env = ["SITEKEEP_HOME": store.home, "XDG_RUNTIME_DIR": run, "HOME": home, "NO_COLOR": "1",
                    "SITEKEEP_SOCK": "", "SITEKEEP_AGENT_SOCK": "", "SITEKEEP_NO_DAEMON": ""]
         let args = ["-l", run + "/sitekeep/bridge.sock"] + env.keys.sorted().flatMap { ["-E", $0] } + [home + "/.local/bin/sitekeep", "serve"]
-        let pid = try #require(DaemonTests.spawn("/usr/bin/systemd-socket-activate", args, env: env.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"]))
+        let pid = try #require(ChildProcess.spawn("/usr/bin/systemd-socket-activate", args, env: env.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"]))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
         #expect(ChildProcess.waitForPath(run + "/sitekeep/bridge.sock", pid: pid, seconds: 20))
         let unlocked = ChildProcess.capture(sitekeep, ["unlock", "--passphrase-file", store.passFile], environment: env)

@@ -44,7 +44,7 @@ import Glibc
         let url = try #require(VaultSyncCommandTests.server, "run through tools/test: it starts the real vault server")
         let token = try #require(VaultSyncCommandTests.token)
         let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
-        let binary = try #require(DaemonTests.binary, "build the package first: .build/debug/sitekeep")
+        let binary = try #require(BuiltProducts.sitekeep, "build the package first: .build/debug/sitekeep")
         let store = try CLIStore()
         _ = try await store.initialize()
         let id = "skrl" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))

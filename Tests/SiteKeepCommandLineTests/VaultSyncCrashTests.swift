@@ -97,7 +97,7 @@ final class PrivateVaultServer: @unchecked Sendable {
 /// on the server or still in the push queue, and the next push or pull completes; sgit then
 /// reads every byte and `sgit check fsck` passes.
 @Suite(.serialized) struct VaultSyncCrashTests {
-    static var binary: String? { DaemonTests.binary }
+    static var binary: String? { BuiltProducts.sitekeep }
 
     /// A running `sitekeep` command (a real process), its output in a file.
     struct Child {

@@ -142,7 +142,7 @@ import Glibc
     @Test func schedulePicksAreMirroredToTheVaultThroughTheDaemonAndTheCommandLineAndMergeOnPull() async throws {
         let w = try await World()
         let one = try await w.device()
-        let daemon = try DaemonVaultSyncTests().start(one, [], tag: "picks")
+        let daemon = try ServedDaemon.start(one, [], tag: "picks")
         defer { daemon.stop() }
         await daemon.unlock(one.passFile)
         let c = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))

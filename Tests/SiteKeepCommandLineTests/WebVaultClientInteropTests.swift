@@ -35,7 +35,7 @@ import SiteKeepTestSupport
         let binary: String
 
         init() async throws {
-            binary = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+            binary = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
             store = try CLIStore()
             let r = run(["init", "--passphrase-file", store.passFile, "--argon2-iterations", "2", "--argon2-memory", "19", "--json"])
             #expect(r.status == 0, "sitekeep init: \(r.err)")

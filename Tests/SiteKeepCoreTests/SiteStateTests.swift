@@ -3,7 +3,7 @@ import Testing
 import SiteKeepCore
 import SiteKeepJSON
 import SiteKeepPartitions
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// A real partition (SQLite file, sealed rows) in a scratch folder, for the core's stores.
 final class ScratchPartition: @unchecked Sendable {

@@ -3,34 +3,7 @@ import Testing
 import SiteKeepCrypto
 import SiteKeepKeyring
 @testable import SiteKeepCustody
-
-/// The forms a leaked key could take in text or bytes.
-func leakForms(of secret: [UInt8]) -> [[UInt8]] {
-    var forms: [[UInt8]] = [secret, Array(Hex.encode(secret).utf8), Array(Hex.encode(secret).uppercased().utf8)]
-    // Base64 at every alignment (a key inside a longer blob is encoded shifted): keep the groups
-    // that depend only on the key's bytes.
-    for variant in [Base64.Variant.standard, .urlSafeNoPadding] {
-        for shift in 0..<3 {
-            let text = Array(Base64.encode([UInt8](repeating: 0, count: shift) + secret + [0, 0, 0], variant: variant).utf8)
-            let start = shift == 0 ? 0 : 4
-            let end = text.count - 8
-            forms.append(Array(text[start..<end]))
-        }
-    }
-    return forms
-}
-
-func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-    guard needle.count >= 8, haystack.count >= needle.count else { return false }
-    let first = needle[0]
-    var i = 0
-    let last = haystack.count - needle.count
-    while i <= last {
-        if haystack[i] == first, haystack[i..<(i + needle.count)].elementsEqual(needle) { return true }
-        i += 1
-    }
-    return false
-}
+import SiteKeepTestSupport
 
 func filesUnder(_ path: String) -> [String] {
     guard let e = FileManager.default.enumerator(atPath: path) else { return [] }
@@ -106,7 +79,7 @@ func filesUnder(_ path: String) -> [String] {
         var leaks: [String] = []
         for (si, s) in secrets.enumerated() {
             for form in leakForms(of: s) {
-                for (name, hay) in haystacks where contains(hay, form) {
+                for (name, hay) in haystacks where occurs(form, in: hay) {
                     leaks.append("secret \(si) found in \(name)")
                 }
             }
@@ -114,6 +87,6 @@ func filesUnder(_ path: String) -> [String] {
         #expect(leaks.isEmpty, "\(Set(leaks).sorted())")
 
         // The scan itself works: a planted key is found.
-        #expect(leakForms(of: secrets[0]).contains { contains(Array(("x" + Base64.encode([9] + secrets[0]) + "y").utf8), $0) })
+        #expect(leakForms(of: secrets[0]).contains { occurs($0, in: Array(("x" + Base64.encode([9] + secrets[0]) + "y").utf8)) })
     }
 }

@@ -59,8 +59,8 @@ import SiteKeepTestSupport
     static let gtk = "/usr/bin/pinentry-gtk-2", xvfb = "/usr/bin/Xvfb", xwd = "/usr/bin/xwd"
 
     /// The graphical prompt: the real pinentry-gtk-2 under Xvfb showing SiteKeep's CONFIRM (this
-    /// client's words), captured to `docs/screenshots/prompt-pinentry.png` where tools/test puts
-    /// screenshots (`SITEKEEP_BROWSER_SCREENSHOTS`). Nobody answers: the time limit ends it, and
+    /// client's words), captured to `prompt-pinentry.png` in the folder SITEKEEP_BROWSER_SCREENSHOTS
+    /// names (tools/test: .build/screenshots; tools/screenshots: docs/screenshots, the README's). Nobody answers: the time limit ends it, and
     /// its process is killed.
     @Test(.enabled(if: screenshots != nil && [gtk, xvfb, xwd].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }))
     func theGraphicalPromptIsCapturedUnderXvfb() throws {

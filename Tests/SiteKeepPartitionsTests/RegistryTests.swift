@@ -3,7 +3,7 @@ import Testing
 import SiteKeepCustody
 import Synchronization
 @testable import SiteKeepPartitions
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 @Suite struct RegistryTests {
     @Test func addListLookupAndPersist() throws {

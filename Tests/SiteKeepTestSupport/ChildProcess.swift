@@ -48,22 +48,41 @@ public enum ChildProcess {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
+    /// Starts `path` with `arguments` (no shell) and exactly the environment `env` (`NAME=value`
+    /// strings), standard streams inherited; its pid (the caller waits for it), or nil when it
+    /// could not start.
+    public static func spawn(_ path: String, _ arguments: [String], env: [String]) -> Int32? {
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        return posix_spawn(&pid, path, nil, nil, argv, envp) == 0 ? pid : nil
+    }
+
     /// Runs `path` with `arguments` (no shell) with `stdin` as its standard input, this
     /// process's environment plus `environment`, and returns its status and what it wrote to
     /// standard output and standard error.
     public static func capture(_ path: String, _ arguments: [String], stdin: String? = nil,
                                environment: [String: String] = [:]) -> (status: Int32, out: String, err: String) {
+        capture(path, arguments, input: Array((stdin ?? "").utf8), environment: environment)
+    }
+
+    /// As ``capture(_:_:stdin:environment:)`` with the bytes `input` as standard input; without
+    /// `inheritingEnvironment`, the program gets `environment` alone, none of this process's
+    /// variables.
+    public static func capture(_ path: String, _ arguments: [String], input: [UInt8], environment: [String: String] = [:],
+                               inheritingEnvironment: Bool = true) -> (status: Int32, out: String, err: String) {
         let dir = FileManager.default.temporaryDirectory.path + "/sk-capture-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        _ = FileManager.default.createFile(atPath: dir + "/in", contents: Data((stdin ?? "").utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/in", contents: Data(input))
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, dir + "/in", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var env = ProcessInfo.processInfo.environment
+        var env = inheritingEnvironment ? ProcessInfo.processInfo.environment : [:]
         env.merge(environment) { $1 }
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -4,6 +4,7 @@ import Synchronization
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepSystem
+import SiteKeepTestSupport
 @testable import SiteKeepVault
 
 /// HEAD is resolved once and kept while the files it came from are unchanged (so a daemon's
@@ -11,31 +12,33 @@ import SiteKeepSystem
 /// when another process commits; lock drops it with the keys.
 @Suite("The kept HEAD", .enabled(if: Interop.enabled, "SITEKEEP_SKIP_INTEROP=1"))
 struct HeadMemoTests {
-    /// The fixture's plain vault copied into a folder of its own (removed by the caller), opened.
-    static func openedCopy() throws -> (fixture: SgitFixture, dir: String, copy: String, vault: Vault) {
+    /// The fixture's plain vault copied into a folder of its own (removed by the caller), opened
+    /// with a counter of what it does.
+    static func openedCopy() throws -> (fixture: SgitFixture, dir: String, copy: String, vault: Vault, counter: VaultCounter) {
         let f = try SgitFixture.get()
         let dir = try temporaryDirectory()
         let copy = dir + "/plain"
         try FileManager.default.copyItem(atPath: f.plainPath, toPath: copy)
-        return (f, dir, copy, try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText)))
+        let counter = VaultCounter()
+        return (f, dir, copy, try Vault.open(path: copy, keys: try SgitFixture.keys(SgitFixture.plainKeyText), observer: counter), counter)
     }
 
     @Test func headIsKeptUntilAnotherProcessCommitsAndLockDropsIt() throws {
-        let (f, dir, copy, vault) = try Self.openedCopy()
+        let (f, dir, copy, vault, counter) = try Self.openedCopy()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // Files changed in the last few milliseconds are not trusted to show a change: wait.
         usleep(120_000)
         _ = try vault.read(path: "docs/a.txt")
-        let resolved = vault.headResolutions.load(ordering: .relaxed)
+        let resolved = counter.now.headResolutions
         for _ in 0..<5 { #expect(try vault.read(path: "docs/a.txt") == Array("hello again\n".utf8)) }
-        #expect(vault.headResolutions.load(ordering: .relaxed) == resolved, "HEAD was resolved again with nothing changed")
+        #expect(counter.now.headResolutions == resolved, "HEAD was resolved again with nothing changed")
         #expect(vault.holdsHead)
 
         // The real sgit commits in the same folder: the next read sees the new HEAD.
         try Array("changed by sgit\n".utf8).write(toFile: copy + "/docs/a.txt")
         try Interop.must(f.sgit, ["commit", "-m", "another process"], cwd: copy, home: f.home)
         #expect(try vault.read(path: "docs/a.txt") == Array("changed by sgit\n".utf8))
-        #expect(vault.headResolutions.load(ordering: .relaxed) > resolved)
+        #expect(counter.now.headResolutions > resolved)
         // (A HEAD read from files changed within the last 50 ms is not kept: FileStampTests.)
     }
 
@@ -43,16 +46,16 @@ struct HeadMemoTests {
     /// and still every commit of another process is seen at the next read, even one that lands
     /// within the stamps' settle margin (where stamps alone cannot be trusted and are not kept).
     @Test func withAWatchHeadIsServedWithoutLookingAtItsFilesAndEveryCommitIsSeen() throws {
-        let (f, dir, copy, vault) = try Self.openedCopy()
+        let (f, dir, copy, vault, counter) = try Self.openedCopy()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let watch = try #require(ChangeWatch(folders: []))
         vault.watch(with: watch)
         _ = try vault.read(path: "docs/a.txt")
-        let resolved = vault.headResolutions.load(ordering: .relaxed)
-        let looks = vault.headStampLooks.load(ordering: .relaxed)
+        let resolved = counter.now.headResolutions
+        let looks = counter.now.keptHeadStamps
         for _ in 0..<5 { #expect(try vault.read(path: "docs/a.txt") == Array("hello again\n".utf8)) }
-        #expect(vault.headResolutions.load(ordering: .relaxed) == resolved, "HEAD was resolved again with nothing changed")
-        #expect(vault.headStampLooks.load(ordering: .relaxed) == looks, "the kept HEAD's files were looked at")
+        #expect(counter.now.headResolutions == resolved, "HEAD was resolved again with nothing changed")
+        #expect(counter.now.keptHeadStamps == looks, "the kept HEAD's files were looked at")
         for round in 1...3 {
             // No wait between the read and the commit, nor between the commit and the next read.
             try Array("round \(round)\n".utf8).write(toFile: copy + "/docs/a.txt")
@@ -66,7 +69,8 @@ struct HeadMemoTests {
     /// hash or size for the same blob is still refused, from the cache as from the disk.
     @Test func aCachedBlobIsStillCheckedAgainstTheEntry() throws {
         let f = try SgitFixture.get()
-        let vault = try Vault.open(path: f.plainPath, keys: try SgitFixture.keys(SgitFixture.plainKeyText))
+        let counter = VaultCounter()
+        let vault = try Vault.open(path: f.plainPath, keys: try SgitFixture.keys(SgitFixture.plainKeyText), observer: counter)
         let (entry, bytes) = try vault.file(at: "docs/a.txt")
         let hash = try #require(entry.contentHash)
         let path = entry.path
@@ -79,7 +83,7 @@ struct HeadMemoTests {
                 try vault.blob(entry.blobID, size: entry.size + 1, contentHash: hash, path: path, useCache: useCache)
             }
         }
-        #expect(vault.cacheStatistics.hits > 0)
+        #expect(counter.now.cacheHits > 0)
     }
 
     @Test func lockDropsTheKeptHead() throws {

@@ -5,7 +5,7 @@ import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepSystem
 @testable import SiteKeepVault
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 func temporaryDirectory() throws -> String {
     let p = FileManager.default.temporaryDirectory.appendingPathComponent("sitekeep-vt-\(UUID().uuidString)").path
@@ -93,14 +93,15 @@ struct RegistryTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/r.json"
-        let reg = VaultRegistry(file: file)
+        let counter = VaultCounter()
+        let reg = VaultRegistry(file: file, observer: counter)
         reg.follow(try #require(ChangeWatch(folders: [dir])))
         #expect(try reg.records().isEmpty)
         try VaultRegistry(file: file).add(VaultRecord(name: "a", path: "/x", vaultID: "abcd1234", readOnly: true))
         #expect(try reg.records().map(\.name) == ["a"], "created by another process")
-        let before = reg.reads
+        let before = counter.now.registryParses
         for _ in 0..<5 { #expect(try reg.records().map(\.name) == ["a"]) }
-        #expect(reg.reads == before, "served by the watch, unsettled as the file is")
+        #expect(counter.now.registryParses == before, "served by the watch, unsettled as the file is")
         try VaultRegistry(file: file).add(VaultRecord(name: "b", path: "/y", vaultID: "efgh5678", readOnly: false))
         #expect(try reg.records().map(\.name) == ["a", "b"])
         let text = try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "abcd1234", with: "abcd9999")
@@ -120,21 +121,22 @@ struct RegistryTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/r.json"
-        let reg = VaultRegistry(file: file)
+        let counter = VaultCounter()
+        let reg = VaultRegistry(file: file, observer: counter)
         try reg.add(VaultRecord(name: "a", path: "/x", vaultID: "abcd1234", readOnly: true))
         usleep(80_000)   // past the settle margin
-        let before = reg.reads
+        let before = counter.now.registryParses
         for _ in 0..<5 { #expect(try reg.records().map(\.name) == ["a"]) }
-        #expect(reg.reads == before + 1, "parsed once while unchanged")
+        #expect(counter.now.registryParses == before + 1, "parsed once while unchanged")
         // Another process's registry (a memo of its own) adds a vault: seen at once.
         try VaultRegistry(file: file).add(VaultRecord(name: "b", path: "/y", vaultID: "efgh5678", readOnly: false))
         #expect(try reg.records().map(\.name) == ["a", "b"])
         // An edit in place, the same size, once the kept copy is settled: seen.
         usleep(80_000)
         _ = try reg.records()
-        let kept = reg.reads
+        let kept = counter.now.registryParses
         _ = try reg.records()
-        #expect(reg.reads == kept, "kept again once settled")
+        #expect(counter.now.registryParses == kept, "kept again once settled")
         let text = try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "abcd1234", with: "abcd9999")
         let handle = try #require(FileHandle(forUpdatingAtPath: file))
         try handle.write(contentsOf: Data(text.utf8))

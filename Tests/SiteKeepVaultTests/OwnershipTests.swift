@@ -4,7 +4,6 @@ import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepTestSupport
 @testable import SiteKeepVault
-import SiteKeepTesting
 
 /// A vault belongs to one site (threat T41): the bridge's look-ups reach only the calling
 /// site's vaults, and a vault of another site is indistinguishable from one that does not exist.

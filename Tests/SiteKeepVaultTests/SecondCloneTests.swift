@@ -3,7 +3,7 @@ import Testing
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepVault
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// The real vault server tools/test started on loopback (SG/Send's app, disk storage): its URL
 /// and access token by environment, and a vault id no other test uses.

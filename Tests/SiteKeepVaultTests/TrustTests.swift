@@ -4,7 +4,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
 @testable import SiteKeepVault
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// A registered copy of a fixture vault: its library (keys in memory, registry in a temp dir).
 struct RegisteredVault {

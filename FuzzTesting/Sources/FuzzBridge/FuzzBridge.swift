@@ -1,6 +1,6 @@
 import SiteKeepBridge
 import SiteKeepJSON
-import SiteKeepTesting
+import SiteKeepTestSupport
 
 /// The dispatcher on the in-memory modules (every op but `sealed.*` configured, presence
 /// approved), with team keys `team-ed` and `team-p256`, so `key.sign` reaches custody's handles.

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
-@testable import SiteKeepCommandLine
-import SiteKeepBridge
+import SiteKeepBridgeProtocol
 import SiteKeepJSON
 import SiteKeepTestSupport
 #if canImport(Glibc)
@@ -14,53 +13,8 @@ import Glibc
 /// `--metered` nothing syncs in the background, and a `vault pull` run through the daemon is
 /// reported as a round's is.
 @Suite(.serialized) struct DaemonVaultSyncTests {
-    final class Daemon: @unchecked Sendable {
-        // @unchecked: used by one test at a time.
-        let pid: pid_t
-        let sock: String
-        let home: String
-        var stopped = false
-        init(pid: pid_t, sock: String, home: String) { self.pid = pid; self.sock = sock; self.home = home }
-        /// Unlocks this daemon, and checks it was this daemon that took the secret (not a one-shot
-        /// check of the secret because no daemon answered).
-        func unlock(_ pass: String) async {
-            let r = await runTool(["unlock", "--passphrase-file", pass, "--home", home, "--json"], environment: ["SITEKEEP_SOCK": sock])
-            #expect(r.status == 0, "unlock: \(r.err)")
-            #expect((try? JSONParser.parse(r.out)["daemon"]) == .bool(true), "the unlock reached no daemon: \(r.out)")
-        }
-        func lock() async {
-            #expect(await runTool(["lock", "--home", home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
-        }
-        func stop() {
-            guard !stopped else { return }
-            stopped = true
-            kill(pid, SIGTERM)
-            var st: Int32 = 0
-            for _ in 0..<200 { if waitpid(pid, &st, WNOHANG) == pid { return }; usleep(50_000) }
-            kill(pid, SIGKILL)
-            waitpid(pid, &st, 0)
-        }
-    }
-
-    func start(_ store: CLIStore, _ extra: [String], tag: String) throws -> Daemon {
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
-        let run = store.dir.appendingPathComponent("run-\(tag)")
-        let sock = run.appendingPathComponent("bridge.sock").path
-        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(DaemonTests.spawn(sitekeep, ["serve", "--keyring", "file"] + extra, env: env))
-        let control = run.appendingPathComponent("control.sock").path
-        guard ChildProcess.waitForPath(control, pid: pid) else {
-            kill(pid, SIGKILL)
-            var st: Int32 = 0
-            waitpid(pid, &st, 0)
-            throw DaemonStartFailure(message: "sitekeep serve did not open \(control) within 60 s (or exited)")
-        }
-        return Daemon(pid: pid, sock: sock, home: store.home)
-    }
-
-    struct DaemonStartFailure: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
+    func start(_ store: CLIStore, _ extra: [String], tag: String) throws -> ServedDaemon {
+        try ServedDaemon.start(store, extra, tag: tag)
     }
 
     /// The next `vault.changed` within `seconds`, skipping other events.
@@ -74,9 +28,9 @@ import Glibc
     }
 
     @Test func syncsAtUnlockAndOnAnIntervalReportsChangesAndConflictsAndSkipsMeteredLinks() async throws {
-        let url = try #require(VaultSyncCommandTests.server, "run through tools/test: it starts the real vault server")
-        let token = try #require(VaultSyncCommandTests.token)
-        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let url = try #require(VaultServerEnvironment.server, "run through tools/test: it starts the real vault server")
+        let token = try #require(VaultServerEnvironment.token)
+        let sgit = try #require(BuiltProducts.sgit, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
         #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
@@ -208,9 +162,9 @@ import Glibc
     /// once, in the daemon's log and in `vault.status`, and does not ask the server again every
     /// round (before, the server's HTTP 400 came back every round).
     @Test func aVaultIDTheServerRefusesIsSaidOnceAndNotRetriedEveryRound() async throws {
-        let url = try #require(VaultSyncCommandTests.server, "run through tools/test: it starts the real vault server")
-        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
-        let sitekeep = try #require(DaemonTests.binary, "build the sitekeep executable first (swift build)")
+        let url = try #require(VaultServerEnvironment.server, "run through tools/test: it starts the real vault server")
+        let sgit = try #require(BuiltProducts.sgit, "the sgit CLI is missing: run tools/setup")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
@@ -227,8 +181,8 @@ import Glibc
         let sock = run.appendingPathComponent("bridge.sock").path
         let log = store.dir.appendingPathComponent("daemon-stderr.log").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(DaemonTests.spawn("/bin/sh", ["-c", "exec \"$0\" serve --keyring file --sync-every 1 2>\"$1\"", sitekeep, log], env: env))
-        let daemon = Daemon(pid: pid, sock: sock, home: store.home)
+        let pid = try #require(ChildProcess.spawn("/bin/sh", ["-c", "exec \"$0\" serve --keyring file --sync-every 1 2>\"$1\"", sitekeep, log], env: env))
+        let daemon = ServedDaemon(adopting: pid, sock: sock, home: store.home)
         defer { daemon.stop() }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path, pid: pid), "the daemon did not start")
         await daemon.unlock(store.passFile)

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
-@testable import SiteKeepCommandLine
-import SiteKeepBridge
+import SiteKeepBridgeProtocol
 import SiteKeepJSON
 import SiteKeepCustody
 import SiteKeepCrypto
@@ -11,26 +10,12 @@ import SiteKeepTestSupport
 import Glibc
 #endif
 
-/// `sitekeep serve` as a real process: unlock through the control socket, calls over the bridge
-/// socket bound to a site, lock, and a clean SIGTERM.
+/// `sitekeep serve` as a real process (the built executable; the commands around it run as the
+/// built `sitekeep-main`, see CommandLineProcess.swift): unlock through the control socket, calls
+/// over the bridge socket bound to a site, lock, and a clean SIGTERM.
 @Suite(.serialized) struct DaemonTests {
-    static var binary: String? {
-        var dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        for _ in 0..<2 { dir = dir.deletingLastPathComponent() }
-        let candidate = dir.appendingPathComponent(".build/debug/sitekeep").path
-        return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
-    }
-
-    static func spawn(_ path: String, _ args: [String], env: [String]) -> pid_t? {
-        var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-        return posix_spawn(&pid, path, nil, nil, argv, envp) == 0 ? pid : nil
-    }
-
     @Test func unlockCallLockAndStopCleanly() async throws {
-        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         let prf = try store.file("prf.bin", Array(repeating: 7, count: 32))
@@ -44,7 +29,7 @@ import Glibc
         let run = store.dir.appendingPathComponent("run")
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "SITEKEEP_ASKPASS=\(approve)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        let pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
 
@@ -81,7 +66,7 @@ import Glibc
     /// The daemon's unlock reads the secret by the command line's one rule, and takes any
     /// passphrase the command line takes (it was limited to 4096 bytes, the CLI to 64 KiB).
     @Test func unlockThroughTheDaemonReadsSecretsByTheSameRule() async throws {
-        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         let long = [UInt8](repeating: 0x70, count: 5000)
         let crlf = try store.file("long-crlf", long + [0x0d, 0x0a])
@@ -90,7 +75,7 @@ import Glibc
         let run = store.dir.appendingPathComponent("run")
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        let pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         let cliEnv = ["SITEKEEP_SOCK": sock]
@@ -106,13 +91,13 @@ import Glibc
     /// The daemon and one-shot commands (separate processes) append to one log: it verifies all
     /// along, and after the daemon stops its anchor vouches for every line.
     @Test func daemonAndOneShotCommandsKeepOneAnchoredLog() async throws {
-        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
         let run = store.dir.appendingPathComponent("run")
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        let pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         func cli(_ args: [String]) -> Int32 { ChildProcess.run(sitekeep, args + ["--home", store.home], environment: env) }
@@ -137,8 +122,8 @@ extension DaemonTests {
     /// `vault.save` and `capture.save` through the daemon commit into a real sgit vault, signed
     /// with the device key; the real sgit reads both files and its fsck passes.
     @Test func vaultSaveAndCaptureSaveCommitThroughTheDaemon() async throws {
-        let sitekeep = try #require(Self.binary, "build the sitekeep executable first (swift build)")
-        let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
+        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
+        let sgit = try #require(BuiltProducts.sgit, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
         let prf = try store.file("prf.bin", Array(repeating: 9, count: 32))
@@ -152,7 +137,7 @@ extension DaemonTests {
         let run = store.dir.appendingPathComponent("run")
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(Self.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
+        let pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, WNOHANG) }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         #expect(await runTool(["unlock", "--prf-file", prf, "--home", store.home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
@@ -175,41 +160,6 @@ extension DaemonTests {
         #expect(ChildProcess.run("/bin/sh", ["-c", "\(sh) check fsck | grep -q 'Vault OK'"]) == 0)
     }
 }
-
-extension DaemonTests {
-    /// `sitekeep unlock`, `lock` and `status` check the control socket before sending a byte: a
-    /// fake daemon in a folder open to others, or one run by another user, never receives the
-    /// passphrase, and the error names the socket and what was wrong (issue 12, defect 3).
-    @Test(.enabled(if: FakeDaemon.available)) func unlockNeverSendsTheSecretToAFakeDaemon() async throws {
-        let store = try CLIStore()
-        _ = try await store.initialize()
-        let run = store.dir.appendingPathComponent("run").path
-        try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
-        chmod(run, 0o777)
-        let env = ["SITEKEEP_SOCK": run + "/bridge.sock"]
-        let fake = try FakeDaemon(path: run + "/control.sock")
-        defer { fake.stop() }
-        for args in [["unlock", "--passphrase-file", store.passFile], ["lock"], ["status"]] {
-            let r = await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
-            #expect(r.status != 0, "\(args[0]) went on past an untrusted control socket")
-            #expect(r.err.contains(fake.path) && r.err.contains("open to other users"), "\(r.err)")
-        }
-        #expect(fake.connections.isEmpty, "the fake daemon was reached")
-
-        guard getuid() == 0 else { return }
-        // The folder and the socket file ours, the listener another user's: SO_PEERCRED tells.
-        fake.stop()
-        chmod(run, 0o700)
-        let other = try FakeDaemon(path: run + "/control.sock", uid: 65534)
-        defer { other.stop() }
-        let r = await runTool(["unlock", "--passphrase-file", store.passFile, "--home", store.home, "--keyring", "file"], environment: env)
-        #expect(r.status != 0)
-        #expect(r.err.contains(other.path) && r.err.contains("runs as uid 65534"), "\(r.err)")
-        #expect(other.connections(atLeast: 1) == [0], "the other user's listener received bytes")
-    }
-}
-
-enum Base64Text { static let hello = "aGVsbG8=" }
 
 /// Issue 18, item 3: `serve` refuses what cannot work before it listens.
 @Suite struct ServeRefusalTests {
