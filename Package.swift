@@ -15,6 +15,7 @@
 //   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
+//   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID, KeyID, OpName, ItemKind
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
@@ -64,6 +65,7 @@ let package = Package(
     products: [
         .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
+        .library(name: "SiteKeepVocabulary", targets: ["SiteKeepVocabulary"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
         .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
@@ -104,6 +106,10 @@ let package = Package(
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
+        // The names every layer passes around, each parsed once at the edge into a type: a web
+        // origin (`Origin`, the one origin parser: UTS 46 basics and Punycode), a site id, a key
+        // id, a bridge op name, a keyring item kind. Foundation only (NFKC, UUID), nothing of ours.
+        .target(name: "SiteKeepVocabulary"),
         // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
         // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
         // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
@@ -120,9 +126,9 @@ let package = Package(
         .target(name: "CSecretLoader"),
         .target(name: "SiteKeepKeyring", dependencies: ["SiteKeepSystem", "CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
-        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
         .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
@@ -145,7 +151,7 @@ let package = Package(
         // JSON, SiteKeepSystem and Foundation, keeping tabs and reading state in the partitions'
         // sealed rows (its own namespaces); no custody, SQLite or C of its own. The daemon fills
         // its interfaces (fetcher, caches, sinks).
-        .target(name: "SiteKeepCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
         // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
@@ -159,22 +165,22 @@ let package = Package(
         // web-view host links it without custody, SQLite or OpenSSL.
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: op catalogue, dispatcher, daemon.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
         // library, the native core and the bridge's modules into one daemon (bridge, control and
         // ssh-agent sockets, reminders, vault sync, the session-lock watch). The CLI's `serve`
         // and any host start it through `Daemon`; it never imports the command line.
         .target(name: "SiteKeepDaemon", dependencies: [
-            "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
+            "SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
             "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent", "SiteKeepSocket",
             "SiteKeepBridgeProtocol", "SiteKeepBridge",
         ]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
-            "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
             "SiteKeepDaemon",
             "SiteKeepRunClient",
@@ -200,12 +206,12 @@ let package = Package(
         .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
         .executableTarget(name: "sitekeep-crashwriter", dependencies: [
-            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
+            "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
         ]),
         // Release-built benchmark driver used by tools/bench. It talks to the C libraries
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
-            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
             "SiteKeepTesting", "SiteKeepSocket",
         ]),
@@ -216,20 +222,22 @@ let package = Package(
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepCrypto"], path: "Tests/SiteKeepTestSupport"),
         // In-memory stand-ins (bridge services, site storage keys, vault keys, a signing audit
         // file) for tests, the test daemon, the fuzz targets and the benchmarks: kept out of Sources/.
-        .target(name: "SiteKeepTesting", dependencies: ["SiteKeepBridge", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
+        .target(name: "SiteKeepTesting", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
                                                         "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
                 path: "Tests/SiteKeepTesting"),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
+        // The vocabulary's parsers: origins (UTS 46 basics, Punycode), site ids, key ids, op names, item kinds.
+        .testTarget(name: "SiteKeepVocabularyTests", dependencies: ["SiteKeepVocabulary"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
         .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport", "CSodium"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
-        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
-        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCustody"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
+        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
@@ -244,7 +252,7 @@ let package = Package(
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
-            "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
+            "SiteKeepVocabulary", "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
             "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepSocket", "SiteKeepTestSupport", "SiteKeepTesting",
         ]),
     ],

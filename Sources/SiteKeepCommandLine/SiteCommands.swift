@@ -8,6 +8,7 @@ internal import SiteKeepCore
 internal import SiteKeepVault
 internal import SiteKeepDaemon
 internal import SiteKeepBridge
+import SiteKeepVocabulary
 
 /// `site add|list|remove|grant|revoke`, `site storage get|set|remove|keys`, and `audit`.
 enum SiteCommands {

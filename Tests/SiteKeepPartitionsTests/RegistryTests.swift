@@ -4,6 +4,7 @@ import SiteKeepCustody
 import Synchronization
 @testable import SiteKeepPartitions
 import SiteKeepTesting
+import SiteKeepVocabulary
 
 @Suite struct RegistryTests {
     @Test func addListLookupAndPersist() throws {
@@ -70,7 +71,8 @@ import SiteKeepTesting
 
     @Test(arguments: ["../x", "/etc/passwd", "", "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a1\u{0}", "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13/..", "{6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13}"])
     func siteIdentifiersCarryNoPaths(_ text: String) {
-        #expect(throws: PartitionError.self) { try SiteID(parsing: text) }
+        #expect(throws: VocabularyError.self) { try SiteID(parsing: text) }
+        #expect(throws: PartitionError.self) { try SiteID.parse(text) }
     }
 
     @Test func siteIdentifierIsLowerCase() throws {
