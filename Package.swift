@@ -20,7 +20,7 @@
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
 //
-//   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON
+//   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON, SiteKeepVocabulary
 //   (a client of the daemon: it links the bridge's wire, never custody, crypto or SQLite)
 import PackageDescription
 import Foundation
@@ -202,8 +202,9 @@ let package = Package(
             "SiteKeepCustody", "SiteKeepHardening", "SiteKeepVault",
         ], linkerSettings: packedRelocations),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
-        // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
-        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
+        // scripts, the tab session, the kept-page cache, the daemon link. Only the vocabulary (its
+        // `Origin` decides every origin question), JSON and System below it.
+        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
         .executableTarget(name: "sitekeep-crashwriter", dependencies: [
             "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
@@ -232,7 +233,7 @@ let package = Package(
         .testTarget(name: "SiteKeepVocabularyTests", dependencies: ["SiteKeepVocabulary"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
-        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport", "CSodium"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
@@ -264,7 +265,7 @@ if browserAvailable {
         // GTK 4 + WebKitGTK 6.0: module map and a header of typed helpers (signals, g_object_new, g_idle_add).
         .systemLibrary(name: "CWebKitGTK", pkgConfig: "webkitgtk-6.0", providers: [.apt(["libwebkitgtk-6.0-dev", "libgtk-4-dev"])]),
         // The focused browser: a web view per tab, a network session per site, the bridge in the page.
-        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepSystem"]),
+        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepVocabulary", "SiteKeepJSON", "SiteKeepSystem"]),
     ]
 }
 
