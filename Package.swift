@@ -15,7 +15,8 @@
 //   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
-//   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID, KeyID, OpName, ItemKind
+//   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID; re-exports SiteKeepNames
+//   (KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
@@ -66,6 +67,7 @@ let package = Package(
         .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
         .library(name: "SiteKeepVocabulary", targets: ["SiteKeepVocabulary"]),
+        .library(name: "SiteKeepNames", targets: ["SiteKeepNames"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
         .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
@@ -107,9 +109,14 @@ let package = Package(
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
         // The names every layer passes around, each parsed once at the edge into a type: a web
-        // origin (`Origin`, the one origin parser: UTS 46 basics and Punycode), a site id, a key
-        // id, a bridge op name, a keyring item kind. Foundation only (NFKC, UUID), nothing of ours.
-        .target(name: "SiteKeepVocabulary"),
+        // origin (`Origin`, the one origin parser: UTS 46 basics and Punycode), a site id, and
+        // (re-exported from SiteKeepNames) a key id, a bridge op name, a keyring item kind.
+        // Foundation (NFKC, UUID) and SiteKeepNames only.
+        .target(name: "SiteKeepVocabulary", dependencies: ["SiteKeepNames"]),
+        // The vocabulary's names that need no Foundation: KeyID, OpName, ItemKind and their
+        // VocabularyError. Pure Swift, no dependencies: custody names key ids and item kinds
+        // through it, so sitekeep-read (custody, keyring, vault) still loads no Foundation.
+        .target(name: "SiteKeepNames"),
         // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
         // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
         // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
@@ -126,7 +133,7 @@ let package = Package(
         .target(name: "CSecretLoader"),
         .target(name: "SiteKeepKeyring", dependencies: ["SiteKeepSystem", "CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
@@ -230,7 +237,7 @@ let package = Package(
         .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
         // The vocabulary's parsers: origins (UTS 46 basics, Punycode), site ids, key ids, op names, item kinds.
-        .testTarget(name: "SiteKeepVocabularyTests", dependencies: ["SiteKeepVocabulary"]),
+        .testTarget(name: "SiteKeepVocabularyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepNames"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
         .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
@@ -243,7 +250,7 @@ let package = Package(
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepTesting"]),
-        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepTesting", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
         // The daemon started through SiteKeepDaemon's API alone, as a host starts it (no command line linked).

@@ -7,6 +7,7 @@ internal import SiteKeepVault
 internal import SiteKeepCustody
 internal import SiteKeepKeyring
 internal import SiteKeepDaemon
+import SiteKeepVocabulary
 
 /// The native core's commands: `schedule`, `agenda`, `remind`, `next`, `workflow`, `inbox`, `identity`.
 /// Each reads its inputs (a site's partition, the vault, the core's state files), lets the core

@@ -1,6 +1,6 @@
 public import SiteKeepCrypto
 public import SiteKeepKeyring
-import SiteKeepVocabulary
+import SiteKeepNames
 
 /// The one error type of the custody layer.
 ///

@@ -1,22 +1,22 @@
-import SiteKeepVocabulary
+import SiteKeepNames
 
 extension Custodian {
     /// Keyring item kinds as the keyring stores them: the spellings of the vocabulary's
-    /// ``SiteKeepVocabulary/ItemKind`` cases, as the strings the keyring's API and the signing
-    /// code take today. (Once the signing path takes ``SiteKeepVocabulary/ItemKind`` itself,
+    /// ``SiteKeepNames/ItemKind`` cases, as the strings the keyring's API and the signing
+    /// code take today. (Once the signing path takes ``SiteKeepNames/ItemKind`` itself,
     /// this becomes a typealias of it.)
     public enum ItemKind {
-        /// ``SiteKeepVocabulary/ItemKind/slot``.
-        public static let slot = SiteKeepVocabulary.ItemKind.slot.rawValue
-        /// ``SiteKeepVocabulary/ItemKind/teamKey``.
-        public static let teamKey = SiteKeepVocabulary.ItemKind.teamKey.rawValue
-        /// ``SiteKeepVocabulary/ItemKind/deviceKey``.
-        public static let deviceKey = SiteKeepVocabulary.ItemKind.deviceKey.rawValue
-        /// ``SiteKeepVocabulary/ItemKind/storageKey``.
-        public static let storageKey = SiteKeepVocabulary.ItemKind.storageKey.rawValue
-        /// ``SiteKeepVocabulary/ItemKind/storageKeyWhenUnlocked``.
-        public static let storageKeyWhenUnlocked = SiteKeepVocabulary.ItemKind.storageKeyWhenUnlocked.rawValue
-        /// ``SiteKeepVocabulary/ItemKind/vaultKey``.
-        public static let vaultKey = SiteKeepVocabulary.ItemKind.vaultKey.rawValue
+        /// ``SiteKeepNames/ItemKind/slot``.
+        public static let slot = SiteKeepNames.ItemKind.slot.rawValue
+        /// ``SiteKeepNames/ItemKind/teamKey``.
+        public static let teamKey = SiteKeepNames.ItemKind.teamKey.rawValue
+        /// ``SiteKeepNames/ItemKind/deviceKey``.
+        public static let deviceKey = SiteKeepNames.ItemKind.deviceKey.rawValue
+        /// ``SiteKeepNames/ItemKind/storageKey``.
+        public static let storageKey = SiteKeepNames.ItemKind.storageKey.rawValue
+        /// ``SiteKeepNames/ItemKind/storageKeyWhenUnlocked``.
+        public static let storageKeyWhenUnlocked = SiteKeepNames.ItemKind.storageKeyWhenUnlocked.rawValue
+        /// ``SiteKeepNames/ItemKind/vaultKey``.
+        public static let vaultKey = SiteKeepNames.ItemKind.vaultKey.rawValue
     }
 }

@@ -8,6 +8,7 @@ import SiteKeepCustody
 import SiteKeepPartitions
 @testable import SiteKeepBridge
 import SiteKeepTesting
+import SiteKeepVocabulary
 
 /// A real custodian behind the dispatcher, with custody's presence window over a counting
 /// verifier (issue 12): what prompts, what a proof serves, and what lock clears.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SiteKeepVocabulary
+@testable import SiteKeepNames
 
 /// The vocabulary's names other than origins: each parses once, refuses anything off its rule
 /// with a ``VocabularyError``, and prints its canonical form.

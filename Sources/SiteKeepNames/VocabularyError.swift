@@ -19,7 +19,7 @@ public enum VocabularyError: Error, Sendable, Equatable {
     public static let keptScalars = 65
 
     /// `text` cut to ``keptScalars`` scalars, for a case's payload.
-    static func kept(_ text: String) -> String {
+    package static func kept(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         out.append(contentsOf: text.unicodeScalars.prefix(keptScalars))
         return String(out)
