@@ -75,6 +75,16 @@ import SiteKeepVocabulary
         #expect(throws: PartitionError.self) { try SiteID.parse(text) }
     }
 
+    /// SiteID's parse error is the vocabulary's now; the partitions' error for it, and so its
+    /// message, is the one it always was (escaped, cut at 64 scalars).
+    @Test func aSiteIdentifiersParseErrorKeepsThePartitionsMessage() {
+        #expect(throws: PartitionError.invalidSiteIdentifier("a\\u{A}\\u{22}")) { try SiteID.parse("a\n\"") }
+        #expect(PartitionError.invalidSiteIdentifier("../x").description
+                == "\"../x\" is not a site identifier (a UUID such as 6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13)")
+        let long = String(repeating: "z", count: 200)
+        #expect(throws: PartitionError.invalidSiteIdentifier(String(repeating: "z", count: 64) + "…")) { try SiteID.parse(long) }
+    }
+
     @Test func siteIdentifierIsLowerCase() throws {
         let id = try SiteID(parsing: "6F1C3A52-0D7E-4B8A-9F57-2C1E0B4D9A13")
         #expect(id.string == "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13")
