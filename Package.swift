@@ -16,11 +16,13 @@
 //   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
+//   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID; re-exports SiteKeepNames
+//   (KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
 //
-//   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON
+//   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON, SiteKeepVocabulary
 //   (a client of the daemon: it links the bridge's wire, never custody, crypto or SQLite)
 import PackageDescription
 import Foundation
@@ -65,6 +67,8 @@ let package = Package(
     products: [
         .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
+        .library(name: "SiteKeepVocabulary", targets: ["SiteKeepVocabulary"]),
+        .library(name: "SiteKeepNames", targets: ["SiteKeepNames"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
         .library(name: "SiteKeepKeyring", targets: ["SiteKeepKeyring"]),
         .library(name: "SiteKeepCustody", targets: ["SiteKeepCustody"]),
@@ -106,6 +110,15 @@ let package = Package(
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
+        // The names every layer passes around, each parsed once at the edge into a type: a web
+        // origin (`Origin`, the one origin parser: UTS 46 basics and Punycode), a site id, and
+        // (re-exported from SiteKeepNames) a key id, a bridge op name, a keyring item kind.
+        // Foundation (NFKC, UUID) and SiteKeepNames only.
+        .target(name: "SiteKeepVocabulary", dependencies: ["SiteKeepNames"]),
+        // The vocabulary's names that need no Foundation: KeyID, OpName, ItemKind and their
+        // VocabularyError. Pure Swift, no dependencies: custody names key ids and item kinds
+        // through it, so sitekeep-read (custody, keyring, vault) still loads no Foundation.
+        .target(name: "SiteKeepNames"),
         // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
         // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
         // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
@@ -122,9 +135,9 @@ let package = Package(
         .target(name: "CSecretLoader"),
         .target(name: "SiteKeepKeyring", dependencies: ["SiteKeepSystem", "CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
-        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
         .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
@@ -147,7 +160,7 @@ let package = Package(
         // JSON, SiteKeepSystem and Foundation, keeping tabs and reading state in the partitions'
         // sealed rows (its own namespaces); no custody, SQLite or C of its own. The daemon fills
         // its interfaces (fetcher, caches, sinks).
-        .target(name: "SiteKeepCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
         // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
@@ -162,28 +175,28 @@ let package = Package(
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: the op catalogue, the dispatcher, the service protocols its modules call
         // and the socket servers. The engines behind the protocols are wired in SiteKeepWiring.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
                 resources: [.copy("ops.json")]),
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
         // vault library and the native core (the adapters, and the error mapping from each engine's
         // typed errors to the bridge's codes), and the one registry of the modules a store serves.
         // The composition root (the daemon), the audit and the command line use it; the bridge
         // itself knows only its protocols.
-        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON"]),
+        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON"]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
         // library, the native core and the bridge's modules into one daemon (bridge, control and
         // ssh-agent sockets, reminders, vault sync, the session-lock watch). The CLI's `serve`
         // and any host start it through `Daemon`; it never imports the command line.
         .target(name: "SiteKeepDaemon", dependencies: [
-            "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
+            "SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
             "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent", "SiteKeepSocket",
             "SiteKeepBridgeProtocol", "SiteKeepBridge", "SiteKeepWiring",
         ]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
-            "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepHardening", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
             "SiteKeepDaemon",
             "SiteKeepRunClient",
@@ -205,16 +218,17 @@ let package = Package(
             "SiteKeepCustody", "SiteKeepHardening", "SiteKeepVault",
         ], linkerSettings: packedRelocations),
         // The browser's logic that needs no GTK: sites and navigation rules, the page's bridge
-        // scripts, the tab session, the kept-page cache, the daemon link. Only JSON and System below it.
-        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
+        // scripts, the tab session, the kept-page cache, the daemon link. Only the vocabulary (its
+        // `Origin` decides every origin question), JSON and System below it.
+        .target(name: "SiteKeepBrowserCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepSocket", "SiteKeepBridgeProtocol"]),
         // Test helper: streams acknowledged partition writes until killed (the kill -9 test).
         .executableTarget(name: "sitekeep-crashwriter", dependencies: [
-            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
+            "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions",
         ]),
         // Release-built benchmark driver used by tools/bench. It talks to the C libraries
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
-            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
             "SiteKeepTestSupport", "SiteKeepSocket",
         ]),
@@ -226,25 +240,27 @@ let package = Package(
         // FIFO watchdog and a fake daemon, and the in-memory stand-ins (bridge services, site
         // storage keys, vault keys, a signing audit file) for tests, the test daemon, the fuzz
         // targets and the benchmarks.
-        .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepBridge", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
+        .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
                                                             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
                 path: "Tests/SiteKeepTestSupport"),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
+        // The vocabulary's parsers: origins (UTS 46 basics, Punycode), site ids, key ids, op names, item kinds.
+        .testTarget(name: "SiteKeepVocabularyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepNames"]),
         // Unit tests of the browser's core, and the browser itself under Xvfb against local sites
         // and a real `sitekeep serve` (they run the built executables; no GTK is linked here).
-        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepBrowserTests", dependencies: ["SiteKeepBrowserCore", "SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport", "CSodium"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
-        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
-        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepCustody"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
+        .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
-        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
+        .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
         // The daemon as a library (started through SiteKeepDaemon's API alone, as a host starts it) and
@@ -256,7 +272,7 @@ let package = Package(
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
-            "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
+            "SiteKeepVocabulary", "SiteKeepCommandLine", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepHardening", "SiteKeepKeyring",
             "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepSocket", "SiteKeepTestSupport",
         ]),
     ],
@@ -268,7 +284,7 @@ if browserAvailable {
         // GTK 4 + WebKitGTK 6.0: module map and a header of typed helpers (signals, g_object_new, g_idle_add).
         .systemLibrary(name: "CWebKitGTK", pkgConfig: "webkitgtk-6.0", providers: [.apt(["libwebkitgtk-6.0-dev", "libgtk-4-dev"])]),
         // The focused browser: a web view per tab, a network session per site, the bridge in the page.
-        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepJSON", "SiteKeepSystem"]),
+        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepVocabulary", "SiteKeepJSON", "SiteKeepSystem"]),
     ]
 }
 

@@ -3,6 +3,7 @@ public import SiteKeepPartitions
 import SiteKeepCore
 import SiteKeepCustody
 import Synchronization
+public import SiteKeepVocabulary
 
 /// The result of one probe on one site.
 public enum ProbeOutcome: Sendable, Equatable {

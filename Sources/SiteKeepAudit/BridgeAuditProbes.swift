@@ -2,6 +2,7 @@ import SiteKeepBridge
 import SiteKeepWiring
 import SiteKeepJSON
 import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// The bridge's isolation probes on the audit's own sites: every op from a site not on its
 /// allow-list is refused (`not_allowed`), and every op on a connection bound to the subject,

@@ -1,6 +1,7 @@
 import Foundation
 import SiteKeepPartitions
 import SiteKeepCore
+import SiteKeepVocabulary
 
 /// Every read path of the subject's own partition, asked for every other site's names: none
 /// may return another site's canary.

@@ -1,5 +1,6 @@
 import SiteKeepVault
 import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// Vault paths a caller (the empty path is the vault's root and is allowed) (a page through `vault.load`, or the CLI) might use to leave the vault's
 /// tree or confuse it: every one must be refused before any file is touched.

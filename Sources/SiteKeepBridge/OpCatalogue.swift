@@ -1,4 +1,5 @@
 internal import SiteKeepJSON
+import SiteKeepVocabulary
 import Foundation
 
 /// Whether the caller sends the op or SiteKeep does.
@@ -277,12 +278,8 @@ public struct OpCatalogue: Sendable, Equatable {
         return s
     }
 
-    static func isOpName(_ s: String) -> Bool {
-        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
-        return s.utf8.count <= 64 && !parts.isEmpty && parts.allSatisfy { part in
-            !part.isEmpty && part.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }
-        }
-    }
+    /// The catalogue's op-name rule: the vocabulary's (``OpName``).
+    static func isOpName(_ s: String) -> Bool { OpName.isValid(s) }
 
     static func isFieldName(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy {

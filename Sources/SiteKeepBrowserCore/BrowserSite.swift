@@ -1,35 +1,49 @@
-import Foundation
+public import SiteKeepVocabulary
 
 /// An app-bound site as the daemon describes it to a web-view host (control op `sites`).
 ///
 /// The host never decides which site a page belongs to from anything the page says: a view is
 /// created for one site, shows only that site's origins, and its bridge connection is bound to
-/// that site by the host's `hello`.
+/// that site by the host's `hello`. Every origin question (which site owns an address, which
+/// page receives bridge events, where a navigation may go) is answered by the vocabulary's one
+/// origin parser, ``Origin``: the daemon's origins are parsed once, when the site is made, and
+/// a page's address through ``Origin/init(ofURL:)``.
 public struct BrowserSite: Sendable, Hashable {
     /// The site's stable identifier (its folder's name in the store).
     public var id: String
     /// The name shown to the user.
     public var name: String
-    /// The site's origins in SiteKeep's canonical form (`scheme://host:port`, port explicit).
-    public var origins: [String]
+    /// The site's origins.
+    public var origins: [Origin]
     /// The folder, inside the site's partition folder, where the host keeps the site's web data
     /// (WebKit's data and cache directories, the kept pages). The daemon creates it 0700.
     public var webFolder: String
 
-    public init(id: String, name: String, origins: [String], webFolder: String) {
+    /// A site with these (already parsed) origins.
+    public init(id: String, name: String, origins: [Origin], webFolder: String) {
         self.id = id
         self.name = name
         self.origins = origins
         self.webFolder = webFolder
     }
 
-    /// The origins as `location.origin` spells them (default ports left out).
-    public var pageOrigins: [String] { origins.compactMap { WebOrigin(canonical: $0)?.pageForm } }
+    /// A site whose origins are given as text (the daemon's canonical `scheme://host:port`, or
+    /// any spelling ``Origin/init(parsing:)`` accepts), parsed here once.
+    /// - Throws: the ``OriginError`` of the first origin that does not parse.
+    public init(id: String, name: String, origins: [String], webFolder: String) throws(OriginError) {
+        var parsed: [Origin] = []
+        for text in origins { parsed.append(try Origin(parsing: text)) }
+        self.init(id: id, name: name, origins: parsed, webFolder: webFolder)
+    }
 
-    /// Whether `url` is on one of the site's origins.
+    /// The origins as `location.origin` spells them (default ports left out).
+    public var pageOrigins: [String] { origins.map(\.pageForm) }
+
+    /// Whether `url` is on one of the site's origins (``Origin/init(ofURL:)``: an address whose
+    /// origin does not parse is on no site).
     public func owns(url: String) -> Bool {
-        guard let o = WebOrigin(url: url) else { return false }
-        return origins.contains(o.canonicalForm)
+        guard let o = try? Origin(ofURL: url) else { return false }
+        return origins.contains(o)
     }
 
     /// The page a new view of the site opens: its first origin's root.
@@ -43,33 +57,11 @@ public struct BrowserSite: Sendable, Hashable {
     public var keptDirectory: String { webFolder + "/kept" }
 }
 
-/// The origin of an http(s) URL: scheme, lower-cased host, port.
-public struct WebOrigin: Sendable, Hashable {
-    public var scheme: String
-    public var host: String
-    public var port: Int
-
-    /// The origin of `url`, or nil when it is not an http(s) URL with a host.
-    public init?(url: String) {
-        guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = c.host, !host.isEmpty else { return nil }
-        self.scheme = scheme
-        var h = host.lowercased()
-        if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
-        self.host = h
-        self.port = c.port ?? (scheme == "https" ? 443 : 80)
+extension Origin {
+    /// `scheme://host[:port]` as a page's `location.origin` gives it: the default port left out
+    /// (``serialized`` always writes it).
+    public var pageForm: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return port == scheme.defaultPort ? "\(scheme.rawValue)://\(h)" : "\(scheme.rawValue)://\(h):\(port)"
     }
-
-    /// Parses SiteKeep's canonical form `scheme://host:port` (the daemon's spelling).
-    public init?(canonical: String) {
-        self.init(url: canonical)
-    }
-
-    private var hostForm: String { host.contains(":") ? "[\(host)]" : host }
-    private var isDefaultPort: Bool { (scheme == "https" && port == 443) || (scheme == "http" && port == 80) }
-
-    /// `scheme://host:port`, port always explicit (SiteKeep's canonical origin).
-    public var canonicalForm: String { "\(scheme)://\(hostForm):\(port)" }
-    /// `scheme://host[:port]` as `location.origin` gives it (default port left out).
-    public var pageForm: String { isDefaultPort ? "\(scheme)://\(hostForm)" : "\(scheme)://\(hostForm):\(port)" }
 }

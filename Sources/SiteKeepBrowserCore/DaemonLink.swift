@@ -87,7 +87,9 @@ public struct SocketDaemonLink: DaemonLink {
                   let folder = s["webFolder"]?.stringValue, folder.hasPrefix("/") else {
                 throw .protocolViolation("a site lacks id, name, origins or webFolder")
             }
-            return BrowserSite(id: id, name: name, origins: origins, webFolder: folder)
+            do { return try BrowserSite(id: id, name: name, origins: origins, webFolder: folder) } catch {
+                throw .protocolViolation("a site's origin is not an origin: \(error)")
+            }
         }
     }
 

@@ -1,3 +1,5 @@
+import SiteKeepVocabulary
+
 /// Where a navigation may go: a view stays on its own site; another app-bound site opens in a
 /// view of that site (its own network session and bridge binding); anything else leaves the
 /// browser for the system's browser (`xdg-open`) or is refused.
@@ -54,7 +56,16 @@ public struct NavigationPolicy: Sendable {
         let scheme = url.prefix(while: { $0 != ":" }).lowercased()
         switch scheme {
         case "http", "https":
-            guard WebOrigin(url: url) != nil else { return .refuse("\(url) has no host") }
+            do throws(OriginError) {
+                _ = try Origin(ofURL: url)
+            } catch .insecureScheme {
+                // Plain http off loopback is no site's origin: the system browser's, as before.
+                return .external(url)
+            } catch {
+                // No origin, or one spelled so that it could pass for another (user@, a
+                // backslash, a look-alike host, a trailing dot, ...): not loaded anywhere.
+                return .refuse("\(url) has no acceptable origin: \(error)")
+            }
             if viewSite.owns(url: url) { return .stay }
             if let other = site(owning: url) { return .openSite(other) }
             return .external(url)

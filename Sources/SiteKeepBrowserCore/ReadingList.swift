@@ -1,5 +1,6 @@
 import Foundation
 import SiteKeepJSON
+import SiteKeepVocabulary
 
 /// One article of a site's reading list, as `reading.get` lists it (the native list F9 shows).
 public struct ReadingItem: Sendable, Equatable {
@@ -146,7 +147,7 @@ public struct PrefetchPlan: Sendable, Equatable {
         guard let colon = id.firstIndex(of: ":"), id[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
               id[..<colon].first?.isLetter == true else { return .notAnAddress }
         let scheme = id[..<colon].lowercased()
-        guard scheme == "http" || scheme == "https", WebOrigin(url: id) != nil else { return .foreign }
+        guard scheme == "http" || scheme == "https", (try? Origin(ofURL: id)) != nil else { return .foreign }
         return site.owns(url: id) ? .page(KeptPageCache.key(for: id)) : .foreign
     }
 

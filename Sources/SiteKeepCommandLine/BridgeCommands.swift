@@ -3,6 +3,7 @@ internal import SiteKeepBridge
 internal import SiteKeepJSON
 internal import SiteKeepPartitions
 internal import SiteKeepDaemon
+import SiteKeepVocabulary
 
 /// `ops` and `call`: the bridge's op catalogue, and a client for scripts and debugging.
 enum BridgeCommands {

@@ -8,6 +8,7 @@ internal import SiteKeepVault
 internal import SiteKeepCustody
 internal import SiteKeepKeyring
 internal import SiteKeepDaemon
+import SiteKeepVocabulary
 
 /// The native core's commands: `schedule`, `agenda`, `remind`, `next`, `workflow`, `inbox`, `identity`.
 /// Each reads its inputs (a site's partition, the vault, the core's state files), lets the core
@@ -162,12 +163,12 @@ enum CoreCommands {
         let agenda = try c.agenda.currentOrEmpty()
         let out: CalendarExport.Output
         do {
-            var state = try c.state.calendarState(site: c.site.id.string)
+            var state = try c.state.calendarState(site: c.site.id)
             let policy = try c.state.reminderPolicy(site: c.site.id.string)
             let host = c.site.origins.first.map { URL(string: $0.serialized)?.host ?? c.site.id.string } ?? c.site.id.string
             out = CalendarExport.render(schedule: try schedule(c), agenda: agenda, host: host, policy: policy, state: &state,
                                         now: SystemClock().now(), name: c.site.displayName)
-            try c.state.setCalendarState(state, site: c.site.id.string)
+            try c.state.setCalendarState(state, site: c.site.id)
         } catch let e as CoreFileError { throw failure(e) }
         if let path = inv.option("--output") {
             do throws(CoreFileError) { try CoreFiles.writeAtomically(Array(out.text.utf8), to: path, mode: 0o644) } catch { throw failure(error) }

@@ -3,6 +3,7 @@ internal import SiteKeepCustody
 internal import SiteKeepPartitions
 internal import SiteKeepVault
 internal import SiteKeepDaemon
+import SiteKeepVocabulary
 
 /// `completions bash|zsh` and `man`: generated from the same command specs as `--help`.
 enum DocumentationCommands {

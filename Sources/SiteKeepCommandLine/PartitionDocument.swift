@@ -1,6 +1,7 @@
 internal import SiteKeepCore
 internal import SiteKeepPartitions
 internal import SiteKeepVault
+import SiteKeepVocabulary
 
 /// A rebuild source reading a site's ``PartitionDocument`` (the core's `sitekeep_partition_v1`)
 /// from a vault's HEAD.

@@ -9,6 +9,7 @@ internal import SiteKeepVault
 internal import SiteKeepDaemon
 internal import SiteKeepBridge
 import SiteKeepWiring
+import SiteKeepVocabulary
 
 /// `site add|list|remove|grant|revoke`, `site storage get|set|remove|keys`, and `audit`.
 enum SiteCommands {

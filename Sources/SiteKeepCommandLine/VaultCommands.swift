@@ -7,6 +7,7 @@ internal import SiteKeepKeyring
 internal import SiteKeepPartitions
 internal import SiteKeepVaultRemotes
 internal import SiteKeepDaemon
+import SiteKeepVocabulary
 
 /// `vault add|list|remove|ls|cat|log|status|verify|trust|assign|policy`.
 enum VaultCommands {

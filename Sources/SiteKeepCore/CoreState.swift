@@ -1,4 +1,5 @@
 public import SiteKeepJSON
+public import SiteKeepVocabulary
 
 /// Where the core keeps its small state files in a store's home (none holds a key or a secret):
 ///
@@ -102,14 +103,16 @@ public struct CoreStateDirectory: Sendable, Equatable {
 
     // MARK: calendar export
 
-    public func calendarState(site: String) throws(CoreFileError) -> CalendarExportState {
-        let path = try self.site(site) + "/calendar.json"
+    /// The site's calendar export state (its events' sequence numbers; empty when none was kept).
+    public func calendarState(site: SiteID) throws(CoreFileError) -> CalendarExportState {
+        let path = try self.site(site.string) + "/calendar.json"
         guard let v = try readJSON(path) else { return CalendarExportState() }
         do { return try CalendarExportState(json: v) } catch { throw CoreFileError(path: path, reason: error.description) }
     }
 
-    public func setCalendarState(_ s: CalendarExportState, site: String) throws(CoreFileError) {
-        try writeJSON(s.json, to: try self.site(site) + "/calendar.json")
+    /// Keeps the site's calendar export state.
+    public func setCalendarState(_ s: CalendarExportState, site: SiteID) throws(CoreFileError) {
+        try writeJSON(s.json, to: try self.site(site.string) + "/calendar.json")
     }
 
     // MARK: workflow runs

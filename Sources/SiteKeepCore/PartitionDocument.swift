@@ -1,6 +1,7 @@
 public import SiteKeepJSON
 public import SiteKeepPartitions
 import Foundation
+import SiteKeepVocabulary
 
 /// A site's partition as a JSON document (`sitekeep_partition_v1`), the form SiteKeep keeps
 /// in a vault so a lost or damaged partition can be rebuilt from it (`site export`, `site rebuild`):

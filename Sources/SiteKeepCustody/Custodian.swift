@@ -159,15 +159,6 @@ public final class Custodian: Sendable {
     /// The settings.
     public let configuration: CustodianConfiguration
 
-    /// Keyring item kinds.
-    public enum ItemKind {
-        public static let slot = "slot"
-        public static let teamKey = "team-key"
-        public static let deviceKey = "device-key"
-        public static let storageKey = "storage-key"
-        public static let storageKeyWhenUnlocked = "storage-key-wu"
-        public static let vaultKey = "vault-key"
-    }
     /// The device key's item id and the key id it is logged under.
     public static let deviceKeyID = "device"
 

@@ -1,5 +1,6 @@
 public import SiteKeepCrypto
 public import SiteKeepKeyring
+import SiteKeepNames
 
 /// The one error type of the custody layer.
 ///

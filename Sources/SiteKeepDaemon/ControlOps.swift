@@ -6,6 +6,7 @@ import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// What the control socket does: `status`, `lock`, `unlock`, `stop` (as SIGTERM: drain, lock,
 /// flush, exit), `set` (a setting of this run only), and `sites` (the app-bound sites for a

@@ -6,6 +6,7 @@ import SiteKeepCore
 import SiteKeepDesktop
 import SiteKeepJSON
 import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// The daemon's native core: delivers every site's reminders as desktop notifications at their
 /// time (``DeliveryLoop``), re-plans when a site's picks or leads change, keeps the "what is

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SiteKeepCrypto
+public import SiteKeepVocabulary
 
 /// An open handle on one site's partition: the analogue of `WKWebsiteDataStore(forIdentifier:)`.
 ///

@@ -4,6 +4,7 @@ import Synchronization
 package import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepSystem
+import SiteKeepVocabulary
 
 /// The mutable state behind a partition's lock. Not Sendable: only reached inside `Mutex.withLock`.
 final class PartitionBox {

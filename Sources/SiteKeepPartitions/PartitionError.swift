@@ -1,4 +1,5 @@
-public import Foundation
+public import SiteKeepVocabulary
+import Foundation
 
 /// What is wrong with a damaged partition.
 public enum DamageReason: Sendable, Equatable, CustomStringConvertible {
@@ -92,49 +93,9 @@ extension PartitionError: CustomStringConvertible {
     }
 }
 
-/// A site's stable identifier: a UUID, always written in lower case.
-///
-/// Parsing accepts only the 36-character UUID form, so a site identifier can never carry a path
-/// (`../`, `/`, NUL): it is safe to use as a folder name.
-public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
-    /// The UUID.
-    public let uuid: UUID
-    /// The canonical lower-case form, used as the site's folder name.
-    public let string: String
-
-    /// Wraps a UUID.
-    public init(_ uuid: UUID) {
-        self.uuid = uuid
-        self.string = uuid.uuidString.lowercased()
-    }
-
-    /// A new random identifier.
-    public static func random() -> SiteID { SiteID(UUID()) }
-
-    /// Parses the 36-character UUID form (either case).
-    /// - Throws: ``PartitionError/invalidSiteIdentifier(_:)``.
-    public init(parsing text: String) throws(PartitionError) {
-        let scalars = Array(text.unicodeScalars)
-        let ok = scalars.count == 36 && scalars.enumerated().allSatisfy { i, s in
-            [8, 13, 18, 23].contains(i) ? s == "-" : s.properties.isASCIIHexDigit
-        }
-        guard ok, let uuid = UUID(uuidString: text) else { throw .invalidSiteIdentifier(Self.escape(text)) }
-        self.init(uuid)
-    }
-
-    public static func == (a: SiteID, b: SiteID) -> Bool { a.uuid == b.uuid }
-    public func hash(into hasher: inout Hasher) { hasher.combine(uuid) }
-    public var description: String { string }
-    public static func < (a: SiteID, b: SiteID) -> Bool { a.string < b.string }
-
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        try self.init(parsing: text)
-    }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(string)
-    }
+/// The display form of an offending site identifier (``PartitionError/invalidSiteIdentifier(_:)``;
+/// ``SiteID`` itself lives in SiteKeepVocabulary).
+extension SiteID {
 
     static func escape(_ text: String) -> String {
         var out = ""

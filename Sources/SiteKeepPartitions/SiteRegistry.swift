@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 public import SiteKeepCustody
 import SiteKeepSystem
+public import SiteKeepVocabulary
 
 /// A registered site.
 public struct Site: Sendable, Hashable, Codable {
@@ -59,15 +60,11 @@ extension Site {
 
     /// The most ops one site may be granted, and the longest op name.
     public static let maximumGrants = 64
-    static let maximumOpNameBytes = 64
+    static let maximumOpNameBytes = OpName.maximumLength
 
-    /// Whether `op` has the form of a bridge op name: lower-case words (a–z, 0–9) joined by dots.
-    public static func isOpName(_ op: String) -> Bool {
-        let parts = op.split(separator: ".", omittingEmptySubsequences: false)
-        return op.utf8.count <= maximumOpNameBytes && !parts.isEmpty && parts.allSatisfy { part in
-            !part.isEmpty && part.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }
-        }
-    }
+    /// Whether `op` has the form of a bridge op name: lower-case words (a–z, 0–9) joined by dots
+    /// (the vocabulary's rule, ``OpName``).
+    public static func isOpName(_ op: String) -> Bool { OpName.isValid(op) }
 }
 
 extension Site {
@@ -195,7 +192,7 @@ public final class SiteRegistry: Sendable {
             let decoded = try JSONDecoder.registry.decode(RegistryFile.self, from: data)
             guard decoded.version == 1 else { throw PartitionError.registryDamaged("unsupported version \(decoded.version)") }
             for s in decoded.sites { sites[s.id] = s }
-        } catch let e as PartitionError { throw e } catch {
+        } catch let e as PartitionError { throw e } catch let e as VocabularyError { throw PartitionError(e) } catch {
             throw .registryDamaged("sites.json cannot be read (\(type(of: error)))")
         }
         return (sites, view)

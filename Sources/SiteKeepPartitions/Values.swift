@@ -1,4 +1,5 @@
 import Foundation
+public import SiteKeepVocabulary
 
 /// A namespace of a partition, named by whoever stores rows in it: its name is bound into every
 /// row's stored key and associated data, and its rows are filed under its code in the file.

@@ -5,6 +5,7 @@ public import SiteKeepCustody
 public import SiteKeepCore
 import SiteKeepJSON
 import Synchronization
+public import SiteKeepVocabulary
 
 // The bridge's services on the partitions and vault layers: each site's own partition, and
 // the store's vault library. Each adapter is small; the dispatcher routes to it.
@@ -63,7 +64,7 @@ public final class PartitionAccess: Sendable {
 
     public func with<R>(_ site: BridgeSite, _ body: (Partition) throws(PartitionError) -> R) throws(BridgeFailure) -> R {
         do throws(PartitionError) {
-            let id = try SiteID(parsing: site.id)
+            let id = try SiteID.parse(site.id)
             // Opened under the holder's lock, so a clear waits for it and then closes it.
             let p = try open.withLock { (cache: inout [SiteID: OpenPartition]) throws(PartitionError) -> Partition in
                 if let p = cache[id], p.partition.isOpen { return p.partition }   // one the registry closed is replaced

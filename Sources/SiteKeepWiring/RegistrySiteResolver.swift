@@ -1,6 +1,7 @@
 public import SiteKeepBridge
 public import SiteKeepPartitions
 import Synchronization
+import SiteKeepVocabulary
 
 /// Origins to sites through the partitions layer's registry: one canonical origin form
 /// (``Origin``), and only app-bound sites may use the bridge.

@@ -2,6 +2,7 @@ public import Foundation
 import Glibc
 import SiteKeepPartitions
 import SiteKeepTestSupport
+import SiteKeepVocabulary
 
 /// Measurements of the partitions layer against plain SQLite with the same schema, in the same
 /// run, for `tools/bench` (`BENCHMARKS.md`). Build in release to get meaningful figures.

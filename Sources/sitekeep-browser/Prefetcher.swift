@@ -2,6 +2,7 @@ import CWebKitGTK
 import Foundation
 import SiteKeepBrowserCore
 import SiteKeepJSON
+import SiteKeepVocabulary
 
 /// Keeps the reading list for offline reading: for each site the window has open, the articles
 /// of its reading list (`reading.get`) not read and not kept yet are fetched in the background
@@ -114,9 +115,9 @@ final class Prefetcher {
             browser.automationEmit(["event": "prefetched", "site": .string(site.name), "url": .string(load.url)])
         case .offline(let why):
             // That origin is out of reach: its other pages wait for the next round.
-            let origin = WebOrigin(url: load.url)
+            let origin = try? Origin(ofURL: load.url)
             rounds[site.id]?.stopped = "offline"
-            queue.removeAll { $0.context.site.id == site.id && WebOrigin(url: $0.url) == origin }
+            queue.removeAll { $0.context.site.id == site.id && (try? Origin(ofURL: $0.url)) == origin }
             browser.note("\(site.name): \(load.url) could not be fetched (\(why)); the reading list is fetched again when online")
         case .full:
             rounds[site.id]?.stopped = "budget"

@@ -13,6 +13,7 @@ import SiteKeepHardening
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// Reads (or creates) a 32-byte key file; one key for the one site of the test store.
 struct FileKeyProvider: SiteStorageKeyProvider {

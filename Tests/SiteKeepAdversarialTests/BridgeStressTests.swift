@@ -7,6 +7,7 @@ import SiteKeepJSON
 import SiteKeepCustody
 @testable import SiteKeepPartitions
 import SiteKeepTestSupport
+import SiteKeepVocabulary
 
 /// Many clients on many sites at once over a real bridge socket (the daemon's server, the real
 /// registry and partitions): every call succeeds, every reply is the caller's own site's value,

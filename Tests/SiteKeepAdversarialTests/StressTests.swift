@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import SiteKeepPartitions
 import SiteKeepTestSupport
+import SiteKeepVocabulary
 
 /// Many threads on many sites at once, straight through the registry (the bridge's many
 /// clients over the socket are BridgeStressTests).

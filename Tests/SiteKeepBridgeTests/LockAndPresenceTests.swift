@@ -9,6 +9,7 @@ import SiteKeepPartitions
 @testable import SiteKeepBridge
 @testable import SiteKeepWiring
 import SiteKeepTestSupport
+import SiteKeepVocabulary
 
 /// A real custodian behind the dispatcher, with custody's presence window over a counting
 /// verifier (issue 12): what prompts, what a proof serves, and what lock clears.

@@ -7,6 +7,7 @@ import SiteKeepPartitions
 @testable import SiteKeepBridge
 @testable import SiteKeepWiring
 import SiteKeepTestSupport
+import SiteKeepVocabulary
 
 /// The bridge on a real registry that another registry (another process, in the daemon's case)
 /// changes underneath it (issue 12, defect 4). The real-process proof is in

@@ -8,9 +8,9 @@ import SiteKeepTestSupport
 import Glibc
 #endif
 
-let one = BrowserSite(id: "11111111-1111-4111-8111-111111111111", name: "One",
+let one = try! BrowserSite(id: "11111111-1111-4111-8111-111111111111", name: "One",
                       origins: ["https://promptugal.news:443", "http://127.0.0.1:8001"], webFolder: "/s/1/web")
-let two = BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Two", origins: ["http://127.0.0.1:8002"], webFolder: "/s/2/web")
+let two = try! BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Two", origins: ["http://127.0.0.1:8002"], webFolder: "/s/2/web")
 
 @Suite struct NavigationPolicyTests {
     let policy = NavigationPolicy(sites: [one, two])

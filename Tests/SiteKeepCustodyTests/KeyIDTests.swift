@@ -1,5 +1,6 @@
 import Testing
 @testable import SiteKeepCustody
+import SiteKeepVocabulary
 
 /// The one key-id rule (issue 13, item 6): its edge characters, and custody refusing what the
 /// rule refuses when a key is made.

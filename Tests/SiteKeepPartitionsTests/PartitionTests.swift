@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SiteKeepCustody
 @testable import SiteKeepPartitions
+import SiteKeepVocabulary
 
 struct FixedSource: PartitionRebuildSource {
     let contents: PartitionContents

@@ -4,6 +4,7 @@ import Synchronization
 import SiteKeepCustody
 import SiteKeepTestSupport
 @testable import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// Several registries on one home, as the daemon and CLI commands are (issue 12, defect 4):
 /// each sees the others' changes, none writes back a stale view, and a removed or changed site's

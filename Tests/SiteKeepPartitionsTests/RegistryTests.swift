@@ -4,6 +4,7 @@ import SiteKeepCustody
 import Synchronization
 @testable import SiteKeepPartitions
 import SiteKeepTestSupport
+import SiteKeepVocabulary
 
 @Suite struct RegistryTests {
     @Test func addListLookupAndPersist() throws {
@@ -70,7 +71,18 @@ import SiteKeepTestSupport
 
     @Test(arguments: ["../x", "/etc/passwd", "", "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a1\u{0}", "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13/..", "{6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13}"])
     func siteIdentifiersCarryNoPaths(_ text: String) {
-        #expect(throws: PartitionError.self) { try SiteID(parsing: text) }
+        #expect(throws: VocabularyError.self) { try SiteID(parsing: text) }
+        #expect(throws: PartitionError.self) { try SiteID.parse(text) }
+    }
+
+    /// SiteID's parse error is the vocabulary's now; the partitions' error for it, and so its
+    /// message, is the one it always was (escaped, cut at 64 scalars).
+    @Test func aSiteIdentifiersParseErrorKeepsThePartitionsMessage() {
+        #expect(throws: PartitionError.invalidSiteIdentifier("a\\u{A}\\u{22}")) { try SiteID.parse("a\n\"") }
+        #expect(PartitionError.invalidSiteIdentifier("../x").description
+                == "\"../x\" is not a site identifier (a UUID such as 6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13)")
+        let long = String(repeating: "z", count: 200)
+        #expect(throws: PartitionError.invalidSiteIdentifier(String(repeating: "z", count: 64) + "…")) { try SiteID.parse(long) }
     }
 
     @Test func siteIdentifierIsLowerCase() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SiteKeepCustody
 @testable import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// The stored form of a row, rebuilt here from the storage key alone, independently of
 /// `PartitionCore`: the row key is HMAC-SHA256 under the "row-key" subkey of

@@ -7,6 +7,7 @@ import SiteKeepCrypto
 import SiteKeepPartitions
 import Synchronization
 import Foundation
+import SiteKeepVocabulary
 
 // In-memory services: the bridge's tests, its fuzz target, its benchmark and the test daemon run
 // on these (test support only: no production target links this module). The daemon proper

@@ -1,5 +1,5 @@
 import Testing
-@testable import SiteKeepPartitions
+@testable import SiteKeepVocabulary
 
 @Suite struct OriginTests {
     static let good: [(String, String)] = [

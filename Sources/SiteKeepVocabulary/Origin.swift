@@ -46,6 +46,9 @@ public enum OriginError: Error, Sendable, Equatable {
     case nonCanonicalIPv4(String)
     /// An IPv6 literal that cannot be parsed.
     case invalidIPv6(String)
+    /// A page address (``Origin/init(ofURL:)``) whose host ends in a dot: in a page's address
+    /// `host.` is another origin than `host`, and no site's origin is spelled so.
+    case hostEndsInDot(String)
 }
 
 extension OriginError: CustomStringConvertible {
@@ -73,6 +76,7 @@ extension OriginError: CustomStringConvertible {
         case .hostTooLong: "host is longer than 253 characters"
         case .nonCanonicalIPv4(let h): "IPv4 address \"\(h)\" is not in canonical dotted-decimal form; write four decimal numbers 0-255 without leading zeros (e.g. 127.0.0.1)"
         case .invalidIPv6(let h): "IPv6 literal \"\(h)\" cannot be parsed; write it in brackets, e.g. [::1]"
+        case .hostEndsInDot(let h): "the address's host \"\(h)\" ends in a dot, which makes it another origin than the host without it; write the host without the dot"
         }
     }
 }
