@@ -296,6 +296,21 @@ private func entries(_ folder: String) -> [String] {
 }
 
 @Suite struct FileIOTests {
+    /// `rename` moves a file over another; a failure names both paths; `sync` of a bad
+    /// descriptor is its error number.
+    @Test func renameAndSync() throws {
+        let dir = try scratchFolder()
+        try AtomicFile.replace(dir + "/a", with: [1])
+        try AtomicFile.replace(dir + "/b", with: [2])
+        try FileIO.rename(dir + "/a", to: dir + "/b")
+        #expect(try FileIO.readRegularFile(dir + "/b", limit: 10) == .bytes([1]))
+        #expect(try FileIO.readRegularFile(dir + "/a", limit: 10) == .missing)
+        #expect { try FileIO.rename(dir + "/a", to: dir + "/c") } throws: { error in
+            "\(error)" == "cannot rename \(dir)/a to \(dir)/c: No such file or directory"
+        }
+        #expect(throws: Errno(rawValue: EBADF)) { try FileIO.sync(-1) }
+    }
+
     @Test func readsRegularFilesOnlyWithinTheLimitAndNeverThroughALink() throws {
         let dir = try scratchFolder()
         #expect(try FileIO.readRegularFile(dir + "/none", limit: 10) == .missing)
@@ -471,6 +486,38 @@ private final class ReceiveBox: @unchecked Sendable {
         } catch {
             guard case .body(let e) = error else { Issue.record("expected the body's error"); return }
             #expect(e == .brokenPipe)
+        }
+    }
+
+    /// A held lock keeps a non-waiting taker out (nil, not an error) until it is dropped; shared
+    /// holders share; the lock of an open descriptor is taken and released in place.
+    @Test func aHeldLockRefusesANonWaitingTakerAndSharedHoldersShare() throws {
+        let dir = try scratchFolder()
+        let path = dir + "/lock"
+        var held: FileLock.Held? = try FileLock.Held(path)
+        #expect(try FileLock.Held.acquire(path, wait: false) == nil)
+        #expect(try FileLock.Held.acquire(path, shared: true, wait: false) == nil)
+        held = nil
+        var a = try FileLock.Held.acquire(path, shared: true, wait: false)
+        var b = try FileLock.Held.acquire(path, shared: true, wait: false)
+        #expect(a != nil && b != nil)
+        #expect(try FileLock.Held.acquire(path, wait: false) == nil, "an exclusive taker waits for the shared holders")
+        withExtendedLifetime((a, b, held)) {}
+        (a, b) = (nil, nil)
+
+        let fd = try FileLock.openLockFile(path)
+        defer { close(fd) }
+        #expect(try FileLock.lock(fd: fd, wait: false))
+        #expect(try FileLock.Held.acquire(path, wait: false) == nil)
+        FileLock.unlock(fd: fd)
+        #expect(try FileLock.Held.acquire(path, wait: false) != nil)
+        #expect(mode(path) == 0o600)
+    }
+
+    /// A lock file that cannot be opened is named in the error, with the caller's name for it.
+    @Test func anUnopenableLockFileIsNamed() {
+        #expect { try FileLock.Held("/nonexistent-folder/x.lock", name: "the registry lock") } throws: { error in
+            "\(error)" == "cannot open the registry lock /nonexistent-folder/x.lock: No such file or directory"
         }
     }
 }

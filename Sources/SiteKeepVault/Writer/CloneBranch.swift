@@ -1,6 +1,7 @@
 import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// This SiteKeep's clone branch in a vault folder (SGIT-FORMAT.md §5.3): a `branch-clone-…`
 /// entry in the branch index whose public key (`bare/keys/key-rnd-imm-…`) is the device key's,
@@ -80,7 +81,7 @@ extension Vault {
 
     func writeSmall(_ relative: String, plaintext: [UInt8]) throws(VaultError) {
         let path = sgVault + "/" + relative
-        try FileAccess.makeFolders(FileAccess.parent(of: path))
+        try FileAccess.makeFolders(AtomicFile.folder(of: path))
         try FileAccess.writeDurably(try sealSmall(plaintext), to: path, tempFolder: tempFolder)
     }
 

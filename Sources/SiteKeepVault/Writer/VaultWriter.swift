@@ -40,7 +40,7 @@ extension Vault {
                        parents extra: [ObjectID] = [], checkoutWhenAdopting: Bool = true) throws(VaultError) -> CommitResult {
         try ensureWritable()
         try FileAccess.makeFolders(local)
-        let lock = try FileLock(path: local + "/sitekeep.lock")
+        let lock = try FileAccess.lock(local + "/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
         FileAccess.removeStaleTemps(in: tempFolder)
         for (path, _) in changes { try Self.checkWritablePath(path) }
