@@ -448,12 +448,9 @@ public final class AuditLog: Sendable {
         return bytes.split(separator: 0x0a).compactMap { AuditEntry.decode($0) }
     }
 
-    /// Milliseconds since the Unix epoch.
-    public static func wallClockMs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    /// Milliseconds since the Unix epoch: SiteKeepSystem's ``Clocks/wallMilliseconds()``, the
+    /// default `now` of ``append(site:op:key:result:presenceAgeMs:prompt:detail:now:)``.
+    public static func wallClockMs() -> Int64 { Clocks.wallMilliseconds() }
 
     static func iso8601(ms: Int64) -> String {
         var t = time_t(ms / 1000)

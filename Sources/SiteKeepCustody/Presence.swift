@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
-internal import CLinux
 internal import SiteKeepSystem
 public import SiteKeepCrypto
 
@@ -15,8 +14,8 @@ public struct BootClock: Sendable {
     /// Wraps a nanosecond reader (for tests).
     package init(_ read: @escaping @Sendable () -> UInt64) { self.read = read }
 
-    /// `CLOCK_BOOTTIME` through `sitekeep_boottime_ns()`.
-    public static let system = BootClock { UInt64(max(0, sitekeep_boottime_ns())) }
+    /// `CLOCK_BOOTTIME`, through SiteKeepSystem's ``Clocks/bootNanoseconds()``.
+    public static let system = BootClock { Clocks.bootNanoseconds() }
 
     /// The current reading.
     public func nanoseconds() -> UInt64 { read() }

@@ -251,19 +251,13 @@ public enum UnixSocket {
     /// that expects its answer within that time may spin instead.
     public static func spinUntilReadable(_ fd: Int32, spinNanoseconds: UInt64) -> Bool {
         guard spinNanoseconds > 0 else { return false }
-        let deadline = monotonicNanoseconds() + spinNanoseconds
+        let deadline = Clocks.monotonicNanoseconds() + spinNanoseconds
         while true {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&p, 1, 0) > 0 { return true }
-            if monotonicNanoseconds() >= deadline { return false }
+            if Clocks.monotonicNanoseconds() >= deadline { return false }
             sched_yield()
         }
-    }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     /// The calling user's SiteKeep runtime folder, `$XDG_RUNTIME_DIR/sitekeep`, when set.

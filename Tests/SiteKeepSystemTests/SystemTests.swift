@@ -640,3 +640,25 @@ private final class TwoStepCounter: Sendable {
         #expect(SystemThread.map(3, width: 1) { $0 + 1 } == [1, 2, 3])
     }
 }
+
+@Suite struct ClocksTests {
+    /// The wall clock's two forms agree; the monotonic and boot clocks never go back; the
+    /// process's CPU time grows with work.
+    @Test func readingsAgreeAndDoNotGoBack() {
+        let ms = Clocks.wallMilliseconds()
+        let s = Clocks.wallSeconds()
+        #expect(abs(Double(ms) / 1000 - s) < 5)
+        #expect(ms > 1_700_000_000_000, "after 2023")
+        let m0 = Clocks.monotonicNanoseconds(), b0 = Clocks.bootNanoseconds(), i0 = Clocks.monotonicNow()
+        let cpu0 = Clocks.processCPUNanoseconds()
+        var x: UInt64 = 1
+        for i in 0..<2_000_000 { x = x &* 6364136223846793005 &+ UInt64(i) }
+        #expect(x != 0)
+        #expect(Clocks.monotonicNanoseconds() >= m0)
+        #expect(Clocks.bootNanoseconds() >= b0)
+        #expect(Clocks.bootNanoseconds() >= Clocks.monotonicNanoseconds() / 2, "boot time counts at least what the monotonic clock does")
+        #expect(Clocks.monotonicNow() >= i0)
+        #expect(Clocks.processCPUNanoseconds() > cpu0)
+        #expect(abs(Clocks.monotonicMilliseconds() - Int(Clocks.monotonicNanoseconds() / 1_000_000)) < 1000)
+    }
+}

@@ -87,7 +87,7 @@ extension Vault {
                       let bytes = try? blob(t.blobID, size: t.size, contentHash: t.contentHash, path: path) else { continue }
                 try? FileAccess.writeDurably(bytes, to: root + "/" + path.string + ".conflict", mode: 0o644, tempFolder: tempFolder)
             }
-            let state = MergeState(ours: ours, theirs: theirs, lca: lca, startedAt: Self.nowMs(),
+            let state = MergeState(ours: ours, theirs: theirs, lca: lca, startedAt: Clocks.wallMilliseconds(),
                                    conflicts: conflicts.map(\.string), resolved: [])
             try writeMergeState(state)
             return MergeOutcome(kind: .conflicts, head: ours, conflicts: state.conflicts)
