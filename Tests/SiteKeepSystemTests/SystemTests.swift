@@ -536,6 +536,22 @@ private final class TwoStepCounter: Sendable {
         #expect(throws: SystemError.self) { try ChildProcess.run("/nonexistent/program", arguments: []) }
     }
 
+    /// A detached child (the daemon's start) leads its own session, and its output goes to a
+    /// file appended to, its standard error with it (`>>log 2>&1`).
+    @Test func aDetachedChildLeadsItsSessionAndAppendsToItsLog() throws {
+        let dir = try scratchFolder()
+        let log = dir + "/daemon.log"
+        try AtomicFile.replace(log, with: Array("before\n".utf8))
+        let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "echo out; echo err >&2; cut -d' ' -f6 /proc/$$/stat"],
+                                           stdout: .file(log, append: true), stderr: .standardOutput, detached: true)
+        #expect(child.wait() == .exited(0))
+        guard case .bytes(let bytes) = try FileIO.readRegularFile(log, limit: 1000) else { Issue.record("no log"); return }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n")
+        #expect(Array(lines.prefix(3)) == ["before", "out", "err"])
+        #expect(lines.last.map(String.init) == "\(child.pid)", "its session id is its own pid")
+        #expect(getsid(0) != child.pid)
+    }
+
     /// A program another process still holds open for writing (a script just written, its
     /// descriptor inherited by another thread's fork that has not exec'd yet) fails to exec with
     /// ETXTBSY for a moment: the spawn tries again instead of failing (the askpass program,
