@@ -162,7 +162,7 @@ let package = Package(
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
                 resources: [.copy("ops.json")]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepJSON", "SiteKeepSystem"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
         // library, the native core and the bridge's modules into one daemon (bridge, control and
         // ssh-agent sockets, reminders, vault sync, the session-lock watch). The CLI's `serve`

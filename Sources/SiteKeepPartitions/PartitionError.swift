@@ -1,4 +1,5 @@
 public import Foundation
+import SiteKeepSystem
 
 /// What is wrong with a damaged partition.
 public enum DamageReason: Sendable, Equatable, CustomStringConvertible {
@@ -136,13 +137,8 @@ public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConve
         try c.encode(string)
     }
 
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for s in text.unicodeScalars.prefix(64) {
-            if s.value < 0x20 || s.value == 0x7F || s == "\"" || s == "\\" { out += String(format: "\\u{%X}", s.value) } else { out.unicodeScalars.append(s) }
-        }
-        return text.unicodeScalars.count > 64 ? out + "…" : out
-    }
+    /// The offending text as a message shows it: SiteKeepSystem's ``DisplayText/escaped(_:limit:)``.
+    static func escape(_ text: String) -> String { DisplayText.escaped(text, limit: 64) }
 }
 
 /// Checks the audit can switch off to prove it notices. Only SiteKeep's own modules can set them,

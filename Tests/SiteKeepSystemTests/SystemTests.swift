@@ -678,3 +678,18 @@ private final class TwoStepCounter: Sendable {
         #expect(abs(Clocks.monotonicMilliseconds() - Int(Clocks.monotonicNanoseconds() / 1_000_000)) < 1000)
     }
 }
+
+@Suite struct DisplayTextTests {
+    /// Controls, bidi overrides, zero-width and format characters, quotes and backslashes are
+    /// shown as `\u{HEX}`; other text, accents included, as it is; the cut is in scalars.
+    @Test func hiddenCharactersQuotesAndBackslashesAreShownAndTheTextIsCut() {
+        #expect(DisplayText.escaped("caf\u{e9} ok") == "caf\u{e9} ok")
+        #expect(DisplayText.escaped("a\u{1B}[31m\n\u{7F}") == "a\\u{1B}[31m\\u{A}\\u{7F}")
+        #expect(DisplayText.escaped("root\u{202E}tsoh\u{200B}\u{FEFF}\u{85}\u{2028}") == "root\\u{202E}tsoh\\u{200B}\\u{FEFF}\\u{85}\\u{2028}")
+        #expect(DisplayText.escaped("say \"hi\" \\n") == "say \\u{22}hi\\u{22} \\u{5C}n")
+        #expect(DisplayText.escaped(String(repeating: "y", count: 70)) == String(repeating: "y", count: 64) + "…")
+        #expect(DisplayText.escaped(String(repeating: "y", count: 64)) == String(repeating: "y", count: 64))
+        #expect(DisplayText.escaped(String(repeating: "y", count: 70), limit: nil).count == 70)
+        #expect(DisplayText.isHidden("\u{2066}") && !DisplayText.isHidden("é"))
+    }
+}
