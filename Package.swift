@@ -205,7 +205,7 @@ let package = Package(
         // Release-built benchmark driver used by tools/bench. It talks to the C libraries
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
-            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepSystem",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
             "SiteKeepTesting", "SiteKeepSocket",
         ]),
