@@ -42,6 +42,38 @@ final class ScratchPartition: @unchecked Sendable {
         #expect(try p.tabs.session() == nil)
     }
 
+    /// A session row as Foundation's `JSONEncoder` wrote it before the stored form moved to
+    /// SiteKeepJSON (members in declaration order, `\/` escapes, whole numbers bare, no
+    /// `lastTabID` when there was none) is read; the new form is SiteKeepJSON's canonical one,
+    /// and `JSONDecoder` (an older SiteKeep) reads it too.
+    @Test func aSessionRowWrittenByJSONEncoderIsReadAndTheNewFormIsCanonical() throws {
+        let s = try ScratchPartition()
+        let p = s.partition
+        let old = #"{"tabs":[{"id":"t1","url":"https:\/\/a.example\/1","title":"One","scrollX":0,"scrollY":1200.5},"# +
+                  #"{"id":"t2","url":"https:\/\/a.example\/2?q=\"x\"","title":"Two \u00e9","scrollX":3,"scrollY":0}],"lastTabID":"t2"}"#
+        try p.tabs.rows.update([("session", Array(old.utf8))])
+        let expected = SessionState(tabs: [
+            TabState(id: "t1", url: "https://a.example/1", title: "One", scrollX: 0, scrollY: 1200.5),
+            TabState(id: "t2", url: "https://a.example/2?q=\"x\"", title: "Two \u{e9}", scrollX: 3),
+        ], lastTabID: "t2")
+        #expect(try p.tabs.session() == expected)
+        try p.tabs.rows.update([("session", Array(#"{"tabs":[],"lastTabID":null}"#.utf8))])
+        #expect(try p.tabs.session() == SessionState())
+        // What this build's JSONEncoder writes, whatever its key order, is read as well.
+        let encoded = try JSONEncoder().encode(expected)
+        try p.tabs.rows.update([("session", Array(encoded))])
+        #expect(try p.tabs.session() == expected)
+
+        try p.tabs.setSession(expected)
+        let written = try #require(try p.tabs.rows.value("session"))
+        #expect(String(decoding: written, as: UTF8.self) ==
+                #"{"lastTabID":"t2","tabs":[{"id":"t1","scrollX":0.0,"scrollY":1200.5,"title":"One","url":"https://a.example/1"},"# +
+                #"{"id":"t2","scrollX":3.0,"scrollY":0.0,"title":"Two \#u{e9}","url":"https://a.example/2?q=\"x\""}]}"#)
+        #expect(try JSONDecoder().decode(SessionState.self, from: Data(written)) == expected)
+        try p.tabs.setSession(SessionState(tabs: [TabState(id: "k", url: "u", title: "")]))
+        #expect(!String(decoding: try #require(try p.tabs.rows.value("session")), as: UTF8.self).contains("lastTabID"))
+    }
+
     @Test func aSessionBreakingARuleIsRefusedNamingTheFieldAndNothingIsWritten() throws {
         let s = try ScratchPartition()
         let p = s.partition
