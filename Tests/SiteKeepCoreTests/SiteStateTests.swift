@@ -126,6 +126,29 @@ final class ScratchPartition: @unchecked Sendable {
         #expect(try p.rows(.reading).all().map(\.name) == ["a2"])
     }
 
+    /// Rows as Foundation's `JSONEncoder` wrote them before the stored form moved to SiteKeepJSON
+    /// are read; the new form is SiteKeepJSON's canonical one, and `JSONDecoder` (an older
+    /// SiteKeep) reads it too; a row that is not one state is damage.
+    @Test func stateRowsWrittenByJSONEncoderAreReadAndTheNewFormIsCanonical() throws {
+        let s = try ScratchPartition()
+        let p = s.partition
+        try p.reading.rows.update([("a1", Array(#"{"read":{}}"#.utf8)), ("a2", Array(#"{"partRead":{"progress":0.25}}"#.utf8)),
+                                   ("a3", Array(#"{"partRead":{"progress":1}}"#.utf8))])
+        #expect(try p.reading.all() == ["a1": .read, "a2": .partRead(progress: 0.25), "a3": .partRead(progress: 1)])
+        for state in [ReadingState.read, .partRead(progress: 0.5), .partRead(progress: 1)] {
+            try p.reading.rows.update([("b", Array(try JSONEncoder().encode(state)))])
+            #expect(try p.reading.state(for: "b") == state, "what this build's JSONEncoder writes is read")
+            try p.reading.setState(state, for: "b")
+            let written = try #require(try p.reading.rows.value("b"))
+            #expect(try JSONDecoder().decode(ReadingState.self, from: Data(written)) == state)
+        }
+        #expect(String(decoding: try #require(try p.reading.rows.value("b")), as: UTF8.self) == #"{"partRead":{"progress":1.0}}"#)
+        try p.reading.setState(.read, for: "b")
+        #expect(String(decoding: try #require(try p.reading.rows.value("b")), as: UTF8.self) == #"{"read":{}}"#)
+        try p.reading.rows.update([("c", Array(#"{"read":{},"unread":{}}"#.utf8))])
+        #expect(throws: PartitionError.self) { try p.reading.state(for: "c") }
+    }
+
     @Test func aStateBreakingARuleIsRefusedNamingTheEntryAndNothingIsWritten() throws {
         let s = try ScratchPartition()
         let p = s.partition
