@@ -184,7 +184,7 @@ let package = Package(
         // itself knows only its protocols.
         .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON"]),
         // Isolation audit, importable by other test suites.
-        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON", "SiteKeepSystem"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
         // library, the native core and the bridge's modules into one daemon (bridge, control and
         // ssh-agent sockets, reminders, vault sync, the session-lock watch). The CLI's `serve`
@@ -228,7 +228,7 @@ let package = Package(
         // Release-built benchmark driver used by tools/bench. It talks to the C libraries
         // directly as well, to print wrapper-vs-raw ratios.
         .executableTarget(name: "sitekeep-bench", dependencies: [
-            "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody",
+            "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepSystem",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
             "SiteKeepTestSupport", "SiteKeepSocket",
         ]),

@@ -2,6 +2,7 @@ import Foundation
 import SiteKeepPartitions
 import SiteKeepCore
 import SiteKeepVocabulary
+import SiteKeepSystem
 
 /// Every read path of the subject's own partition, asked for every other site's names: none
 /// may return another site's canary.
@@ -180,9 +181,8 @@ struct OriginLookalikeProbe: Probe {
     }
 }
 
-func escape(_ s: String) -> String {
-    s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? String(format: "\\u{%X}", $0.value) : String($0) }.joined()
-}
+/// A probe's input as its outcome shows it, uncut: SiteKeepSystem's ``DisplayText/escaped(_:limit:)``.
+func escape(_ s: String) -> String { DisplayText.escaped(s, limit: nil) }
 
 /// Site identifiers that try to walk the file system.
 struct SiteIDTraversalProbe: Probe {

@@ -1,5 +1,6 @@
 public import SiteKeepJSON
 import SiteKeepCrypto
+import SiteKeepSystem
 
 /// The JSON type a field of an op's args or result must have.
 public enum FieldKind: String, Sendable, Equatable, CaseIterable {
@@ -134,13 +135,9 @@ extension FieldSchema {
         BridgeFailure(.badRequest, "\(path) must be \(kind.article), found \(value.typeName)")
     }
 
-    /// A key as it may appear in a message: at most 64 characters, control characters escaped.
-    package static func printable(_ key: String) -> String {
-        let cut = key.unicodeScalars.prefix(64).map { s -> String in
-            s.value < 0x20 || s.value == 0x7f ? "\\u{\(String(s.value, radix: 16))}" : String(s)
-        }.joined()
-        return key.unicodeScalars.count > 64 ? cut + "…" : cut
-    }
+    /// A key as it may appear in a message: at most 64 characters, hidden characters escaped
+    /// (SiteKeepSystem's ``DisplayText/escaped(_:limit:)``).
+    package static func printable(_ key: String) -> String { DisplayText.escaped(key, limit: 64) }
 }
 
 extension FieldKind {

@@ -117,7 +117,7 @@ public final class BridgeClient: Sendable {
     }
 
     private func nextFrame(timeout: Duration) throws(BridgeError) -> [UInt8] {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
+        let deadline = Clocks.monotonicNow().advanced(by: timeout)
         let spin = spin
         return try receiver.withLock { r throws(BridgeError) -> [UInt8] in
             while true {

@@ -1,6 +1,7 @@
 import Glibc
 public import SiteKeepJSON
 import SiteKeepSocket
+import SiteKeepSystem
 
 /// Splits a byte stream into newline-terminated frames of at most `maxFrame` bytes.
 ///
@@ -109,7 +110,7 @@ public struct FrameReceiver: Sendable {
             while true {
                 if !ready.isEmpty { return ready.removeFirst() }
                 if let deadline {
-                    let left = ContinuousClock.now.duration(to: deadline)
+                    let left = Clocks.monotonicNow().duration(to: deadline)
                     guard left > .zero else { throw .timeout }
                     let ms = Int32(min(Int64(left.components.seconds) * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 3_600_000))
                     let spinNs = UInt64(spin.components.seconds) * 1_000_000_000 + UInt64(spin.components.attoseconds / 1_000_000_000)

@@ -212,7 +212,7 @@ enum DaemonSocket {
     /// The next line from the daemon, for a single request and reply (the site list, `hello`).
     static func nextLine(_ frames: inout FrameReceiver) throws(DaemonLinkError) -> [UInt8] {
         let frame: FrameReader.Frame?
-        do { frame = try frames.next(until: ContinuousClock.now.advanced(by: .seconds(30))) } catch {
+        do { frame = try frames.next(until: Clocks.monotonicNow().advanced(by: .seconds(30))) } catch {
             if error == .timeout { throw .protocolViolation("no answer within 30 s") }
             throw .closed
         }

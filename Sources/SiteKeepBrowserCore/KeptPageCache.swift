@@ -2,7 +2,7 @@ public import Foundation
 import Glibc
 import Synchronization
 import SiteKeepJSON
-import SiteKeepSystem
+public import SiteKeepSystem
 
 /// Why a page could not be kept.
 public enum KeptPageError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -67,7 +67,7 @@ public final class KeptPageCache: Sendable {
     /// Keeps `document` for `url`, then drops least recently used pages beyond the budget.
     /// - Parameter makeRoom: false to refuse (``KeptPageError/full(bytes:used:budget:)``) a page
     ///   that fits only by dropping others, instead of dropping them (a prefetch).
-    public func keep(url: String, title: String?, document: [UInt8], now: Date = Date(), makeRoom: Bool = true) throws(KeptPageError) {
+    public func keep(url: String, title: String?, document: [UInt8], now: Date = Date(timeIntervalSince1970: Clocks.wallSeconds()), makeRoom: Bool = true) throws(KeptPageError) {
         guard Int64(document.count) <= budget else { throw .tooLarge(bytes: document.count, budget: budget) }
         try lock.withLock { _ throws(KeptPageError) in
             let name = digest(document)
@@ -98,7 +98,7 @@ public final class KeptPageCache: Sendable {
     }
 
     /// The kept copy of `url`, or nil when there is none or it is damaged (then it is removed).
-    public func page(for url: String, now: Date = Date()) -> KeptPage? {
+    public func page(for url: String, now: Date = Date(timeIntervalSince1970: Clocks.wallSeconds())) -> KeptPage? {
         lock.withLock { _ -> KeptPage? in
             guard let entry = readManifest(manifestPath(url)), entry.url == Self.key(for: url) else { return nil }
             guard case .bytes(let bytes)? = try? FileIO.readRegularFile(objectPath(entry.object), limit: Int(clamping: budget)),

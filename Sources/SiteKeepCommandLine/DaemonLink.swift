@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import Foundation
+import SiteKeepSystem
 internal import SiteKeepBridge
 internal import SiteKeepBridgeProtocol
 internal import SiteKeepCrypto
@@ -103,8 +104,8 @@ struct DaemonLink: Sendable {
         guard let pid = reply["pid"]?.intValue ?? self.pid, pid > 0, pid <= Int64(Int32.max) else {
             throw CommandFailure("the daemon did not say which process it is", code: "daemon")
         }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
+        let deadline = Clocks.monotonicNow() + .seconds(20)
+        while Clocks.monotonicNow() < deadline {
             if !Self.isAlive(pid_t(pid)) { return pid }
             usleep(20_000)
         }
@@ -133,8 +134,8 @@ struct DaemonLink: Sendable {
         // listens": connecting has started the activated one, so wait for its control socket.
         if let bridge = try? DaemonSockets.bridge(environment: inv.environment), let fd = try? ControlClient.connect(path: bridge) {
             close(fd)
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
+            let deadline = Clocks.monotonicNow() + .seconds(10)
+            while Clocks.monotonicNow() < deadline {
                 if let link = try find(inv) { return link }
                 usleep(50_000)
             }
@@ -147,8 +148,8 @@ struct DaemonLink: Sendable {
         let log = inv.settings.home + "/daemon.log"
         let pid = try DaemonSpawn.detached(arguments, environment: inv.environment, log: log)
         // Wait (up to 10 s) for its control socket to answer for this store.
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        let deadline = Clocks.monotonicNow() + .seconds(10)
+        while Clocks.monotonicNow() < deadline {
             if let link = try find(inv) { return link }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
@@ -166,27 +167,14 @@ enum DaemonSpawn {
     /// Starts `arguments` in a new session with stdin from /dev/null and stdout/stderr appended
     /// to `log` (0600); returns its pid. The child is not waited for: it outlives this process.
     static func detached(_ arguments: [String], environment: [String: String], log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(0x80 /* POSIX_SPAWN_SETSID */ | POSIX_SPAWN_SETSIGMASK))
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in argv { free(p) }; for p in envp { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard rc == 0 else {
-            throw CommandFailure("could not start the daemon (\(String(cString: strerror(rc))))", remedy: "start it yourself with 'sitekeep serve'", code: "no_daemon")
+        do {
+            let child = try ChildProcess.spawn(arguments[0], arguments: Array(arguments.dropFirst()),
+                                               environment: environment.map { "\($0.key)=\($0.value)" },
+                                               stdin: .null, stdout: .file(log, append: true), stderr: .standardOutput,
+                                               detached: true)
+            return child.pid
+        } catch {
+            throw CommandFailure("could not start the daemon (\(error.cause))", remedy: "start it yourself with 'sitekeep serve'", code: "no_daemon")
         }
-        return pid
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import SiteKeepSystem
 
 /// A note captured from a page (`capture.save`): the Markdown written into the site's vault
 /// and the path it goes to.
@@ -27,7 +28,7 @@ public struct CaptureNote: Sendable, Equatable {
     /// `captures/<UTC time>-<slug>-<4 hex>.md`: the time as `YYYYMMDD-HHMMSS`, the slug the
     /// title's lower-case ASCII letters and digits (others `-`, at most 40; `note` when empty),
     /// `tag` four hex digits that keep two notes of one second apart.
-    public func path(at date: Date = Date(), tag: UInt16 = UInt16.random(in: .min ... .max)) -> String {
+    public func path(at date: Date = Date(timeIntervalSince1970: Clocks.wallSeconds()), tag: UInt16 = UInt16.random(in: .min ... .max)) -> String {
         let stamp = date.ISO8601Format(.iso8601.year().month().day().dateSeparator(.omitted).time(includingFractionalSeconds: false).timeSeparator(.omitted))
             .replacingOccurrences(of: "T", with: "-").replacingOccurrences(of: "Z", with: "")
         let slug = String(title.lowercased().unicodeScalars.map { s -> Character in

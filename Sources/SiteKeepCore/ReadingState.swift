@@ -15,8 +15,9 @@ extension PartitionNamespace {
     public static let core: [PartitionNamespace] = [.tabs, .reading]
 }
 
-/// How far an article has been read. Stored as Foundation's `Codable` JSON of this enum (the
-/// form the partition has always held: keep the cases and their labels).
+/// How far an article has been read. Stored by ``ReadingStore`` through SiteKeepJSON with the
+/// members Foundation's `Codable` JSON of this enum had (the form the partition has always held:
+/// keep the cases and their labels; rows written by `JSONEncoder` are still read).
 public enum ReadingState: Sendable, Hashable, Codable {
     case unread
     /// Part read; progress from 0 to 1.
@@ -62,8 +63,36 @@ public struct ReadingStore: Sendable {
     }
 
     private func decode(_ bytes: [UInt8]) throws(PartitionError) -> ReadingState {
-        guard let s = try? JSONDecoder().decode(ReadingState.self, from: Data(bytes)) else { throw rows.damage }
+        guard let s = Self.decoded(bytes) else { throw rows.damage }
         return s
+    }
+
+    /// The stored form of a state: `{"partRead":{"progress":0.5}}`, `{"read":{}}`,
+    /// `{"unread":{}}`, the members Foundation's `Codable` gave this enum, through SiteKeepJSON's
+    /// canonical writer.
+    static func stored(_ state: ReadingState) -> [UInt8] {
+        let value: JSONValue = switch state {
+        case .unread: .object(["unread": .object([JSONMember]())])
+        case .partRead(let progress): .object(["partRead": .object(["progress": .double(progress)])])
+        case .read: .object(["read": .object([JSONMember]())])
+        }
+        return JSONSerializer.bytes(value, style: .canonical)
+    }
+
+    /// A stored state, in this form or the one `JSONEncoder` wrote (a whole progress without a
+    /// fraction, unknown members inside the case ignored, as `JSONDecoder` did); nil when it is
+    /// not one (not exactly one case, or a part-read state without a numeric progress).
+    static func decoded(_ bytes: [UInt8]) -> ReadingState? {
+        guard let value = try? JSONParser.parse(bytes), let members = value.objectValue, members.count == 1,
+              let inner = members[0].value.objectValue else { return nil }
+        switch members[0].key {
+        case "unread": return .unread
+        case "read": return .read
+        case "partRead":
+            guard let progress = inner.first(where: { $0.key == "progress" })?.value.doubleValue else { return nil }
+            return .partRead(progress: progress)
+        default: return nil
+        }
     }
 
     /// Sets the state of `articleID`; ``ReadingState/unread`` removes the row.
@@ -86,8 +115,7 @@ public struct ReadingStore: Sendable {
         for entry in entries {
             do throws(CoreFieldError) { try entry.check(path: "reading[\(printable(entry.id))]") } catch { throw .invalidValue(error.description) }
             if entry.state == .unread { removing.append(entry.id); continue }
-            guard let data = try? JSONEncoder().encode(entry.state) else { throw .invalidValue("state cannot be encoded") }
-            set.append((entry.id, Array(data)))
+            set.append((entry.id, stored(entry.state)))
         }
         return (set, removing)
     }

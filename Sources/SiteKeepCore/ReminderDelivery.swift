@@ -1,6 +1,7 @@
 import Foundation
 internal import SiteKeepJSON
 import Synchronization
+import SiteKeepSystem
 
 /// The wall clock, injectable: tests pass a clock they move by hand.
 public protocol CoreClock: Sendable {
@@ -11,7 +12,7 @@ public protocol CoreClock: Sendable {
 public struct SystemClock: CoreClock {
     public init() {}
     public func now() -> Instant {
-        Instant(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) ?? .earliest
+        Instant(milliseconds: Clocks.wallMilliseconds()) ?? .earliest
     }
 }
 

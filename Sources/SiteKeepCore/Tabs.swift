@@ -29,8 +29,9 @@ public struct TabState: Sendable, Hashable, Codable {
     }
 }
 
-/// The session state an app restores at launch. Stored as Foundation's `Codable` JSON of this
-/// type (the form the partition has always held: keep the fields and their names).
+/// The session state an app restores at launch. Stored by ``TabsStore`` through SiteKeepJSON with
+/// the members Foundation's `Codable` JSON of this type had (the form the partition has always
+/// held: keep the fields and their names; rows written by `JSONEncoder` are still read).
 public struct SessionState: Sendable, Hashable, Codable {
     /// Open tabs, in order.
     public var tabs: [TabState]
@@ -69,7 +70,7 @@ public struct TabsStore: Sendable {
     /// The saved session, or nil when none was saved.
     public func session() throws(PartitionError) -> SessionState? {
         guard let bytes = try rows.value(Self.row) else { return nil }
-        guard let s = try? JSONDecoder().decode(SessionState.self, from: Data(bytes)) else { throw rows.damage }
+        guard let s = Self.decoded(bytes) else { throw rows.damage }
         return s
     }
 
@@ -85,8 +86,41 @@ public struct TabsStore: Sendable {
     /// The row value of a checked session.
     static func encoded(_ session: SessionState, path: String) throws(PartitionError) -> [UInt8] {
         do throws(CoreFieldError) { try session.check(path: path) } catch { throw .invalidValue(error.description) }
-        guard let data = try? JSONEncoder().encode(session) else { throw .invalidValue("\(path) cannot be encoded") }
-        return Array(data)
+        return JSONSerializer.bytes(stored(session), style: .canonical)
+    }
+
+    /// The stored form: `{"lastTabID":…,"tabs":[{"id":…,"scrollX":…,"scrollY":…,"title":…,"url":…}]}`
+    /// through SiteKeepJSON's canonical writer (keys sorted), `lastTabID` left out when there is
+    /// none, as Foundation's `JSONEncoder` wrote it before (the same members, so either reader
+    /// reads either form).
+    static func stored(_ session: SessionState) -> JSONValue {
+        var members: [JSONMember] = []
+        if let last = session.lastTabID { members.append(JSONMember(key: "lastTabID", value: .string(last))) }
+        members.append(JSONMember(key: "tabs", value: .array(session.tabs.map { t in
+            .object(["id": .string(t.id), "url": .string(t.url), "title": .string(t.title),
+                     "scrollX": .double(t.scrollX), "scrollY": .double(t.scrollY)])
+        })))
+        return .object(members)
+    }
+
+    /// A stored session, in this form or the one `JSONEncoder` wrote (any key order, `\/`
+    /// escapes, whole numbers without a fraction, `lastTabID` absent or null, unknown members
+    /// ignored, as `JSONDecoder` did); nil when it is not one.
+    static func decoded(_ bytes: [UInt8]) -> SessionState? {
+        do {
+            var r = try JSONObjectReader(JSONParser.parse(bytes), path: "session")
+            var tabs: [TabState] = []
+            for (i, element) in try r.array("tabs").enumerated() {
+                var t = try JSONObjectReader(element, path: "session.tabs[\(i)]")
+                guard let x = try t.required("scrollX").doubleValue, let y = try t.required("scrollY").doubleValue else { return nil }
+                tabs.append(TabState(id: try t.string("id"), url: try t.string("url"), title: try t.string("title"), scrollX: x, scrollY: y))
+            }
+            let last = r.optional("lastTabID")
+            guard last == nil || last!.isNull || last!.stringValue != nil else { return nil }
+            return SessionState(tabs: tabs, lastTabID: last?.stringValue)
+        } catch {
+            return nil
+        }
     }
 }
 

@@ -173,9 +173,8 @@ public final class AuditLog: Sendable {
     private let backgroundSync = Atomic<Bool>(false)
     /// Whether appends leave every fsync to ``flush()`` (``syncOnFlushOnly()``).
     private let syncOnFlush = Atomic<Bool>(false)
-    private let fsyncCount = Atomic<Int>(0)
-    /// How many fsyncs the log has made (for tests).
-    package var fsyncs: Int { fsyncCount.load(ordering: .relaxed) }
+    /// Told of each fsync the log makes (a test counting them passes one; production none).
+    private let onSync: (@Sendable () -> Void)?
     /// Where the head is anchored (nil: a bare log, checked by its chain only).
     let anchor: AuditAnchor?
 
@@ -193,9 +192,18 @@ public final class AuditLog: Sendable {
         try self.init(path: path, genesis: genesis, syncInterval: syncInterval, anchor: nil)
     }
 
+    /// A bare log whose every fsync calls `onSync` (how a test sees when lines reach the disk).
+    /// - Throws: ``CustodyError/io(_:)``.
+    package convenience init(path: String, genesis: String, syncInterval: Duration = .milliseconds(50),
+                             onSync: @escaping @Sendable () -> Void) throws(CustodyError) {
+        try self.init(path: path, genesis: genesis, syncInterval: syncInterval, anchor: nil, onSync: onSync)
+    }
+
     /// Opens the log with its head anchored by `anchor`.
-    init(path: String, genesis: String, syncInterval: Duration = .milliseconds(50), anchor: AuditAnchor?) throws(CustodyError) {
+    init(path: String, genesis: String, syncInterval: Duration = .milliseconds(50), anchor: AuditAnchor?,
+         onSync: (@Sendable () -> Void)? = nil) throws(CustodyError) {
         self.path = path
+        self.onSync = onSync
         self.genesis = genesis
         self.syncInterval = syncInterval
         self.anchor = anchor
@@ -233,8 +241,8 @@ public final class AuditLog: Sendable {
             defer { s.unanchored = false }
             return (s.fd, s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil)
         }
-        _ = fsync(fd)
-        fsyncCount.add(1, ordering: .relaxed)
+        try? FileIO.sync(fd)
+        onSync?()
         anchor?.flush(with: head, unlessWrittenWithin: anchor?.interval)
     }
 
@@ -249,8 +257,8 @@ public final class AuditLog: Sendable {
         let after: After = try state.withLock { (s: inout State) throws(CustodyError) -> After in
             // Several processes (the daemon, a one-shot CLI command) may append to one log:
             // take the file lock and re-read the head if someone else wrote since we did.
-            _ = flock(s.fd, LOCK_EX)
-            defer { _ = flock(s.fd, LOCK_UN) }
+            _ = try? FileLock.lock(fd: s.fd)
+            defer { FileLock.unlock(fd: s.fd) }
             let size = Int64(lseek(s.fd, 0, SEEK_END))
             if size != s.end { (s.prev, s.seq) = Self.head(fd: s.fd, size: size, genesis: genesis) }
             // Built as bytes with an ASCII fast path: this runs once per signature.
@@ -294,8 +302,8 @@ public final class AuditLog: Sendable {
             break
         case .syncNow(let fd, let head):
             // The fd stays open while `self` lives (only deinit closes it).
-            _ = fsync(fd)
-            fsyncCount.add(1, ordering: .relaxed)
+            try? FileIO.sync(fd)
+            onSync?()
             // On disk now: the background writer may anchor it (never on this thread).
             anchor?.advance(to: head)
         case .schedule(let afterNs):
@@ -341,8 +349,8 @@ public final class AuditLog: Sendable {
             defer { s.unanchored = false }
             return (s.fd, s.unanchored ? AuditAnchor.Head(seq: s.seq, hash: s.prev) : nil)
         }
-        _ = fsync(fd)
-        fsyncCount.add(1, ordering: .relaxed)
+        try? FileIO.sync(fd)
+        onSync?()
         guard let anchor else { return }
         if anchorNow {
             anchor.flush(with: head)
@@ -356,14 +364,14 @@ public final class AuditLog: Sendable {
     func anchorCurrentHead() throws(CustodyError) {
         guard let anchor else { return }
         let (fd, head) = state.withLock { s -> (Int32, AuditAnchor.Head) in
-            _ = flock(s.fd, LOCK_EX)
-            defer { _ = flock(s.fd, LOCK_UN) }
+            _ = try? FileLock.lock(fd: s.fd)
+            defer { FileLock.unlock(fd: s.fd) }
             let size = Int64(lseek(s.fd, 0, SEEK_END))
             if size != s.end { (s.prev, s.seq) = Self.head(fd: s.fd, size: size, genesis: genesis); s.end = size }
             s.unanchored = false
             return (s.fd, AuditAnchor.Head(seq: s.seq, hash: s.prev))
         }
-        _ = fsync(fd)
+        try? FileIO.sync(fd)
         try anchor.write(head)
     }
 
@@ -440,12 +448,9 @@ public final class AuditLog: Sendable {
         return bytes.split(separator: 0x0a).compactMap { AuditEntry.decode($0) }
     }
 
-    /// Milliseconds since the Unix epoch.
-    public static func wallClockMs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    /// Milliseconds since the Unix epoch: SiteKeepSystem's ``Clocks/wallMilliseconds()``, the
+    /// default `now` of ``append(site:op:key:result:presenceAgeMs:prompt:detail:now:)``.
+    public static func wallClockMs() -> Int64 { Clocks.wallMilliseconds() }
 
     static func iso8601(ms: Int64) -> String {
         var t = time_t(ms / 1000)

@@ -158,7 +158,7 @@ public struct PinentryClient: Sendable {
         init(_ client: PinentryClient) throws(CustodyError) {
             program = client.program
             timeoutSeconds = Int(client.timeout.components.seconds)
-            deadline = ContinuousClock.now + client.timeout
+            deadline = Clocks.monotonicNow() + client.timeout
             var pair: [Int32] = [-1, -1]
             guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
                 throw .presenceUnavailable("cannot make a socket pair for the pinentry")
@@ -269,7 +269,7 @@ public struct PinentryClient: Sendable {
                 guard buffer.count < PinentryClient.maximumLine else {
                     throw .presenceUnavailable("the pinentry \(program) sent a line longer than \(PinentryClient.maximumLine) bytes")
                 }
-                let left = deadline - ContinuousClock.now
+                let left = deadline - Clocks.monotonicNow()
                 guard left > .zero else { child.stop(); throw .presenceTimedOut(seconds: timeoutSeconds) }
                 let ms = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
                 var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

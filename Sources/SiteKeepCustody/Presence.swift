@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
-internal import CLinux
 internal import SiteKeepSystem
 public import SiteKeepCrypto
 
@@ -15,8 +14,8 @@ public struct BootClock: Sendable {
     /// Wraps a nanosecond reader (for tests).
     package init(_ read: @escaping @Sendable () -> UInt64) { self.read = read }
 
-    /// `CLOCK_BOOTTIME` through `sitekeep_boottime_ns()`.
-    public static let system = BootClock { UInt64(max(0, sitekeep_boottime_ns())) }
+    /// `CLOCK_BOOTTIME`, through SiteKeepSystem's ``Clocks/bootNanoseconds()``.
+    public static let system = BootClock { Clocks.bootNanoseconds() }
 
     /// The current reading.
     public func nanoseconds() -> UInt64 { read() }
@@ -254,19 +253,8 @@ public enum PresenceText {
     public static let labelLimit = 4096
 
     /// Whether `scalar` reorders, hides or breaks the text around it (see the type's summary).
-    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F: return true                                   // controls
-        case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: return true    // bidi
-        case 0x200B...0x200D, 0x2060, 0xFEFF: return true                             // zero-width
-        case 0x2028, 0x2029: return true                                              // line, paragraph
-        default:
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate: return true
-            default: return false
-            }
-        }
-    }
+    /// SiteKeepSystem's ``DisplayText/isHidden(_:)``.
+    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool { DisplayText.isHidden(scalar) }
 
     /// The first hidden scalar of `text`, if any.
     public static func firstHidden(in text: String) -> Unicode.Scalar? { text.unicodeScalars.first(where: isHidden) }

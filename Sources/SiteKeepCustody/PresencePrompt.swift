@@ -291,10 +291,10 @@ public enum TerminalPrompt {
         defer { close(fd) }
         let shown = "\r\n" + text.replacingNewlines() + "\r\nAllow? [y/N] "
         _ = Array(shown.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let deadline = ContinuousClock.now + timeout
+        let deadline = Clocks.monotonicNow() + timeout
         var answer: [UInt8] = []
         while answer.count < 64 {
-            let left = deadline - ContinuousClock.now
+            let left = deadline - Clocks.monotonicNow()
             guard left > .zero else {
                 _ = Array("\r\n(no answer; denied)\r\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 throw .presenceTimedOut(seconds: Int(timeout.components.seconds))

@@ -1,5 +1,6 @@
 public import SiteKeepCrypto
 import SiteKeepKeyring
+import SiteKeepSystem
 
 /// Argon2id parameters for new passphrase slots.
 public enum PassphraseKDF: Sendable {
@@ -17,11 +18,10 @@ public enum PassphraseKDF: Sendable {
         let password = try cryptoCall { () throws(CryptoError) in try SecretBytes(randomCount: 16) }
         let salt = SecureRandom.bytes(count: Argon2id.saltByteCount)
         let targetNs = Double(PresenceProof.nanoseconds(target))
-        let clock = ContinuousClock()
         func measure(_ p: Argon2id.Parameters) throws(CustodyError) -> Double {
-            let start = clock.now
+            let start = Clocks.monotonicNow()
             _ = try cryptoCall { () throws(CryptoError) in try Argon2id.deriveKey(password: password, salt: salt, parameters: p) }
-            return max(Double(PresenceProof.nanoseconds(clock.now - start)), 1)
+            return max(Double(PresenceProof.nanoseconds(Clocks.monotonicNow() - start)), 1)
         }
         func parameters(work: Double) -> Argon2id.Parameters {
             var t = 3

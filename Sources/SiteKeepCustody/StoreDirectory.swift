@@ -63,7 +63,7 @@ enum Files {
         if lstat(path, &st) != 0 {
             guard Errno.current == .noSuchFileOrDirectory else { throw .io("\(SystemError.current("inspect", path))") }
             // Create missing parents (0700 for the last component only matters).
-            let parent = parentOf(path)
+            let parent = AtomicFile.folder(of: path)
             if parent != path, parent != "/", !exists(parent) {
                 try ensurePrivateDirectory(parent)
             }
@@ -75,11 +75,6 @@ enum Files {
         guard st.st_mode & 0o077 == 0 else {
             throw .insecureHome("\(path) is open to group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 700 \(path)'")
         }
-    }
-
-    static func parentOf(_ path: String) -> String {
-        guard let i = path.lastIndex(of: "/") else { return path }
-        return i == path.startIndex ? "/" : String(path[..<i])
     }
 
     static func exists(_ path: String) -> Bool {

@@ -238,8 +238,8 @@ public final class FileKeyring: KeyringBackend {
     private func modify<T>(_ change: (inout [KeyringItemID: Record]) -> T) throws(KeyringError) -> T {
         let result: Result<T, KeyringError> = writers.withLock { _ in
             do throws(KeyringError) {
-                let lockFD = try acquireFileLock()
-                defer { close(lockFD) }  // closing releases the flock
+                let lock = try acquireFileLock()
+                defer { withExtendedLifetime(lock) {} }  // dropping it releases the flock
                 var items = try readItems()
                 let value = change(&items)
                 try writeAtomically(Self.encode(items))
@@ -251,16 +251,9 @@ public final class FileKeyring: KeyringBackend {
         return try result.get()
     }
 
-    private func acquireFileLock() throws(KeyringError) -> Int32 {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io("cannot open the lock file \(lockPath): \(Self.describe(errno))") }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            let code = errno
-            close(fd)
-            throw .io("cannot lock \(lockPath): \(Self.describe(code))")
-        }
-        return fd
+    /// The cross-process lock on `keyring.v1.lock` (SiteKeepSystem's ``FileLock/Held``).
+    private func acquireFileLock() throws(KeyringError) -> FileLock.Held {
+        do { return try FileLock.Held(lockPath) } catch { throw .io("\(error)") }
     }
 
     /// Replaces the keyring file with `bytes` (0600): ``AtomicFile/replace(_:with:mode:)``.

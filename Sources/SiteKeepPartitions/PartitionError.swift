@@ -1,5 +1,6 @@
 public import SiteKeepVocabulary
 import Foundation
+import SiteKeepSystem
 
 /// What is wrong with a damaged partition.
 public enum DamageReason: Sendable, Equatable, CustomStringConvertible {
@@ -97,13 +98,8 @@ extension PartitionError: CustomStringConvertible {
 /// ``SiteID`` itself lives in SiteKeepVocabulary).
 extension SiteID {
 
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for s in text.unicodeScalars.prefix(64) {
-            if s.value < 0x20 || s.value == 0x7F || s == "\"" || s == "\\" { out += String(format: "\\u{%X}", s.value) } else { out.unicodeScalars.append(s) }
-        }
-        return text.unicodeScalars.count > 64 ? out + "…" : out
-    }
+    /// The offending text as a message shows it: SiteKeepSystem's ``DisplayText/escaped(_:limit:)``.
+    static func escape(_ text: String) -> String { DisplayText.escaped(text, limit: 64) }
 }
 
 /// Checks the audit can switch off to prove it notices. Only SiteKeep's own modules can set them,

@@ -67,15 +67,12 @@ enum RegistryFileLock {
     /// Runs `body` holding the lock, waiting for it unless `wait` is false; nil, without running
     /// `body`, when not waiting and another process holds it.
     static func holding<R>(_ path: String, wait: Bool, _ body: () throws(PartitionError) -> R) throws(PartitionError) -> R? {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .storageFailure("\(SystemError.current("open the registry lock", path))") }
-        defer { close(fd) }   // closing releases the flock
-        while flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
-            let e = Errno.current
-            if e == .interrupted { continue }
-            if e == .wouldBlock { return nil }
-            throw .storageFailure("\(SystemError("lock", path, errno: e))")
+        let held: FileLock.Held?
+        do { held = try FileLock.Held.acquire(path, wait: wait, name: "the registry lock") } catch {
+            throw .storageFailure("\(error)")
         }
+        guard let held else { return nil }
+        defer { withExtendedLifetime(held) {} }   // dropping it releases the flock
         return try body()
     }
 }

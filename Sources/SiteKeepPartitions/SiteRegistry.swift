@@ -365,7 +365,7 @@ public final class SiteRegistry: Sendable {
         var distinct: [Origin] = []
         for o in parsed where !distinct.contains(o) { distinct.append(o) }
         let unique = distinct
-        let now = Date()
+        let now = Date(timeIntervalSince1970: Clocks.wallSeconds())
         let site = Site(id: identifier, displayName: name, origins: unique, isAppBound: appBound, protection: protection, createdAt: now, lastUsedAt: now)
 
         // Under the file lock on a fresh read: two processes adding at once both land, and the
@@ -449,7 +449,7 @@ public final class SiteRegistry: Sendable {
             catch { throw PartitionError.keyUnavailable("\(error)") }
             let core = try PartitionCore.open(site: id, path: databasePath(id), key: key, create: false, limits: limits, faults: faults)
             st.open[id] = (core, 1)
-            let now = Date()
+            let now = Date(timeIntervalSince1970: Clocks.wallSeconds())
             if now.timeIntervalSince(site.lastUsedAt) > 60 {
                 // On a fresh read under the file lock, changing only this site's lastUsedAt; if
                 // another process holds the lock, the update waits for a later open.

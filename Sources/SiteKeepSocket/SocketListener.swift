@@ -46,7 +46,7 @@ public final class SocketConnection: @unchecked Sendable {
 
     /// Starts the look-before-sleeping window (call after sending a reply).
     public func answered() {
-        if !draining { spinUntil = UnixSocket.monotonicNanoseconds() + spinNanoseconds }
+        if !draining { spinUntil = Clocks.monotonicNanoseconds() + spinNanoseconds }
     }
 
     /// Reads what has arrived into `chunk`: the count (> 0), or 0 at the end (the peer closed,
@@ -60,7 +60,7 @@ public final class SocketConnection: @unchecked Sendable {
                 if n == 0 { return 0 }
                 if errno == EINTR { continue }
                 guard errno == EAGAIN || errno == EWOULDBLOCK else { return 0 }
-                if UnixSocket.monotonicNanoseconds() >= spinUntil { spinUntil = 0 } else { sched_yield() }
+                if Clocks.monotonicNanoseconds() >= spinUntil { spinUntil = 0 } else { sched_yield() }
                 continue
             }
             if !draining {

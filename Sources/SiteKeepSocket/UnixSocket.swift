@@ -49,18 +49,13 @@ public enum UnixSocket {
         }
     }
 
-    static func folder(of path: String) -> String {
-        let f = AtomicFile.folder(of: path)
-        return f
-    }
-
     /// Connects to the socket at `path` after checking, before a byte is sent, that only this user
     /// can have put a listener there (see the type's rules).
     /// - Parameter remedy: what the user should do when the socket is refused.
     /// - Throws: ``SocketError/untrusted(path:reason:)`` naming what was wrong and the fix;
     ///   ``SocketError/call(_:errno:)`` when nothing listens (no such file, refused).
     public static func connect(path: String, remedy: String) throws(SocketError) -> Int32 {
-        if let problem = privateFolderProblem(folder(of: path)) {
+        if let problem = privateFolderProblem(AtomicFile.folder(of: path)) {
             throw .untrusted(path: path, reason: "\(problem), so another user could have put a listener there; " + remedy)
         }
         var st = stat()
@@ -100,7 +95,7 @@ public enum UnixSocket {
     /// socket and refusing anything that is not a socket or a socket someone answers on.
     /// - Parameter what: the daemon's name in messages ("a SiteKeep daemon", "an agent").
     public static func listen(path: String, what: String = "a SiteKeep daemon") throws(SocketError) -> Int32 {
-        let folder = folder(of: path)
+        let folder = AtomicFile.folder(of: path)
         do { try PrivateFolder.ensure(folder) } catch {
             throw .path("\(error); put the socket in a private folder (mode 0700), e.g. under $XDG_RUNTIME_DIR/sitekeep/")
         }
@@ -256,19 +251,13 @@ public enum UnixSocket {
     /// that expects its answer within that time may spin instead.
     public static func spinUntilReadable(_ fd: Int32, spinNanoseconds: UInt64) -> Bool {
         guard spinNanoseconds > 0 else { return false }
-        let deadline = monotonicNanoseconds() + spinNanoseconds
+        let deadline = Clocks.monotonicNanoseconds() + spinNanoseconds
         while true {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&p, 1, 0) > 0 { return true }
-            if monotonicNanoseconds() >= deadline { return false }
+            if Clocks.monotonicNanoseconds() >= deadline { return false }
             sched_yield()
         }
-    }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     /// The calling user's SiteKeep runtime folder, `$XDG_RUNTIME_DIR/sitekeep`, when set.

@@ -41,18 +41,34 @@ public struct ChildProcess: Sendable {
         case inherit
         /// This file descriptor of the parent (duplicated into the child).
         case descriptor(Int32)
+        /// The file at this path, opened in the child for writing (created 0600 if missing),
+        /// appended to or, without `append`, truncated. For standard output and error only.
+        case file(String, append: Bool)
+        /// Wherever the child's standard output goes (for standard error only: `2>&1`).
+        case standardOutput
     }
 
     /// Starts `program` (an absolute path) with `arguments` (argv[1...]) and `environment`
     /// (`NAME=value` strings; the parent's environment when nil).
+    /// - Parameters:
+    ///   - ownProcessGroup: the child leads a new process group (so ``stop(grace:)`` ends its
+    ///     children too).
+    ///   - detached: the child leads a new session instead (`setsid`: no controlling terminal,
+    ///     it outlives this process and the terminal's signals), with no signal blocked; for a
+    ///     daemon that is started and not waited for.
     /// - Throws: ``SystemError`` when the program cannot be started.
     public static func spawn(_ program: String, arguments: [String], environment: [String]? = nil,
                              stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null,
-                             ownProcessGroup: Bool = true) throws(SystemError) -> ChildProcess {
+                             ownProcessGroup: Bool = true, detached: Bool = false) throws(SystemError) -> ChildProcess {
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
-        if ownProcessGroup {
+        if detached {
+            posix_spawnattr_setflags(&attr, Int16(0x80 /* POSIX_SPAWN_SETSID */ | POSIX_SPAWN_SETSIGMASK))
+            var empty = sigset_t()
+            sigemptyset(&empty)
+            posix_spawnattr_setsigmask(&attr, &empty)
+        } else if ownProcessGroup {
             posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP))
             posix_spawnattr_setpgroup(&attr, 0)
         }
@@ -64,6 +80,9 @@ public struct ChildProcess: Sendable {
             case .inherit: break
             case .null: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
             case .descriptor(let source): posix_spawn_file_actions_adddup2(&actions, source, fd)
+            case .file(let path, let append):
+                posix_spawn_file_actions_addopen(&actions, fd, path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0o600)
+            case .standardOutput: posix_spawn_file_actions_adddup2(&actions, 1, fd)
             }
         }
         func cStrings(_ list: [String]) -> [UnsafeMutablePointer<CChar>?] { list.map { strdup($0) } + [nil] }

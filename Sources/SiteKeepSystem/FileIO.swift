@@ -158,6 +158,28 @@ public enum FileIO {
         }
     }
 
+    /// `fsync` of the open file `fd`: its bytes written so far are on disk when this returns.
+    /// How targets other than SiteKeepSystem fsync (`tools/check-plumbing` fails on a direct
+    /// call elsewhere). `EINTR` is retried.
+    /// - Throws: the error number of the failed `fsync`.
+    public static func sync(_ fd: Int32) throws(Errno) {
+        _ = try Errno.retryingOnInterrupt { fsync(fd) }
+    }
+
+    /// ``sync(_:)`` naming `path` in its error.
+    /// - Throws: ``SystemError`` "cannot fsync `path`: …".
+    public static func sync(_ fd: Int32, path: String) throws(SystemError) {
+        do { try sync(fd) } catch { throw SystemError("fsync", path, errno: error) }
+    }
+
+    /// `rename(2)`: moves `from` to `to`, replacing what is there, atomically on one file system.
+    /// How targets other than SiteKeepSystem rename (`tools/check-plumbing` fails on a direct
+    /// call elsewhere); a durable replace of a file's content is ``AtomicFile/replace(_:with:mode:temporaryFolder:syncFolder:)``.
+    /// - Throws: ``SystemError`` "cannot rename `from` to `to`: …".
+    public static func rename(_ from: String, to: String) throws(SystemError) {
+        guard Glibc.rename(from, to) == 0 else { throw .current("rename \(from) to", to) }
+    }
+
     /// `fsync` of a folder, so a rename or a new entry in it survives a crash.
     public static func syncFolder(_ path: String) throws(SystemError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -1,4 +1,5 @@
 public import SiteKeepCustody
+import SiteKeepSystem
 
 /// Everything that can go wrong opening, reading or verifying a vault.
 ///
@@ -188,16 +189,7 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7f: out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// `s` in double quotes, uncut, its hidden characters, quotes and backslashes escaped
+    /// (SiteKeepSystem's ``DisplayText/escaped(_:limit:)``).
+    static func quoted(_ s: String) -> String { "\"" + DisplayText.escaped(s, limit: nil) + "\"" }
 }

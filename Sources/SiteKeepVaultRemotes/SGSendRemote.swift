@@ -177,7 +177,7 @@ public struct SGSendRemote: VaultObjectStore {
         var request = HTTPRequest(method: method, url: baseURL + path, headers: h, body: body,
                                   totalTimeoutMs: Self.totalTimeoutMs(sending: body.count), maxResponseBytes: maxBytes)
         request.caFile = caFile
-        let start = Self.monotonicMs()
+        let start = Clocks.monotonicMilliseconds()
         var attempt = 0, uncertain = false
         while true {
             attempt += 1
@@ -191,17 +191,17 @@ public struct SGSendRemote: VaultObjectStore {
                 case .timeout, .network:
                     uncertain = true
                     let wait = retry.backoff(after: attempt)
-                    if wait <= retry.noAnswerBudgetMs - (Self.monotonicMs() - start) { pause(wait); continue }
-                    throw .remote(remote: baseURL, reason: "no answer (\(error.description)) to \(method) \(Self.route(path)) after \(attempt) \(attempt == 1 ? "try" : "tries") in \(Self.duration(Self.monotonicMs() - start)); check the network and the remote's URL", transient: true, retryAfterMs: nil)
+                    if wait <= retry.noAnswerBudgetMs - (Clocks.monotonicMilliseconds() - start) { pause(wait); continue }
+                    throw .remote(remote: baseURL, reason: "no answer (\(error.description)) to \(method) \(Self.route(path)) after \(attempt) \(attempt == 1 ? "try" : "tries") in \(Self.duration(Clocks.monotonicMilliseconds() - start)); check the network and the remote's URL", transient: true, retryAfterMs: nil)
                 }
             }
             guard [429, 502, 503, 504].contains(response.status) else { return (response, uncertain) }
             let header = response.header("retry-after")
-            let after = Self.retryAfterMs(parsing: header, nowMs: Self.realtimeMs())
+            let after = Self.retryAfterMs(parsing: header, nowMs: Int(Clocks.wallMilliseconds()))
             // `Retry-After: 0` (or a date gone by) again and again would be a loop as fast as
             // the server answers: a quarter of a second between tries at least.
             let wait = after.map { max($0, Self.minimumWaitMs) } ?? retry.backoff(after: attempt)
-            let elapsed = Self.monotonicMs() - start
+            let elapsed = Clocks.monotonicMilliseconds() - start
             if wait <= retry.budgetMs - elapsed {
                 if response.status == 502 || response.status == 504 { uncertain = true }
                 pause(wait)
@@ -264,22 +264,10 @@ public struct SGSendRemote: VaultObjectStore {
         return s < 120 ? "\(s) s" : s < 7_200 ? "\((s + 59) / 60) min" : "\((s + 3_599) / 3_600) h"
     }
 
-    static func monotonicMs() -> Int {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int(ts.tv_sec) * 1000 + Int(ts.tv_nsec) / 1_000_000
-    }
-
-    static func realtimeMs() -> Int {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int(ts.tv_sec) * 1000 + Int(ts.tv_nsec) / 1_000_000
-    }
-
     /// `Retry-After` for the queue and for messages: seconds or an HTTP-date, nil when absent,
     /// unreadable or a day or more away (a server's say is not taken for longer).
     static func retryAfterMs(_ value: String?) -> Int? {
-        guard let ms = retryAfterMs(parsing: value, nowMs: realtimeMs()), ms < 86_400_000 else { return nil }
+        guard let ms = retryAfterMs(parsing: value, nowMs: Int(Clocks.wallMilliseconds())), ms < 86_400_000 else { return nil }
         return ms
     }
 

@@ -85,21 +85,21 @@ public final class VaultSyncScheduler: Sendable {
     private func run(_ loop: BackgroundLoop) {
         var wasUnlocked = false
         var woken = false
-        var due = ContinuousClock.now
+        var due = Clocks.monotonicNow()
         while !loop.isStopped {
             let unlocked = isUnlocked()
             let forced = woken || loop.takeWake()
-            if unlocked && (!wasUnlocked || forced || ContinuousClock.now >= due) {
+            if unlocked && (!wasUnlocked || forced || Clocks.monotonicNow() >= due) {
                 if isMetered() {
                     note("vault sync skipped: the network link is metered")
                 } else {
                     round()
                 }
-                due = ContinuousClock.now.advanced(by: interval)
+                due = Clocks.monotonicNow().advanced(by: interval)
             }
             wasUnlocked = unlocked
             if loop.isStopped { break }
-            woken = loop.nap(min(Self.poll, max(.milliseconds(10), due - ContinuousClock.now)))
+            woken = loop.nap(min(Self.poll, max(.milliseconds(10), due - Clocks.monotonicNow())))
         }
     }
 
@@ -179,7 +179,7 @@ public final class VaultSyncScheduler: Sendable {
     }
 
     private func record(_ name: String, error: String?) {
-        let now = VaultSyncService.nowMs()
+        let now = Clocks.wallMilliseconds()
         state.withLock { $0.last[name] = (now, error) }
     }
 }

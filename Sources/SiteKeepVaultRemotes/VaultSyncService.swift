@@ -188,12 +188,6 @@ public final class VaultSyncService: Sendable {
 
     static func tokenItem(vault: String, remote: String) -> String { "token:\(vault):\(remote)" }
 
-    static func nowMs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
-
     /// The store for a remote of `keys`' vault.
     public func store(for r: VaultRemote, keys: SgitKeys) throws(VaultError) -> any VaultObjectStore {
         switch r.kind {
@@ -350,7 +344,7 @@ public final class VaultSyncService: Sendable {
         let r = try self.remote(name, remote)
         guard let head = try vault.status().headCommit else { return PushOutcome(head: nil, objects: 0, upToDate: true) }
         let queue = PushQueue(vaultRoot: vault.root)
-        try queue.enqueue(remote: r.name, head: head, nowMs: Self.nowMs())
+        try queue.enqueue(remote: r.name, head: head, nowMs: Clocks.wallMilliseconds())
         return try attempt(vault: vault, name: name, remote: r, head: head, queue: queue)
     }
 
@@ -363,7 +357,7 @@ public final class VaultSyncService: Sendable {
         } catch {
             var after: Int?
             if case let .remote(_, _, _, retry) = error { after = retry }
-            try? queue.failed(remote: r.name, error: error.description, retryAfterMs: after, nowMs: Self.nowMs())
+            try? queue.failed(remote: r.name, error: error.description, retryAfterMs: after, nowMs: Clocks.wallMilliseconds())
             throw error
         }
     }
@@ -374,9 +368,9 @@ public final class VaultSyncService: Sendable {
         let vault = try library.vault(named: name)
         let queue = PushQueue(vaultRoot: vault.root)
         var sent = 0
-        for e in try queue.entries() where force || e.nextAttemptMs <= Self.nowMs() {
+        for e in try queue.entries() where force || e.nextAttemptMs <= Clocks.wallMilliseconds() {
             guard let r = try? remote(name, e.remote), let head = try vault.status().headCommit else { continue }
-            try queue.enqueue(remote: e.remote, head: head, nowMs: Self.nowMs())
+            try queue.enqueue(remote: e.remote, head: head, nowMs: Clocks.wallMilliseconds())
             if (try? attempt(vault: vault, name: name, remote: r, head: head, queue: queue)) != nil { sent += 1 }
         }
         return sent

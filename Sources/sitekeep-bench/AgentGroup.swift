@@ -9,6 +9,7 @@ import SiteKeepAgent
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepKeyring
+import SiteKeepSystem
 
 /// The last agent run, printed by the driver.
 nonisolated(unsafe) var agentMarkdown = ""
@@ -230,17 +231,12 @@ final class OpenSSHAgentUnderTest {
     init(algorithm: SigningAlgorithm, dir: String) throws {
         socket = "\(dir)/run/ssh-agent-\(algorithm.rawValue).sock"
         try FileManager.default.createDirectory(atPath: "\(dir)/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        let args: [String] = ["/usr/bin/ssh-agent", "-D", "-a", socket]
-        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var p: pid_t = 0
-        guard posix_spawn(&p, "/usr/bin/ssh-agent", &actions, nil, argv, environ) == 0 else { throw BenchError.setupFailed("cannot start ssh-agent") }
-        pid = p
+        do {
+            pid = try ChildProcess.spawn("/usr/bin/ssh-agent", arguments: ["-D", "-a", socket],
+                                         stdin: .null, stdout: .null, stderr: .inherit, ownProcessGroup: false).pid
+        } catch {
+            throw BenchError.setupFailed("cannot start ssh-agent")
+        }
         var tries = 0
         while !AgentClient.isAnswering(path: socket), tries < 400 { usleep(10_000); tries += 1 }
         let key = "\(dir)/id_\(algorithm.rawValue)"

@@ -5,6 +5,7 @@ import Foundation
 import SiteKeepCrypto
 import SiteKeepHardening
 import SiteKeepPartitions
+import SiteKeepSystem
 
 /// A named group of benchmarks. Later issues add custody, partitions, vault and bridge.
 struct BenchGroup {
@@ -123,7 +124,7 @@ struct SiteKeepBench {
             } ?? []
         let libs = LibraryVersions.all.map { "\($0.name) \($0.version)" }.joined(separator: ", ")
         let py = (try? python("import sys, ssl; print(sys.version.split()[0], '/', ssl.OPENSSL_VERSION)")) ?? "python3 unavailable"
-        let date = ISO8601DateFormatter().string(from: Date())
+        let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Clocks.wallSeconds()))
         let lines = [
             "machine: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, CPU features: \(flags.joined(separator: " "))",
             "libraries: \(libs); peer Python \(py)",

@@ -9,6 +9,7 @@ import SiteKeepKeyring
 import SiteKeepBridge
 import SiteKeepWiring
 import SiteKeepTestSupport
+import SiteKeepSystem
 
 /// `key.sign` over the daemon's socket against `ssh-agent` signing over its socket, with the same
 /// algorithm, driven by the same client harness (one timing loop; only the transport differs).
@@ -154,23 +155,23 @@ public enum BridgeBenchmark {
         let failures = Atomic<Int>(0)
         let group = DispatchGroup()
         let each = requests / connections
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = Clocks.monotonicNanoseconds()
         for s in signers {
             group.enter()
             Thread.detachNewThread {
                 var mine: [UInt64] = []
                 mine.reserveCapacity(each)
                 for _ in 0..<each {
-                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    let t0 = Clocks.monotonicNanoseconds()
                     do { try s() } catch { failures.add(1, ordering: .relaxed) }
-                    mine.append(DispatchTime.now().uptimeNanoseconds - t0)
+                    mine.append(Clocks.monotonicNanoseconds() - t0)
                 }
                 latencies.withLock { $0 += mine }
                 group.leave()
             }
         }
         group.wait()
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let seconds = Double(Clocks.monotonicNanoseconds() - start) / 1e9
         guard failures.load(ordering: .relaxed) == 0 else { throw BridgeError.protocolViolation("\(subject): some signs failed") }
         let sorted = latencies.withLock { $0 }.sorted()
         func pct(_ p: Double) -> Double { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000 }
@@ -267,21 +268,12 @@ public enum BridgeBenchmark {
     static func spawn(_ path: String, _ args: [String], environment: [String: String]? = nil) throws -> pid_t {
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment ?? [:] { env[k] = v }
-        let argv = ([path] + args).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for a in argv { free(a) }
-            for e in envp { free(e) }
+        do {
+            return try ChildProcess.spawn(path, arguments: args, environment: env.map { "\($0.key)=\($0.value)" },
+                                          stdin: .null, stdout: .null, stderr: .inherit, ownProcessGroup: false).pid
+        } catch {
+            throw BridgeError.socket(call: "posix_spawn(\(path))", errno: error.errno?.rawValue ?? EIO)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard rc == 0 else { throw BridgeError.socket(call: "posix_spawn(\(path))", errno: rc) }
-        return pid
     }
 }
 

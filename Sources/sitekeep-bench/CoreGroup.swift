@@ -6,6 +6,7 @@ import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepPartitions
 import SiteKeepTestSupport
+import SiteKeepSystem
 
 /// The native core: planning the next 64 reminders for 1,000 picks against a 10,000-item agenda
 /// (the planner alone, and with the agenda's JSON parsed first), and `schedule.set` through the
@@ -32,9 +33,9 @@ func coreGroup(_ settings: Settings) throws -> [Row] {
     func timeEach(_ n: Int, _ body: () throws -> Void) rethrows -> [Double] {
         var out: [Double] = []
         for _ in 0..<n {
-            let t = DispatchTime.now().uptimeNanoseconds
+            let t = Clocks.monotonicNanoseconds()
             try body()
-            out.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9)
+            out.append(Double(Clocks.monotonicNanoseconds() - t) / 1e9)
         }
         return out
     }

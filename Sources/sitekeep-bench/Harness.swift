@@ -1,13 +1,10 @@
 // The measuring harness of sitekeep-bench: interleaved rounds, medians, paired ratios, tables.
 @preconcurrency import Glibc
 import Foundation
+import SiteKeepSystem
 
 /// A wall-clock reading in nanoseconds (CLOCK_MONOTONIC).
-func now() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+func now() -> UInt64 { Clocks.monotonicNanoseconds() }
 
 /// Keeps results alive so the optimiser cannot drop the work that produced them.
 final class Sink {
@@ -149,16 +146,9 @@ func printTable(_ title: String, _ rows: [Row], markdown: Bool) {
 /// Runs a Python snippet that prints one number (seconds per operation), for peer timings.
 /// The interpreter comes from SITEKEEP_BENCH_PYTHON (tools/bench sets the project's .venv).
 func python(_ script: String) throws -> String {
-    let process = Process()
     let py = ProcessInfo.processInfo.environment["SITEKEEP_BENCH_PYTHON"] ?? "/usr/bin/python3"
-    process.executableURL = URL(fileURLWithPath: py)
-    process.arguments = ["-c", script]
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchError.peerFailed("\(py) exited \(process.terminationStatus)") }
+    let (ended, data) = try ChildProcess.capture(py, arguments: ["-c", script], streams: .output, ownProcessGroup: false)
+    guard ended == .exited(0) else { throw BenchError.peerFailed("\(py) \(ended)") }
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 

@@ -11,6 +11,7 @@ import SiteKeepJSON
 import SiteKeepKeyring
 import SiteKeepPartitions
 import SiteKeepVault
+import SiteKeepSystem
 
 /// Latencies of `schedule.set` (20 picks) through a `BridgeServer` whose schedule service
 /// mirrors to the site's vault: a vault made by the real `sgit`, a store made by the real
@@ -82,9 +83,9 @@ func mirroredScheduleSetLatencies(_ settings: Settings, connections: Int) throws
         for _ in 0..<20 {
             call += 1
             let picks: JSONValue = .array((0..<20).map { ["id": .string("item-\($0 * 10)"), "at": .int(at + call * 100 + Int64($0))] })
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = Clocks.monotonicNanoseconds()
             _ = try client.call("schedule.set", args: ["v": 1, "picks": picks])
-            if c > 0 { latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9) }   // the first connection warms up
+            if c > 0 { latencies.append(Double(Clocks.monotonicNanoseconds() - start) / 1e9) }   // the first connection warms up
         }
     }
     // Every call committed: the vault's picks are the last call's.

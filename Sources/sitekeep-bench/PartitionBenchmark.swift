@@ -3,6 +3,7 @@ import Glibc
 import SiteKeepPartitions
 import SiteKeepTestSupport
 import SiteKeepVocabulary
+import SiteKeepSystem
 
 /// Measurements of the partitions layer against plain SQLite with the same schema, in the same
 /// run, for `tools/bench` (`BENCHMARKS.md`). Build in release to get meaningful figures.
@@ -144,18 +145,10 @@ public enum PartitionBenchmark {
         return results
     }
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { Double(Clocks.monotonicNanoseconds()) / 1e9 }
 
     /// CPU time of the whole process (user + system), seconds.
-    static func cpu() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func cpu() -> Double { Double(Clocks.processCPUNanoseconds()) / 1e9 }
 
     /// Resident set size from /proc/self/statm.
     static func residentBytes() -> Int {

@@ -12,50 +12,35 @@ import SiteKeepWiring
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepVault
+import SiteKeepSystem
 
-/// Runs `argv` with posix_spawn (Foundation's Process hangs in some contexts here), stdin from
+/// Runs `argv` through ChildProcess (Foundation's Process hangs in some contexts here), stdin from
 /// /dev/null, stdout and stderr into files, in `cwd`; returns the exit status.
 func spawnAndWait(_ argv: [String], cwd: String, environment: [String: String], stdout: String, stderr: String) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    let cArgs = argv.map { strdup($0) } + [nil]
-    let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { for p in cArgs + cEnv { free(p) } }
     // posix_spawn_file_actions_addchdir_np is not visible to Swift here: change the parent's
     // working directory around the spawn instead (nothing else in the bench uses relative paths).
     let previous = FileManager.default.currentDirectoryPath
     guard chdir(cwd) == 0 else { throw BenchError.setupFailed("chdir \(cwd): errno \(errno)") }
     defer { _ = chdir(previous) }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
-    guard rc == 0 else { throw BenchError.setupFailed("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { throw BenchError.setupFailed("waitpid: errno \(errno)") }
+    let child: ChildProcess
+    do {
+        child = try ChildProcess.spawn(argv[0], arguments: Array(argv.dropFirst()), environment: environment.map { "\($0.key)=\($0.value)" },
+                                       stdin: .null, stdout: .file(stdout, append: false), stderr: .file(stderr, append: false),
+                                       ownProcessGroup: false)
+    } catch {
+        throw BenchError.setupFailed("posix_spawn \(argv[0]): \(error.cause)")
     }
-    // WIFEXITED / WEXITSTATUS by hand (macros are not imported).
-    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return child.wait().status
 }
 
 /// Starts `argv` in the background (stdin /dev/null, output into `log`); its pid.
 func spawnBackground(_ argv: [String], environment: [String: String], log: String) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    let cArgs = argv.map { strdup($0) } + [nil]
-    let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { for p in cArgs + cEnv { free(p) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
-    guard rc == 0 else { throw BenchError.setupFailed("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
-    return pid
+    do {
+        return try ChildProcess.spawn(argv[0], arguments: Array(argv.dropFirst()), environment: environment.map { "\($0.key)=\($0.value)" },
+                                      stdin: .null, stdout: .file(log, append: false), stderr: .standardOutput, ownProcessGroup: false).pid
+    } catch {
+        throw BenchError.setupFailed("posix_spawn \(argv[0]): \(error.cause)")
+    }
 }
 
 private func readAll(_ path: String) -> [UInt8] {

@@ -2,6 +2,7 @@ import CWebKitGTK
 import Foundation
 import SiteKeepBrowserCore
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// How a tab's current page came to be shown.
 enum PageSource: String {
@@ -165,12 +166,12 @@ final class Tab {
     /// Hands `url` to the system browser, only for a navigation the user asked for, at most once
     /// every two seconds (a page cannot start browsers in a loop).
     private func openExternally(_ url: String) {
-        guard url == gestureURL, Date().timeIntervalSince(lastExternal) > 2 else {
+        guard url == gestureURL, Date(timeIntervalSince1970: Clocks.wallSeconds()).timeIntervalSince(lastExternal) > 2 else {
             browser.note("\(site.name): a navigation to \(url) was not made by the user; not opened")
             return
         }
         gestureURL = nil
-        lastExternal = Date()
+        lastExternal = Date(timeIntervalSince1970: Clocks.wallSeconds())
         browser.openExternally(url)
     }
 

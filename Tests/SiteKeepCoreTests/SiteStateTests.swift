@@ -42,6 +42,38 @@ final class ScratchPartition: @unchecked Sendable {
         #expect(try p.tabs.session() == nil)
     }
 
+    /// A session row as Foundation's `JSONEncoder` wrote it before the stored form moved to
+    /// SiteKeepJSON (members in declaration order, `\/` escapes, whole numbers bare, no
+    /// `lastTabID` when there was none) is read; the new form is SiteKeepJSON's canonical one,
+    /// and `JSONDecoder` (an older SiteKeep) reads it too.
+    @Test func aSessionRowWrittenByJSONEncoderIsReadAndTheNewFormIsCanonical() throws {
+        let s = try ScratchPartition()
+        let p = s.partition
+        let old = #"{"tabs":[{"id":"t1","url":"https:\/\/a.example\/1","title":"One","scrollX":0,"scrollY":1200.5},"# +
+                  #"{"id":"t2","url":"https:\/\/a.example\/2?q=\"x\"","title":"Two \u00e9","scrollX":3,"scrollY":0}],"lastTabID":"t2"}"#
+        try p.tabs.rows.update([("session", Array(old.utf8))])
+        let expected = SessionState(tabs: [
+            TabState(id: "t1", url: "https://a.example/1", title: "One", scrollX: 0, scrollY: 1200.5),
+            TabState(id: "t2", url: "https://a.example/2?q=\"x\"", title: "Two \u{e9}", scrollX: 3),
+        ], lastTabID: "t2")
+        #expect(try p.tabs.session() == expected)
+        try p.tabs.rows.update([("session", Array(#"{"tabs":[],"lastTabID":null}"#.utf8))])
+        #expect(try p.tabs.session() == SessionState())
+        // What this build's JSONEncoder writes, whatever its key order, is read as well.
+        let encoded = try JSONEncoder().encode(expected)
+        try p.tabs.rows.update([("session", Array(encoded))])
+        #expect(try p.tabs.session() == expected)
+
+        try p.tabs.setSession(expected)
+        let written = try #require(try p.tabs.rows.value("session"))
+        #expect(String(decoding: written, as: UTF8.self) ==
+                #"{"lastTabID":"t2","tabs":[{"id":"t1","scrollX":0.0,"scrollY":1200.5,"title":"One","url":"https://a.example/1"},"# +
+                #"{"id":"t2","scrollX":3.0,"scrollY":0.0,"title":"Two \#u{e9}","url":"https://a.example/2?q=\"x\""}]}"#)
+        #expect(try JSONDecoder().decode(SessionState.self, from: Data(written)) == expected)
+        try p.tabs.setSession(SessionState(tabs: [TabState(id: "k", url: "u", title: "")]))
+        #expect(!String(decoding: try #require(try p.tabs.rows.value("session")), as: UTF8.self).contains("lastTabID"))
+    }
+
     @Test func aSessionBreakingARuleIsRefusedNamingTheFieldAndNothingIsWritten() throws {
         let s = try ScratchPartition()
         let p = s.partition
@@ -92,6 +124,29 @@ final class ScratchPartition: @unchecked Sendable {
         try p.reading.setState(.unread, for: "a1")
         #expect(try p.reading.all() == ["a2": .partRead(progress: 0.25)])
         #expect(try p.rows(.reading).all().map(\.name) == ["a2"])
+    }
+
+    /// Rows as Foundation's `JSONEncoder` wrote them before the stored form moved to SiteKeepJSON
+    /// are read; the new form is SiteKeepJSON's canonical one, and `JSONDecoder` (an older
+    /// SiteKeep) reads it too; a row that is not one state is damage.
+    @Test func stateRowsWrittenByJSONEncoderAreReadAndTheNewFormIsCanonical() throws {
+        let s = try ScratchPartition()
+        let p = s.partition
+        try p.reading.rows.update([("a1", Array(#"{"read":{}}"#.utf8)), ("a2", Array(#"{"partRead":{"progress":0.25}}"#.utf8)),
+                                   ("a3", Array(#"{"partRead":{"progress":1}}"#.utf8))])
+        #expect(try p.reading.all() == ["a1": .read, "a2": .partRead(progress: 0.25), "a3": .partRead(progress: 1)])
+        for state in [ReadingState.read, .partRead(progress: 0.5), .partRead(progress: 1)] {
+            try p.reading.rows.update([("b", Array(try JSONEncoder().encode(state)))])
+            #expect(try p.reading.state(for: "b") == state, "what this build's JSONEncoder writes is read")
+            try p.reading.setState(state, for: "b")
+            let written = try #require(try p.reading.rows.value("b"))
+            #expect(try JSONDecoder().decode(ReadingState.self, from: Data(written)) == state)
+        }
+        #expect(String(decoding: try #require(try p.reading.rows.value("b")), as: UTF8.self) == #"{"partRead":{"progress":1.0}}"#)
+        try p.reading.setState(.read, for: "b")
+        #expect(String(decoding: try #require(try p.reading.rows.value("b")), as: UTF8.self) == #"{"read":{}}"#)
+        try p.reading.rows.update([("c", Array(#"{"read":{},"unread":{}}"#.utf8))])
+        #expect(throws: PartitionError.self) { try p.reading.state(for: "c") }
     }
 
     @Test func aStateBreakingARuleIsRefusedNamingTheEntryAndNothingIsWritten() throws {

@@ -296,6 +296,21 @@ private func entries(_ folder: String) -> [String] {
 }
 
 @Suite struct FileIOTests {
+    /// `rename` moves a file over another; a failure names both paths; `sync` of a bad
+    /// descriptor is its error number.
+    @Test func renameAndSync() throws {
+        let dir = try scratchFolder()
+        try AtomicFile.replace(dir + "/a", with: [1])
+        try AtomicFile.replace(dir + "/b", with: [2])
+        try FileIO.rename(dir + "/a", to: dir + "/b")
+        #expect(try FileIO.readRegularFile(dir + "/b", limit: 10) == .bytes([1]))
+        #expect(try FileIO.readRegularFile(dir + "/a", limit: 10) == .missing)
+        #expect { try FileIO.rename(dir + "/a", to: dir + "/c") } throws: { error in
+            "\(error)" == "cannot rename \(dir)/a to \(dir)/c: No such file or directory"
+        }
+        #expect(throws: Errno(rawValue: EBADF)) { try FileIO.sync(-1) }
+    }
+
     @Test func readsRegularFilesOnlyWithinTheLimitAndNeverThroughALink() throws {
         let dir = try scratchFolder()
         #expect(try FileIO.readRegularFile(dir + "/none", limit: 10) == .missing)
@@ -473,6 +488,38 @@ private final class ReceiveBox: @unchecked Sendable {
             #expect(e == .brokenPipe)
         }
     }
+
+    /// A held lock keeps a non-waiting taker out (nil, not an error) until it is dropped; shared
+    /// holders share; the lock of an open descriptor is taken and released in place.
+    @Test func aHeldLockRefusesANonWaitingTakerAndSharedHoldersShare() throws {
+        let dir = try scratchFolder()
+        let path = dir + "/lock"
+        var held: FileLock.Held? = try FileLock.Held(path)
+        #expect(try FileLock.Held.acquire(path, wait: false) == nil)
+        #expect(try FileLock.Held.acquire(path, shared: true, wait: false) == nil)
+        held = nil
+        var a = try FileLock.Held.acquire(path, shared: true, wait: false)
+        var b = try FileLock.Held.acquire(path, shared: true, wait: false)
+        #expect(a != nil && b != nil)
+        #expect(try FileLock.Held.acquire(path, wait: false) == nil, "an exclusive taker waits for the shared holders")
+        withExtendedLifetime((a, b, held)) {}
+        (a, b) = (nil, nil)
+
+        let fd = try FileLock.openLockFile(path)
+        defer { close(fd) }
+        #expect(try FileLock.lock(fd: fd, wait: false))
+        #expect(try FileLock.Held.acquire(path, wait: false) == nil)
+        FileLock.unlock(fd: fd)
+        #expect(try FileLock.Held.acquire(path, wait: false) != nil)
+        #expect(mode(path) == 0o600)
+    }
+
+    /// A lock file that cannot be opened is named in the error, with the caller's name for it.
+    @Test func anUnopenableLockFileIsNamed() {
+        #expect { try FileLock.Held("/nonexistent-folder/x.lock", name: "the registry lock") } throws: { error in
+            "\(error)" == "cannot open the registry lock /nonexistent-folder/x.lock: No such file or directory"
+        }
+    }
 }
 
 /// A counter the lock test bumps in two steps (load, then store): atomic per step, not per bump.
@@ -487,6 +534,22 @@ private final class TwoStepCounter: Sendable {
         #expect(try ChildProcess.run("/bin/sh", arguments: ["-c", "kill -9 $$"]) == .signalled(9))
         #expect(ChildProcess.Termination.signalled(9).status == 137)
         #expect(throws: SystemError.self) { try ChildProcess.run("/nonexistent/program", arguments: []) }
+    }
+
+    /// A detached child (the daemon's start) leads its own session, and its output goes to a
+    /// file appended to, its standard error with it (`>>log 2>&1`).
+    @Test func aDetachedChildLeadsItsSessionAndAppendsToItsLog() throws {
+        let dir = try scratchFolder()
+        let log = dir + "/daemon.log"
+        try AtomicFile.replace(log, with: Array("before\n".utf8))
+        let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "echo out; echo err >&2; cut -d' ' -f6 /proc/$$/stat"],
+                                           stdout: .file(log, append: true), stderr: .standardOutput, detached: true)
+        #expect(child.wait() == .exited(0))
+        guard case .bytes(let bytes) = try FileIO.readRegularFile(log, limit: 1000) else { Issue.record("no log"); return }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n")
+        #expect(Array(lines.prefix(3)) == ["before", "out", "err"])
+        #expect(lines.last.map(String.init) == "\(child.pid)", "its session id is its own pid")
+        #expect(getsid(0) != child.pid)
     }
 
     /// A program another process still holds open for writing (a script just written, its
@@ -591,5 +654,42 @@ private final class TwoStepCounter: Sendable {
         #expect(state.most == 4, "at most 4 and, given the chance, 4 at once")
         #expect(SystemThread.map(0, width: 4) { $0 } == [])
         #expect(SystemThread.map(3, width: 1) { $0 + 1 } == [1, 2, 3])
+    }
+}
+
+@Suite struct ClocksTests {
+    /// The wall clock's two forms agree; the monotonic and boot clocks never go back; the
+    /// process's CPU time grows with work.
+    @Test func readingsAgreeAndDoNotGoBack() {
+        let ms = Clocks.wallMilliseconds()
+        let s = Clocks.wallSeconds()
+        #expect(abs(Double(ms) / 1000 - s) < 5)
+        #expect(ms > 1_700_000_000_000, "after 2023")
+        let m0 = Clocks.monotonicNanoseconds(), b0 = Clocks.bootNanoseconds(), i0 = Clocks.monotonicNow()
+        let cpu0 = Clocks.processCPUNanoseconds()
+        var x: UInt64 = 1
+        for i in 0..<2_000_000 { x = x &* 6364136223846793005 &+ UInt64(i) }
+        #expect(x != 0)
+        #expect(Clocks.monotonicNanoseconds() >= m0)
+        #expect(Clocks.bootNanoseconds() >= b0)
+        #expect(Clocks.bootNanoseconds() >= Clocks.monotonicNanoseconds() / 2, "boot time counts at least what the monotonic clock does")
+        #expect(Clocks.monotonicNow() >= i0)
+        #expect(Clocks.processCPUNanoseconds() > cpu0)
+        #expect(abs(Clocks.monotonicMilliseconds() - Int(Clocks.monotonicNanoseconds() / 1_000_000)) < 1000)
+    }
+}
+
+@Suite struct DisplayTextTests {
+    /// Controls, bidi overrides, zero-width and format characters, quotes and backslashes are
+    /// shown as `\u{HEX}`; other text, accents included, as it is; the cut is in scalars.
+    @Test func hiddenCharactersQuotesAndBackslashesAreShownAndTheTextIsCut() {
+        #expect(DisplayText.escaped("caf\u{e9} ok") == "caf\u{e9} ok")
+        #expect(DisplayText.escaped("a\u{1B}[31m\n\u{7F}") == "a\\u{1B}[31m\\u{A}\\u{7F}")
+        #expect(DisplayText.escaped("root\u{202E}tsoh\u{200B}\u{FEFF}\u{85}\u{2028}") == "root\\u{202E}tsoh\\u{200B}\\u{FEFF}\\u{85}\\u{2028}")
+        #expect(DisplayText.escaped("say \"hi\" \\n") == "say \\u{22}hi\\u{22} \\u{5C}n")
+        #expect(DisplayText.escaped(String(repeating: "y", count: 70)) == String(repeating: "y", count: 64) + "…")
+        #expect(DisplayText.escaped(String(repeating: "y", count: 64)) == String(repeating: "y", count: 64))
+        #expect(DisplayText.escaped(String(repeating: "y", count: 70), limit: nil).count == 70)
+        #expect(DisplayText.isHidden("\u{2066}") && !DisplayText.isHidden("é"))
     }
 }

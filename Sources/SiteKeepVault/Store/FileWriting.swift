@@ -21,7 +21,7 @@ extension FileAccess {
     /// Creates `path` (and missing parents) as folders of `mode`.
     static func makeFolders(_ path: String, mode: mode_t = 0o700) throws(VaultError) {
         if isDirectory(path) { return }
-        let up = parent(of: path)
+        let up = AtomicFile.folder(of: path)
         if up != path, up != ".", !isDirectory(up) { try makeFolders(up, mode: mode) }
         do { try PrivateFolder.make(path, mode: UInt32(mode)) } catch { throw .io(path: path, reason: error.cause) }
     }
@@ -57,13 +57,7 @@ extension FileAccess {
         guard fd >= 0 else { throw .io(path: path, reason: errnoText()) }
         defer { close(fd) }
         do { try FileIO.writeAll(fd, bytes + [0x0a]) } catch { throw .io(path: path, reason: error.description) }
-        guard fsync(fd) == 0 else { throw .io(path: path, reason: errnoText()) }
-    }
-
-    static func parent(of path: String) -> String {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        let p = String(path[..<slash])
-        return p.isEmpty ? "/" : p
+        do { try FileIO.sync(fd) } catch { throw .io(path: path, reason: error.description) }
     }
 
     /// Removes temp files in `folder` left by processes that are gone (killed mid-write).
@@ -119,25 +113,13 @@ extension FileAccess {
     }
 }
 
-/// An exclusive advisory lock on a file (`flock`), held until released or the process dies.
-/// A crash releases it with the process, so a stale lock never blocks the next writer.
-final class FileLock {
-    private let fd: Int32
-
-    /// Takes the lock on `path` (created 0600), waiting for another holder.
-    init(path: String) throws(VaultError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, reason: FileAccess.errnoText()) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            let e = errno
-            close(fd)
-            throw .io(path: path, reason: FileAccess.errnoText(e))
-        }
-        self.fd = fd
+extension FileAccess {
+    /// Takes the exclusive lock on the lock file `path` (created 0600), waiting for another
+    /// holder: SiteKeepSystem's ``FileLock/Held``, released when the value is dropped (or the
+    /// process dies, so a stale lock never blocks the next writer).
+    static func lock(_ path: String) throws(VaultError) -> FileLock.Held {
+        do { return try FileLock.Held(path) } catch { throw .io(path: path, reason: error.cause) }
     }
-
-    deinit { close(fd) }
 }
 
 /// Random lowercase hex for ids and temp names (not secret).

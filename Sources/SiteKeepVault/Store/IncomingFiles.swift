@@ -36,7 +36,7 @@ final class IncomingFiles: Sendable {
     func add(_ fileID: String, _ bytes: [UInt8]) throws(VaultError) {
         guard let id = FileIDs.validate(fileID) else { throw .invalidID(kind: "file id", value: fileID, in: "the vault folder \(folder)") }
         let path = folder + "/" + id
-        let parent = FileAccess.parent(of: path)
+        let parent = AtomicFile.folder(of: path)
         if !madeFolders.withLock({ $0.contains(parent) }) {
             try FileAccess.makeFolders(parent)
             madeFolders.withLock { _ = $0.insert(parent) }

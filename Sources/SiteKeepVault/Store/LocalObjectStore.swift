@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SiteKeepSystem
+
 /// The vault folder's own `.sg_vault/` as a ``VaultObjectStore``: what pulls write into and
 /// pushes read from. Every write is durable (temp file, fsync, rename, folder fsync); an object
 /// is stored only when its bytes hash to its id, and an object already present is never
@@ -81,7 +83,7 @@ public struct LocalObjectStore: VaultObjectStore {
         for f in files {
             guard let id = FileIDs.validate(f.fileID) else { throw .invalidID(kind: "file id", value: f.fileID, in: label) }
             let path = folder + "/" + id
-            try FileAccess.makeFolders(FileAccess.parent(of: path))
+            try FileAccess.makeFolders(AtomicFile.folder(of: path))
             if let oid = FileIDs.objectID(of: id) {
                 guard FileIDs.matches(id, f.bytes) else {
                     throw .idMismatch(object: id, actual: ObjectIDs.of(f.bytes, width: oid.width).rawValue)
@@ -104,7 +106,7 @@ public struct LocalObjectStore: VaultObjectStore {
 
     public func writeIfMatch(fileID: String, bytes: [UInt8], expected: [UInt8]?) throws(VaultError) -> Bool {
         guard let id = FileIDs.validate(fileID) else { throw .invalidID(kind: "file id", value: fileID, in: label) }
-        let lock = try FileLock(path: folder + "/local/sitekeep.lock")
+        let lock = try FileAccess.lock(folder + "/local/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
         let current: [UInt8]?
         switch try FileAccess.read(folder + "/" + id, limit: limit, object: id) {

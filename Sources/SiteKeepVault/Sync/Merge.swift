@@ -1,5 +1,6 @@
 import SiteKeepCustody
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// What merging a remote head into this device's clone branch did (SGIT-FORMAT.md §6).
 public struct MergeOutcome: Sendable, Equatable {
@@ -56,7 +57,7 @@ extension Vault {
     /// `resolve` (with `PATH.conflict` and `merge_state.json` as sgit writes them).
     func merge(theirs: ObjectID, signer: any CommitSigner) throws(VaultError) -> MergeOutcome {
         try FileAccess.makeFolders(local)
-        let lock = try FileLock(path: local + "/sitekeep.lock")
+        let lock = try FileAccess.lock(local + "/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
         if FileAccess.exists(sgVault + "/" + Self.mergeStateFile) {
             throw .mergeState("a merge is in progress: resolve its conflicts (`sitekeep vault resolve`) or abort it (`sitekeep vault merge-abort`) before pulling again")
@@ -86,7 +87,7 @@ extension Vault {
                       let bytes = try? blob(t.blobID, size: t.size, contentHash: t.contentHash, path: path) else { continue }
                 try? FileAccess.writeDurably(bytes, to: root + "/" + path.string + ".conflict", mode: 0o644, tempFolder: tempFolder)
             }
-            let state = MergeState(ours: ours, theirs: theirs, lca: lca, startedAt: Self.nowMs(),
+            let state = MergeState(ours: ours, theirs: theirs, lca: lca, startedAt: Clocks.wallMilliseconds(),
                                    conflicts: conflicts.map(\.string), resolved: [])
             try writeMergeState(state)
             return MergeOutcome(kind: .conflicts, head: ours, conflicts: state.conflicts)
@@ -204,7 +205,7 @@ extension Vault {
         let conflictFile = root + "/" + path + ".conflict"
         if useTheirs, let p = try? VaultPath(validating: path), FileAccess.exists(conflictFile) {
             _ = p
-            if rename(conflictFile, root + "/" + path) != 0 { try? FileAccess.remove(conflictFile) }
+            do { try FileIO.rename(conflictFile, to: root + "/" + path) } catch { try? FileAccess.remove(conflictFile) }
         } else {
             try? FileAccess.remove(conflictFile)
         }
@@ -213,7 +214,7 @@ extension Vault {
             try writeMergeState(state)
             return MergeOutcome(kind: .conflicts, head: state.ours, conflicts: state.conflicts)
         }
-        let lock = try FileLock(path: local + "/sitekeep.lock")
+        let lock = try FileAccess.lock(local + "/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
         let head = try resolveHead()
         guard head.commitID == state.ours else {

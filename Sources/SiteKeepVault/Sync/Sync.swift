@@ -105,7 +105,7 @@ extension Vault {
         guard remote.isWritable else { throw .readOnly(reason: "remote \(remote.label) is read-only (a folder or static host); push to the vault server") }
         try ensureWritable()
         try FileAccess.makeFolders(local)
-        let lock = try FileLock(path: local + "/sitekeep.lock")
+        let lock = try FileAccess.lock(local + "/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
         var head = try resolveHead()
         var clone = try ensureCloneBranch(head: head, signer: signer, checkout: true)

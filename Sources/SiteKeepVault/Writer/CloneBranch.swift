@@ -1,6 +1,7 @@
 import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// This SiteKeep's clone branch in a vault folder (SGIT-FORMAT.md §5.3): a `branch-clone-…`
 /// entry in the branch index whose public key (`bare/keys/key-rnd-imm-…`) is the device key's,
@@ -80,7 +81,7 @@ extension Vault {
 
     func writeSmall(_ relative: String, plaintext: [UInt8]) throws(VaultError) {
         let path = sgVault + "/" + relative
-        try FileAccess.makeFolders(FileAccess.parent(of: path))
+        try FileAccess.makeFolders(AtomicFile.folder(of: path))
         try FileAccess.writeDurably(try sealSmall(plaintext), to: path, tempFolder: tempFolder)
     }
 
@@ -119,12 +120,12 @@ extension Vault {
             let id = "branch-named-" + SecureRandomName.hex(16)
             index = DocumentEncoding.index(index, appending: DocumentEncoding.branch(
                 id: id, name: "current", type: "named", headRef: try keys.namedRefFileID, publicKeyID: namedKeyID,
-                createdAt: Self.nowMs(), creator: nil))
+                createdAt: Clocks.wallMilliseconds(), creator: nil))
             named = id
         }
         index = DocumentEncoding.index(index, appending: DocumentEncoding.branch(
             id: clone.branchID, name: "local", type: "clone", headRef: clone.headRefID, publicKeyID: clone.publicKeyID,
-            createdAt: Self.nowMs(), creator: named))
+            createdAt: Clocks.wallMilliseconds(), creator: named))
         try writeSmall("bare/indexes/" + (try keys.branchIndexFileID), plaintext: JSONSerializer.bytes(index, style: .python))
         try writeCloneBranch(clone)
         let previous: JSONValue? = try readSmall("local/config.json").flatMap { try? JSONParser.parse($0, limits: .document) }
@@ -141,11 +142,6 @@ extension Vault {
         return nil
     }
 
-    static func nowMs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
 }
 
 #if canImport(Glibc)

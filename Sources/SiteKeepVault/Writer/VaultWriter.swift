@@ -1,6 +1,7 @@
 import SiteKeepCustody
 import SiteKeepCrypto
 import SiteKeepJSON
+import SiteKeepSystem
 
 /// One change to a vault path.
 public enum VaultChange: Sendable, Equatable {
@@ -40,7 +41,7 @@ extension Vault {
                        parents extra: [ObjectID] = [], checkoutWhenAdopting: Bool = true) throws(VaultError) -> CommitResult {
         try ensureWritable()
         try FileAccess.makeFolders(local)
-        let lock = try FileLock(path: local + "/sitekeep.lock")
+        let lock = try FileAccess.lock(local + "/sitekeep.lock")
         defer { withExtendedLifetime(lock) {} }
         FileAccess.removeStaleTemps(in: tempFolder)
         for (path, _) in changes { try Self.checkWritablePath(path) }
@@ -100,7 +101,7 @@ extension Vault {
                      store: LocalObjectStore, width: Int) throws(VaultError) -> ObjectID {
         let draft = CommitEncoding.Draft(treeID: tree, parents: parents,
                                          messageEnc: try CommitEncoding.encryptMessage(message, key: keys.readKey),
-                                         branchID: clone.branchID, authorKeyID: clone.publicKeyID, timestampMs: Self.nowMs())
+                                         branchID: clone.branchID, authorKeyID: clone.publicKeyID, timestampMs: Clocks.wallMilliseconds())
         let signature = try signer.sign(draft.signingBytes)
         guard signature.count == 64 else { throw .signingFailed("the signer returned \(signature.count) bytes, not a raw 64-byte P-256 signature") }
         let stored = try sealSmall(draft.plaintext(signature: signature))
@@ -110,7 +111,7 @@ extension Vault {
     /// Points a ref at `new` (durably) and records the move in `local/reflog.jsonl`.
     func moveRef(_ refID: String, from old: ObjectID?, to new: ObjectID) throws(VaultError) {
         try writeSmall("bare/refs/" + refID, plaintext: DocumentEncoding.ref(new))
-        try? FileAccess.appendLine(DocumentEncoding.reflogLine(ref: refID, old: old, new: new, timestampMs: Self.nowMs()),
+        try? FileAccess.appendLine(DocumentEncoding.reflogLine(ref: refID, old: old, new: new, timestampMs: Clocks.wallMilliseconds()),
                                    to: local + "/reflog.jsonl")
     }
 
