@@ -175,7 +175,7 @@ let package = Package(
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: the op catalogue, the dispatcher, the service protocols its modules call
         // and the socket servers. The engines behind the protocols are wired in SiteKeepWiring.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
                 resources: [.copy("ops.json")]),
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
         // vault library and the native core (the adapters, and the error mapping from each engine's

@@ -1,5 +1,5 @@
+import SiteKeepSystem
 public import SiteKeepJSON
-public import SiteKeepCustody
 import SiteKeepCrypto
 
 /// The site a connection is bound to, as the site registry describes it.
@@ -90,5 +90,5 @@ public struct BridgeCall: Sendable {
 /// have no conversion to it, so a reply cannot carry key material.
 public typealias BridgeHandler = @Sendable (BridgeCall) async throws(BridgeFailure) -> JSONValue
 
-/// CLOCK_BOOTTIME now, in nanoseconds (custody's clock).
-package func bootNanos() -> Int64 { Int64(truncatingIfNeeded: BootClock.system.nanoseconds()) }
+/// CLOCK_BOOTTIME now, in nanoseconds (the clock presence proofs are timed on).
+package func bootNanos() -> Int64 { Int64(truncatingIfNeeded: Clocks.bootNanoseconds()) }
