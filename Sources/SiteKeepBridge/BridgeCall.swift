@@ -1,4 +1,5 @@
 import SiteKeepSystem
+public import SiteKeepVocabulary
 public import SiteKeepJSON
 import SiteKeepCrypto
 
@@ -23,10 +24,10 @@ public struct BridgeSite: Sendable, Hashable {
 
 /// Origin → site: the registry seen from the bridge.
 public protocol SiteResolver: Sendable {
-    /// The canonical form of `origin`, or nil when it is malformed or refused (opaque, `file:`, …).
-    func canonicalOrigin(_ origin: String) -> String?
-    /// The site owning `origin` (any spelling; the resolver canonicalises), or nil when none does.
-    func site(forOrigin origin: String) async -> BridgeSite?
+    /// The site owning `origin`, or nil when none does. The dispatcher has parsed the origin,
+    /// once, with the vocabulary's ``Origin`` (the one parser): the resolver matches, it does not
+    /// parse again.
+    func site(forOrigin origin: Origin) async -> BridgeSite?
     /// Whether `site`, as a connection was bound to it by `hello`, is still registered with the
     /// same id, origins and app-bound flag. The dispatcher asks before every message on a bound
     /// connection, so it must be cheap and see a change made by another process at once.

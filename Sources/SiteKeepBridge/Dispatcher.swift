@@ -1,4 +1,5 @@
 public import SiteKeepJSON
+import SiteKeepVocabulary
 
 /// Routes one request frame to its handler after every policy check the catalogue states.
 ///
@@ -78,7 +79,7 @@ public final class BridgeDispatcher: Sendable {
                 switch rule {
                 case .appBound: entry.appBound = true
                 case .origin(let o):
-                    guard let canonical = sites.canonicalOrigin(o) else {
+                    guard let canonical = Self.canonical(o) else {
                         throw .invalidCatalogue("op \(op.name): \(o) is not a valid origin")
                     }
                     entry.origins.insert(canonical)
@@ -213,6 +214,10 @@ public final class BridgeDispatcher: Sendable {
         return handler
     }
 
+    /// The canonical form of `origin` (the vocabulary's ``Origin``, the one parser), or nil when
+    /// it is malformed or refused (opaque, `file:`, …).
+    static func canonical(_ origin: String) -> String? { (try? Origin(parsing: origin))?.serialized }
+
     /// A canonical origin as people type it: without the scheme's default port.
     static func shortOrigin(_ origin: String?) -> String? {
         guard let origin else { return nil }
@@ -234,7 +239,7 @@ public final class BridgeDispatcher: Sendable {
 
     private func checkClaimedOrigin(_ origin: String?, site: BridgeSite) async throws(BridgeFailure) {
         guard let origin else { return }
-        guard let canonical = sites.canonicalOrigin(origin), site.origins.contains(canonical) else {
+        guard let canonical = Self.canonical(origin), site.origins.contains(canonical) else {
             throw BridgeFailure(.forbiddenOrigin, "this connection is bound to \(site.name); a message may not claim another origin")
         }
     }
@@ -251,18 +256,19 @@ public final class BridgeDispatcher: Sendable {
         guard let origin = request.args["origin"]?.stringValue else {
             throw BridgeFailure(.badRequest, "args.origin is missing")
         }
-                guard let canonical = sites.canonicalOrigin(origin) else {
+        guard let parsed = try? Origin(parsing: origin) else {
             let typed = FieldSchema.printable(origin)
             throw BridgeFailure(.forbiddenOrigin, "the origin '\(typed)' is not a web origin (scheme://host[:port])" + (origin.contains("://") ? "" : "; did you mean https://\(typed)?"))
         }
-        guard let site = await sites.site(forOrigin: canonical) else {
+        let canonical = parsed.serialized
+        guard let site = await sites.site(forOrigin: parsed) else {
             throw BridgeFailure(.forbiddenOrigin, "no site has the origin \(FieldSchema.printable(canonical))")
         }
         guard site.isAppBound else {
             throw BridgeFailure(.forbiddenOrigin, "\(site.name) is registered but not app-bound; only app-bound sites may use the bridge. A site is made app-bound when it is added: 'sitekeep site add NAME --origin ORIGIN --app-bound' (save its data with 'sitekeep site export' before 'sitekeep site remove')")
         }
         if let claimed = request.origin {
-            guard let c = sites.canonicalOrigin(claimed), site.origins.contains(c) else {
+            guard let c = claimed.utf8.elementsEqual(origin.utf8) ? canonical : Self.canonical(claimed), site.origins.contains(c) else {
                 throw BridgeFailure(.forbiddenOrigin, "the message's origin and args.origin name different sites")
             }
         }

@@ -1,7 +1,7 @@
 public import SiteKeepBridge
 public import SiteKeepPartitions
 import Synchronization
-import SiteKeepVocabulary
+public import SiteKeepVocabulary
 
 /// Origins to sites through the partitions layer's registry: one canonical origin form
 /// (``Origin``), and only app-bound sites may use the bridge.
@@ -22,13 +22,10 @@ public final class RegistrySiteResolver: SiteResolver {
 
     public init(registry: SiteRegistry) { self.registry = registry }
 
-    public func canonicalOrigin(_ origin: String) -> String? { (try? Origin(parsing: origin))?.serialized }
-
     /// Any registered site, app-bound or not: the dispatcher refuses one that is not app-bound
     /// with a message saying so (a "no site" would send the user looking for the wrong cause).
-    public func site(forOrigin origin: String) async -> BridgeSite? {
-        guard let s = try? registry.site(forOrigin: origin) else { return nil }
-        return Self.bridgeSite(s)
+    public func site(forOrigin origin: Origin) async -> BridgeSite? {
+        registry.site(forOrigin: origin).map(Self.bridgeSite)
     }
 
     public func isCurrent(_ site: BridgeSite) -> Bool {

@@ -169,8 +169,7 @@ import SiteKeepVocabulary
     struct GrantsEverySite: SiteResolver {
         let base: RegistrySiteResolver
         init(_ base: RegistrySiteResolver) { self.base = base }
-        func canonicalOrigin(_ origin: String) -> String? { base.canonicalOrigin(origin) }
-        func site(forOrigin origin: String) async -> BridgeSite? { await base.site(forOrigin: origin) }
+        func site(forOrigin origin: Origin) async -> BridgeSite? { await base.site(forOrigin: origin) }
         func isCurrent(_ site: BridgeSite) -> Bool { base.isCurrent(site) }
         func grantedOps(_ site: BridgeSite) -> Set<String> { Set(base.registry.sites().flatMap(\.grants)) }
     }

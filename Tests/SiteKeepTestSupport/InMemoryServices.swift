@@ -7,7 +7,7 @@ import SiteKeepCrypto
 import SiteKeepPartitions
 import Synchronization
 import Foundation
-import SiteKeepVocabulary
+public import SiteKeepVocabulary
 
 // In-memory services: the bridge's tests, its fuzz target, its benchmark and the test daemon run
 // on these (test support only: no production target links this module). The daemon proper
@@ -23,10 +23,8 @@ public struct InMemorySites: SiteResolver {
         }
     }
 
-    public func canonicalOrigin(_ origin: String) -> String? { Self.canonical(origin) }
-
-    public func site(forOrigin origin: String) async -> BridgeSite? {
-        guard let c = Self.canonical(origin) else { return nil }
+    public func site(forOrigin origin: Origin) async -> BridgeSite? {
+        let c = origin.serialized
         return sites.first { $0.origins.contains(c) }
     }
 
