@@ -11,6 +11,12 @@ import Glibc
 /// two loopback sites whose server hands out files that ask to be saved. Serialized: each browser
 /// is a few hundred MB of web processes.
 @Suite(.serialized) struct BrowserDownloadTests {
+    /// How long each step may take before the test goes on: only an upper bound (a passing run
+    /// takes seconds), long enough for a full parallel tools/test on two cores, where the
+    /// browser's frames once took more than 20 s to be asked for and the page's click then
+    /// came before its frames had loaded.
+    static let patience = 60.0
+
     /// Every way a page has of getting a file saved with no click is refused and nothing is
     /// written anywhere under the browser's HOME (HOME itself, each site's folder, the XDG
     /// folders, `Downloads`): (a) a cross-origin iframe whose document is an attachment named
@@ -43,16 +49,16 @@ import Glibc
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline, !done() { usleep(100_000) }
         }
-        waitUntil(20) { asked(rig.ports[1], "/attach/cross?name=.profile") && asked(rig.ports[0], "/attach/same?name=same-origin-report.txt")
+        waitUntil(Self.patience) { asked(rig.ports[1], "/attach/cross?name=.profile") && asked(rig.ports[0], "/attach/same?name=same-origin-report.txt")
             && asked(rig.ports[0], "/octet/blob.bin") }
         // The page's script: an <a download> click, then the main frame to an attachment.
         _ = try b.eval(0, "const a = document.createElement('a'); a.href = '/plain/anchor-saved.txt'; a.download = 'anchor-saved.profile'; document.body.appendChild(a); a.click(); 1")
-        waitUntil(20) { asked(rig.ports[0], "/plain/anchor-saved.txt") }
+        waitUntil(Self.patience) { asked(rig.ports[0], "/plain/anchor-saved.txt") }
         _ = try b.eval(0, "setTimeout(() => { location.href = '/attach/main?name=main-report.txt'; }, 0); 1")
-        waitUntil(20) { asked(rig.ports[0], "/attach/main?name=main-report.txt") }
+        waitUntil(Self.patience) { asked(rig.ports[0], "/attach/main?name=main-report.txt") }
         // The reader's own navigation, typed into the address bar.
         try b.command(["cmd": "address", "text": .string(typed)])
-        waitUntil(20) { asked(rig.ports[0], "/attach/typed?name=typed-report.txt") }
+        waitUntil(Self.patience) { asked(rig.ports[0], "/attach/typed?name=typed-report.txt") }
 
         for path in ["/attach/same?name=same-origin-report.txt", "/octet/blob.bin", "/plain/anchor-saved.txt",
                      "/attach/main?name=main-report.txt", "/attach/typed?name=typed-report.txt"] {
@@ -72,7 +78,7 @@ import Glibc
         func notes() -> [String] {
             b.events.filter { $0["event"]?.stringValue == "note" }.compactMap { $0["text"]?.stringValue }
         }
-        waitUntil(20) { expected.allSatisfy(notes().contains) }
+        waitUntil(Self.patience) { expected.allSatisfy(notes().contains) }
         for text in expected {
             #expect(notes().contains(text), "no note \"\(text)\"; the notes were: \(notes())")
         }
