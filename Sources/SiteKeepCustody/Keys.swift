@@ -260,6 +260,10 @@ extension Custodian {
         var logKey = keyID
         var used = context
         do throws(CustodyError) {
+            // The approval is checked against this unlock: a lock or unlock between that check
+            // and the key's use (another thread) voids it, as custody refuses a proof taken
+            // before its last unlock.
+            let generation = lockScope.generation
             let unlockedAt = try currentUnlock().unlockedAtNs
             // The one presence check (``admit``): before a prompt, the key must exist, so a use
             // that cannot run never asks the user.
@@ -277,6 +281,7 @@ extension Custodian {
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
             let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true)
+            if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
             if kind == ItemKind.teamKey {
                 try Self.checkPolicy(SignedDataKind(message), op: context.op, keyID: keyID, ssh: ssh)

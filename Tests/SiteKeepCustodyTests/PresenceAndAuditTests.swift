@@ -152,6 +152,29 @@ func script(_ body: String) throws -> String {
         #expect(lines.count == 7 && lines.allSatisfy { $0.result == "ok" && $0.prompt != nil })
     }
 
+    /// An approval answered across a lock and unlock (the user approved while another client
+    /// locked and unlocked SiteKeep) signs nothing: the gate checked it against the unlock it
+    /// began in, and that unlock is gone.
+    @Test func anApprovalAnsweredAcrossALockAndUnlockSignsNothing() throws {
+        let f = try Fixture(.memory)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        final class RelockingVerifier: PresenceVerifier {
+            let custodian: Custodian
+            let clock: BootClock
+            init(_ custodian: Custodian, _ clock: BootClock) { self.custodian = custodian; self.clock = clock }
+            func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+                custodian.lock()
+                do { try custodian.unlock(.passphrase(secret(Fixture.passphrase))) } catch { throw .presenceUnavailable("unlock failed") }
+                return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
+            }
+        }
+        let window = PresenceWindow(verifier: RelockingVerifier(f.custodian, f.clock.boot), lockScope: f.custodian.lockScope)
+        let use = KeyUseContext(site: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
+        #expect(throws: CustodyError.presenceBeforeUnlock) { try f.custodian.signature(keyID: "t", message: [1], context: use) }
+        #expect(try f.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused"])
+    }
+
     /// The window keeps its proofs in custody's lock scope: lock forgets them, and so does
     /// unlock; the gate refuses every use while locked, before anyone is asked.
     @Test func lockAndUnlockForgetEveryProof() throws {
