@@ -1,4 +1,4 @@
-public import SiteKeepBridge
+import SiteKeepBridge
 public import SiteKeepCore
 public import SiteKeepVault
 import SiteKeepJSON
