@@ -14,7 +14,7 @@ public import SiteKeepCustody
 ///
 /// **Site.** An agent connection is not a web site, so its key uses are bound and logged under
 /// the pseudo-site ``site`` (`ssh-agent`): presence proofs are issued for it (and for the key and
-/// kind of use, see ``WindowedAgentPresence``), custody checks them against it, and every audit
+/// kind of use: the ``PresenceApproval`` scope), custody's gate checks them against it, and every audit
 /// line says `"site":"ssh-agent"`, `"op":"ssh.sign"`, the key, and a detail naming the kind of
 /// data (SSH user-auth with the bound host, SSHSIG with its namespace, or other). Which keys an
 /// agent may use is the keys' own SSH policy (`sitekeep team ssh enable`), not a site list.

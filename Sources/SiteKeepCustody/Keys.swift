@@ -309,16 +309,6 @@ extension Custodian {
         }
     }
 
-    /// Checks, without asking anyone, that `keyID` could sign now: SiteKeep is unlocked and the
-    /// team key exists (from the cache of this unlock, else one keyring read). The bridge runs
-    /// it before a presence prompt, so a request that cannot run never prompts.
-    /// - Throws: ``CustodyError/invalidKeyID(_:)``, ``CustodyError/locked``, ``CustodyError/keyNotFound(_:)``.
-    public func checkCanSign(keyID: String) throws(CustodyError) {
-        try Self.validateID(keyID)
-        _ = try currentMaster(touch: false)
-        if signers.withLock({ $0.current["\(ItemKind.teamKey)/\(keyID)"] }) != nil { return }
-        _ = try loadRecord(kind: ItemKind.teamKey, id: keyID)
-    }
 
     /// Verifies a signature of a team key: against `version`, or against any version when nil.
     /// Needs no unlock (public keys only).
