@@ -41,8 +41,8 @@ extension OpCatalogue {
           `forbidden_origin` and the connection stays bound and goes on serving. If the site itself is
           removed, or its origins or app-bound flag change, while the connection is open, the next
           message is refused with `forbidden_origin` and the daemon closes the connection.
-        - Presence (`presence: yes`): before the handler runs, custody must produce a presence proof for this
-          site, this op and the key in `args.key` (when the op names one), no older than 60 s (CLOCK_BOOTTIME);
+        - Presence (`presence: yes`): before the key is used, custody's one gate (in the same call) must have a presence
+          proof for this site, this op and the key in `args.key` (when the op names one), no older than 60 s (CLOCK_BOOTTIME);
           otherwise `presence_required` or `presence_denied`. An approval serves only the same site, op and key;
           lock and unlock forget every approval. A request that cannot run (op not allowed or not configured, bad
           args, `args.key` not a key id; for `key.sign` also an unknown key or SiteKeep locked) is refused before
