@@ -51,3 +51,35 @@ static inline int sitekeep_fs_type(const char *path, unsigned long long *out) {
     *out = (unsigned long long)(unsigned long)fs.f_type;
     return 0;
 }
+
+/* A pidfd of a connected Unix socket's peer (SO_PEERPIDFD, Linux 6.5): the descriptor, or -1
+ * with errno (ENOPROTOOPT on older kernels). The pidfd names the process that connected, even
+ * after its pid number is reused. */
+static inline int sitekeep_peer_pidfd(int fd) {
+    int pidfd = -1;
+    socklen_t len = sizeof(pidfd);
+    if (getsockopt(fd, SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd, &len) != 0) return -1;
+    return pidfd;
+}
+
+/* pidfd_open(pid, 0): a pidfd of the process with that pid now, or -1 with errno. */
+static inline int sitekeep_pidfd_open(int pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0u);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Whether the process a pidfd names still runs (pidfd_send_signal with signal 0): 1 when it
+ * does, 0 when it has exited (ESRCH), -1 with errno otherwise. */
+static inline int sitekeep_pidfd_alive(int pidfd) {
+#ifdef SYS_pidfd_send_signal
+    if (syscall(SYS_pidfd_send_signal, pidfd, 0, (void *)0, 0u) == 0) return 1;
+    return errno == ESRCH ? 0 : -1;
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}

@@ -1,0 +1,170 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+import SiteKeepSocket
+import SiteKeepSystem
+
+/// The process at the other end of a socket, identified from `/proc` under a pidfd: real child
+/// processes (Python, `/bin/sleep`) connect to a real listening socket, and what SiteKeep reads
+/// of them is checked against what they are.
+@Suite struct PeerProcessTests {
+    /// A listening socket in a private folder, and a way to accept one connection.
+    private final class Listener {
+        let dir: String
+        let path: String
+        let fd: Int32
+
+        init() throws {
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-peer-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            path = dir + "/s"
+            fd = try UnixSocket.listen(path: path, what: "a test")
+        }
+
+        /// The next connection (10 s at most).
+        func accept() throws -> Int32 {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 10_000) == 1 else { throw Failure("no process connected within 10 s") }
+            let c = Glibc.accept(fd, nil, nil)
+            guard c >= 0 else { throw Failure("accept: \(Errno.current)") }
+            return c
+        }
+
+        deinit {
+            close(fd)
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }
+
+    private static let python = "/usr/bin/python3"
+
+    /// What ``PeerProcess`` read, as plain values (it is not copyable).
+    struct Seen {
+        let pid: Int32, uid: UInt32, path: String, replaced: Bool, executable: ExecutableIdentity, variables: [String], magic: [UInt8]
+    }
+
+    private static func seen(_ fd: Int32) throws -> Seen {
+        let p = try PeerProcess.identify(socket: fd)
+        // The descriptor reads the file the process runs (its first bytes).
+        let magic = p.withExecutable { fd -> [UInt8] in
+            var b = [UInt8](repeating: 0, count: 4)
+            return pread(fd, &b, 4, 0) == 4 ? b : []
+        }
+        return Seen(pid: p.pid, uid: p.uid, path: p.executablePath, replaced: p.executableReplaced, executable: p.executable,
+                    variables: p.codeLoadingVariables, magic: magic)
+    }
+
+    /// Python that connects to `path`, writes one line (`after` decides what comes next) and
+    /// then waits for the socket to close.
+    private static func connecting(_ path: String, then after: String = "import time\ntime.sleep(30)") -> [String] {
+        ["-c", "import os, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(\(pythonString(path)))\ns.sendall(b'x')\n\(after)\n"]
+    }
+
+    private static func pythonString(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "\\'") + "'" }
+
+    /// Reads the one byte the child writes once connected.
+    private static func waitForByte(_ fd: Int32) throws {
+        UnixSocket.setReceiveTimeout(fd, seconds: 10)
+        var b: UInt8 = 0
+        guard recv(fd, &b, 1, 0) == 1 else { throw Failure("the child wrote nothing") }
+    }
+
+    @Test func identifiesTheExecutableOfAConnectedChild() throws {
+        let l = try Listener()
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path), environment: ["PATH=/usr/bin:/bin"])
+        defer { child.stop() }
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        let peer = try Self.seen(c)
+        #expect(peer.pid == child.pid)
+        #expect(peer.uid == getuid())
+        let real = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child.pid)/exe")
+        #expect(peer.path == real)
+        #expect(peer.path.hasSuffix("/python3.11"), "python3 runs \(peer.path)")
+        #expect(peer.executable == ExecutableIdentity(path: Self.python))
+        #expect(!peer.replaced)
+        #expect(peer.variables.isEmpty)
+        // The descriptor reads the file the process runs: an ELF header.
+        #expect(peer.magic == [0x7F, 0x45, 0x4C, 0x46])
+    }
+
+    @Test func namesTheVariablesThatLoadOtherCodeButNotTheirValues() throws {
+        let l = try Listener()
+        let env = ["PATH=/usr/bin:/bin", "LD_LIBRARY_PATH=/nonexistent-sk", "GTK_MODULES=sk-evil", "HOME=/tmp", "LD_PRELOAD="]
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path), environment: env)
+        defer { child.stop() }
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        // An empty LD_PRELOAD loads nothing; the two set ones are named, in order.
+        #expect(try Self.seen(c).variables == ["GTK_MODULES", "LD_LIBRARY_PATH"])
+    }
+
+    @Test func aPeerThatHasExitedIsNotIdentified() throws {
+        let l = try Listener()
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: "sys.exit(0)"), environment: ["PATH=/usr/bin:/bin"])
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        _ = child.wait()   // exited and reaped: its pid may now be anyone's
+        #expect(throws: PeerProcessError.processGone(pid: child.pid)) { try Self.seen(c) }
+    }
+
+    /// A process that connects and then `execve`s another program is identified as what it runs
+    /// now: the check names the executable at the time of the check, which is why a host
+    /// binding checks at `hello` and SECURITY.md says what a descriptor kept across `execve`
+    /// can do.
+    @Test func aPeerThatExecsIsIdentifiedAsWhatItRunsNow() throws {
+        let l = try Listener()
+        let after = "os.set_inheritable(s.fileno(), True)\nos.execv('/bin/sleep', ['sleep', '30'])"
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
+        defer { child.stop() }
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        let deadline = Date().addingTimeInterval(10)
+        var path = ""
+        while Date() < deadline {
+            path = (try? Self.seen(c).path) ?? ""
+            if path.hasSuffix("/sleep") { break }
+            usleep(20_000)
+        }
+        #expect(path.hasSuffix("/sleep"), "identified as \(path)")
+    }
+
+    @Test func anExecutableReplacedOnDiskIsSaidToBe() throws {
+        let l = try Listener()
+        let copy = l.dir + "/host"
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: copy)
+        // A copy of sleep that connects is not at hand: python connects, then execs the copy.
+        let after = "os.set_inheritable(s.fileno(), True)\nos.execv(\(Self.pythonString(copy)), ['host', '30'])"
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
+        defer { child.stop() }
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (try? Self.seen(c).path) != copy { usleep(20_000) }
+        let before = try Self.seen(c)
+        #expect(before.path == copy)
+        #expect(!before.replaced)
+        // Another file renamed over the path: the process still runs the old one.
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: copy + ".new")
+        #expect(rename(copy + ".new", copy) == 0)
+        let after2 = try Self.seen(c)
+        #expect(after2.replaced)
+        #expect(after2.executable == before.executable)
+        #expect(after2.executable != ExecutableIdentity(path: copy))
+    }
+
+    @Test func aSocketWithoutAPeerHasNoCredentials() throws {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        #expect(throws: PeerProcessError.noCredentials) { try Self.seen(fd) }
+    }
+}
