@@ -96,9 +96,6 @@ extension Custodian {
         return (handle, v, record.ssh)
     }
 
-    /// Cached signing keys (versions, current entries), for tests.
-    package var cachedSignerCount: Int { signers.withLock { $0.byVersion.count + $0.current.count } }
-
     func newRecord(kind: String, id: String, name: String, handle: SigningKeyHandle) throws(CustodyError) -> SigningKeyInfo {
         let master = try currentMaster()
         let exists: Bool

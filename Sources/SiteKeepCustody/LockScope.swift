@@ -147,9 +147,6 @@ public final class LockScope: Sendable {
         }
         for holder in live { holder.wipe() }
     }
-
-    /// Registered holders still alive (for tests).
-    package var liveHolderCount: Int { registry.withLock { $0.holders.values.count { $0.holder != nil } } }
 }
 
 /// What a scope can wipe without knowing the holder's value type.

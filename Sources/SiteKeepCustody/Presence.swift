@@ -440,9 +440,6 @@ public final class PresenceWindow: Sendable {
         }
     }
 
-    /// How many proofs are kept (for tests).
-    package var cachedCount: Int { proofs.withLock { $0.count } }
-
     /// Forgets every cached proof (lock does this through the scope).
     public func clear() { proofs.withLock { $0.removeAll() } }
 }

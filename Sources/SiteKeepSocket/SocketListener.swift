@@ -108,19 +108,24 @@ public final class SocketListener: Sendable {
     private let live = Mutex(0)
     private let spinNanoseconds: UInt64
     private let onStopped: @Sendable () -> Void
+    /// Told of each thread counted in and out of `live`; none in production.
+    private let observer: (any SocketListenerObserver)?
 
     /// Listens at `path` (see ``UnixSocket/listen(path:what:)``).
-    /// - Parameter spin: how long a connection looks for the next request before it sleeps.
+    /// - Parameters:
+    ///   - spin: how long a connection looks for the next request before it sleeps.
+    ///   - observer: told of each thread started and ended; nil, the default, in production.
     public convenience init(path: String, what: String = "a SiteKeep daemon", spin: Duration = .microseconds(50),
+                            observer: (any SocketListenerObserver)? = nil,
                             onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
         // A socket systemd passed for this path is served as it is (and left for systemd to
         // remove); otherwise the path is bound here.
         if let fd = UnixSocket.takeActivated(path: path) {
-            try self.init(listener: fd, path: nil, spin: spin, onStopped: onStopped)
+            try self.init(listener: fd, path: nil, spin: spin, observer: observer, onStopped: onStopped)
             return
         }
         let fd = try UnixSocket.listen(path: path, what: what)
-        do { try self.init(listener: fd, path: path, spin: spin, onStopped: onStopped) } catch {
+        do { try self.init(listener: fd, path: path, spin: spin, observer: observer, onStopped: onStopped) } catch {
             close(fd)
             unlink(path)
             throw error
@@ -128,8 +133,10 @@ public final class SocketListener: Sendable {
     }
 
     /// Serves an already listening socket (systemd socket activation passes fd 3); `path`, when
-    /// given, is removed at shutdown.
+    /// given, is removed at shutdown; `observer` (none in production) is told of each thread
+    /// started and ended.
     public init(listener: Int32, path: String? = nil, spin: Duration = .microseconds(50),
+                observer: (any SocketListenerObserver)? = nil,
                 onStopped: @escaping @Sendable () -> Void = {}) throws(SocketError) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw .call("pipe", errno: .current) }
@@ -141,20 +148,20 @@ public final class SocketListener: Sendable {
         let c = spin.components
         spinNanoseconds = UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
         self.onStopped = onStopped
+        self.observer = observer
     }
 
     /// Whether ``shutdown()`` has begun.
     public var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
-    /// The threads serving this listener now (the accepting one and one per connection), for tests.
-    package var liveThreads: Int { live.withLock { $0 } }
-
     /// Starts accepting; `handle` runs for each connection on a thread of its own, and the
     /// connection is closed when it returns.
     public func start(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
         live.withLock { $0 += 1 }
+        observer?.threadStarted()
         if !SystemThread.detach({ [self] in serve(handle) }) {
             // No thread at all: stop at once, so shutdown() does not wait forever.
+            observer?.threadEnded()
             live.withLock { $0 -= 1 }
             stopping.store(true, ordering: .releasing)
             close(listener)
@@ -178,17 +185,20 @@ public final class SocketListener: Sendable {
     private func serve(_ handle: @escaping @Sendable (SocketConnection) -> Void) {
         while let connection = acceptOne() {
             live.withLock { $0 += 1 }
+            observer?.threadStarted()
             if SystemThread.detach({ [self] in serve(handle) }) {
                 handle(connection)
                 connection.writer.close()
                 break
             }
             // Out of threads: refuse this connection and go on accepting.
+            observer?.threadEnded()
             live.withLock { $0 -= 1 }
             connection.writer.close()
         }
         // The accepting thread sets `stopping` before it leaves, so the count reaches 0 only
         // once no thread accepts or serves.
+        observer?.threadEnded()
         let last = live.withLock { n -> Bool in
             n -= 1
             return n == 0 && stopping.load(ordering: .acquiring)

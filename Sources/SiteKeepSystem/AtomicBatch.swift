@@ -55,8 +55,12 @@ extension AtomicFile {
         ///   - temporaryFolder: where the temporary files are made (on the targets' file
         ///     system), instead of beside each target.
         ///   - width: helper threads at most (``AtomicFile/syncWidth`` by default).
-        public init(mode: UInt32 = 0o600, temporaryFolder: String? = nil, width: Int = AtomicFile.syncWidth) {
-            core = Core(mode: mode, temporaryFolder: temporaryFolder, width: width)
+        ///   - onHelperStarted: called each time a helper thread starts (how a test sees that
+        ///     helpers wait between bursts instead of being started again); nil, the default,
+        ///     in production.
+        public init(mode: UInt32 = 0o600, temporaryFolder: String? = nil, width: Int = AtomicFile.syncWidth,
+                    onHelperStarted: (@Sendable () -> Void)? = nil) {
+            core = Core(mode: mode, temporaryFolder: temporaryFolder, width: width, onHelperStarted: onHelperStarted)
         }
 
         deinit { core.abandon() }
@@ -82,9 +86,6 @@ extension AtomicFile {
         /// waits for them, and removes every temporary file: no target changes. Nothing
         /// happens after a commit, or a second time.
         public func abandon() { core.abandon() }
-
-        /// Helper threads started so far (for tests).
-        var helpersStarted: Int { core.helpersStarted }
 
         /// Renames `tmp` to `path` unless `path` exists; false when it did (`tmp` stays).
         /// `renameat2(RENAME_NOREPLACE)`, or a hard link where the file system lacks the flag.
@@ -138,11 +139,14 @@ extension AtomicFile {
         private let mode: UInt32
         private let temporaryFolder: String?
         private let width: Int
+        /// Called for each helper thread started; none in production.
+        private let onHelperStarted: (@Sendable () -> Void)?
 
-        init(mode: UInt32, temporaryFolder: String?, width: Int) {
+        init(mode: UInt32, temporaryFolder: String?, width: Int, onHelperStarted: (@Sendable () -> Void)?) {
             self.mode = mode
             self.temporaryFolder = temporaryFolder
             self.width = max(1, width)
+            self.onHelperStarted = onHelperStarted
             sem_init(done, 0, 0)
             sem_init(wake, 0, 0)
         }
@@ -174,7 +178,9 @@ extension AtomicFile {
             }
             if helper == .wake { sem_post(wake) }
             guard helper == .spawn else { return }
-            if !SystemThread.detach({ self.work(); sem_post(self.done) }) {
+            if SystemThread.detach({ self.work(); sem_post(self.done) }) {
+                onHelperStarted?()
+            } else {
                 // No thread to be had: do the work here (and never wait for more).
                 state.withLock { $0.started -= 1 }
                 work(inline: true)
@@ -257,9 +263,6 @@ extension AtomicFile {
             for _ in 0..<idle { sem_post(wake) }
             return true
         }
-
-        /// Helper threads started so far (for tests).
-        var helpersStarted: Int { state.withLock { $0.started } }
 
         /// Waits until every helper started so far has stopped.
         private func waitForHelpers() {

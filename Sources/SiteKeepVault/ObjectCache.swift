@@ -141,7 +141,4 @@ final class ObjectCache: Sendable {
     var statistics: (entries: Int, bytes: Int) {
         state.withLock { s in (s.items.count, s.bytes) }
     }
-
-    /// Runs `body` on the cache's state (for tests of the wipe).
-    func withState<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0) } }
 }

@@ -151,15 +151,12 @@ public final class Vault: Sendable {
         _ = keyCell.withLock(ifNotClearedSince: keys.lockGeneration) { $0 = keys }
         self.observer = observer
         cache = ObjectCache(budget: options.cacheBytes, lockScope: keys.lockScope, since: keys.lockGeneration, observer: observer)
-        headMemo = keys.lockScope.bound(HeadMemo())
+        headMemo = keys.lockScope.bound(HeadMemo(observer: observer))
         trustState = Mutex((options.trust, nil))
     }
 
     /// Whether a lock has wiped this vault's keys (it then serves nothing).
     public var isWiped: Bool { keyCell.withLock { $0 == nil } }
-
-    /// Whether a resolved HEAD is kept (for tests of the lock).
-    var holdsHead: Bool { headMemo.withLock { $0.head != nil } }
 
     /// Opens the vault in `path` (the folder holding `.sg_vault`) and checks that the keys
     /// open it and that HEAD may be served: HEAD is resolved, its commit read and judged by
@@ -232,6 +229,8 @@ public final class Vault: Sendable {
     /// A resolved HEAD and the stamps of every file it was read from, in the order
     /// ``headFiles(refFile:)`` lists them.
     struct HeadMemo: LockWipeable, Sendable {
+        /// The vault's observer, told when a kept HEAD is wiped; none in production.
+        let observer: (any VaultObserver)?
         var head: Head?
         /// Served while every file keeps its stamp ([]: not by stamps).
         var stamps: [FileStamp?] = []
@@ -239,6 +238,7 @@ public final class Vault: Sendable {
         /// files were read or stamped).
         var watched: UInt64?
         mutating func wipeForLock() {
+            if head != nil { observer?.keptHeadDropped() }
             head = nil
             stamps = []
             watched = nil
@@ -283,8 +283,11 @@ public final class Vault: Sendable {
         // A file changed in the last few milliseconds may change again with an equal stamp; the
         // watch, when there is one, reports such a change whatever the stamps say.
         let settled = stamps.allSatisfy { $0?.isSettled() ?? true }
-        _ = headMemo.withLock(ifNotClearedSince: generation) {
-            $0 = settled || watched != nil ? HeadMemo(head: head, stamps: settled ? stamps : [], watched: watched) : HeadMemo()
+        _ = headMemo.withLock(ifNotClearedSince: generation) { m in
+            let keep = settled || watched != nil
+            m.head = keep ? head : nil
+            m.stamps = keep && settled ? stamps : []
+            m.watched = keep ? watched : nil
         }
         return head
     }

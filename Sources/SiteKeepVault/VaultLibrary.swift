@@ -279,8 +279,6 @@ public final class VaultLibrary: Sendable {
         for v in open.withLock({ Array($0.values) }) { v.watch(with: made) }
     }
 
-    /// How many vaults are open (for tests).
-    package var openCount: Int { open.withLock { $0.count } }
     /// The keys of the vault `name` (handles; for its remotes).
     public func keys(named name: String) throws(VaultError) -> SgitKeys { try keyStore.keys(forVault: name) }
 

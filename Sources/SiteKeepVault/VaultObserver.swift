@@ -1,5 +1,6 @@
 /// Told what a vault and its registry do behind the caller's back: HEAD resolved from its files
-/// or served from the kept one, the object cache hit or missed, the registry file parsed.
+/// or served from the kept one, the kept HEAD dropped, the object cache hit or missed, the
+/// registry file parsed.
 ///
 /// Nothing in production passes one (each site costs one check of an optional); tests pass one
 /// to count what their calls cost, and a profiler could. Every method does nothing unless the
@@ -10,6 +11,9 @@ public protocol VaultObserver: Sendable {
     func headResolvedFromFiles()
     /// The kept HEAD's files were stamped to see whether it still holds (no watch vouched for it).
     func keptHeadFilesStamped()
+    /// The kept HEAD (the decrypted branch index and head ref) was wiped: by a lock of the keys'
+    /// scope, or with the vault when it was released.
+    func keptHeadDropped()
     /// An object was served from the object cache.
     func objectCacheHit()
     /// An object was not in the object cache (it is then read from disk and decrypted).
@@ -23,6 +27,8 @@ extension VaultObserver {
     public func headResolvedFromFiles() {}
     /// Does nothing.
     public func keptHeadFilesStamped() {}
+    /// Does nothing.
+    public func keptHeadDropped() {}
     /// Does nothing.
     public func objectCacheHit() {}
     /// Does nothing.

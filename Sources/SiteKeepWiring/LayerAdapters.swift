@@ -93,9 +93,6 @@ public final class PartitionAccess: Sendable {
         drop(id)
     }
 
-    /// How many partitions are open (for tests).
-    package var openCount: Int { open.withLock { $0.count } }
-
     private func drop(_ id: SiteID) {
         if var p = open.withLock({ $0.removeValue(forKey: id) }) { p.wipeForLock() }
     }

@@ -163,11 +163,15 @@ struct CustodyBed {
         let bridgeSite = BridgeSite(id: site.id.string, name: "Drafts", origins: ["http://localhost:8080"], isAppBound: true)
         try await storage.setValue("secret plan", forKey: "draft", site: bridgeSite)
         #expect(try await storage.value(forKey: "draft", site: bridgeSite) == "secret plan")
-        #expect(access.openCount == 1)
+        // The partition the access keeps open between calls (the same one each call).
+        let kept = try access.with(bridgeSite) { $0 }
+        #expect(kept.isOpen)
+        #expect(try access.with(bridgeSite) { $0 } === kept)
         custodian.lock()
-        #expect(access.openCount == 0)
+        #expect(!kept.isOpen, "lock closed the partition kept open")
         await #expect { try await storage.value(forKey: "draft", site: bridgeSite) } throws: { ($0 as? BridgeFailure)?.code == .locked }
         try custodian.unlock(.passphrase(SecretBytes(copying: Array("pw".utf8))))
         #expect(try await storage.value(forKey: "draft", site: bridgeSite) == "secret plan")
+        #expect(try access.with(bridgeSite) { $0 } !== kept, "served from a partition opened after the unlock")
     }
 }

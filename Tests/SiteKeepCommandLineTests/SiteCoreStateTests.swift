@@ -71,8 +71,8 @@ import Glibc
 
     /// A daemon on `store`, unlocked, with a bridge connection bound to each site.
     static func daemonServingBothSites(_ store: CLIStore, tag: String) async throws -> (ServedDaemon, BridgeClient, BridgeClient) {
-        let daemon = try ServedDaemon.start(store, [], tag: tag)
-        await daemon.unlock(store.passFile)
+        let daemon = try ServedDaemon.start(store, [], tag: tag, tool: daemonTool)
+        try await daemon.unlock(store.passFile)
         do {
             let clients = try [Self.promptugal, Self.summit].map { origin in
                 let c = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))

@@ -142,19 +142,19 @@ import Glibc
     @Test func schedulePicksAreMirroredToTheVaultThroughTheDaemonAndTheCommandLineAndMergeOnPull() async throws {
         let w = try await World()
         let one = try await w.device()
-        let daemon = try ServedDaemon.start(one, [], tag: "picks")
+        let daemon = try ServedDaemon.start(one, [], tag: "picks", tool: daemonTool)
         defer { daemon.stop() }
-        await daemon.unlock(one.passFile)
+        try await daemon.unlock(one.passFile)
         let c = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
         defer { c.close() }
         _ = try c.hello(origin: Self.site)
         _ = try c.call("schedule.set", args: ["v": 1, "picks": [["id": "talk-1", "at": 1_796_000_000_000], ["id": "talk-2", "at": 1_796_000_000_001]]])
         _ = try c.call("schedule.set", args: ["v": 1, "picks": [["id": "talk-2", "at": 1_796_000_000_001]]])
         // Locked, the page's schedule still works; the mirror waits for the next change.
-        await daemon.lock()
+        try await daemon.lock()
         let two5: JSONValue = ["v": 1, "picks": [["id": "talk-2", "at": 1_796_000_000_001], ["id": "talk-5", "at": 1_796_000_000_005]]]
         #expect(try c.call("schedule.set", args: two5)["picks"]?.arrayValue?.count == 2, "a locked store keeps the schedule")
-        await daemon.unlock(one.passFile)
+        try await daemon.unlock(one.passFile)
         c.close()
         daemon.stop()
         func picks(_ text: String) throws -> (picks: [String], removed: [String]) {

@@ -72,20 +72,28 @@ import SiteKeepKeyring
         #expect(dictionary.isEmpty)
     }
 
-    /// Custody's own cache of unwrapped signing keys lives in the scope: clearing the scope
-    /// (as every lock does) empties it, and the next signature unwraps the key again.
+    /// Custody's own cache of unwrapped signing keys lives in the scope: a signature with the
+    /// key cached reads no keyring item; clearing the scope (as every lock does) empties the
+    /// cache, and the next signature reads and unwraps the key again; after a lock, signing
+    /// needs an unlock, and then unwraps the key again too.
     @Test(arguments: Backend.allCases) func custodysSigningKeysAreInTheScope(backend: Backend) throws {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T")
-        _ = try f.custodian.sign(keyID: "t", message: [1], context: f.approved("t"))
-        #expect(f.custodian.cachedSignerCount == 2, "the version and the current-version entry")
+        /// Signs, and says how many keyring items the signature read.
+        func reads(signing byte: UInt8) throws -> Int {
+            let before = f.keyring.loads.withLock { $0 }
+            _ = try f.custodian.sign(keyID: "t", message: [byte], context: f.approved("t"))
+            return f.keyring.loads.withLock { $0 } - before
+        }
+        #expect(try reads(signing: 1) > 0, "the first signature reads the key's record")
+        #expect(try reads(signing: 2) == 0, "the next is served by the cached key")
         f.custodian.lockScope.clear()
-        #expect(f.custodian.cachedSignerCount == 0)
-        _ = try f.custodian.sign(keyID: "t", message: [2], context: f.approved("t"))
-        #expect(f.custodian.cachedSignerCount == 2)
+        #expect(try reads(signing: 3) > 0, "clearing the scope emptied the cache")
+        #expect(try reads(signing: 4) == 0)
         f.custodian.lock()
-        #expect(f.custodian.cachedSignerCount == 0)
-        #expect(f.custodian.lockScope.liveHolderCount >= 1)
+        #expect(throws: CustodyError.locked) { try reads(signing: 5) }
+        try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
+        #expect(try reads(signing: 6) > 0, "no key unwrapped before the lock serves after it")
     }
 }

@@ -175,29 +175,36 @@ func script(_ body: String) throws -> String {
         #expect(try f.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused"])
     }
 
-    /// The window keeps its proofs in custody's lock scope: lock forgets them, and so does
-    /// unlock; the gate refuses every use while locked, before anyone is asked.
+    /// The window keeps its proofs in custody's lock scope (every lock, auto-lock and unlock
+    /// clears it: ``LockScopeTests``): a kept proof serves the same use again, and after the
+    /// scope is cleared the next use asks again; the gate refuses every use while locked,
+    /// before anyone is asked.
     @Test func lockAndUnlockForgetEveryProof() throws {
         let f = try Fixture(.memory)
         try f.initialize(recovery: false)
         let verifier = CountingVerifier(clock: f.clock.boot)
         let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope)
         let use = KeyUseContext(site: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
+        func asked() -> Int { verifier.asked.withLock { $0 } }
         let first = try f.custodian.approve(use, keyID: "t")
         #expect(try f.custodian.approve(use, keyID: "t") == first)
-        #expect(verifier.asked.withLock { $0 } == 1 && window.cachedCount == 1)
+        #expect(asked() == 1, "the kept proof served the same use")
+        f.custodian.lockScope.clear()
+        let second = try f.custodian.approve(use, keyID: "t")
+        #expect(second != first && asked() == 2, "clearing the scope forgot the proof")
         f.custodian.lock()
-        #expect(window.cachedCount == 0, "lock forgets every proof")
         #expect(throws: CustodyError.locked) { try f.custodian.approve(use, keyID: "t") }
-        #expect(verifier.asked.withLock { $0 } == 1, "nobody is asked while locked")
+        #expect(asked() == 2, "nobody is asked while locked")
         try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
-        #expect(window.cachedCount == 0)
-        #expect(try f.custodian.approve(use, keyID: "t") != first)
-        #expect(verifier.asked.withLock { $0 } == 2)
+        #expect(try f.custodian.approve(use, keyID: "t") != second)
+        #expect(asked() == 3)
         // The idle auto-lock too.
         f.clock.advance(seconds: 901)
         #expect(!f.custodian.isUnlocked)
-        #expect(window.cachedCount == 0, "auto-lock forgets every proof")
+        #expect(throws: CustodyError.locked) { try f.custodian.approve(use, keyID: "t") }
+        try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
+        _ = try f.custodian.approve(use, keyID: "t")
+        #expect(asked() == 4, "no proof outlived the auto-lock")
     }
 
     @Test func askpassApprovesDeniesAndTimesOut() throws {

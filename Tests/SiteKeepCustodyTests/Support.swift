@@ -44,6 +44,8 @@ final class TestKeyring: KeyringBackend {
     let inner: any KeyringBackend
     let failDeletes = Mutex(false)
     let stores = Mutex<Set<String>>([])
+    /// Items loaded so far (a test sees what custody had to read again).
+    let loads = Mutex(0)
     init(_ inner: any KeyringBackend) { self.inner = inner }
 
     /// A fresh keyring of `backend` kind (the file keyring in its own private folder).
@@ -61,7 +63,10 @@ final class TestKeyring: KeyringBackend {
         _ = stores.withLock { $0.insert(item.store) }
         try inner.store(blob, for: item, label: label)
     }
-    func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] { try inner.load(item) }
+    func load(_ item: KeyringItemID) throws(KeyringError) -> [UInt8] {
+        loads.withLock { $0 += 1 }
+        return try inner.load(item)
+    }
     func delete(_ item: KeyringItemID) throws(KeyringError) -> Bool {
         if failDeletes.withLock({ $0 }) { throw .io("simulated crash") }
         return try inner.delete(item)

@@ -14,7 +14,7 @@ import Glibc
 /// reported as a round's is.
 @Suite(.serialized) struct DaemonVaultSyncTests {
     func start(_ store: CLIStore, _ extra: [String], tag: String) throws -> ServedDaemon {
-        try ServedDaemon.start(store, extra, tag: tag)
+        try ServedDaemon.start(store, extra, tag: tag, tool: daemonTool)
     }
 
     /// The next `vault.changed` within `seconds`, skipping other events.
@@ -74,7 +74,7 @@ import Glibc
         #expect(await cat("hello.txt") == "one\n", "a locked daemon does not sync")
 
         // Unlock: the pull happens at once, and the site hears of it.
-        await daemon.unlock(store.passFile)
+        try await daemon.unlock(store.passFile)
         let first = try #require(changed(client, within: 30), "no vault.changed after the unlock")
         #expect(first["vault"] == .string("mine") && first["merge"] == .string("fast-forward"), "\(first)")
         #expect(await cat("hello.txt") == "two from sgit\n")
@@ -100,12 +100,12 @@ import Glibc
         #expect(changed(tab, within: 1) == nil && changed(other, within: 1) == nil)
 
         // A local commit (made while the daemon is locked) goes up at the next unlock.
-        await daemon.lock()
+        try await daemon.lock()
         #expect(await store.run(["vault", "write", "mine", "local.txt", "--passphrase-file", store.passFile], stdin: Array("from SiteKeep\n".utf8)).status == 0)
         // And a conflicting pair of edits: sgit's on the server, SiteKeep's local.
         #expect(await store.run(["vault", "write", "mine", "hello.txt", "--passphrase-file", store.passFile], stdin: Array("SiteKeep's\n".utf8)).status == 0)
         try sgPush("hello.txt", "sgit's\n")
-        await daemon.unlock(store.passFile)
+        try await daemon.unlock(store.passFile)
         let third = try #require(changed(client, within: 30), "no vault.changed for the conflicting merge")
         #expect(third["merge"] == .string("conflicts") && third["conflicts"] == .array(["hello.txt"]), "\(third)")
         let conflicted = try client.call("vault.status", args: ["vault": "mine"])
@@ -136,7 +136,7 @@ import Glibc
         defer { mc.close() }
         _ = try mc.hello(origin: "https://promptugal.news")
         try sgPush("metered.txt", "waits\n")
-        await metered.unlock(store.passFile)
+        try await metered.unlock(store.passFile)
         #expect(changed(mc, within: 4) == nil, "a metered link syncs nothing")
         #expect(await cat("metered.txt") == nil)
         #expect(try mc.call("vault.status", args: ["vault": "mine"])["last_sync_ms"] == .null)
@@ -182,10 +182,10 @@ import Glibc
         let log = store.dir.appendingPathComponent("daemon-stderr.log").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(ChildProcess.spawn("/bin/sh", ["-c", "exec \"$0\" serve --keyring file --sync-every 1 2>\"$1\"", sitekeep, log], env: env))
-        let daemon = ServedDaemon(adopting: pid, sock: sock, home: store.home)
+        let daemon = ServedDaemon(adopting: pid, sock: sock, home: store.home, tool: daemonTool)
         defer { daemon.stop() }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path, pid: pid), "the daemon did not start")
-        await daemon.unlock(store.passFile)
+        try await daemon.unlock(store.passFile)
         let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")

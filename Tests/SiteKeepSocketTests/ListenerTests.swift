@@ -5,10 +5,12 @@ import Foundation
 import Synchronization
 import Testing
 import SiteKeepSocket
+import SiteKeepTestSupport
 
 /// The shared listener's threads: each connection is served on a thread of its own while a
 /// single other thread waits for the next one, a thread ends with its connection, and a stop
-/// drains open connections, ends every thread and removes the socket.
+/// drains open connections, ends every thread and removes the socket. The threads are counted
+/// by a ``ThreadCounter`` each listener is made with.
 @Suite struct ListenerTests {
     private static func folder() throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-listener-\(UUID().uuidString.prefix(8))")
@@ -52,31 +54,33 @@ import SiteKeepSocket
     @Test func connectionsOneAfterAnotherEachEndTheirThread() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let listener = try SocketListener(path: dir + "/s.sock")
+        let threads = ThreadCounter()
+        let listener = try SocketListener(path: dir + "/s.sock", observer: threads)
         listener.start(Self.echo)
         defer { listener.shutdown() }
-        #expect(Self.waitUntil { listener.liveThreads == 1 })
+        #expect(Self.waitUntil { threads.live == 1 })
         for i in 0..<40 {
             let fd = try Self.open(dir + "/s.sock")
             #expect(Self.roundTrip(fd, "ping \(i)") == "ping \(i)")
-            #expect(listener.liveThreads == 2, "one serving, one waiting for the next connection")
+            #expect(threads.live == 2, "one serving, one waiting for the next connection")
             close(fd)
-            #expect(Self.waitUntil { listener.liveThreads == 1 }, "the serving thread ended with its connection")
+            #expect(Self.waitUntil { threads.live == 1 }, "the serving thread ended with its connection")
         }
     }
 
     @Test func connectionsAtOnceEachHaveAThread() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let listener = try SocketListener(path: dir + "/s.sock")
+        let threads = ThreadCounter()
+        let listener = try SocketListener(path: dir + "/s.sock", observer: threads)
         listener.start(Self.echo)
         defer { listener.shutdown() }
         let fds = try (0..<6).map { _ in try Self.open(dir + "/s.sock") }
         // Answered in the reverse order of connecting: none waits for another to end.
         for (i, fd) in fds.enumerated().reversed() { #expect(Self.roundTrip(fd, "c\(i)") == "c\(i)") }
-        #expect(listener.liveThreads == 7, "six serving and one accepting")
+        #expect(threads.live == 7, "six serving and one accepting")
         for fd in fds { close(fd) }
-        #expect(Self.waitUntil { listener.liveThreads == 1 }, "\(listener.liveThreads) threads left")
+        #expect(Self.waitUntil { threads.live == 1 }, "\(threads.live) threads left")
         let fd = try Self.open(dir + "/s.sock")
         #expect(Self.roundTrip(fd, "after") == "after")
         close(fd)
@@ -87,13 +91,14 @@ import SiteKeepSocket
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/s.sock"
         let stops = Mutex(0)
-        let listener = try SocketListener(path: path, onStopped: { stops.withLock { $0 += 1 } })
+        let threads = ThreadCounter()
+        let listener = try SocketListener(path: path, observer: threads, onStopped: { stops.withLock { $0 += 1 } })
         listener.start(Self.echo)
         let open = try (0..<3).map { _ in try Self.open(path) }
         for fd in open { #expect(Self.roundTrip(fd, "x") == "x") }
-        #expect(listener.liveThreads == 4)
+        #expect(threads.live == 4)
         listener.shutdown()   // each open connection's handler sees end of stream
-        #expect(listener.liveThreads == 0)
+        #expect(threads.live == 0 && threads.started == 4)
         #expect(stops.withLock { $0 } == 1)
         #expect(!FileManager.default.fileExists(atPath: path))
         for fd in open {

@@ -167,13 +167,15 @@ private func entries(_ folder: String) -> [String] {
         let dir = try scratchFolder()
         let tmp = dir + "/tmp"
         #expect(mkdir(tmp, 0o700) == 0 && mkdir(dir + "/out", 0o700) == 0)
-        let batch = AtomicFile.Batch(temporaryFolder: tmp, width: 4)
+        let helpers = EventCounter()
+        let batch = AtomicFile.Batch(temporaryFolder: tmp, width: 4, onHelperStarted: helpers.observer)
         var count = 0
         for burst in 0..<5 {
             for _ in 0..<40 { batch.add("\(dir)/out/f\(count)", Array("file \(count)".utf8)); count += 1 }
             usleep(burst == 3 ? UInt32(AtomicFile.Batch.lingerNs / 1000 + 100_000) : 20_000)
         }
-        #expect(batch.helpersStarted <= 8, "helpers wait between bursts (started \(batch.helpersStarted))")
+        #expect(helpers.value <= 8, "helpers wait between bursts (started \(helpers.value))")
+        #expect(helpers.value >= 2, "helpers that outwaited their linger are started again (started \(helpers.value))")
         // The last burst is committed at once, most of it still queued.
         for _ in 0..<200 { batch.add("\(dir)/out/f\(count)", Array("file \(count)".utf8)); count += 1 }
         #expect(entries(dir + "/out") == [], "nothing is in place before commit")

@@ -12,6 +12,8 @@ public final class VaultCounter: VaultObserver {
         public var headResolutions = 0
         /// The kept HEAD's files stamped.
         public var keptHeadStamps = 0
+        /// Kept HEADs wiped (by a lock, or with their vault).
+        public var keptHeadDrops = 0
         /// Objects served from the object cache.
         public var cacheHits = 0
         /// Objects not in the object cache.
@@ -27,6 +29,7 @@ public final class VaultCounter: VaultObserver {
 
     public func headResolvedFromFiles() { counts.withLock { $0.headResolutions += 1 } }
     public func keptHeadFilesStamped() { counts.withLock { $0.keptHeadStamps += 1 } }
+    public func keptHeadDropped() { counts.withLock { $0.keptHeadDrops += 1 } }
     public func objectCacheHit() { counts.withLock { $0.cacheHits += 1 } }
     public func objectCacheMissed() { counts.withLock { $0.cacheMisses += 1 } }
     public func registryParsed() { counts.withLock { $0.registryParses += 1 } }

@@ -32,7 +32,6 @@ struct HeadMemoTests {
         let resolved = counter.now.headResolutions
         for _ in 0..<5 { #expect(try vault.read(path: "docs/a.txt") == Array("hello again\n".utf8)) }
         #expect(counter.now.headResolutions == resolved, "HEAD was resolved again with nothing changed")
-        #expect(vault.holdsHead)
 
         // The real sgit commits in the same folder: the next read sees the new HEAD.
         try Array("changed by sgit\n".utf8).write(toFile: copy + "/docs/a.txt")
@@ -86,15 +85,24 @@ struct HeadMemoTests {
         #expect(counter.now.cacheHits > 0)
     }
 
+    /// The kept HEAD is in the keys' lock scope: a lock wipes it from a vault someone still
+    /// holds (the observer is told of each kept HEAD wiped).
     @Test func lockDropsTheKeptHead() throws {
-        let (custodian, library, dir) = try VaultLockTests.library()
+        let (custodian, _, dir) = try VaultLockTests.library()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let held = try library.vault(named: "notes")
+        // The library's vault, opened with keys from custody and a counter.
+        let keys = try CustodianVaultKeyStore(custodian: custodian, registry: VaultRegistry(file: dir + "/vaults.json")).keys(forVault: "notes")
+        let counter = VaultCounter()
+        let held = try Vault.open(path: try SgitFixture.get().plainPath, keys: keys, observer: counter)
         usleep(120_000)
         _ = try held.read(path: "docs/a.txt")
-        #expect(held.holdsHead)
+        let resolved = counter.now.headResolutions
+        _ = try held.read(path: "docs/a.txt")
+        #expect(counter.now.headResolutions == resolved, "HEAD is kept between reads")
+        #expect(counter.now.keptHeadDrops == 0)
         custodian.lock()
-        #expect(!held.holdsHead, "a lock leaves the decrypted branch index and HEAD behind")
+        #expect(counter.now.keptHeadDrops == 1, "a lock leaves the decrypted branch index and HEAD behind")
+        #expect(held.isWiped)
     }
 }
 
