@@ -137,7 +137,7 @@ let package = Package(
         // Custody: the only layer that holds unwrapped keys.
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
         // One SQLite partition per site, values sealed through custody.
-        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto"], swiftSettings: faultsInDebugOnly),
+        .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
         // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
         .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
@@ -261,7 +261,7 @@ let package = Package(
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
-        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions"], swiftSettings: faultsInDebugOnly),
+        .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
         // The daemon as a library (started through SiteKeepDaemon's API alone, as a host starts it) and
         // as a process (the built `sitekeep serve`, with the built `sitekeep-main` for the commands

@@ -2,6 +2,7 @@ public import Foundation
 public import SiteKeepPartitions
 import SiteKeepCore
 import SiteKeepCustody
+public import SiteKeepJSON
 import Synchronization
 public import SiteKeepVocabulary
 
@@ -109,7 +110,7 @@ public final class AuditContext: Sendable {
 }
 
 /// One cell of the matrix.
-public struct AuditResult: Sendable, Codable, Equatable {
+public struct AuditResult: Sendable, Equatable {
     public let site: String
     public let probe: String
     /// `pass`, `LEAK` or `error`.
@@ -118,9 +119,9 @@ public struct AuditResult: Sendable, Codable, Equatable {
 }
 
 /// The audit's report: sites × probes with pass or LEAK.
-public struct AuditReport: Sendable, Codable, Equatable {
-    public struct SiteInfo: Sendable, Codable, Equatable { public let id: String; public let origin: String }
-    public struct ProbeInfo: Sendable, Codable, Equatable { public let name: String; public let summary: String }
+public struct AuditReport: Sendable, Equatable {
+    public struct SiteInfo: Sendable, Equatable { public let id: String; public let origin: String }
+    public struct ProbeInfo: Sendable, Equatable { public let name: String; public let summary: String }
     public let sites: [SiteInfo]
     public let probes: [ProbeInfo]
     public let results: [AuditResult]
@@ -168,15 +169,30 @@ public struct AuditReport: Sendable, Codable, Equatable {
         return out
     }
 
-    /// The report as JSON (sorted keys), for `sitekeep audit --json`.
-    public func jsonData() throws -> Data {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys]
-        struct Wire: Encodable {
-            let sites: [SiteInfo]; let probes: [ProbeInfo]; let results: [AuditResult]; let hasLeaks: Bool; let passed: Bool
-        }
-        return try e.encode(Wire(sites: sites, probes: probes, results: results, hasLeaks: hasLeaks, passed: passed))
+    /// The report as JSON, for `sitekeep audit --json`:
+    /// `{"hasLeaks", "passed", "probes": [{"name", "summary"}], "results": [{"detail"?, "outcome",
+    /// "probe", "site"}], "sites": [{"id", "origin"}]}`, keys sorted, `detail` only for a cell
+    /// that did not pass. Scripts read and compare it, so it keeps the bytes Foundation's
+    /// `JSONEncoder` (`[.prettyPrinted, .sortedKeys]`) wrote before in ``jsonData()``; the command
+    /// line prints these members in this order in its own `--json` form.
+    public var json: JSONValue {
+        .object([
+            JSONMember(key: "hasLeaks", value: .bool(hasLeaks)),
+            JSONMember(key: "passed", value: .bool(passed)),
+            JSONMember(key: "probes", value: .array(probes.map { .object(["name": .string($0.name), "summary": .string($0.summary)]) })),
+            JSONMember(key: "results", value: .array(results.map { r in
+                var members: [JSONMember] = []
+                if let detail = r.detail { members.append(JSONMember(key: "detail", value: .string(detail))) }
+                members += [JSONMember(key: "outcome", value: .string(r.outcome)), JSONMember(key: "probe", value: .string(r.probe)),
+                            JSONMember(key: "site", value: .string(r.site))]
+                return .object(members)
+            })),
+            JSONMember(key: "sites", value: .array(sites.map { .object(["id": .string($0.id), "origin": .string($0.origin)]) })),
+        ])
     }
+
+    /// ``json``'s bytes in the form described there.
+    public func jsonData() -> Data { Data(JSONSerializer.bytes(json, style: .foundationPretty)) }
 }
 
 /// The isolation audit: builds a scratch store of sites with distinct canaries in every

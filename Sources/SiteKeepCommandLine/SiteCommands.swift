@@ -465,8 +465,8 @@ enum SiteCommands {
             try IsolationAudit.run(in: scratch, sites: n, probes: AuditCatalogue.all)
         }
         if inv.settings.json {
-            // The one serialiser of every --json output (not Foundation's: no `"key" :`, no `\/`).
-            inv.emit(try JSONParser.parse([UInt8](try report.jsonData()), limits: .document)) { "" }
+            // The one serialiser of every --json output, the report's members in their order.
+            inv.emit(report.json) { "" }
         } else {
             inv.io.write(report.renderText())
         }

@@ -18,7 +18,7 @@ extension PartitionNamespace {
 /// How far an article has been read. Stored by ``ReadingStore`` through SiteKeepJSON with the
 /// members Foundation's `Codable` JSON of this enum had (the form the partition has always held:
 /// keep the cases and their labels; rows written by `JSONEncoder` are still read).
-public enum ReadingState: Sendable, Hashable, Codable {
+public enum ReadingState: Sendable, Hashable {
     case unread
     /// Part read; progress from 0 to 1.
     case partRead(progress: Double)

@@ -12,7 +12,7 @@ extension PartitionNamespace {
 }
 
 /// One open tab of a site's session.
-public struct TabState: Sendable, Hashable, Codable {
+public struct TabState: Sendable, Hashable {
     /// The tab's identifier (stable across launches).
     public var id: String
     /// The page shown.
@@ -32,7 +32,7 @@ public struct TabState: Sendable, Hashable, Codable {
 /// The session state an app restores at launch. Stored by ``TabsStore`` through SiteKeepJSON with
 /// the members Foundation's `Codable` JSON of this type had (the form the partition has always
 /// held: keep the fields and their names; rows written by `JSONEncoder` are still read).
-public struct SessionState: Sendable, Hashable, Codable {
+public struct SessionState: Sendable, Hashable {
     /// Open tabs, in order.
     public var tabs: [TabState]
     /// The identifier of the tab that was last in front, if any.

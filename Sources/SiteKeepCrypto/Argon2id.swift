@@ -10,7 +10,7 @@ public enum Argon2id: Sendable {
     /// The floor is OWASP's minimum for Argon2id (t = 2, m = 19 MiB). The ceiling (t ≤ 10,
     /// m ≤ 1 GiB, and t × m ≤ 4 GiB-passes) bounds what a hostile or damaged slot header can
     /// make an unlock cost: at most a few seconds and a gibibyte here, never hours or all memory.
-    public struct Parameters: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+    public struct Parameters: Sendable, Equatable, Hashable, CustomStringConvertible {
         /// Passes over memory (libsodium's `opslimit`).
         public let iterations: Int
         /// Memory in KiB (libsodium's `memlimit` / 1024).
@@ -50,12 +50,6 @@ public enum Argon2id: Sendable {
             }
             self.iterations = iterations
             self.memoryKiB = memoryKiB
-        }
-
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            try self.init(iterations: c.decode(Int.self, forKey: .iterations),
-                          memoryKiB: c.decode(Int.self, forKey: .memoryKiB))
         }
 
         public var description: String { "Argon2id(t=\(iterations), m=\(memoryKiB) KiB, p=1)" }

@@ -10,7 +10,7 @@ internal import SiteKeepJSON
 
 /// One key use, as the audit log records it. Holds no secret material: ids, names and
 /// outcomes only.
-public struct AuditEntry: Sendable, Equatable, Codable {
+public struct AuditEntry: Sendable, Equatable {
     /// Sequence number in the file, from 1.
     public let seq: Int
     /// Wall-clock time, ISO 8601 UTC with milliseconds.

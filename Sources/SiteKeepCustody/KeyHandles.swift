@@ -210,7 +210,7 @@ public struct KeyScope: ~Copyable {
 extension KeyScope: Sendable {}
 
 /// The algorithms of signing keys custody holds.
-public enum SigningAlgorithm: String, Sendable, Codable, CaseIterable {
+public enum SigningAlgorithm: String, Sendable, CaseIterable {
     /// Ed25519 (RFC 8032); 64-byte signatures.
     case ed25519
     /// ECDSA P-256 with SHA-256; 64-byte raw `r || s` signatures.

@@ -2,7 +2,7 @@ public import SiteKeepCrypto
 internal import SiteKeepJSON
 
 /// Public facts of one version of a signing key.
-public struct SigningKeyVersionInfo: Sendable, Equatable, Codable {
+public struct SigningKeyVersionInfo: Sendable, Equatable {
     /// The version number, from 1.
     public let version: Int
     /// Creation time, seconds since the Unix epoch.
@@ -30,7 +30,7 @@ public struct TeamSignature: Sendable, Equatable {
 }
 
 /// Public facts of a team key or the device key (what `sitekeep team list` prints).
-public struct SigningKeyInfo: Sendable, Equatable, Codable {
+public struct SigningKeyInfo: Sendable, Equatable {
     /// The key's id.
     public let id: String
     /// Its display name.
@@ -163,7 +163,7 @@ public enum TeamKeyMaterial: ~Copyable {
 /// A stored team or device key: public facts in the clear, each version's private key wrapped
 /// under HKDF(master, "team:<id>") or HKDF(master, "device"), its AD binding store, kind, id,
 /// version, algorithm and public key.
-struct KeyRecord: Codable, Equatable {
+struct KeyRecord: Equatable {
     var format: Int
     var id: String
     var name: String
@@ -172,7 +172,7 @@ struct KeyRecord: Codable, Equatable {
     /// Absent in records written before SSH agent support, and when SSH use is off.
     var ssh: SSHAgentPolicy? = nil
 
-    struct Version: Codable, Equatable {
+    struct Version: Equatable {
         var version: Int
         var created: Int64
         var publicKey: String

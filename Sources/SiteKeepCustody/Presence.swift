@@ -22,7 +22,7 @@ public struct BootClock: Sendable {
 }
 
 /// How presence was proved.
-public enum PresenceMethod: String, Sendable, Codable {
+public enum PresenceMethod: String, Sendable {
     /// An askpass program (`SITEKEEP_ASKPASS`) approved.
     case askpass
     /// The user typed a passphrase that opens a passphrase slot.

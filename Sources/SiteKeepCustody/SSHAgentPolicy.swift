@@ -6,7 +6,7 @@
 /// socket, `sitekeep team sign --ssh-namespace`, a raw `team sign` or a page's `key.sign` of
 /// bytes that are an SSHSIG blob or an SSH login request (custody's signing gate reads what the
 /// bytes are). Every signature still needs presence and is logged.
-public struct SSHAgentPolicy: Sendable, Equatable, Codable {
+public struct SSHAgentPolicy: Sendable, Equatable {
     /// Whether the key is listed to SSH clients (`ssh-add -L`) and may sign for them.
     public var enabled: Bool
     /// Whether it signs SSH user-authentication requests (logging in with `ssh`).

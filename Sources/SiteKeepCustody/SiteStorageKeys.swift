@@ -1,5 +1,5 @@
 /// Apple-style data-protection classes for a site's partition.
-public enum ProtectionClass: String, Sendable, Codable, CaseIterable {
+public enum ProtectionClass: String, Sendable, CaseIterable {
     /// The site's storage key lives in the keyring and is usable once the user's keyring is
     /// open (after login), without unlocking SiteKeep. On the file keyring this means only file
     /// permissions protect it at rest; `sitekeep doctor` says so.

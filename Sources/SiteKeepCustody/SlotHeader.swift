@@ -1,7 +1,7 @@
 public import SiteKeepCrypto
 
 /// The kinds of unlock slot.
-public enum SlotKind: String, Sendable, Codable, CaseIterable {
+public enum SlotKind: String, Sendable, CaseIterable {
     /// A passphrase through Argon2id.
     case passphrase
     /// 32 bytes of WebAuthn PRF (or CTAP2 hmac-secret) output through HKDF-SHA256.
@@ -15,7 +15,7 @@ public enum SlotKind: String, Sendable, Codable, CaseIterable {
 }
 
 /// The public facts of an unlock slot (what `sitekeep slot list` prints). Nothing here is secret.
-public struct SlotInfo: Sendable, Equatable, Codable {
+public struct SlotInfo: Sendable, Equatable {
     /// The slot's id (16 hex characters).
     public let id: String
     /// Its kind.

@@ -1,7 +1,7 @@
 /// The address of one keyring item: which SiteKeep store it belongs to, what kind of item it
 /// is and its id within that kind. These three become the Secret Service attributes (and the
 /// file keyring's record key); none of them is secret.
-public struct KeyringItemID: Hashable, Sendable, Codable, CustomStringConvertible {
+public struct KeyringItemID: Hashable, Sendable, CustomStringConvertible {
     /// The SiteKeep store (one per `SITEKEEP_HOME`), so two stores on one keyring never mix.
     public let store: String
     /// The item kind: `slot`, `team-key`, `device-key`, `storage-key`, `vault-key`, ...
@@ -56,7 +56,7 @@ extension KeyringBackend {
 }
 
 /// The backends SiteKeep knows.
-public enum KeyringKind: String, Sendable, Codable, CaseIterable {
+public enum KeyringKind: String, Sendable, CaseIterable {
     /// The freedesktop Secret Service (gnome-keyring, KWallet, KeePassXC) through libsecret.
     case secretService = "secret-service"
     /// An encrypted file under the store's home, the embedded default.
@@ -64,7 +64,7 @@ public enum KeyringKind: String, Sendable, Codable, CaseIterable {
 }
 
 /// The `--keyring` choice.
-public enum KeyringChoice: String, Sendable, Codable, CaseIterable {
+public enum KeyringChoice: String, Sendable, CaseIterable {
     /// The Secret Service when one answers on the session bus, else the file keyring.
     case auto
     /// The Secret Service or an error.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SiteKeepCrypto
+import SiteKeepJSON
 public import SiteKeepVocabulary
 
 /// An open handle on one site's partition: the analogue of `WKWebsiteDataStore(forIdentifier:)`.
@@ -231,10 +232,44 @@ public struct OfflineCache: Sendable {
     }
 }
 
-struct CacheEntryRecord: Codable {
+/// A cache entry's row in the `cache` namespace: status, headers and the body's SHA-256 (the
+/// body is its own row in `cache-body`, named `sha256:<hex>`).
+struct CacheEntryRecord: Equatable {
     var status: Int
     var headers: [HeaderField]
     var sha256: String
+
+    /// The row value: `{"status":200,"headers":[{"name":…,"value":…}],"sha256":"…"}`, compact,
+    /// through SiteKeepJSON. Foundation's `JSONEncoder` wrote these rows before with the same
+    /// members in whatever order its dictionary gave (and `/` as `\/`); no reader compares the
+    /// bytes, and either reader reads either form.
+    func encoded() -> [UInt8] {
+        JSONSerializer.bytes(.object([
+            JSONMember(key: "status", value: .integer(status)),
+            JSONMember(key: "headers", value: .array(headers.map { .object(["name": .string($0.name), "value": .string($0.value)]) })),
+            JSONMember(key: "sha256", value: .string(sha256)),
+        ]))
+    }
+
+    /// A row in this form or the one `JSONEncoder` wrote, read as `JSONDecoder` read it (members
+    /// in any order, unknown ones ignored, `\/` escapes, a status written `200.0`); nil when the
+    /// bytes are not such a row.
+    static func decoded(_ bytes: some Collection<UInt8>) -> CacheEntryRecord? {
+        guard let value = try? JSONParser.parse(bytes, limits: .document), case .object = value,
+              let sha256 = value["sha256"]?.stringValue, let items = value["headers"]?.arrayValue else { return nil }
+        let status: Int
+        switch value["status"] {
+        case .int(let i)?: guard let s = Int(exactly: i) else { return nil }; status = s
+        case .double(let d)?: guard let s = Int(exactly: d) else { return nil }; status = s
+        default: return nil
+        }
+        var headers: [HeaderField] = []
+        for item in items {
+            guard case .object = item, let name = item["name"]?.stringValue, let v = item["value"]?.stringValue else { return nil }
+            headers.append(HeaderField(name: name, value: v))
+        }
+        return CacheEntryRecord(status: status, headers: headers, sha256: sha256)
+    }
 }
 
 extension PartitionCore {
@@ -245,7 +280,7 @@ extension PartitionCore {
         if r.url.isEmpty { throw .invalidValue("cache URL is empty") }
         let sha = SHA256.hash(r.body)
         let record = CacheEntryRecord(status: r.status, headers: r.headers, sha256: Hex.encode(sha))
-        guard let entry = try? JSONEncoder().encode(record) else { throw .invalidValue("cache entry cannot be encoded") }
+        let entry = record.encoded()
         let bodyName = Self.bodyName(sha)
         let needed = r.url.utf8.count + entry.count + bodyName.utf8.count + r.body.count
         if needed > limits.cacheBudget { throw .valueTooLarge(limit: limits.cacheBudget, actual: needed) }
@@ -299,7 +334,7 @@ extension PartitionCore {
                 let ek = storedKey(.cache, url, scope: rs)
                 guard let row = try fetch(db, .cache, ek) else { return nil }
                 let entryBytes = try open(.cache, storedKey: ek, sealed: row.v, expectedName: url, scope: ks).value
-                guard let record = try? JSONDecoder().decode(CacheEntryRecord.self, from: Data(entryBytes)) else { throw damage }
+                guard let record = CacheEntryRecord.decoded(entryBytes) else { throw damage }
                 let bodyName = "sha256:" + record.sha256
                 let bk = storedKey(.cacheBody, bodyName, scope: rs)
                 if !faults.skipsValueBinding, row.ref != bk { throw damage }

@@ -2,11 +2,12 @@ public import Foundation
 import Glibc
 import Synchronization
 public import SiteKeepCustody
+import SiteKeepJSON
 import SiteKeepSystem
 public import SiteKeepVocabulary
 
-/// A registered site.
-public struct Site: Sendable, Hashable, Codable {
+/// A registered site. Stored in `sites.json` by ``RegistryFormat``.
+public struct Site: Sendable, Hashable {
     /// The stable identifier; also the name of the site's folder.
     public let id: SiteID
     /// The name shown to the user.
@@ -28,36 +29,6 @@ public struct Site: Sendable, Hashable, Codable {
 }
 
 extension Site {
-    private enum CodingKeys: String, CodingKey {
-        case id, displayName, origins, isAppBound, protection, createdAt, lastUsedAt, grants
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(SiteID.self, forKey: .id)
-        displayName = try c.decode(String.self, forKey: .displayName)
-        origins = try c.decode([Origin].self, forKey: .origins)
-        isAppBound = try c.decode(Bool.self, forKey: .isAppBound)
-        protection = try c.decode(ProtectionClass.self, forKey: .protection)
-        createdAt = try c.decode(Date.self, forKey: .createdAt)
-        lastUsedAt = try c.decode(Date.self, forKey: .lastUsedAt)
-        // A store from before grants has none.
-        grants = try c.decodeIfPresent([String].self, forKey: .grants) ?? []
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(displayName, forKey: .displayName)
-        try c.encode(origins, forKey: .origins)
-        try c.encode(isAppBound, forKey: .isAppBound)
-        try c.encode(protection, forKey: .protection)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(lastUsedAt, forKey: .lastUsedAt)
-        // Written only when there are some, so a store without grants reads as before everywhere.
-        if !grants.isEmpty { try c.encode(grants, forKey: .grants) }
-    }
-
     /// The most ops one site may be granted, and the longest op name.
     public static let maximumGrants = 64
     static let maximumOpNameBytes = OpName.maximumLength
@@ -78,11 +49,6 @@ extension Site {
     public var summary: String {
         "\(id)  \(isAppBound ? "app-bound" : "         ")  \(protection.rawValue)  \(displayName)  \(origins.map(\.serialized).joined(separator: " "))"
     }
-}
-
-private struct RegistryFile: Codable {
-    var version: Int
-    var sites: [Site]
 }
 
 private final class RegistryState {
@@ -178,7 +144,7 @@ public final class SiteRegistry: Sendable {
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
             throw .registryDamaged("sites.json is not a regular file; move it away and restore the registry from a backup")
         }
-        var data = Data()
+        var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
@@ -186,15 +152,11 @@ public final class SiteRegistry: Sendable {
             if n < 0 { throw .registryDamaged("sites.json cannot be read (\(Errno.current))") }
             if n == 0 { break }
             data.append(contentsOf: chunk[0..<n])
+            // Past the parser's limit: refused by it without reading the rest.
+            if data.count > JSONLimits.document.maxBytes { break }
         }
         var sites: [SiteID: Site] = [:]
-        do {
-            let decoded = try JSONDecoder.registry.decode(RegistryFile.self, from: data)
-            guard decoded.version == 1 else { throw PartitionError.registryDamaged("unsupported version \(decoded.version)") }
-            for s in decoded.sites { sites[s.id] = s }
-        } catch let e as PartitionError { throw e } catch let e as VocabularyError { throw PartitionError(e) } catch {
-            throw .registryDamaged("sites.json cannot be read (\(type(of: error)))")
-        }
+        for s in try RegistryFormat.decoded(data) { sites[s.id] = s }
         return (sites, view)
     }
 
@@ -639,30 +601,12 @@ extension SiteRegistry {
     /// (``underFileLock(_:wait:_:)``), so the file opened after the rename is the one written;
     /// it becomes the view.
     private func persist(_ st: RegistryState) throws(PartitionError) {
-        let file = RegistryFile(version: 1, sites: st.sites.values.sorted { $0.id < $1.id })
-        guard let data = try? JSONEncoder.registry.encode(file) else { throw .storageFailure("cannot encode the registry") }
+        let data = RegistryFormat.encoded(st.sites.values.sorted { $0.id < $1.id })
         let path = registryPath
-        do { try AtomicFile.replace(path, with: Array(data)) } catch { throw .storageFailure("\(error)") }
+        do { try AtomicFile.replace(path, with: data) } catch { throw .storageFailure("\(error)") }
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .storageFailure("\(SystemError.current("open", path))") }
         st.file = RegistryFileView(fd: fd)
         st.generation &+= 1
-    }
-}
-
-extension JSONEncoder {
-    static var registry: JSONEncoder {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys]
-        e.dateEncodingStrategy = .iso8601
-        return e
-    }
-}
-
-extension JSONDecoder {
-    static var registry: JSONDecoder {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .iso8601
-        return d
     }
 }

@@ -74,7 +74,7 @@ public struct NamespaceRows: Sendable, Equatable {
 }
 
 /// A cached page or resource with its headers and body.
-public struct CachedResource: Sendable, Hashable, Codable {
+public struct CachedResource: Sendable, Hashable {
     /// The URL it was fetched from (the cache key).
     public var url: String
     /// The HTTP status.
@@ -90,7 +90,7 @@ public struct CachedResource: Sendable, Hashable, Codable {
 }
 
 /// One HTTP header field.
-public struct HeaderField: Sendable, Hashable, Codable {
+public struct HeaderField: Sendable, Hashable {
     public var name: String
     public var value: String
     public init(name: String, value: String) { self.name = name; self.value = value }

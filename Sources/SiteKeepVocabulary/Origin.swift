@@ -102,7 +102,7 @@ extension OriginError: CustomStringConvertible {
 /// can never match a site.
 public struct Origin: Sendable, Hashable, CustomStringConvertible {
     /// The schemes an origin may have.
-    public enum Scheme: String, Sendable, Hashable, Codable {
+    public enum Scheme: String, Sendable, Hashable {
         case https, http
         /// The port a URL without one uses.
         public var defaultPort: UInt16 { self == .https ? 443 : 80 }
@@ -209,17 +209,6 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { serialized }
-}
-
-extension Origin: Codable {
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        try self.init(parsing: text)
-    }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(serialized)
-    }
 }
 
 /// Host canonicalisation: IPv4 check, UTS 46 basics, Punycode.

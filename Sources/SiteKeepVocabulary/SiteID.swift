@@ -4,8 +4,8 @@ public import Foundation
 ///
 /// Parsing accepts only the 36-character UUID form, so a site identifier can never carry a path
 /// (`../`, `/`, NUL): it is safe to use as a folder name. `sites.json` stores it as that string
-/// (``encode(to:)``), and reading it back parses it again.
-public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+/// (``string``), and reading it back parses it again.
+public struct SiteID: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The UUID.
     public let uuid: UUID
     /// The canonical lower-case form, used as the site's folder name.
@@ -37,15 +37,4 @@ public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConve
     /// The canonical lower-case form (``string``).
     public var description: String { string }
     public static func < (a: SiteID, b: SiteID) -> Bool { a.string < b.string }
-
-    /// Reads the string form, parsing it (``init(parsing:)``).
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        try self.init(parsing: text)
-    }
-    /// Writes the canonical lower-case form.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(string)
-    }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+import SiteKeepJSON
 import SiteKeepPartitions
+import SiteKeepTestSupport
 @testable import SiteKeepAudit
 
 final class ScratchDir: Sendable {
@@ -38,6 +40,22 @@ struct AlwaysLeaks: Probe {
         let json = try JSONSerialization.jsonObject(with: report.jsonData()) as? [String: Any]
         #expect(json?["hasLeaks"] as? Bool == false)
         #expect((json?["results"] as? [Any])?.count == report.results.count)
+    }
+
+    /// `jsonData()` keeps the bytes Foundation's `JSONEncoder` (`[.prettyPrinted, .sortedKeys]`)
+    /// wrote before the report moved to SiteKeepJSON (captured in Fixtures/stores/json-encoder):
+    /// scripts compare them. `detail` is left out for a cell that passed, `/` is `\/`.
+    @Test func theJSONIsWhatJSONEncoderWrote() throws {
+        let report = AuditReport(
+            sites: [.init(id: "2a436ddc-ce2a-4ed1-8012-a0e516e84c2d", origin: "https://newsroom.sgit.ai:443")],
+            probes: [.init(name: "origin-lookalikes", summary: "Look-alike origins (\u{0430}pple) resolve to no site's data.")],
+            results: [AuditResult(site: "2a436ddc", probe: "origin-lookalikes", outcome: "pass", detail: nil),
+                      AuditResult(site: "2a436ddc", probe: "file-swap", outcome: "LEAK", detail: "read \"CANARY\" at /tmp/x\nline2\tTab")])
+        #expect(report.jsonData() == (try Fixtures.data("stores/json-encoder/audit-report.json")))
+        #expect(AuditReport(sites: [], probes: [], results: []).jsonData() == (try Fixtures.data("stores/json-encoder/audit-report-empty.json")))
+        // The command line prints the same members in the same order in its own form.
+        #expect(report.json.objectValue?.map(\.key) == ["hasLeaks", "passed", "probes", "results", "sites"])
+        #expect(try JSONParser.parse(Array(report.jsonData())) == report.json)
     }
 
     // The fault switches exist only in debug builds (SITEKEEP_FAULTS); tests run there.

@@ -59,8 +59,8 @@ final class ScratchPartition: @unchecked Sendable {
         #expect(try p.tabs.session() == expected)
         try p.tabs.rows.update([("session", Array(#"{"tabs":[],"lastTabID":null}"#.utf8))])
         #expect(try p.tabs.session() == SessionState())
-        // What this build's JSONEncoder writes, whatever its key order, is read as well.
-        let encoded = try JSONEncoder().encode(expected)
+        // What this build's JSONEncoder writes (of the type as it was declared), whatever its key order, is read as well.
+        let encoded = try JSONEncoder().encode(OldSessionState(expected))
         try p.tabs.rows.update([("session", Array(encoded))])
         #expect(try p.tabs.session() == expected)
 
@@ -69,7 +69,7 @@ final class ScratchPartition: @unchecked Sendable {
         #expect(String(decoding: written, as: UTF8.self) ==
                 #"{"lastTabID":"t2","tabs":[{"id":"t1","scrollX":0.0,"scrollY":1200.5,"title":"One","url":"https://a.example/1"},"# +
                 #"{"id":"t2","scrollX":3.0,"scrollY":0.0,"title":"Two \#u{e9}","url":"https://a.example/2?q=\"x\""}]}"#)
-        #expect(try JSONDecoder().decode(SessionState.self, from: Data(written)) == expected)
+        #expect(try JSONDecoder().decode(OldSessionState.self, from: Data(written)).state == expected)
         try p.tabs.setSession(SessionState(tabs: [TabState(id: "k", url: "u", title: "")]))
         #expect(!String(decoding: try #require(try p.tabs.rows.value("session")), as: UTF8.self).contains("lastTabID"))
     }
@@ -136,11 +136,11 @@ final class ScratchPartition: @unchecked Sendable {
                                    ("a3", Array(#"{"partRead":{"progress":1}}"#.utf8))])
         #expect(try p.reading.all() == ["a1": .read, "a2": .partRead(progress: 0.25), "a3": .partRead(progress: 1)])
         for state in [ReadingState.read, .partRead(progress: 0.5), .partRead(progress: 1)] {
-            try p.reading.rows.update([("b", Array(try JSONEncoder().encode(state)))])
+            try p.reading.rows.update([("b", Array(try JSONEncoder().encode(OldReadingState(state))))])
             #expect(try p.reading.state(for: "b") == state, "what this build's JSONEncoder writes is read")
             try p.reading.setState(state, for: "b")
             let written = try #require(try p.reading.rows.value("b"))
-            #expect(try JSONDecoder().decode(ReadingState.self, from: Data(written)) == state)
+            #expect(try JSONDecoder().decode(OldReadingState.self, from: Data(written)).state == state)
         }
         #expect(String(decoding: try #require(try p.reading.rows.value("b")), as: UTF8.self) == #"{"partRead":{"progress":1.0}}"#)
         try p.reading.setState(.read, for: "b")
@@ -175,6 +175,53 @@ final class ScratchPartition: @unchecked Sendable {
         for (text, message) in cases {
             #expect(throws: CoreFieldError.self, "\(text)") { try ArticleReading.list(json: try JSONParser.parse(text), path: "args.articles") }
             do { _ = try ArticleReading.list(json: try JSONParser.parse(text), path: "args.articles") } catch let e as CoreFieldError { #expect(e.description == message) }
+        }
+    }
+}
+
+// The session and reading-state types as they were declared when Foundation's `Codable` wrote
+// their rows (synthesized conformances, same members in the same order): what an older SiteKeep
+// wrote and reads. The types themselves are no longer `Codable` (issue 35, item 4).
+
+/// `TabState` and `SessionState` as an older SiteKeep declared them.
+struct OldSessionState: Codable, Equatable {
+    struct OldTabState: Codable, Equatable {
+        var id: String
+        var url: String
+        var title: String
+        var scrollX: Double
+        var scrollY: Double
+    }
+    var tabs: [OldTabState]
+    var lastTabID: String?
+
+    init(_ s: SessionState) {
+        tabs = s.tabs.map { OldTabState(id: $0.id, url: $0.url, title: $0.title, scrollX: $0.scrollX, scrollY: $0.scrollY) }
+        lastTabID = s.lastTabID
+    }
+    var state: SessionState {
+        SessionState(tabs: tabs.map { TabState(id: $0.id, url: $0.url, title: $0.title, scrollX: $0.scrollX, scrollY: $0.scrollY) }, lastTabID: lastTabID)
+    }
+}
+
+/// `ReadingState` as an older SiteKeep declared it.
+enum OldReadingState: Codable, Equatable {
+    case unread
+    case partRead(progress: Double)
+    case read
+
+    init(_ s: ReadingState) {
+        switch s {
+        case .unread: self = .unread
+        case .partRead(let p): self = .partRead(progress: p)
+        case .read: self = .read
+        }
+    }
+    var state: ReadingState {
+        switch self {
+        case .unread: .unread
+        case .partRead(let p): .partRead(progress: p)
+        case .read: .read
         }
     }
 }

@@ -133,15 +133,12 @@ struct Sourced<V: Decodable>: Decodable { let source: String; let vectors: [V] }
     @Test(arguments: outOfBounds)
     func parametersOutsideTheBoundsAreRefused(t: Int, m: Int) {
         #expect(throws: CryptoError.self) { try Argon2id.Parameters(iterations: t, memoryKiB: m) }
-        let json = Data("{\"iterations\":\(t),\"memoryKiB\":\(m)}".utf8)
-        #expect(throws: CryptoError.self) { try JSONDecoder().decode(Argon2id.Parameters.self, from: json) }
     }
 
     @Test(arguments: atBounds)
     func parametersAtTheBoundsAreAccepted(t: Int, m: Int) throws {
         let p = try Argon2id.Parameters(iterations: t, memoryKiB: m)
-        let round = try JSONDecoder().decode(Argon2id.Parameters.self, from: JSONEncoder().encode(p))
-        #expect(round == p)
+        #expect(p.iterations == t && p.memoryKiB == m)
     }
 }
 

@@ -21,10 +21,10 @@ import Testing
         let record = Self.records[index]
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let old = try Array(encoder.encode(record))   // escapes "/" as "\/"
+        let old = try Array(encoder.encode(OldKeyRecord(record)))   // escapes "/" as "\/"
         #expect(KeyRecord.decode(old) == record)
         let new = record.encoded()
-        #expect(try JSONDecoder().decode(KeyRecord.self, from: Data(new)) == record)
+        #expect(try JSONDecoder().decode(OldKeyRecord.self, from: Data(new)).record == record)
         #expect(KeyRecord.decode(new) == record)
         // Same members, same order, same values: only the escaping of "/" may differ.
         #expect(String(decoding: old, as: UTF8.self).replacingOccurrences(of: "\\/", with: "/") == String(decoding: new, as: UTF8.self))
@@ -46,5 +46,31 @@ import Testing
         ] {
             #expect(KeyRecord.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
+    }
+}
+
+/// `KeyRecord` (with `SSHAgentPolicy`) as it was declared when Foundation's synthesized `Codable`
+/// wrote it: what an older SiteKeep wrote and reads. The record is no longer `Codable`.
+struct OldKeyRecord: Codable {
+    struct Version: Codable { var version: Int; var created: Int64; var publicKey: String; var wrapped: String }
+    struct Policy: Codable { var enabled: Bool; var login: Bool; var namespaces: [String]?; var otherData: Bool }
+    var format: Int
+    var id: String
+    var name: String
+    var algorithm: String
+    var versions: [Version]
+    var ssh: Policy? = nil
+
+    init(_ r: KeyRecord) {
+        format = r.format; id = r.id; name = r.name; algorithm = r.algorithm.rawValue
+        versions = r.versions.map { Version(version: $0.version, created: $0.created, publicKey: $0.publicKey, wrapped: $0.wrapped) }
+        ssh = r.ssh.map { Policy(enabled: $0.enabled, login: $0.login, namespaces: $0.namespaces, otherData: $0.otherData) }
+    }
+
+    var record: KeyRecord? {
+        guard let algorithm = SigningAlgorithm(rawValue: algorithm) else { return nil }
+        return KeyRecord(format: format, id: id, name: name, algorithm: algorithm,
+                         versions: versions.map { .init(version: $0.version, created: $0.created, publicKey: $0.publicKey, wrapped: $0.wrapped) },
+                         ssh: ssh.map { SSHAgentPolicy(enabled: $0.enabled, login: $0.login, namespaces: $0.namespaces, otherData: $0.otherData) })
     }
 }

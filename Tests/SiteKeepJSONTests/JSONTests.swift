@@ -142,3 +142,49 @@ import SiteKeepJSON
         #expect(throws: JSONShapeError.missing(path: "request.absent")) { try r.int("absent") }
     }
 }
+
+/// `.foundationPretty` is the form Foundation's `JSONEncoder` wrote with `.prettyPrinted` (the form
+/// of `sites.json` and `sitekeep audit --json` before they moved to SiteKeepJSON). The expected
+/// bytes were captured from `JSONEncoder` (`[.prettyPrinted, .sortedKeys]`, Swift 6.3.1 on
+/// Linux) before the move; they are pinned here as text, not re-derived, so a later Foundation
+/// cannot move them.
+@Suite struct FoundationPrettyTests {
+    @Test func writesWhatJSONEncoderWrote() {
+        let cases: [(JSONValue, String)] = [
+            (.object([JSONMember(key: "sites", value: .array([])), JSONMember(key: "version", value: .int(1))]),
+             "{\n  \"sites\" : [\n\n  ],\n  \"version\" : 1\n}"),
+            (.object([JSONMember(key: "k", value: .string("\u{0}\u{1}\u{8}\u{9}\u{a}\u{c}\u{d}\u{1f}"))]),
+             #"{\#n  "k" : "\u0000\u0001\b\t\n\f\r\u001f"\#n}"#),
+            (.object([JSONMember(key: "a", value: .array([])), JSONMember(key: "b", value: .array([.array([])]))]),
+             "{\n  \"a\" : [\n\n  ],\n  \"b\" : [\n    [\n\n    ]\n  ]\n}"),
+            (.array([.object([])]), "[\n  {\n\n  }\n]"),
+            (.object([JSONMember(key: "hasLeaks", value: .bool(true)), JSONMember(key: "passed", value: .bool(false)),
+                      JSONMember(key: "s", value: .string("Caf\u{e9} \"Q\" \\ / \u{65}\u{301} \u{65E5}\u{672C} \u{1F600} \u{7f} \u{2028}")),
+                      JSONMember(key: "o", value: .array([.string("https://[::1]:8080"), .null]))]),
+             "{\n  \"hasLeaks\" : true,\n  \"passed\" : false,\n  \"s\" : \"Caf\u{e9} \\\"Q\\\" \\\\ \\/ \u{65}\u{301} \u{65E5}\u{672C} \u{1F600} \u{7f} \u{2028}\",\n"
+                + "  \"o\" : [\n    \"https:\\/\\/[::1]:8080\",\n    null\n  ]\n}"),
+        ]
+        for (value, expected) in cases {
+            #expect(JSONSerializer.string(value, style: .foundationPretty) == expected)
+            #expect(JSONSerializer.bytes(value, style: .foundationPretty) == Array(expected.utf8))
+        }
+    }
+
+    @Test func slashesAreEscapedOnlyInThisStyleAndItReadsBack() throws {
+        let v: JSONValue = ["u/r/l": ["https://a.example/x", "", "////"], "n": 3]
+        let text = JSONSerializer.string(v, style: .foundationPretty)
+        #expect(text.contains(#""u\/r\/l""#) && text.contains(#""\/\/\/\/""#) && !text.contains("//"))
+        #expect(try JSONParser.parse(Array(text.utf8)) == v)
+        for style in [JSONSerializer.Style.compact, .canonical, .python, .pretty] {
+            #expect(!JSONSerializer.string(v, style: style).contains(#"\/"#), "\(style)")
+        }
+        // Slashes at every position of the vectorized plain-run check are escaped.
+        for position in [0, 1, 15, 16, 17, 31, 32, 33, 99] {
+            var chars = Array(repeating: Character("a"), count: 100)
+            chars[position] = "/"
+            let bytes = JSONSerializer.bytes(.string(String(chars)), style: .foundationPretty)
+            #expect(bytes.count == 100 + 3, "/ at \(position)")
+            #expect(try JSONParser.parse(bytes) == .string(String(chars)))
+        }
+    }
+}

@@ -178,7 +178,7 @@ import SiteKeepVocabulary
         let home = dir.url.appendingPathComponent("home")
         _ = try SiteRegistry(home: home, keys: MemoryKeyProvider())
         try Data("{not json".utf8).write(to: home.appendingPathComponent("sites.json"))
-        #expect(throws: PartitionError.registryDamaged("sites.json cannot be read (DecodingError)")) {
+        #expect(throws: PartitionError.registryDamaged("sites.json is not valid JSON (invalid JSON at byte 1: unexpected character 'n')")) {
             try SiteRegistry(home: home, keys: MemoryKeyProvider())
         }
     }

@@ -16,14 +16,6 @@ import Testing
         }
     }
 
-    @Test func aSiteIDReadsAndWritesTheSameJSONString() throws {
-        let id = try SiteID(parsing: "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13")
-        let data = try JSONEncoder().encode([id])
-        #expect(String(decoding: data, as: UTF8.self) == #"["6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13"]"#)
-        #expect(try JSONDecoder().decode([SiteID].self, from: data) == [id])
-        #expect(throws: VocabularyError.invalidSiteIdentifier("x")) { try JSONDecoder().decode([SiteID].self, from: Data(#"["x"]"#.utf8)) }
-    }
-
     @Test func anErrorKeepsABoundedPrefixAndPrintsItEscaped() {
         let long = String(repeating: "a", count: 500)
         #expect(throws: VocabularyError.invalidSiteIdentifier(String(repeating: "a", count: 65))) { try SiteID(parsing: long) }
