@@ -13,12 +13,16 @@ public struct BridgeSite: Sendable, Hashable {
     public let origins: [String]
     /// Only app-bound sites get bridge access.
     public let isAppBound: Bool
+    /// The hosts the user added for the site, each as one string (path and pinned digest): a
+    /// connection bound before they changed is no longer current (``SiteResolver/isCurrent(_:)``).
+    public let hostKeys: [String]
 
-    public init(id: String, name: String, origins: [String], isAppBound: Bool) {
+    public init(id: String, name: String, origins: [String], isAppBound: Bool, hostKeys: [String] = []) {
         self.id = id
         self.name = name
         self.origins = origins
         self.isAppBound = isAppBound
+        self.hostKeys = hostKeys
     }
 }
 
@@ -29,7 +33,7 @@ public protocol SiteResolver: Sendable {
     /// parse again.
     func site(forOrigin origin: Origin) async -> BridgeSite?
     /// Whether `site`, as a connection was bound to it by `hello`, is still registered with the
-    /// same id, origins and app-bound flag. The dispatcher asks before every message on a bound
+    /// same id, origins, app-bound flag and hosts. The dispatcher asks before every message on a bound
     /// connection, so it must be cheap and see a change made by another process at once.
     func isCurrent(_ site: BridgeSite) -> Bool
     /// The ops the user granted `site` (`sitekeep site grant`), as the registry says now: the

@@ -10,6 +10,9 @@ import SiteKeepCrypto
 /// connection (the shared ``SocketListener``), each connection bound to one site by its `hello`.
 ///
 /// - Peers are checked with `SO_PEERCRED`: another uid gets one `forbidden_peer` frame and is closed.
+/// - The connecting process is identified (``PeerProcess``) when it is accepted and again at its
+///   `hello`, and binds a site only if `hosts` says it is one of the site's hosts; otherwise
+///   `hello` gets `forbidden_host`.
 /// - A malformed or oversized frame gets an error reply; the connection goes on.
 /// - A connection whose site was removed or changed since its `hello` gets one `forbidden_origin`
 ///   reply and is closed (``BridgeConnection/isRevoked``).
@@ -21,26 +24,30 @@ public final class BridgeServer: Sendable {
     /// The socket path, when the server created the socket (nil under socket activation).
     public var path: String? { listener.path }
     private let listener: SocketListener
+    private let hosts: any HostAuthority
     private let maxFrame: Int
 
     /// Listens on `path` (folder 0700, socket 0600; a stale socket is replaced).
-    public convenience init(dispatcher: BridgeDispatcher, path: String, onStopped: @escaping @Sendable () -> Void = {}) throws(BridgeError) {
+    /// - Parameter hosts: which processes may bind a connection to a site.
+    public convenience init(dispatcher: BridgeDispatcher, path: String, hosts: any HostAuthority,
+                            onStopped: @escaping @Sendable () -> Void = {}) throws(BridgeError) {
         do {
-            self.init(dispatcher: dispatcher, listener: try SocketListener(path: path, onStopped: onStopped))
+            self.init(dispatcher: dispatcher, listener: try SocketListener(path: path, onStopped: onStopped), hosts: hosts)
         } catch { throw BridgeError(error) }
     }
 
     /// Serves an already listening socket (systemd socket activation passes fd 3).
-    public convenience init(dispatcher: BridgeDispatcher, listener fd: Int32, path: String? = nil,
+    public convenience init(dispatcher: BridgeDispatcher, listener fd: Int32, path: String? = nil, hosts: any HostAuthority,
                             onStopped: @escaping @Sendable () -> Void = {}) throws(BridgeError) {
         do {
-            self.init(dispatcher: dispatcher, listener: try SocketListener(listener: fd, path: path, onStopped: onStopped))
+            self.init(dispatcher: dispatcher, listener: try SocketListener(listener: fd, path: path, onStopped: onStopped), hosts: hosts)
         } catch { throw BridgeError(error) }
     }
 
-    private init(dispatcher: BridgeDispatcher, listener: SocketListener) {
+    private init(dispatcher: BridgeDispatcher, listener: SocketListener, hosts: any HostAuthority) {
         self.dispatcher = dispatcher
         self.listener = listener
+        self.hosts = hosts
         maxFrame = JSONLimits.message.maxBytes
     }
 
@@ -62,7 +69,12 @@ public final class BridgeServer: Sendable {
             _ = out.send(BridgeMessage.failure(id: .null, f).bytes)
             return
         }
-        let connection = BridgeConnection(peer: peer) { bytes in _ = out.send(bytes) }
+        let fd = socket.fd
+        let identify = { @Sendable () -> Result<PeerProcess, PeerProcessError> in
+            Result { () throws(PeerProcessError) in try PeerProcess.identify(socket: fd) }
+        }
+        let host = HostCheck.socket(accepted: identify(), identifyNow: identify, authority: hosts)
+        let connection = BridgeConnection(peer: peer, host: host) { bytes in _ = out.send(bytes) }
         defer { dispatcher.disconnect(connection) }
         let executor = ConnectionExecutor()
         var reader = FrameReader(maxFrame: maxFrame)
@@ -110,7 +122,7 @@ public enum BridgeDaemon {
     /// thread or task, so every thread inherits the mask), serves, and returns after a graceful
     /// shutdown. `onStopped` runs after the last connection closed (flush the audit log there).
     /// - Parameter ready: called with the socket path (nil under activation) once serving.
-    public static func run(dispatcher: BridgeDispatcher, environment: [String: String]? = nil,
+    public static func run(dispatcher: BridgeDispatcher, hosts: any HostAuthority, environment: [String: String]? = nil,
                            ready: @Sendable (String?) -> Void = { _ in },
                            onStopped: @escaping @Sendable () -> Void = {}) throws(BridgeError) {
         let environment = environment ?? ProcessInfo.processInfo.environment
@@ -119,10 +131,10 @@ public enum BridgeDaemon {
         let activated: Int32?
         do { activated = try UnixSocket.activatedListener(environment: environment) } catch { throw BridgeError(error) }
         if let fd = activated {
-            server = try BridgeServer(dispatcher: dispatcher, listener: fd, onStopped: onStopped)
+            server = try BridgeServer(dispatcher: dispatcher, listener: fd, hosts: hosts, onStopped: onStopped)
         } else {
             server = try BridgeServer(dispatcher: dispatcher, path: try DaemonSockets.bridge(environment: environment),
-                                      onStopped: onStopped)
+                                      hosts: hosts, onStopped: onStopped)
         }
         server.start()
         ready(server.path)

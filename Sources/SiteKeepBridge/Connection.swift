@@ -11,6 +11,8 @@ public final class BridgeConnection: Sendable {
     /// Unique within the process.
     public let id: UInt64
     public let peer: PeerCredentials?
+    /// How `hello` checks that this connection's process is a host of the site it names.
+    let host: HostCheck
     let deliver: @Sendable ([UInt8]) -> Void
 
     private struct State {
@@ -22,10 +24,14 @@ public final class BridgeConnection: Sendable {
 
     /// - Parameters:
     ///   - peer: the peer's credentials, when known.
+    ///   - host: how `hello` checks the connecting process against the site's hosts;
+    ///     ``HostCheck/inProcess`` (the default) for a caller in this process, which is its own
+    ///     host. A socket server passes ``HostCheck/socket(accepted:identifyNow:authority:)``.
     ///   - onEvent: receives the compact JSON bytes of each event sent to this connection.
-    public init(peer: PeerCredentials? = nil, onEvent: @escaping @Sendable ([UInt8]) -> Void = { _ in }) {
+    public init(peer: PeerCredentials? = nil, host: HostCheck = .inProcess, onEvent: @escaping @Sendable ([UInt8]) -> Void = { _ in }) {
         id = Self.counter.add(1, ordering: .relaxed).newValue
         self.peer = peer
+        self.host = host
         deliver = onEvent
     }
 

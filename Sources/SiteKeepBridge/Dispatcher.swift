@@ -272,6 +272,11 @@ public final class BridgeDispatcher: Sendable {
                 throw BridgeFailure(.forbiddenOrigin, "the message's origin and args.origin name different sites")
             }
         }
+        // Only a host of the site binds it: the process on the other end of the socket runs the
+        // SiteKeep browser or an executable the user added for this site.
+        if connection.site == nil, let why = connection.host.refusal(for: site) {
+            throw BridgeFailure(.forbiddenHost, why)
+        }
         let bound = connection.bind(site)
         guard bound.id == site.id else {
             throw BridgeFailure(.forbiddenOrigin, "this connection is bound to \(bound.name); open another connection for another site")

@@ -18,6 +18,8 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
     case forbiddenOrigin = "forbidden_origin"
     /// The peer process runs as another user.
     case forbiddenPeer = "forbidden_peer"
+    /// The connecting process is not a host of the site its `hello` names.
+    case forbiddenHost = "forbidden_host"
     /// The connection's site is not on the op's allow-list (or the op is an event).
     case notAllowed = "not_allowed"
     /// The op needs a fresh presence proof and none could be had.
@@ -53,6 +55,7 @@ public enum BridgeErrorCode: String, Sendable, Equatable, CaseIterable {
         case .helloRequired: "the connection is not bound to a site yet; send `hello` first"
         case .forbiddenOrigin: "the origin is unknown, not app-bound, malformed, or not the connection's site; or the connection's site was removed or changed since `hello` (the connection is then closed)"
         case .forbiddenPeer: "the peer process runs as another user (SO_PEERCRED); the connection is closed"
+        case .forbiddenHost: "the connecting process is not a host of the site (the SiteKeep browser, or an executable added with `sitekeep site host add`), runs with variables that load other code (LD_PRELOAD, ...), or could not be identified; `hello` is refused"
         case .notAllowed: "the connection's site is not on the op's allow-list, or the op is an event"
         case .presenceRequired: "the op needs a presence proof no older than 60 s and none could be had"
         case .presenceDenied: "the user refused the presence check"

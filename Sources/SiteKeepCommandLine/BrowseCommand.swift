@@ -1,4 +1,5 @@
 import Foundation
+internal import SiteKeepSocket
 internal import SiteKeepSystem
 #if canImport(Glibc)
 @preconcurrency import Glibc
@@ -35,9 +36,16 @@ enum BrowseCommand {
         }
         // A child, waited for (never exec: the command also runs inside other programs, the tests),
         // with this terminal's streams and in this process group (an interrupt reaches it).
+        // The daemon binds a site only for a host that loads no code it does not name, so the
+        // browser starts without the variables that would make it (LD_PRELOAD, GIO_EXTRA_MODULES, ...).
+        let scrubbed = inv.environment.filter { PeerProcess.codeLoadingVariableNames.contains($0.key) && !$0.value.isEmpty }.keys.sorted()
+        if !scrubbed.isEmpty {
+            inv.note("note: the browser starts without \(scrubbed.joined(separator: ", ")) (the daemon refuses a host that loads code it does not name)")
+        }
+        let environment = inv.environment.filter { !PeerProcess.codeLoadingVariableNames.contains($0.key) }
         let child: ChildProcess
         do throws(SystemError) {
-            child = try ChildProcess.spawn(browser, arguments: Array(args.dropFirst()), environment: inv.environment.map { "\($0.key)=\($0.value)" },
+            child = try ChildProcess.spawn(browser, arguments: Array(args.dropFirst()), environment: environment.map { "\($0.key)=\($0.value)" },
                                            stdin: .inherit, stdout: .inherit, stderr: .inherit, ownProcessGroup: false)
         } catch {
             throw CommandFailure("cannot start \(browser): \(error.cause)", code: "not_found")

@@ -57,6 +57,7 @@ enum SiteCommands {
             JSONMember(key: "origins", value: .array(s.origins.map { .string($0.serialized) })),
             JSONMember(key: "appBound", value: .bool(s.isAppBound)), JSONMember(key: "protection", value: .string(s.protection.rawValue)),
             JSONMember(key: "grants", value: .array(s.grants.map { .string($0) })),
+            JSONMember(key: "hosts", value: .array(s.hosts.map(SiteHostCommands.hostJSON))),
         ])
     }
 
@@ -76,9 +77,11 @@ enum SiteCommands {
         options: [.option("--origin", value: "URL", "an origin of the site (repeatable), e.g. https://promptugal.news"),
                   .flag("--app-bound", "let the site use the bridge (at most ten)"),
                   .option("--protection", value: "after-login|when-unlocked", "the data-protection class (default after-login)"),
+                  .option("--host", value: "PATH", "a program besides the SiteKeep browser that may bind the site's bridge connections (repeatable; see 'sitekeep site host add')"),
                   UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep site add 'Web Summit' --origin https://web-summit.sgit.ai --app-bound", "register an app-bound site"),
+                   CommandExample("sitekeep site add Newsroom --origin https://newsroom.sgit.ai --app-bound --host /usr/bin/newsroom-viewer", "an app-bound site that its own viewer may also act for"),
                    CommandExample("sitekeep site add Drafts --origin http://localhost:8080 --protection when-unlocked --passphrase-file pass.txt", "a local site whose data is readable only while unlocked")]
     ) { inv in
         let origins = inv.options("--origin")
@@ -89,10 +92,21 @@ enum SiteCommands {
         case "when-unlocked": protection = .whenUnlocked
         case let other: throw UsageError("--protection must be after-login or when-unlocked, not '\(other)'", command: inv.spec.commandLine)
         }
+        // A new site's first hosts need no approval: the site holds nothing yet, and no
+        // registered site's origins can be taken (origins are unique).
+        var hosts: [SiteHost] = []
+        for typed in inv.options("--host") {
+            guard inv.flag("--app-bound") else {
+                throw UsageError("--host needs --app-bound: only app-bound sites use the bridge", command: inv.spec.commandLine)
+            }
+            do throws(PartitionError) { hosts.append(try SiteHost.adding(typed)) } catch {
+                throw CommandFailure(error.description, remedy: "give the path of the host program's executable", code: "invalid_host")
+            }
+        }
         let store = try StoreContext.open(inv)
         if protection == .whenUnlocked { try store.unlockOneShot(inv) }
         let s = try registry(store).add(displayName: try inv.requiredArgument("NAME"), origins: origins,
-                                        appBound: inv.flag("--app-bound"), protection: protection)
+                                        appBound: inv.flag("--app-bound"), protection: protection, hosts: hosts)
         inv.emit(siteJSON(s)) {
             "Added site \(s.displayName) (\(s.origins.map(\.serialized).joined(separator: " "))): id \(s.id.string), "
                 + (s.isAppBound ? "app-bound, " : "") + s.protection.rawValue

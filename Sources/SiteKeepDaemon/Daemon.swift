@@ -121,12 +121,17 @@ public final class Daemon: Sendable {
         let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: env)
         let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService())
         let dispatcher = try wired.dispatcher()
+        // Only a site's hosts bind it: the SiteKeep browser installed beside this program, and
+        // the executables the user added for the site (`sitekeep site host add`).
+        let resolver = RegistrySiteResolver(registry: registry)
+        let browser = ProcessEnvironment.executablePath().flatMap { SiteHostAuthority.browser(besideExecutable: $0) }
+        let hosts = SiteHostAuthority(builtIns: browser.map { [$0] } ?? [], hostsOf: { resolver.hosts($0) })
         let bridge: BridgeServer
         do {
             if options.bridgeSocket == nil, let fd = try UnixSocket.activatedListener(environment: env) {
-                bridge = try BridgeServer(dispatcher: dispatcher, listener: fd)
+                bridge = try BridgeServer(dispatcher: dispatcher, listener: fd, hosts: hosts)
             } else {
-                bridge = try BridgeServer(dispatcher: dispatcher, path: try options.bridgeSocket ?? DaemonSockets.bridge(environment: env))
+                bridge = try BridgeServer(dispatcher: dispatcher, path: try options.bridgeSocket ?? DaemonSockets.bridge(environment: env), hosts: hosts)
             }
         } catch {
             wired.core.stop()

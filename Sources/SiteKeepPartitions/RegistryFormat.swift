@@ -19,6 +19,7 @@ import SiteKeepVocabulary
 ///       "createdAt" : "2026-12-01T11:08:19Z",
 ///       "displayName" : "Promptugal",
 ///       "grants" : [ … ],                      (only when the site has some)
+///       "hosts" : [ { "path" : …, "sha256" : … } ],   (only when the site has some; sha256 only when kept)
 ///       "id" : "2a436ddc-ce2a-4ed1-8012-a0e516e84c2d",
 ///       "isAppBound" : true,
 ///       "lastUsedAt" : "2026-12-01T11:08:19Z",
@@ -49,6 +50,13 @@ enum RegistryFormat {
             ]
             // Written only when there are some, so a store without grants reads as before everywhere.
             if !site.grants.isEmpty { members.append(JSONMember(key: "grants", value: .array(site.grants.map { .string($0) }))) }
+            // The same for the hosts the user added (an older SiteKeep ignores the member).
+            if !site.hosts.isEmpty {
+                members.append(JSONMember(key: "hosts", value: .array(site.hosts.map { host in
+                    .object([JSONMember(key: "path", value: .string(host.path))]
+                        + (host.sha256.map { [JSONMember(key: "sha256", value: .string($0))] } ?? []))
+                })))
+            }
             members += [
                 JSONMember(key: "id", value: .string(site.id.string)),
                 JSONMember(key: "isAppBound", value: .bool(site.isAppBound)),
@@ -114,9 +122,25 @@ enum RegistryFormat {
                 grants.append(op)
             }
         }
+        var hosts: [SiteHost] = []
+        if let list = r.optional("hosts"), !list.isNull {
+            guard case .array(let items) = list else { throw RegistryFormatError("\(path).hosts", "must be an array, found \(list.typeName)") }
+            for (i, item) in items.enumerated() {
+                var h = try reader(item, "\(path).hosts[\(i)]")
+                let hostPath = try string(&h, "path", "\(path).hosts[\(i)]")
+                var digest: String?
+                if let d = h.optional("sha256"), !d.isNull {
+                    guard case .string(let text) = d else { throw RegistryFormatError("\(path).hosts[\(i)].sha256", "must be a string, found \(d.typeName)") }
+                    digest = text
+                }
+                do { hosts.append(try SiteHost(path: hostPath, sha256: digest)) } catch {
+                    throw RegistryFormatError("\(path).hosts[\(i)]", "is not a host: \(error)")
+                }
+            }
+        }
         return Site(id: id, displayName: try string(&r, "displayName", path), origins: origins, isAppBound: isAppBound,
                     protection: protection, createdAt: try date(&r, "createdAt", path), lastUsedAt: try date(&r, "lastUsedAt", path),
-                    grants: grants)
+                    grants: grants, hosts: hosts)
     }
 
     private static func reader(_ value: JSONValue, _ path: String) throws(RegistryFormatError) -> JSONObjectReader {

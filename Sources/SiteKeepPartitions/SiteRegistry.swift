@@ -26,11 +26,16 @@ public struct Site: Sendable, Hashable {
     /// site grant`), sorted. The registry keeps names only; the bridge decides which ops may be
     /// granted and applies a grant to this site alone. Absent in a store from before grants.
     public var grants: [String] = []
+    /// The programs besides the SiteKeep browser that may bind the site's bridge connections
+    /// (`sitekeep site host add`), in the order added. Absent in a store from before hosts.
+    public var hosts: [SiteHost] = []
 }
 
 extension Site {
     /// The most ops one site may be granted, and the longest op name.
     public static let maximumGrants = 64
+    /// The most hosts one site may have besides the SiteKeep browser.
+    public static let maximumHosts = 16
     static let maximumOpNameBytes = OpName.maximumLength
 
     /// Whether `op` has the form of a bridge op name: lower-case words (a–z, 0–9) joined by dots
@@ -308,12 +313,20 @@ public final class SiteRegistry: Sendable {
     ///   - protection: how the storage key is protected.
     /// - Returns: The new site.
     @discardableResult
-    public func add(displayName: String, origins: [String], appBound: Bool, protection: ProtectionClass = .afterLogin) throws(PartitionError) -> Site {
-        try add(displayName: displayName, origins: origins, appBound: appBound, protection: protection, identifier: .random())
+    /// - Parameter hosts: programs besides the SiteKeep browser that may bind the site's bridge
+    ///   connections (an app-bound site's only).
+    public func add(displayName: String, origins: [String], appBound: Bool, protection: ProtectionClass = .afterLogin,
+                    hosts: [SiteHost] = []) throws(PartitionError) -> Site {
+        try add(displayName: displayName, origins: origins, appBound: appBound, protection: protection, identifier: .random(), hosts: hosts)
     }
 
-    /// As ``add(displayName:origins:appBound:protection:)`` with a chosen identifier (tests, restore).
-    package func add(displayName: String, origins: [String], appBound: Bool, protection: ProtectionClass, identifier: SiteID) throws(PartitionError) -> Site {
+    /// As ``add(displayName:origins:appBound:protection:hosts:)`` with a chosen identifier (tests, restore).
+    package func add(displayName: String, origins: [String], appBound: Bool, protection: ProtectionClass, identifier: SiteID,
+                     hosts: [SiteHost] = []) throws(PartitionError) -> Site {
+        guard appBound || hosts.isEmpty else {
+            throw .invalidValue("only an app-bound site has hosts: the bridge is for app-bound sites")
+        }
+        guard hosts.count <= Site.maximumHosts else { throw .invalidValue("a site may have at most \(Site.maximumHosts) hosts") }
         let name = displayName.trimmingCharacters(in: .whitespaces)
         if name.isEmpty || name.count > 100 { throw .invalidDisplayName("it must be 1 to 100 characters") }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
@@ -328,7 +341,10 @@ public final class SiteRegistry: Sendable {
         for o in parsed where !distinct.contains(o) { distinct.append(o) }
         let unique = distinct
         let now = Date(timeIntervalSince1970: Clocks.wallSeconds())
-        let site = Site(id: identifier, displayName: name, origins: unique, isAppBound: appBound, protection: protection, createdAt: now, lastUsedAt: now)
+        var distinctHosts: [SiteHost] = []
+        for h in hosts where !distinctHosts.contains(where: { $0.path == h.path }) { distinctHosts.append(h) }
+        let site = Site(id: identifier, displayName: name, origins: unique, isAppBound: appBound, protection: protection, createdAt: now, lastUsedAt: now,
+                        hosts: distinctHosts)
 
         // Under the file lock on a fresh read: two processes adding at once both land, and the
         // origin and app-bound checks see every site another process added.
@@ -515,6 +531,31 @@ public final class SiteRegistry: Sendable {
             }
             guard site.grants != sorted else { return site }
             site.grants = sorted
+            st.sites[id] = site
+            try persist(st)
+            return site
+        } }
+        guard let written else { throw .storageFailure("the registry lock was not taken") }
+        return written
+    }
+
+    /// Changes the site's hosts (``Site/hosts``) on the registry's fresh read under the file
+    /// lock, so a change another process made meanwhile is kept; `change` gets the hosts now and
+    /// returns the new list (one entry per path is kept, the last given).
+    /// - Throws: ``PartitionError/unknownSite(_:)``; ``PartitionError/invalidValue(_:)`` for a
+    ///   site that is not app-bound or too many hosts.
+    @discardableResult
+    public func updateHosts(forIdentifier id: SiteID, _ change: @Sendable ([SiteHost]) -> [SiteHost]) throws(PartitionError) -> Site {
+        let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
+            guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            var hosts: [SiteHost] = []
+            for h in change(site.hosts).reversed() where !hosts.contains(where: { $0.path == h.path }) { hosts.insert(h, at: 0) }
+            guard hosts.count <= Site.maximumHosts else { throw PartitionError.invalidValue("a site may have at most \(Site.maximumHosts) hosts") }
+            guard site.isAppBound || hosts.isEmpty else {
+                throw PartitionError.invalidValue("\(site.displayName) is not app-bound; only app-bound sites use the bridge, so a host would do nothing")
+            }
+            guard site.hosts != hosts else { return site }
+            site.hosts = hosts
             st.sites[id] = site
             try persist(st)
             return site

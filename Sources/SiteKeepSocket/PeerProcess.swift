@@ -74,7 +74,9 @@ public enum PeerProcessError: Error, Sendable, Equatable, CustomStringConvertibl
 ///    pid, and a process that started after `acceptedAtBootNanoseconds` is refused (it cannot
 ///    be the one that connected);
 /// 2. `/proc/PID/exe` opened (the file the kernel maps, even if its path was since replaced or
-///    deleted), its identity and path;
+///    deleted): its identity (device, inode, size, time) and path. Two processes running the
+///    same file have the same identity, so a caller compares it with the identity of a path it
+///    trusts (and, to know the contents, digests the file at that path, not the peer's);
 /// 3. the names of the variables in `/proc/PID/environ` that load code the executable does not
 ///    name (``codeLoadingVariableNames``);
 /// 4. the pidfd asked whether the process still runs: if not, what was read may be another
@@ -84,15 +86,15 @@ public enum PeerProcessError: Error, Sendable, Equatable, CustomStringConvertibl
 /// across `fork` before the connecting process called `execve`, or passed with `SCM_RIGHTS`),
 /// and a process changed from outside after it started (`ptrace`, `/proc/PID/mem`). Callers
 /// that grant on this identity say so (SECURITY.md).
-public struct PeerProcess: ~Copyable {
+public struct PeerProcess: Sendable, Equatable {
     /// The variables, in a peer's environment, that make the dynamic loader, GTK, GIO or
     /// GStreamer load code from a path the executable does not name. Their presence is reported
     /// in ``codeLoadingVariables``; the caller decides (a host binding refuses them).
     public static let codeLoadingVariableNames: Set<String> = [
-        "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG_OUTPUT", "LD_PROFILE",
-        "GTK_MODULES", "GTK3_MODULES", "GTK_PATH", "GTK_IM_MODULE_FILE", "GIO_EXTRA_MODULES", "GIO_MODULE_DIR",
+        "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+        "GTK_MODULES", "GTK3_MODULES", "GTK_PATH", "GIO_EXTRA_MODULES", "GIO_MODULE_DIR",
         "GST_PLUGIN_PATH", "GST_PLUGIN_PATH_1_0", "GST_PLUGIN_SYSTEM_PATH", "GST_PLUGIN_SYSTEM_PATH_1_0",
-        "WEBKIT_INJECTED_BUNDLE_PATH", "WEBKIT_EXEC_PATH", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS",
+        "WEBKIT_EXEC_PATH", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS",
     ]
 
     /// The peer's pid (from the pidfd's process).
@@ -108,15 +110,6 @@ public struct PeerProcess: ~Copyable {
     public let executable: ExecutableIdentity
     /// The names, sorted, of the ``codeLoadingVariableNames`` set in the peer's environment.
     public let codeLoadingVariables: [String]
-    private let executableFD: Int32
-
-    deinit { close(executableFD) }
-
-    /// Calls `body` with a read-only descriptor of the file the process runs (for a digest of
-    /// its contents); the descriptor is closed with this value, never by `body`.
-    public func withExecutable<R, E: Error>(_ body: (Int32) throws(E) -> R) throws(E) -> R {
-        try body(executableFD)
-    }
 
     /// Identifies the process at the other end of the connected Unix socket `fd`.
     /// - Parameter acceptedAtBootNanoseconds: when the connection was accepted, on
@@ -144,8 +137,7 @@ public struct PeerProcess: ~Copyable {
             if e == .noSuchFileOrDirectory { throw .processGone(pid: pid) }
             throw .unreadable(pid: pid, what: "exe", errno: e)
         }
-        var keep = false
-        defer { if !keep { close(exeFD) } }
+        defer { close(exeFD) }
         guard let identity = ExecutableIdentity(descriptor: exeFD) else {
             throw .unreadable(pid: pid, what: "exe", errno: Errno.current)
         }
@@ -164,20 +156,19 @@ public struct PeerProcess: ~Copyable {
         // Everything above was read from /proc/PID: it was this process's only if it still runs
         // (a pid is not reused while its process has not been reaped).
         guard sitekeep_pidfd_alive(pidfd) == 1 else { throw .processGone(pid: pid) }
-        keep = true
         return PeerProcess(pid: pid, uid: cred.uid, executablePath: path, executableReplaced: replaced,
-                           executable: identity, codeLoadingVariables: variables, executableFD: exeFD)
+                           executable: identity, codeLoadingVariables: variables)
     }
 
-    private init(pid: Int32, uid: UInt32, executablePath: String, executableReplaced: Bool, executable: ExecutableIdentity,
-                 codeLoadingVariables: [String], executableFD: Int32) {
+    /// A description of a process, for tests and for in-process hosts that know what they run.
+    public init(pid: Int32, uid: UInt32, executablePath: String, executableReplaced: Bool = false, executable: ExecutableIdentity,
+                codeLoadingVariables: [String] = []) {
         self.pid = pid
         self.uid = uid
         self.executablePath = executablePath
         self.executableReplaced = executableReplaced
         self.executable = executable
         self.codeLoadingVariables = codeLoadingVariables
-        self.executableFD = executableFD
     }
 
     /// The names of the code-loading variables set (non-empty) in `/proc/PID/environ`. The

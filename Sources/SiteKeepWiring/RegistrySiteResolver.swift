@@ -18,6 +18,7 @@ public final class RegistrySiteResolver: SiteResolver {
         var generation: UInt64 = 0
         var sites: [String: BridgeSite] = [:]
         var grants: [String: Set<String>] = [:]
+        var hosts: [String: [SiteHost]] = [:]
     }
 
     public init(registry: SiteRegistry) { self.registry = registry }
@@ -31,7 +32,7 @@ public final class RegistrySiteResolver: SiteResolver {
     public func isCurrent(_ site: BridgeSite) -> Bool {
         current { v in
             guard let now = v.sites[site.id] else { return false }
-            return now.isAppBound == site.isAppBound && now.origins == site.origins
+            return now.isAppBound == site.isAppBound && now.origins == site.origins && now.hostKeys == site.hostKeys
         }
     }
 
@@ -44,6 +45,15 @@ public final class RegistrySiteResolver: SiteResolver {
         }
     }
 
+    /// The hosts the user added for the site (``Site/hosts``), from the same view and on the same
+    /// terms as ``grantedOps(_:)``: a site re-registered with other origins has none of them.
+    public func hosts(_ site: BridgeSite) -> [SiteHost] {
+        current { v in
+            guard let now = v.sites[site.id], now.isAppBound == site.isAppBound, now.origins == site.origins else { return [] }
+            return v.hosts[site.id] ?? []
+        }
+    }
+
     /// Runs `body` on the view of the registry's current generation (rebuilt when it moved).
     private func current<R: Sendable>(_ body: (View) -> R) -> R {
         let generation = registry.generation
@@ -53,6 +63,7 @@ public final class RegistrySiteResolver: SiteResolver {
                 for s in registry.sites() where s.isAppBound {
                     fresh.sites[s.id.string] = Self.bridgeSite(s)
                     if !s.grants.isEmpty { fresh.grants[s.id.string] = Set(s.grants) }
+                    if !s.hosts.isEmpty { fresh.hosts[s.id.string] = s.hosts }
                 }
                 v = fresh
             }
@@ -61,6 +72,7 @@ public final class RegistrySiteResolver: SiteResolver {
     }
 
     static func bridgeSite(_ s: Site) -> BridgeSite {
-        BridgeSite(id: s.id.string, name: s.displayName, origins: s.origins.map(\.serialized), isAppBound: s.isAppBound)
+        BridgeSite(id: s.id.string, name: s.displayName, origins: s.origins.map(\.serialized), isAppBound: s.isAppBound,
+                   hostKeys: s.hosts.map { $0.path + " " + ($0.sha256 ?? "-") })
     }
 }

@@ -207,7 +207,7 @@ public enum BridgeBenchmark {
         let dispatcher = try BridgeDispatcher(catalogue: catalogue, sites: InMemoryBridge.resolver,
                                               modules: InMemoryBridge.modules(signing: CustodySigningService(custodian: custodian, presence: window)))
         let path = "\(workDir)/bridge-\(algorithm.rawValue).sock"
-        let server = try BridgeServer(dispatcher: dispatcher, path: path)
+        let server = try BridgeServer(dispatcher: dispatcher, path: path, hosts: SiteHostAuthority.thisProgram())
         server.start()
         defer { server.shutdown() }
         let data = Array(repeating: UInt8(0x5a), count: 32)

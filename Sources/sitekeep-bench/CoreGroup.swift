@@ -55,7 +55,7 @@ func coreGroup(_ settings: Settings) throws -> [Row] {
     let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), sites: RegistrySiteResolver(registry: registry),
                                           modules: [ScheduleModule(PartitionScheduleService(access: access))])
     let path = dir.appendingPathComponent("bridge.sock").path
-    let server = try BridgeServer(dispatcher: dispatcher, path: path)
+    let server = try BridgeServer(dispatcher: dispatcher, path: path, hosts: SiteHostAuthority.thisProgram())
     server.start()
     defer { server.shutdown() }
     let picks: JSONValue = .array((0..<20).map { ["id": .string("item-\($0 * 10)"), "at": .int(base + Int64($0))] })

@@ -68,7 +68,7 @@ func mirroredScheduleSetLatencies(_ settings: Settings, connections: Int) throws
     let dispatcher = try BridgeDispatcher(catalogue: try OpCatalogue.bundled(), sites: RegistrySiteResolver(registry: registry),
                                           modules: [ScheduleModule(service)])
     let path = base + "/bridge.sock"
-    let server = try BridgeServer(dispatcher: dispatcher, path: path)
+    let server = try BridgeServer(dispatcher: dispatcher, path: path, hosts: SiteHostAuthority.thisProgram())
     server.start()
     defer { server.shutdown() }
 

@@ -264,7 +264,7 @@ func vaultGroup(_ settings: Settings) throws -> [Row] {
             table.rows.append([String(format: "`vault.load` through the bridge dispatcher in-process (request bytes to reply bytes: parse, policy, handler, result check, encode), %d calls: p50", samples.count),
                                String(format: "%.1f µs", percentile(samples, 50) * 1e6), "", ""])
         }
-        let server = try BridgeServer(dispatcher: dispatcher, path: base + "/run/bridge.sock")
+        let server = try BridgeServer(dispatcher: dispatcher, path: base + "/run/bridge.sock", hosts: SiteHostAuthority.thisProgram())
         server.start()
         defer { server.shutdown() }
         // Two clients, as the bridge group's key.sign rows: one that looks for its reply for

@@ -27,7 +27,7 @@ import SiteKeepVocabulary
         let access = PartitionAccess(registry: registry, lockScope: LockScope())
         let resolver = RegistrySiteResolver(registry: registry), storage = StorageModule(PartitionStorageService(access: access))
         try FileManager.default.createDirectory(atPath: f.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, sites: resolver, modules: [storage]), path: f.path + "/run/bridge.sock")
+        let server = try BridgeServer(dispatcher: try BridgeDispatcher(catalogue: catalogue, sites: resolver, modules: [storage]), path: f.path + "/run/bridge.sock", hosts: SiteHostAuthority.thisProgram())
         server.start()
         defer { server.shutdown() }
 

@@ -17,7 +17,7 @@ struct TestDaemon {
             let seed: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0x40 + $0 * 7) }
             let key = SigningKeyHandle(ed25519: try Ed25519.PrivateKey(seed: SecretBytes(copying: seed)))
             let dispatcher = try InMemoryBridge.dispatcher(signing: HandleSigningService(keys: ["team-ed": key], audit: audit))
-            try BridgeDaemon.run(dispatcher: dispatcher, ready: { path in
+            try BridgeDaemon.run(dispatcher: dispatcher, hosts: AnyProcessIsAHost(), ready: { path in
                 FileHandle.standardOutput.write(Data("ready \(path ?? "activated")\n".utf8))
             }, onStopped: { audit.close() })
             FileHandle.standardOutput.write(Data("stopped\n".utf8))

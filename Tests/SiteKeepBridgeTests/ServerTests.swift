@@ -6,6 +6,7 @@ import SiteKeepJSON
 import SiteKeepCrypto
 import SiteKeepCustody
 @testable import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepSocket
 import SiteKeepTestSupport
 
@@ -20,7 +21,7 @@ struct LiveServer {
         dir = try tempDir()
         path = dir + "/run/bridge.sock"
         bed = try Bed()
-        server = try BridgeServer(dispatcher: bed.dispatcher, path: path)
+        server = try BridgeServer(dispatcher: bed.dispatcher, path: path, hosts: SiteHostAuthority.thisProgram())
         server.start()
     }
 
@@ -101,15 +102,15 @@ extension BlockingTests {
         let fd = try UnixSocket.listen(path: path)
         close(fd)
         let bed = try Bed()
-        let server = try BridgeServer(dispatcher: bed.dispatcher, path: path)
+        let server = try BridgeServer(dispatcher: bed.dispatcher, path: path, hosts: SiteHostAuthority.thisProgram())
         server.start()
-        #expect(throws: BridgeError.self) { try BridgeServer(dispatcher: bed.dispatcher, path: path) }
+        #expect(throws: BridgeError.self) { try BridgeServer(dispatcher: bed.dispatcher, path: path, hosts: SiteHostAuthority.thisProgram()) }
         let c = try BridgeClient.connect(path: path)
         _ = try c.hello(origin: "https://reader.example")
         server.shutdown()
         #expect(!FileManager.default.fileExists(atPath: path), "shutdown removes the socket")
         _ = FileManager.default.createFile(atPath: path, contents: Data("keep me".utf8))
-        #expect(throws: BridgeError.self) { try BridgeServer(dispatcher: bed.dispatcher, path: path) }
+        #expect(throws: BridgeError.self) { try BridgeServer(dispatcher: bed.dispatcher, path: path, hosts: SiteHostAuthority.thisProgram()) }
         #expect(FileManager.default.contents(atPath: path) == Data("keep me".utf8))
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepBridge
+import SiteKeepWiring
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepDaemon
@@ -31,7 +32,7 @@ final class InProcessBridge: @unchecked Sendable {
         let run = store.dir.appendingPathComponent("run-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         path = run.appendingPathComponent("bridge.sock").path
-        server = try BridgeServer(dispatcher: dispatcher, path: path)
+        server = try BridgeServer(dispatcher: dispatcher, path: path, hosts: SiteHostAuthority.thisProgram())
         server.start()
     }
 

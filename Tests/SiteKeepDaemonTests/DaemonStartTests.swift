@@ -24,7 +24,7 @@ import SiteKeepTestSupport
         let store = try OpenStore.open(home: home, keyring: .file, creating: true)
         _ = try store.custodian.initialize(passphrase: SecretBytes(copying: Array(passphrase.utf8)), parameters: .minimum,
                                            withRecoveryCode: false)
-        _ = try store.registry().add(displayName: "News", origins: ["https://news.example"], appBound: true)
+        _ = try store.registry().add(displayName: "News", origins: ["https://news.example"], appBound: true, hosts: try TestHost.hosts())
         return home
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+import SiteKeepSystem
+public import SiteKeepPartitions
 
 /// The package's executables as `swift build` left them (`.build/debug`), and the reference
 /// tools the tests run, found from this file's own path, so they work from any test target and
@@ -33,4 +35,16 @@ public enum BuiltProducts {
         let candidate = root.appendingPathComponent(".venv/bin/sgit").path
         return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
     }
+}
+
+/// The test runner as a site's host: a daemon binds a site's bridge connection only for the
+/// site's hosts (the SiteKeep browser, and the programs added with `--host`), and the tests that
+/// call the bridge from the test process add it so.
+public enum TestHost {
+    /// This test process's executable.
+    public static let runner: String = ProcessEnvironment.executablePath() ?? "/proc/self/exe"
+    /// `site add` arguments that make the test runner a host of the site.
+    public static var arguments: [String] { ["--host", runner] }
+    /// The same, for ``SiteRegistry/add(displayName:origins:appBound:protection:hosts:)``.
+    public static func hosts() throws -> [SiteHost] { [try SiteHost.adding(runner)] }
 }

@@ -1,4 +1,5 @@
 public import SiteKeepBridge
+public import SiteKeepSocket
 import SiteKeepWiring
 public import SiteKeepCore
 internal import SiteKeepJSON
@@ -362,4 +363,12 @@ public final class InMemoryInbox: InboxService {
         if let bad = Inbox.firstNonItem(paths, in: Self.listing) { throw .notInInbox(bad) }
         return marks.withLock { all in all[site.id, default: InboxReadMarks()].markRead(paths, in: Self.listing, at: Instant(milliseconds: 1_793_000_000_000)!) }
     }
+}
+
+/// A host authority that lets every process of this user bind any site: for the bridge's own
+/// process tests (the test daemon, whose clients are the test runner and `curl`-like peers),
+/// never for a daemon whose host binding is under test.
+public struct AnyProcessIsAHost: HostAuthority {
+    public init() {}
+    public func refusal(of process: PeerProcess, for site: BridgeSite) -> String? { nil }
 }

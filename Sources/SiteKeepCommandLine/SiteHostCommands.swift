@@ -1,0 +1,122 @@
+import Foundation
+internal import SiteKeepCustody
+internal import SiteKeepJSON
+internal import SiteKeepPartitions
+import SiteKeepVocabulary
+internal import SiteKeepDaemon
+
+/// `site host add|remove|list`: which programs may bind a bridge connection to a site (its
+/// hosts). The SiteKeep browser is every site's host; these add others, one site at a time.
+enum SiteHostCommands {
+    static var all: [CommandSpec] { [add, remove, list] }
+
+    static let pathArgument = ArgumentSpec("PATH", "the host program's executable (a path; symbolic links are resolved)")
+
+    static func hostJSON(_ h: SiteHost) -> JSONValue {
+        .object([JSONMember(key: "path", value: .string(h.path)),
+                 JSONMember(key: "sha256", value: h.sha256.map { .string($0) } ?? .null)])
+    }
+
+    static func describe(_ hosts: [SiteHost]) -> String {
+        (["the SiteKeep browser"] + hosts.map(\.description)).joined(separator: ", ")
+    }
+
+    static let add = CommandSpec(
+        path: ["site", "host", "add"],
+        summary: "Let a program bind bridge connections to a site (besides the SiteKeep browser)",
+        discussion: """
+        The daemon binds a site's bridge connection only for a process that runs one of the \
+        site's hosts: the SiteKeep browser installed beside it, and the executables added here. \
+        It reads what the connecting process runs from the kernel (/proc, under a pidfd), so \
+        another program of yours cannot claim the site. Where you can change the file (it, or a \
+        folder above it, is yours), its SHA-256 is kept and must still match: after updating such \
+        a program, add it again. A program run with LD_PRELOAD, LD_LIBRARY_PATH or another \
+        variable that loads other code is refused. Adding a host widens who may act for the site, \
+        so it needs your approval (the presence prompt, the passphrase typed again, or the current \
+        secret given for this command); it is in the audit log.
+        """,
+        arguments: [SiteCommands.siteArgument, pathArgument],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site host add https://newsroom.sgit.ai /usr/bin/newsroom-viewer --passphrase-file pass.txt",
+                                  "let the newsroom's own viewer act for the site")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try SiteCommands.registry(store)
+        let s = try SiteCommands.site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        guard s.isAppBound else {
+            throw CommandFailure("\(s.displayName) is not app-bound: only app-bound sites use the bridge, so a host would do nothing",
+                                 remedy: "a site is made app-bound when it is added (--app-bound)", code: "not_app_bound")
+        }
+        let typed = try inv.requiredArgument("PATH")
+        let host: SiteHost
+        do throws(PartitionError) { host = try SiteHost.adding(typed) } catch {
+            throw CommandFailure(error.description, remedy: "give the path of the host program's executable", code: "invalid_host")
+        }
+        if let same = s.hosts.first(where: { $0 == host }) {
+            inv.note("note: \(same.path) is already a host of \(s.displayName)")
+            inv.emit(["site": .string(s.id.string), "hosts": .array(s.hosts.map(hostJSON))]) { "Nothing added; \(s.displayName)'s hosts: \(describe(s.hosts))." }
+            return
+        }
+        let origin = s.origins.first?.serialized ?? s.id.string
+        // Letting another program act for a site widens who may use it: the user approves it,
+        // whichever process sent the command (as `site grant`).
+        let proof = try Approval.approve(inv, store: store, op: "site.host", keyID: nil,
+                                         subject: "let \(host.path) act for \(s.displayName) (\(origin))")
+        let now = try reg.updateHosts(forIdentifier: s.id) { hosts in hosts.filter { $0.path != host.path } + [host] }
+        do {
+            try store.custodian.auditLog.append(site: s.id.string, op: "site.host", key: nil, result: "ok", prompt: proof.promptID,
+                                                detail: "added the host \(host.description) to \(origin)")
+        } catch {
+            // Unlogged, the host does not stand.
+            _ = try? reg.updateHosts(forIdentifier: s.id) { hosts in hosts.filter { $0 != host } }
+            throw error
+        }
+        inv.emit(["site": .string(s.id.string), "added": hostJSON(host), "hosts": .array(now.hosts.map(hostJSON))]) {
+            "Added the host \(host.description) to \(s.displayName); its hosts: \(describe(now.hosts))."
+        }
+    }
+
+    static let remove = CommandSpec(
+        path: ["site", "host", "remove"],
+        summary: "Stop a program binding bridge connections to a site",
+        discussion: "Removes the executable from the site's hosts (the SiteKeep browser stays). Needs no approval: it only narrows who may act for the site. Connections the program holds are closed at their next message. In the audit log.",
+        arguments: [SiteCommands.siteArgument, pathArgument],
+        examples: [CommandExample("sitekeep site host remove https://newsroom.sgit.ai /usr/bin/newsroom-viewer", "the viewer may no longer act for the site")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try SiteCommands.registry(store)
+        let s = try SiteCommands.site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        let typed = try inv.requiredArgument("PATH")
+        let resolved = realpath(typed, nil).map { p -> String in defer { free(p) }; return String(cString: p) }
+        let matching = s.hosts.filter { $0.path == typed || $0.path == resolved }
+        guard !matching.isEmpty else {
+            throw CommandFailure("\(typed) is not a host of \(s.displayName) (its hosts: \(describe(s.hosts)))",
+                                 remedy: "'sitekeep site host list \(s.origins.first?.serialized ?? s.id.string)' shows them", code: "not_found")
+        }
+        let now = try reg.updateHosts(forIdentifier: s.id) { hosts in hosts.filter { !matching.contains($0) } }
+        try store.custodian.auditLog.append(site: s.id.string, op: "site.host.remove", key: nil, result: "ok",
+                                            detail: "removed the host \(matching.map(\.path).joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string)")
+        inv.emit(["site": .string(s.id.string), "removed": .array(matching.map(hostJSON)), "hosts": .array(now.hosts.map(hostJSON))]) {
+            "Removed \(matching.map(\.path).joined(separator: ", ")) from \(s.displayName)'s hosts; its hosts: \(describe(now.hosts))."
+        }
+    }
+
+    static let list = CommandSpec(
+        path: ["site", "host", "list"],
+        summary: "List the programs that may bind bridge connections to each site",
+        arguments: [ArgumentSpec("SITE", "one site (default: every app-bound site)", optional: true)],
+        examples: [CommandExample("sitekeep site host list", "each app-bound site's hosts")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try SiteCommands.registry(store)
+        let sites = try inv.argument("SITE").map { [try SiteCommands.site($0, in: reg, command: inv.spec.commandLine)] } ?? reg.sites().filter(\.isAppBound)
+        inv.emit(.array(sites.map { s in
+            .object([JSONMember(key: "site", value: .string(s.id.string)), JSONMember(key: "name", value: .string(s.displayName)),
+                     JSONMember(key: "browser", value: .bool(true)), JSONMember(key: "hosts", value: .array(s.hosts.map(hostJSON)))])
+        })) {
+            sites.isEmpty ? "No app-bound sites." :
+            Table(headers: ["SITE", "HOSTS"], rows: sites.map { [$0.displayName, describe($0.hosts)] }).render { inv.style($0, .bold) }
+        }
+    }
+}
