@@ -38,6 +38,30 @@ import SiteKeepVocabulary
         #expect(sites[1].createdAt.timeIntervalSince1970 == -2)
     }
 
+    /// A site's hosts (issue 36) are kept in `sites.json` and read back: a path alone, or a path
+    /// with the SHA-256 kept; a site without hosts is written as before (no member).
+    @Test func hostsAreWrittenReadAgainAndAbsentWhenThereAreNone() throws {
+        let dir = TempDir()
+        let reg = try SiteRegistry(home: dir.url.appendingPathComponent("home"), keys: MemoryKeyProvider())
+        let pinned = try SiteHost(path: "/home/me/bin/viewer", sha256: String(repeating: "ab", count: 32))
+        let trusted = try SiteHost(path: "/usr/bin/viewer", sha256: nil)
+        let s = try reg.add(displayName: "News", origins: ["https://news.example"], appBound: true, hosts: [pinned, trusted])
+        _ = try reg.add(displayName: "Plain", origins: ["https://plain.example"], appBound: true)
+        let bytes = Array(try Data(contentsOf: dir.url.appendingPathComponent("home/sites.json")))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.components(separatedBy: "\"hosts\"").count == 2, "only the site with hosts has the member:\n\(text)")
+        let read = try RegistryFormat.decoded(bytes)
+        #expect(read.first { $0.id == s.id }?.hosts == [pinned, trusted])
+        #expect(RegistryFormat.encoded(read) == bytes)
+        // Removing one keeps the other; a site that is not app-bound takes none.
+        let now = try reg.updateHosts(forIdentifier: s.id) { $0.filter { $0 != pinned } }
+        #expect(now.hosts == [trusted])
+        #expect(throws: PartitionError.self) { try reg.add(displayName: "X", origins: ["https://x.example"], appBound: false, hosts: [trusted]) }
+        // A stored host that is not one is damage, named.
+        let bad = Array(text.replacingOccurrences(of: "\\/usr\\/bin\\/viewer", with: "viewer").utf8)
+        #expect(throws: PartitionError.self) { try RegistryFormat.decoded(bad) }
+    }
+
     /// What the new writer writes, an older SiteKeep (`JSONDecoder` on the old declarations) reads.
     @Test func jsonDecoderReadsWhatIsWritten() throws {
         let dir = TempDir()
