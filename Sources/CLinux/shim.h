@@ -83,3 +83,55 @@ static inline int sitekeep_pidfd_alive(int pidfd) {
     return -1;
 #endif
 }
+
+/* The inode of the other end of the connected Unix socket whose own inode is `ino`, asked of
+ * the kernel through NETLINK_SOCK_DIAG (unix_diag, UDIAG_SHOW_PEER): 0 and *peer set, or -1 with
+ * errno (EPROTONOSUPPORT or ENOENT where the kernel has no unix_diag). */
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <linux/rtnetlink.h>
+#include <string.h>
+#include <sys/un.h>
+ssize_t send(int, const void *, size_t, int);
+ssize_t recv(int, void *, size_t, int);
+static inline int sitekeep_unix_peer_inode(unsigned int ino, unsigned int *peer) {
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0) return -1;
+    struct { struct nlmsghdr nlh; struct unix_diag_req req; } msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.nlh.nlmsg_len = sizeof(msg);
+    msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    msg.nlh.nlmsg_flags = NLM_F_REQUEST;
+    msg.req.sdiag_family = AF_UNIX;
+    msg.req.udiag_states = ~0u;
+    msg.req.udiag_ino = ino;
+    msg.req.udiag_show = UDIAG_SHOW_PEER;
+    msg.req.udiag_cookie[0] = ~0u;
+    msg.req.udiag_cookie[1] = ~0u;
+    if (send(nl, &msg, sizeof(msg), 0) != (ssize_t)sizeof(msg)) { int e = errno; close(nl); errno = e; return -1; }
+    union { struct nlmsghdr h; char bytes[8192]; } buf;
+    ssize_t n = recv(nl, &buf, sizeof(buf), 0);
+    int saved = errno;
+    close(nl);
+    if (n < 0) { errno = saved; return -1; }
+    for (struct nlmsghdr *h = &buf.h; NLMSG_OK(h, (unsigned int)n); h = NLMSG_NEXT(h, n)) {
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            struct nlmsgerr *err = (struct nlmsgerr *)NLMSG_DATA(h);
+            errno = err->error ? -err->error : ENOENT;
+            return -1;
+        }
+        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
+        struct unix_diag_msg *m = (struct unix_diag_msg *)NLMSG_DATA(h);
+        if (m->udiag_ino != ino) continue;
+        int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
+        for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+            if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= sizeof(unsigned int)) {
+                memcpy(peer, RTA_DATA(a), sizeof(unsigned int));
+                return 0;
+            }
+        }
+    }
+    errno = ENOENT;
+    return -1;
+}

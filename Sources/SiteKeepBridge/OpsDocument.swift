@@ -15,6 +15,10 @@ extension OpCatalogue {
         - A Unix stream socket at `$SITEKEEP_SOCK`, else `$XDG_RUNTIME_DIR/sitekeep/bridge.sock` (folder 0700,
           socket 0600), or the socket systemd passes (`tools/systemd/sitekeep.socket`). Only processes of the
           daemon's own user are served (`SO_PEERCRED`); others get one `forbidden_peer` frame and are closed.
+        - Only a site's **hosts** bind it: `hello` is answered `forbidden_host` unless the connecting process
+          runs the SiteKeep browser installed beside the daemon or a program the user added for the site
+          (`sitekeep site host add SITE PATH`), as read from `/proc` when the connection is accepted and
+          again at `hello`, and loads no code it does not name (no `LD_PRELOAD`, `LD_LIBRARY_PATH`, …).
         - **Newline-delimited JSON**: every frame is one compact JSON value in UTF-8 followed by `\\n` (a `\\r`
           before it is ignored; empty lines are skipped). JSON never needs a raw newline, since strings escape it.
         - A frame is at most \(JSONLimits.message.maxBytes) bytes (and at most the op's `maxRequestBytes`); nesting

@@ -79,13 +79,15 @@ public enum PeerProcessError: Error, Sendable, Equatable, CustomStringConvertibl
 ///    trusts (and, to know the contents, digests the file at that path, not the peer's);
 /// 3. the names of the variables in `/proc/PID/environ` that load code the executable does not
 ///    name (``codeLoadingVariableNames``);
-/// 4. the pidfd asked whether the process still runs: if not, what was read may be another
+/// 4. whether the process holds its end of the connection (``Holding``): the other end's inode
+///    from the kernel's socket diagnostics, looked for in `/proc/PID/fd`;
+/// 5. the pidfd asked whether the process still runs: if not, what was read may be another
 ///    process's, and ``PeerProcessError/processGone(pid:)`` is thrown.
 ///
-/// What it cannot see: another process holding the same connection (a descriptor inherited
-/// across `fork` before the connecting process called `execve`, or passed with `SCM_RIGHTS`),
-/// and a process changed from outside after it started (`ptrace`, `/proc/PID/mem`). Callers
-/// that grant on this identity say so (SECURITY.md).
+/// What it cannot see: another process holding the same connection *as well* (a copy handed to
+/// a child before the connecting process `execve`d a program that keeps what it inherits), and a
+/// process changed from outside after it started (`ptrace`, `/proc/PID/mem`). Callers that
+/// grant on this identity say so (SECURITY.md).
 public struct PeerProcess: Sendable, Equatable {
     /// The variables, in a peer's environment, that make the dynamic loader, GTK, GIO or
     /// GStreamer load code from a path the executable does not name. Their presence is reported
@@ -110,6 +112,26 @@ public struct PeerProcess: Sendable, Equatable {
     public let executable: ExecutableIdentity
     /// The names, sorted, of the ``codeLoadingVariableNames`` set in the peer's environment.
     public let codeLoadingVariables: [String]
+    /// Whether the process holds its end of the connection itself (see ``Holding``).
+    public let holding: Holding
+
+    /// Whether the process that connected holds its end of the connection, read from its
+    /// descriptor table (`/proc/PID/fd`) and the kernel's socket diagnostics (which name the
+    /// other end's inode). A process that connected and then `execve`d a host keeps the
+    /// connection only if the descriptor was inherited; when the host closes what it inherits
+    /// (the SiteKeep browser does), the connection is held by someone else: another process to
+    /// which the connecting one handed it (a child forked before the `execve`).
+    public enum Holding: Sendable, Equatable {
+        /// On a descriptor of its own (3 or above).
+        case own
+        /// Only as standard input, output or error: what a program is started with, not a
+        /// connection it opened.
+        case standardStreamsOnly
+        /// Not at all: another process holds it.
+        case notHeld
+        /// The kernel did not say (no `unix_diag`, or the socket is not a Unix stream socket).
+        case unknown
+    }
 
     /// Identifies the process at the other end of the connected Unix socket `fd`.
     /// - Parameter acceptedAtBootNanoseconds: when the connection was accepted, on
@@ -152,23 +174,25 @@ public struct PeerProcess: Sendable, Equatable {
         }
         if ExecutableIdentity(path: path) != identity { replaced = true }
         let variables = try codeLoadingVariables(pid: pid)
+        let holding = try holding(socket: fd, pid: pid)
 
         // Everything above was read from /proc/PID: it was this process's only if it still runs
         // (a pid is not reused while its process has not been reaped).
         guard sitekeep_pidfd_alive(pidfd) == 1 else { throw .processGone(pid: pid) }
         return PeerProcess(pid: pid, uid: cred.uid, executablePath: path, executableReplaced: replaced,
-                           executable: identity, codeLoadingVariables: variables)
+                           executable: identity, codeLoadingVariables: variables, holding: holding)
     }
 
     /// A description of a process, for tests and for in-process hosts that know what they run.
     public init(pid: Int32, uid: UInt32, executablePath: String, executableReplaced: Bool = false, executable: ExecutableIdentity,
-                codeLoadingVariables: [String] = []) {
+                codeLoadingVariables: [String] = [], holding: Holding = .own) {
         self.pid = pid
         self.uid = uid
         self.executablePath = executablePath
         self.executableReplaced = executableReplaced
         self.executable = executable
         self.codeLoadingVariables = codeLoadingVariables
+        self.holding = holding
     }
 
     /// The names of the code-loading variables set (non-empty) in `/proc/PID/environ`. The
@@ -186,6 +210,34 @@ public struct PeerProcess: Sendable, Equatable {
             if codeLoadingVariableNames.contains(name) { found.insert(name) }
         }
         return found.sorted()
+    }
+
+    /// Where `pid` holds the other end of the connected Unix socket `fd` (see ``Holding``).
+    private static func holding(socket fd: Int32, pid: Int32) throws(PeerProcessError) -> Holding {
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFSOCK, st.st_ino <= UInt64(UInt32.max) else { return .unknown }
+        var peer: UInt32 = 0
+        guard sitekeep_unix_peer_inode(UInt32(st.st_ino), &peer) == 0, peer != 0 else { return .unknown }
+        let target = "socket:[\(peer)]"
+        guard let dir = opendir("/proc/\(pid)/fd") else {
+            let e = Errno.current
+            throw e == .noSuchFileOrDirectory ? .processGone(pid: pid) : .unreadable(pid: pid, what: "fd", errno: e)
+        }
+        defer { closedir(dir) }
+        let dfd = dirfd(dir)
+        var standard = false
+        var link = [CChar](repeating: 0, count: 64)
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let number = Int32(name) else { continue }
+            let n = readlinkat(dfd, name, &link, link.count - 1)
+            guard n > 0, String(decoding: link[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) == target else { continue }
+            if number >= 3 { return .own }
+            standard = true
+        }
+        return standard ? .standardStreamsOnly : .notHeld
     }
 
     /// When the process started, on `CLOCK_BOOTTIME` in nanoseconds (`/proc/PID/stat`'s 22nd

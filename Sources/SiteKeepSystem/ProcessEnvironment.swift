@@ -66,3 +66,25 @@ public enum SystemThread {
         return true
     }
 }
+
+/// The descriptors a process inherited from whoever started it.
+public enum InheritedDescriptors {
+    /// Closes every open descriptor from 3 up (standard input, output and error stay): for a
+    /// program that must hold only what it opens itself. A SiteKeep host calls it first thing,
+    /// so a connection opened by whoever started it, and kept across `execve`, is not the
+    /// host's (the daemon refuses a host that does not hold its own connection). Returns how
+    /// many were closed.
+    @discardableResult
+    public static func closeAll() -> Int {
+        guard let dir = opendir("/proc/self/fd") else { return 0 }
+        let own = dirfd(dir)
+        var numbers: [Int32] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let n = Int32(name), n >= 3, n != own { numbers.append(n) }
+        }
+        closedir(dir)
+        for n in numbers { close(n) }
+        return numbers.count
+    }
+}

@@ -15,6 +15,8 @@ import Glibc
 /// - it runs as another user;
 /// - its environment sets a variable that loads other code (``PeerProcess/codeLoadingVariableNames``:
 ///   `LD_PRELOAD`, `LD_LIBRARY_PATH`, `GIO_EXTRA_MODULES`, ...);
+/// - it does not hold its end of the connection on a descriptor of its own
+///   (``PeerProcess/Holding``): another process connected and handed it on;
 /// - the file it runs was replaced or deleted since it started;
 /// - that file is none of the site's hosts: a host matches when the file now at its path is the
 ///   one the process runs (device, inode, size and time), and, for a host kept with a SHA-256,
@@ -68,6 +70,13 @@ public final class SiteHostAuthority: HostAuthority {
         if !process.codeLoadingVariables.isEmpty {
             return "\(who) runs with \(process.codeLoadingVariables.joined(separator: ", ")) set, which load code the host does not name; "
                 + "start the host without \(process.codeLoadingVariables.count == 1 ? "it" : "them") to use \(site.name)"
+        }
+        switch process.holding {
+        case .own, .unknown: break
+        case .standardStreamsOnly:
+            return "\(who) holds this connection only as its standard input or output, so another program opened it; a host connects to the daemon itself"
+        case .notHeld:
+            return "\(who) does not hold this connection: another process does (one that connected, handed it on and then started a host?); a host connects to the daemon itself"
         }
         if process.executableReplaced {
             return "\(who) runs a file that was replaced or deleted since it started (an update?); restart it to use \(site.name)"

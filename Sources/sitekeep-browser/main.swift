@@ -1,8 +1,14 @@
 import Foundation
 import Glibc
 import SiteKeepBrowserCore
+import SiteKeepSystem
 
 // sitekeep-browser: a focused browser for the app-bound sites of a running SiteKeep daemon.
+
+// First: hold only what this process opens. A connection to the daemon opened by whoever
+// started the browser, and kept across its execve, is then not the browser's, and the daemon
+// refuses to bind a site for it (docs/web-view-host.md, "hosts").
+InheritedDescriptors.closeAll()
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 

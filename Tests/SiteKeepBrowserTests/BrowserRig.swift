@@ -90,10 +90,13 @@ final class BrowserRig {
 
     /// A store with a team key and two app-bound sites: "Site One" (Promptugal's origin and the
     /// first loopback origin, so schedule ops are allowed and key.sign is not) and "Site Two".
+    /// The browser binds both as every site's host; `sitekeep call` (the built `sitekeep-main`),
+    /// which the tests use to look into Site One through the daemon, is added as its host.
     func makeStore() throws {
+        let caller = BuiltProducts.sitekeepMain ?? sitekeep
         for args in [["init", "--passphrase-file", passFile, "--argon2-iterations", "2", "--argon2-memory", "19", "--keyring", "file"],
                      ["team", "add", "summit", "--passphrase-file", passFile, "--keyring", "file"],
-                     ["site", "add", "Site One", "--origin", "https://promptugal.news", "--origin", origins[0], "--app-bound", "--keyring", "file"],
+                     ["site", "add", "Site One", "--origin", "https://promptugal.news", "--origin", origins[0], "--app-bound", "--host", caller, "--keyring", "file"],
                      ["site", "add", "Site Two", "--origin", origins[1], "--app-bound", "--keyring", "file"]] {
             let r = try cli(args)
             guard r.status == 0 else { throw RigError("sitekeep \(args.joined(separator: " ")) failed: \(r.out)") }

@@ -44,13 +44,13 @@ import SiteKeepSystem
 
     /// What ``PeerProcess`` read, under short names.
     struct Seen {
-        let pid: Int32, uid: UInt32, path: String, replaced: Bool, executable: ExecutableIdentity, variables: [String]
+        let pid: Int32, uid: UInt32, path: String, replaced: Bool, executable: ExecutableIdentity, variables: [String], holding: PeerProcess.Holding
     }
 
     private static func seen(_ fd: Int32) throws -> Seen {
         let p = try PeerProcess.identify(socket: fd)
         return Seen(pid: p.pid, uid: p.uid, path: p.executablePath, replaced: p.executableReplaced, executable: p.executable,
-                    variables: p.codeLoadingVariables)
+                    variables: p.codeLoadingVariables, holding: p.holding)
     }
 
     /// Python that connects to `path`, writes one line (`after` decides what comes next) and
@@ -84,6 +84,7 @@ import SiteKeepSystem
         #expect(peer.executable == ExecutableIdentity(path: Self.python))
         #expect(!peer.replaced)
         #expect(peer.variables.isEmpty)
+        #expect(peer.holding == .own)
     }
 
     @Test func namesTheVariablesThatLoadOtherCodeButNotTheirValues() throws {
@@ -128,6 +129,40 @@ import SiteKeepSystem
             usleep(20_000)
         }
         #expect(path.hasSuffix("/sleep"), "identified as \(path)")
+    }
+
+    /// The trick a host binding must not fall for: connect, hand the connection to a child,
+    /// then `execve` a host that closes what it inherits. The kernel names the host as the peer,
+    /// but the host does not hold the connection: the child does.
+    @Test func aConnectionHandedToAChildBeforeAnExecIsNotHeldByThePeer() throws {
+        let l = try Listener()
+        // The socket is not inheritable (Python's default): the exec'd program does not keep it.
+        let after = "pid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(30)\nelse:\n    os.execv('/bin/sleep', ['sleep', '30'])"
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
+        defer { child.stop() }
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        let deadline = Date().addingTimeInterval(10)
+        var seen = try Self.seen(c)
+        while Date() < deadline, !seen.path.hasSuffix("/sleep") { usleep(20_000); seen = try Self.seen(c) }
+        #expect(seen.pid == child.pid)
+        #expect(seen.path.hasSuffix("/sleep"), "identified as \(seen.path)")
+        #expect(seen.holding == .notHeld)
+    }
+
+    @Test func aConnectionHeldOnlyAsStandardInputIsSaidToBe() throws {
+        let l = try Listener()
+        let after = "os.dup2(s.fileno(), 0)\ns.close()\nimport time\ntime.sleep(30)"
+        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
+        defer { child.stop() }
+        let c = try l.accept()
+        defer { close(c) }
+        try Self.waitForByte(c)
+        let deadline = Date().addingTimeInterval(10)
+        var seen = try Self.seen(c)
+        while Date() < deadline, seen.holding == .own { usleep(20_000); seen = try Self.seen(c) }
+        #expect(seen.holding == .standardStreamsOnly)
     }
 
     @Test func anExecutableReplacedOnDiskIsSaidToBe() throws {
