@@ -1,3 +1,4 @@
+import SiteKeepNames
 import SiteKeepCrypto
 import SiteKeepKeyring
 import Synchronization
@@ -129,7 +130,7 @@ extension Custodian {
 
     func createDeviceKey() throws(CustodyError) -> SigningKeyInfo {
         let info = try newRecord(kind: ItemKind.deviceKey, id: Self.deviceKeyID, name: "device", handle: Self.newHandle(.p256))
-        try log(KeyUseContext(op: "device.create"), key: Self.deviceKeyID, result: "ok")
+        try log(KeyUseContext(op: .deviceCreate), key: Self.deviceKeyID, result: "ok")
         return info
     }
 
@@ -139,8 +140,8 @@ extension Custodian {
     }
 
     /// Signs with the device key (P-256, raw `r || s`), e.g. this device's vault commits.
-    public func signAsDevice(_ message: [UInt8], context: KeyUseContext = KeyUseContext(op: "device.sign")) throws(CustodyError) -> [UInt8] {
-        try signWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, message: message, context: context).signature
+    public func signAsDevice(_ message: [UInt8], context: KeyUseContext = KeyUseContext(op: .deviceSign)) throws(CustodyError) -> [UInt8] {
+        try signWith(kind: ItemKind.deviceKey, key: Self.deviceKey, version: nil, message: message, context: context).signature
     }
 
     // MARK: - Team keys
@@ -151,7 +152,7 @@ extension Custodian {
         try Self.validateID(id)
         try Self.validateName(name)
         let info = try newRecord(kind: ItemKind.teamKey, id: id, name: name, handle: Self.newHandle(algorithm))
-        try log(KeyUseContext(op: "team.add"), key: id, result: "ok")
+        try log(KeyUseContext(op: .teamAdd), key: id, result: "ok")
         return info
     }
 
@@ -173,7 +174,7 @@ extension Custodian {
             }
         }
         let info = try newRecord(kind: ItemKind.teamKey, id: id, name: name, handle: handle)
-        try log(KeyUseContext(op: "team.import"), key: id, result: "ok")
+        try log(KeyUseContext(op: .teamImport), key: id, result: "ok")
         return info
     }
 
@@ -205,7 +206,7 @@ extension Custodian {
         record.versions.append(version)
         try storeRecord(record, kind: ItemKind.teamKey)
         _ = signers.withLock { $0.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
-        try log(KeyUseContext(op: "team.rotate"), key: "\(id)@v\(version.version)", result: "ok")
+        try log(KeyUseContext(op: .teamRotate), key: "\(id)@v\(version.version)", result: "ok")
         return record.info()
     }
 
@@ -219,7 +220,7 @@ extension Custodian {
             c.byVersion = c.byVersion.filter { !$0.key.hasPrefix("\(ItemKind.teamKey)/\(id)@") }
             c.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)")
         }
-        try log(KeyUseContext(op: "team.delete"), key: id, result: "ok")
+        try log(KeyUseContext(op: .teamDelete), key: id, result: "ok")
     }
 
     /// Signs `message` with a team key's current version (Ed25519, or P-256 raw `r || s`).
@@ -227,8 +228,8 @@ extension Custodian {
     /// This is the one gate every team-key signature passes, whichever client asks (a page
     /// through the bridge, `ssh` through the agent socket, the command line inside the daemon
     /// or on its own):
-    /// - `context.presence` is required: a proof for `context.site` (the client: a site id,
-    ///   `ssh-agent`, `command-line`), `context.op` and `keyID`, younger than the presence
+    /// - `context.presence` is required: a proof for `context.client` (a site, the ssh-agent,
+    ///   the command line: ``KeyUseClient``), `context.op` and `keyID`, younger than the presence
     ///   lifetime and issued in the current unlock; without one, ``CustodyError/presenceRequired(_:)``.
     /// - The key's policy, read from what the bytes are (``SignedDataKind``), not from what the
     ///   caller says: an SSHSIG is signed only in a namespace the key's SSH policy allows; an SSH
@@ -249,11 +250,11 @@ extension Custodian {
     /// The bridge answers `key.sign` with this: the key's record is not read again per
     /// signature (a Secret Service round trip) once the key is unwrapped in this unlock.
     public func signature(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> TeamSignature {
-        try Self.validateID(keyID)
-        return try signWith(kind: ItemKind.teamKey, keyID: keyID, version: version, message: message, context: context)
+        return try signWith(kind: ItemKind.teamKey, key: Self.keyID(keyID), version: version, message: message, context: context)
     }
 
-    func signWith(kind: String, keyID: String, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> TeamSignature {
+    func signWith(kind: String, key: KeyID, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> TeamSignature {
+        let keyID = key.string
         let signature: [UInt8]
         let algorithm: SigningAlgorithm
         let signedVersion: Int
@@ -268,7 +269,7 @@ extension Custodian {
             // The one presence check (``admit``): before a prompt, the key must exist, so a use
             // that cannot run never asks the user.
             // A refusal at the prompt is logged with the version it would have used.
-            used.presence = try admit(context, keyID: keyID, unlockedAtNs: unlockedAt) { () throws(CustodyError) in
+            used.presence = try admit(context, keyID: key, unlockedAtNs: unlockedAt) { () throws(CustodyError) in
                 if version == nil, let hit = self.signers.withLock({ $0.current["\(kind)/\(keyID)"] }) {
                     logKey = "\(keyID)@v\(hit.version)"
                     return
