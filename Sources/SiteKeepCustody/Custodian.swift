@@ -271,7 +271,7 @@ public final class Custodian: Sendable {
 
     // MARK: - Helpers
 
-    func item(_ kind: String, _ id: String) -> KeyringItemID { KeyringItemID(store: storeID, kind: kind, id: id) }
+    func item(_ kind: SiteKeepNames.ItemKind, _ id: String) -> KeyringItemID { KeyringItemID(store: storeID, kind: kind.rawValue, id: id) }
 
     func kr<R>(_ body: () throws(KeyringError) -> R) throws(CustodyError) -> R {
         do { return try body() } catch { throw .keyring(error) }

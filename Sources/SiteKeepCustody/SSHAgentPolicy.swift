@@ -92,16 +92,16 @@ extension Custodian {
             // Through the one gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``), as a key use.
             let unlockedAt = try currentUnlock().unlockedAtNs
             guard let proof = try admit(logged, keyID: key, unlockedAtNs: unlockedAt, beforeAsking: { () throws(CustodyError) in
-                _ = try self.loadRecord(kind: ItemKind.teamKey, id: id)
+                _ = try self.loadRecord(kind: .teamKey, id: id)
             }) else {
                 throw .presenceRequired("changing what key \(id) may sign over SSH needs the user's approval; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
             logged.presence = proof
         }
-        var record = try loadRecord(kind: ItemKind.teamKey, id: id)
+        var record = try loadRecord(kind: .teamKey, id: id)
         record.ssh = enabling ? policy : nil
-        try storeRecord(record, kind: ItemKind.teamKey)
+        try storeRecord(record, kind: .teamKey)
         let stored = record.ssh
         signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.ssh = stored }
         logged.detail = stored?.summary ?? "off"

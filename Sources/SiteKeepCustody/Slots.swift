@@ -105,7 +105,7 @@ extension Custodian {
         }
         let blob = SlotBlob(headerBytes: headerBytes, wrappedMaster: wrapped).encoded()
         try kr { () throws(KeyringError) in
-            try keyring.store(blob, for: item(ItemKind.slot, header.slotID), label: "SiteKeep unlock slot (\(kind.rawValue))")
+            try keyring.store(blob, for: item(.slot, header.slotID), label: "SiteKeep unlock slot (\(kind.rawValue))")
         }
         return header.info
     }
@@ -300,7 +300,7 @@ extension Custodian {
         guard all.contains(where: { $0.id == id }) else { throw .slotNotFound(id) }
         guard all.count > 1 else { throw .lastSlot }
         _ = try authorize(current, op: .slotRemove)
-        try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, id)) }
+        try kr { () throws(KeyringError) in _ = try keyring.delete(item(.slot, id)) }
         try log(KeyUseContext(op: .slotRemove), key: id, result: "ok")
     }
 
@@ -315,7 +315,7 @@ extension Custodian {
         let params = try calibrated(parameters ?? old.header?.argon2)
         let info = try writeSlot(kind: .passphrase, label: old.header?.label ?? "passphrase", master: master,
                                  argon2: params, secret: .passphrase(newPassphrase))
-        try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, slotID)) }
+        try kr { () throws(KeyringError) in _ = try keyring.delete(item(.slot, slotID)) }
         try log(KeyUseContext(op: .slotPassphraseChange), key: info.id, result: "ok")
         return info
     }

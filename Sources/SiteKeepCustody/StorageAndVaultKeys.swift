@@ -22,7 +22,7 @@ extension Custodian: SiteStorageKeyProvider {
         let context = KeyUseContext(client: .site(try Self.siteID(siteID)), op: .storageKey)
         switch protection {
         case .afterLogin:
-            let id = item(ItemKind.storageKey, siteID)
+            let id = item(.storageKey, siteID)
             var bytes: [UInt8]
             do {
                 bytes = try keyring.load(id)
@@ -40,7 +40,7 @@ extension Custodian: SiteStorageKeyProvider {
         case .whenUnlocked:
             let handle: SymmetricKeyHandle
             do {
-                let secret = try wrappedSecret(kind: ItemKind.storageKeyWhenUnlocked, id: siteID, info: "site:\(siteID)",
+                let secret = try wrappedSecret(kind: .storageKeyWhenUnlocked, id: siteID, info: "site:\(siteID)",
                                                ad: Self.siteKeyAD(store: storeID, site: siteID), createIfMissing: 32)
                 handle = try Self.handle(taking: secret)
             } catch let e {
@@ -55,7 +55,7 @@ extension Custodian: SiteStorageKeyProvider {
     /// Destroys the site's storage key (crypto-shredding). Idempotent.
     public func destroyStorageKey(forSite siteID: String, protection: ProtectionClass) throws {
         let site = try Self.siteID(siteID)
-        let kind = protection == .afterLogin ? ItemKind.storageKey : ItemKind.storageKeyWhenUnlocked
+        let kind: SiteKeepNames.ItemKind = protection == .afterLogin ? .storageKey : .storageKeyWhenUnlocked
         try kr { () throws(KeyringError) in _ = try keyring.delete(item(kind, siteID)) }
         try log(KeyUseContext(client: .site(site), op: .storageKeyDestroy), key: "\(kind)/\(siteID)", result: "ok")
     }
@@ -72,7 +72,7 @@ extension Custodian: SiteStorageKeyProvider {
 
     /// Loads (or creates with `createIfMissing` random bytes) a secret wrapped under
     /// HKDF(master, info).
-    func wrappedSecret(kind: String, id: String, info: String, ad: [UInt8], createIfMissing: Int?) throws(CustodyError) -> SecretBytes {
+    func wrappedSecret(kind: SiteKeepNames.ItemKind, id: String, info: String, ad: [UInt8], createIfMissing: Int?) throws(CustodyError) -> SecretBytes {
         let master = try currentMaster()
         let wrapKey = try derive(master, info: info)
         let itemID = item(kind, id)
@@ -111,7 +111,7 @@ extension Custodian: SiteStorageKeyProvider {
         let master = try currentMaster()
         let wrapKey = try derive(master, info: "vault:\(vaultID)")
         let wrapped = try cr { () throws(CryptoError) in try wrapKey.wrap(secret, authenticating: Self.vaultKeyAD(store: storeID, vault: vaultID)) }
-        try kr { () throws(KeyringError) in try keyring.store(wrapped, for: item(ItemKind.vaultKey, vaultID), label: "SiteKeep vault key \(vaultID)") }
+        try kr { () throws(KeyringError) in try keyring.store(wrapped, for: item(.vaultKey, vaultID), label: "SiteKeep vault key \(vaultID)") }
         try log(KeyUseContext(op: .vaultKeyStore), key: "vault-key/\(vaultID)", result: "ok")
     }
 
@@ -133,7 +133,7 @@ extension Custodian: SiteStorageKeyProvider {
         try Self.validateItemName(vaultID, what: "vault")
         let secret: SecretBytes
         do {
-            secret = try wrappedSecret(kind: ItemKind.vaultKey, id: vaultID, info: "vault:\(vaultID)",
+            secret = try wrappedSecret(kind: .vaultKey, id: vaultID, info: "vault:\(vaultID)",
                                        ad: Self.vaultKeyAD(store: storeID, vault: vaultID), createIfMissing: nil)
         } catch {
             logQuietly(context, key: "vault-key/\(vaultID)", result: Self.resultWord(error))
@@ -148,7 +148,7 @@ extension Custodian: SiteStorageKeyProvider {
     @discardableResult
     public func deleteVaultSecret(vaultID: String) throws(CustodyError) -> Bool {
         try Self.validateItemName(vaultID, what: "vault")
-        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(ItemKind.vaultKey, vaultID)) }
+        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(.vaultKey, vaultID)) }
         try log(KeyUseContext(op: .vaultKeyDelete), key: "vault-key/\(vaultID)", result: existed ? "ok" : "absent")
         return existed
     }
