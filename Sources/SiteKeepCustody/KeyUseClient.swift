@@ -1,3 +1,7 @@
+// The names custody's API speaks (SiteID, KeyID, OpName, ItemKind) live in SiteKeepNames, the
+// Foundation-free part of the vocabulary, below custody. Custody re-exports them, as the keyring
+// re-exports `StoreHome`: a client that names a client, an op or a key id through custody (the
+// wiring, the agent, the command line, the vault) needs no import of its own.
 @_exported public import SiteKeepNames
 
 /// Who asks custody to use a key: the one vocabulary for the client of a key use, from the
