@@ -16,8 +16,8 @@
 //   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
-//   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID; re-exports SiteKeepNames
-//   (KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
+//   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID's UUID side; re-exports SiteKeepNames
+//   (SiteID, KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
@@ -115,9 +115,9 @@ let package = Package(
         // (re-exported from SiteKeepNames) a key id, a bridge op name, a keyring item kind.
         // Foundation (NFKC, UUID) and SiteKeepNames only.
         .target(name: "SiteKeepVocabulary", dependencies: ["SiteKeepNames"]),
-        // The vocabulary's names that need no Foundation: KeyID, OpName, ItemKind and their
-        // VocabularyError. Pure Swift, no dependencies: custody names key ids and item kinds
-        // through it, so sitekeep-read (custody, keyring, vault) still loads no Foundation.
+        // The vocabulary's names that need no Foundation: SiteID, KeyID, OpName, ItemKind and their
+        // VocabularyError. Pure Swift, no dependencies: custody names sites, key ids, ops and item
+        // kinds through it, so sitekeep-read (custody, keyring, vault) still loads no Foundation.
         .target(name: "SiteKeepNames"),
         // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
         // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`

@@ -12,8 +12,8 @@ public import SiteKeepCustody
 /// kind of use (a login as the same user to the same host, or an SSHSIG in the same namespace):
 /// one for another key, host or namespace never serves.
 ///
-/// **Site.** An agent connection is not a web site, so its key uses are bound and logged under
-/// the pseudo-site ``site`` (`ssh-agent`): presence proofs are issued for it (and for the key and
+/// **Client.** An agent connection is not a web site, so its key uses are bound and logged under
+/// the client ``client`` (``SiteKeepCustody/KeyUseClient/sshAgent``, written `ssh-agent`): presence proofs are issued for it (and for the key and
 /// kind of use: the ``PresenceApproval`` scope), custody's gate checks them against it, and every audit
 /// line says `"site":"ssh-agent"`, `"op":"ssh.sign"`, the key, and a detail naming the kind of
 /// data (SSH user-auth with the bound host, SSHSIG with its namespace, or other). Which keys an
@@ -22,10 +22,10 @@ public import SiteKeepCustody
 /// A use the policy refuses, or one refused because SiteKeep is locked or presence was denied,
 /// is logged too, with that result.
 public final class CustodyAgentKeys: AgentKeySource {
-    /// The pseudo-site agent connections act as.
-    public static let site = "ssh-agent"
+    /// The client agent connections act as.
+    public static let client = KeyUseClient.sshAgent
     /// The op every agent signature is logged under.
-    public static let op = "ssh.sign"
+    public static let op = OpName.sshSign
 
     public let custodian: Custodian
     /// The agent's kept approvals and the verifier that asks (in the custodian's lock scope, so
@@ -57,7 +57,7 @@ public final class CustodyAgentKeys: AgentKeySource {
             // line, approved or refused, before returning.
             let approval = PresenceApproval(window: presence, label: request.presenceLabel, scope: request.purpose.presenceScope)
             signed = try custodian.signature(keyID: identity.keyID, message: request.data,
-                                             context: KeyUseContext(site: Self.site, op: Self.op, approval: approval, detail: detail))
+                                             context: KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail))
         } catch .locked {
             throw .locked
         } catch where Self.isPresenceRefusal(error) {
@@ -82,6 +82,6 @@ public final class CustodyAgentKeys: AgentKeySource {
     }
 
     private func refuse(_ identity: AgentIdentity, _ result: String, _ detail: String) {
-        try? custodian.auditLog.append(site: Self.site, op: Self.op, key: "\(identity.keyID)@v\(identity.version)", result: result, detail: detail)
+        try? custodian.auditLog.append(client: Self.client, op: Self.op, key: "\(identity.keyID)@v\(identity.version)", result: result, detail: detail)
     }
 }

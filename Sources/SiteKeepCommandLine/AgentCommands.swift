@@ -75,8 +75,8 @@ enum AgentCommands {
         // What a key may sign changes only with the user's approval (or the current secret),
         // never because some process reached an unlocked daemon.
         _ = try store.custodian.teamKeyInfo(id: id)
-        let approval = try Approval.approve(inv, store: store, op: Custodian.sshPolicyOp, keyID: id)
-        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy, context: KeyUseContext(site: KeyUseContext.commandLineSite, op: Custodian.sshPolicyOp, presence: approval))
+        let approval = try Approval.approve(inv, store: store, op: Custodian.sshPolicyOp, keyID: Approval.keyID(id))
+        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy, context: KeyUseContext(client: .commandLine, op: Custodian.sshPolicyOp, presence: approval))
         inv.emit(sshJSON(info)) { "SSH use of \(id): \(policy.summary).\n" + (try? sshLine(info)).map { "  \($0)" }.orEmpty }
     }
 
@@ -169,7 +169,7 @@ enum AgentCommands {
         let key = try sshKey(info)
         let hash = SSHSIG.Hash.sha512
         let data = SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message))
-        let signed = try custodian.signature(keyID: id, message: data, context: KeyUseContext(site: KeyUseContext.commandLineSite, op: "team.sign",
+        let signed = try custodian.signature(keyID: id, message: data, context: KeyUseContext(client: .commandLine, op: .teamSign,
                                                                                               presence: approval, detail: "sshsig namespace \(namespace)"))
         let blob = SSHSIG.blob(publicKey: key.blob, namespace: namespace, hash: hash,
                                signature: try SSHSignatureBlob.make(algorithm: signed.algorithm, raw: signed.signature))

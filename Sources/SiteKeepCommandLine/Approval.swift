@@ -19,19 +19,19 @@ internal import SiteKeepDaemon
 ///   naming the requesting process, the op and the key;
 /// - else, on the client's terminal, **the passphrase typed again**.
 ///
-/// Each gives a ``PresenceProof`` for the pseudo-site ``KeyUseContext/commandLineSite``, this
-/// op and this key only, which custody checks again at the use.
+/// Each gives a ``PresenceProof`` for the client ``KeyUseClient/commandLine``, this op and this
+/// key only, which custody checks again at the use.
 enum Approval {
     /// A proof that the user approved `op` with `keyID` for this command, or a failure saying
     /// what to give. `what` says the use in a few words for the prompt ("sign with team key summit").
     /// `subject`, when given, is shown after the requesting process (what a trust change is
     /// about: "grant key.sign to Notes (https://notes.example)").
-    static func approve(_ inv: Invocation, store: StoreContext, op: String, keyID: String?, subject: String? = nil) throws -> PresenceProof {
-        let site = KeyUseContext.commandLineSite
+    static func approve(_ inv: Invocation, store: StoreContext, op: OpName, keyID: KeyID?, subject: String? = nil) throws -> PresenceProof {
+        let site = KeyUseClient.commandLine
         let custodian = store.custodian
         let givesSecret = SecretSource.all.contains { inv.option($0.option) != nil }
         func bySecret() -> PresenceProof {
-            PresenceProof(site: site, op: op, keyID: keyID, method: .secret, issuedAtNanoseconds: BootClock.system.nanoseconds())
+            PresenceProof(client: site, op: op, keyID: keyID, method: .secret, issuedAtNanoseconds: BootClock.system.nanoseconds())
         }
         guard inv.hosted != nil else {
             // On its own, this process unlocks for this command alone, with the secret it gives
@@ -47,7 +47,7 @@ enum Approval {
         }
         if givesSecret {
             try UnlockInput.attempt(inv, isWrong: { ($0 as? CustodyError) == .unlockFailed }) { secret in
-                try custodian.verifySecret(secret.take(), op: "presence.secret")
+                try custodian.verifySecret(secret.take(), op: .presenceSecret)
             }
             return bySecret()
         }
@@ -83,30 +83,56 @@ enum Approval {
         }
     }
 
-    private static func ask(_ verifier: any PresenceVerifier, site: String, label: String, op: String, keyID: String?) -> Result<PresenceProof, CustodyError> {
+    private static func ask(_ verifier: any PresenceVerifier, site: KeyUseClient, label: String, op: OpName, keyID: KeyID?) -> Result<PresenceProof, CustodyError> {
         do throws(CustodyError) {
-            return .success(try verifier.requestPresence(site: site, siteLabel: label, op: op, keyID: keyID))
+            return .success(try verifier.requestPresence(client: site, siteLabel: label, op: op, keyID: keyID))
         } catch {
             return .failure(error)
         }
     }
 
     /// A denied use is in the audit log too, naming who asked (as the agent logs its refusals).
-    static func refused(_ custodian: Custodian, op: String, keyID: String?, asker: String) {
-        try? custodian.auditLog.append(site: KeyUseContext.commandLineSite, op: op, key: keyID, result: "presence-refused",
+    static func refused(_ custodian: Custodian, op: OpName, keyID: KeyID?, asker: String) {
+        try? custodian.auditLog.append(client: .commandLine, op: op, key: keyID?.string, result: "presence-refused",
                                        detail: "asked by \(asker)")
     }
 
-    static func describe(op: String, keyID: String?) -> String {
-        keyID.map { "\(op) with \($0)" } ?? op
+    static func describe(op: OpName, keyID: KeyID?) -> String {
+        keyID.map { "\(op) with \($0)" } ?? op.string
     }
 
-    static func refusal(op: String, keyID: String?, why: String) -> CommandFailure {
+    static func refusal(op: OpName, keyID: KeyID?, why: String) -> CommandFailure {
         CommandFailure("\(describe(op: op, keyID: keyID)) needs your approval, and there is no way to ask for it here: \(why)",
                        remedy: "run it at a terminal, give the current passphrase for this command (--passphrase-file PATH, '-' for stdin), "
                            + "or let the daemon show a prompt ('sitekeep doctor' says which it would use and what it needs)",
                        code: "presence_required")
     }
+}
+
+extension Approval {
+    /// `id` as a key id, for an approval (the command has already checked it names a key).
+    /// - Throws: ``CustodyError/invalidKeyID(_:)``.
+    static func keyID(_ id: String) throws(CustodyError) -> KeyID {
+        do throws(VocabularyError) { return try KeyID(parsing: id) } catch { throw .invalidKeyID(id) }
+    }
+}
+
+// The command line's own op names: what its approvals and audit lines name.
+extension OpName {
+    /// A settings change that widens trust (`sitekeep config set`).
+    static let daemonConfig = OpName(known: "daemon.config")
+    /// Bridge ops granted to a site.
+    static let siteGrant = OpName(known: "site.grant")
+    /// Bridge ops taken back from a site.
+    static let siteRevoke = OpName(known: "site.revoke")
+    /// `site host add`: a program may bind the site's bridge connections.
+    static let siteHost = OpName(known: "site.host")
+    /// `site host remove`.
+    static let siteHostRemove = OpName(known: "site.host.remove")
+    /// A signer trusted in a vault.
+    static let vaultTrust = OpName(known: "vault.trust")
+    /// A vault's policy on unsigned commits widened.
+    static let vaultPolicy = OpName(known: "vault.policy")
 }
 
 /// Who sent a command to the daemon, for the presence prompt.

@@ -117,7 +117,7 @@ enum ConfigCommands {
         // agent on or swap the prompt for one that always says yes without the user's approval.
         if key.widensTrust(from: old, to: new) {
             let approval = try Approval.approve(inv, store: store, op: settingsOp, keyID: nil)
-            try? store.custodian.auditLog.append(site: KeyUseContext.commandLineSite, op: settingsOp, key: nil, result: "ok",
+            try? store.custodian.auditLog.append(client: .commandLine, op: settingsOp, key: nil, result: "ok",
                                                  detail: "\(key.rawValue) \(shown(old)) -> \(shown(new)) (approved by \(approval.method))")
         }
         try settings.save(home: store.home.path)
@@ -152,7 +152,7 @@ enum ConfigCommands {
     }
 
     /// The audit log's op for a settings change that needed approval.
-    static let settingsOp = "daemon.config"
+    static let settingsOp = OpName.daemonConfig
 
     static func shown(_ value: String) -> String { value.isEmpty ? "(unset)" : value }
 }

@@ -442,7 +442,7 @@ enum CustodyCommands {
         // The one gate: the key exists (no prompt for a request that cannot run), then the
         // user's approval of this use, then custody's own checks of it and of the key's policy.
         _ = try store.custodian.teamKeyInfo(id: id)
-        let approval = try Approval.approve(inv, store: store, op: "team.sign", keyID: id)
+        let approval = try Approval.approve(inv, store: store, op: .teamSign, keyID: Approval.keyID(id))
         if let namespace = inv.option("--ssh-namespace") {
             let armored = try AgentCommands.sshsig(message, namespace: namespace, keyID: id, custodian: store.custodian, approval: approval)
             inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "namespace", value: .string(namespace)),
@@ -451,7 +451,7 @@ enum CustodyCommands {
         }
         let info = try store.custodian.teamKeyInfo(id: id)
         var signature = try store.custodian.sign(keyID: id, message: message,
-                                                 context: KeyUseContext(site: KeyUseContext.commandLineSite, op: "team.sign", presence: approval))
+                                                 context: KeyUseContext(client: .commandLine, op: .teamSign, presence: approval))
         if inv.flag("--der") {
             guard info.algorithm == .p256 else { throw UsageError("--der applies to P-256 keys only", command: inv.spec.commandLine) }
             signature = try P256.Signing.Signature(rawRepresentation: signature).derRepresentation

@@ -204,11 +204,11 @@ enum SiteCommands {
             let origin = s.origins.first?.serialized ?? s.id.string
             // Opening an op to a site widens what a page may do: the user approves it, whichever
             // process sent the command (as `vault trust` and `team ssh enable`).
-            let proof = try Approval.approve(inv, store: store, op: "site.grant", keyID: nil,
+            let proof = try Approval.approve(inv, store: store, op: .siteGrant, keyID: nil,
                                              subject: "grant \(added.joined(separator: " ")) to \(s.displayName) (\(origin))")
             now = try reg.updateGrants(forIdentifier: s.id, adding: added)
             do {
-                try store.custodian.auditLog.append(site: s.id.string, op: "site.grant", key: nil, result: "ok", prompt: proof.promptID,
+                try store.custodian.auditLog.append(client: .site(s.id), op: .siteGrant, key: nil, result: "ok", prompt: proof.promptID,
                                                     detail: "granted \(added.joined(separator: " ")) to \(origin); now \(now.grants.joined(separator: " "))")
             } catch {
                 // Unlogged, the grant does not stand.
@@ -248,7 +248,7 @@ enum SiteCommands {
             // Should the audit line fail, the revoke stands (the narrower state) and the error is
             // reported.
             now = try reg.updateGrants(forIdentifier: s.id, removing: removed)
-            try store.custodian.auditLog.append(site: s.id.string, op: "site.revoke", key: nil, result: "ok",
+            try store.custodian.auditLog.append(client: .site(s.id), op: .siteRevoke, key: nil, result: "ok",
                                                 detail: "revoked \(removed.joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string); now \(now.grants.isEmpty ? "-" : now.grants.joined(separator: " "))")
         }
         inv.emit(["site": .string(s.id.string), "revoked": .array(removed.map { .string($0) }), "grants": .array(now.grants.map { .string($0) })]) {

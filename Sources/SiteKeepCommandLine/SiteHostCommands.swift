@@ -61,11 +61,11 @@ enum SiteHostCommands {
         let origin = s.origins.first?.serialized ?? s.id.string
         // Letting another program act for a site widens who may use it: the user approves it,
         // whichever process sent the command (as `site grant`).
-        let proof = try Approval.approve(inv, store: store, op: "site.host", keyID: nil,
+        let proof = try Approval.approve(inv, store: store, op: .siteHost, keyID: nil,
                                          subject: "let \(host.path) act for \(s.displayName) (\(origin))")
         let now = try reg.updateHosts(forIdentifier: s.id) { hosts in hosts.filter { $0.path != host.path } + [host] }
         do {
-            try store.custodian.auditLog.append(site: s.id.string, op: "site.host", key: nil, result: "ok", prompt: proof.promptID,
+            try store.custodian.auditLog.append(client: .site(s.id), op: .siteHost, key: nil, result: "ok", prompt: proof.promptID,
                                                 detail: "added the host \(host.description) to \(origin)")
         } catch {
             // Unlogged, the host does not stand.
@@ -95,7 +95,7 @@ enum SiteHostCommands {
                                  remedy: "'sitekeep site host list \(s.origins.first?.serialized ?? s.id.string)' shows them", code: "not_found")
         }
         let now = try reg.updateHosts(forIdentifier: s.id) { hosts in hosts.filter { !matching.contains($0) } }
-        try store.custodian.auditLog.append(site: s.id.string, op: "site.host.remove", key: nil, result: "ok",
+        try store.custodian.auditLog.append(client: .site(s.id), op: .siteHostRemove, key: nil, result: "ok",
                                             detail: "removed the host \(matching.map(\.path).joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string)")
         inv.emit(["site": .string(s.id.string), "removed": .array(matching.map(hostJSON)), "hosts": .array(now.hosts.map(hostJSON))]) {
             "Removed \(matching.map(\.path).joined(separator: ", ")) from \(s.displayName)'s hosts; its hosts: \(describe(now.hosts))."

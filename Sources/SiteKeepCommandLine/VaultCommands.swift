@@ -345,7 +345,7 @@ enum VaultCommands {
         let keyID = try inv.requiredArgument("KEYID")
         // Which signers a vault trusts changes only with the user's approval (or the current
         // secret given for this command), never because a process reached an unlocked daemon.
-        _ = try Approval.approve(inv, store: store, op: "vault.trust", keyID: nil)
+        _ = try Approval.approve(inv, store: store, op: .vaultTrust, keyID: nil)
         let (pin, already) = try library.trust(vault: o.record.name, keyID: keyID)
         inv.emit(["vault": .string(o.record.name), "keyId": .string(pin.keyID), "sha256": .string(pin.fingerprint),
                   "alreadyPinned": .bool(already)]) {
@@ -404,7 +404,7 @@ enum VaultCommands {
         _ = try opened(inv, library)
         // Serving unsigned commits changes what is trusted: the user approves it; going back to
         // signed-only only narrows and needs no approval.
-        if allow { _ = try Approval.approve(inv, store: store, op: "vault.policy", keyID: nil) }
+        if allow { _ = try Approval.approve(inv, store: store, op: .vaultPolicy, keyID: nil) }
         try library.setAllowUnsigned(allow, vault: name)
         inv.emit(["vault": .string(name), "allowUnsigned": .bool(allow)]) {
             allow ? "Vault \(name) now serves unsigned commits and unpinned signers (bad signatures and replaced keys are still refused)."

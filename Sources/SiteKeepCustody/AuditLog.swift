@@ -7,17 +7,25 @@ internal import CLinux
 import SiteKeepCrypto
 import SiteKeepSystem
 internal import SiteKeepJSON
+public import SiteKeepNames
 
 /// One key use, as the audit log records it. Holds no secret material: ids, names and
 /// outcomes only.
+///
+/// This is the read side: an entry holds what a line on disk says, as strings, because a log
+/// holds lines older versions wrote (and ``AuditLog/verify()`` must read every one of them as
+/// written). The write side, ``AuditLog/append(client:op:key:result:presenceAgeMs:prompt:detail:now:)``,
+/// takes the client and the op typed.
 public struct AuditEntry: Sendable, Equatable {
     /// Sequence number in the file, from 1.
     public let seq: Int
     /// Wall-clock time, ISO 8601 UTC with milliseconds.
     public let time: String
-    /// The site that asked (`-` for the local CLI).
+    /// The client that asked, as written (``KeyUseClient/auditName``: a site id, `command-line`,
+    /// `ssh-agent`, `-` for SiteKeep itself).
     public let site: String
-    /// The operation: `unlock`, `lock`, `sign`, `rotate`, `import`, `slot.add`, ...
+    /// The operation, as written: `unlock`, `lock`, `sign`, `team.rotate`, `slot.add`, ...
+    /// (an ``OpName``'s spelling).
     public let op: String
     /// The key (or slot) used, `-` when none.
     public let key: String
@@ -33,10 +41,6 @@ public struct AuditEntry: Sendable, Equatable {
     public let detail: String?
     /// SHA-256 (hex) of the previous line, or the file's genesis value for the first line.
     public let prev: String
-
-    enum CodingKeys: String, CodingKey {
-        case seq, time, site, op, key, result, presenceAgeMs = "presence_age_ms", prompt, detail, prev
-    }
 
     /// An entry.
     public init(seq: Int, time: String, site: String, op: String, key: String, result: String,
@@ -247,9 +251,14 @@ public final class AuditLog: Sendable {
     }
 
     /// Appends one entry and returns once its line is written (fsync grouped, see the type).
+    ///
+    /// The line's `site` is `client`'s ``KeyUseClient/auditName`` and its `op` the op's
+    /// spelling, the bytes older versions wrote. `key` stays text: it names a key id, a key's
+    /// version (`id@v3`), a slot or a keyring item (`vault-key/NAME`, `storage-key/SITE`), each
+    /// spelled as the log has always spelled it (nil: `-`).
     /// - Throws: ``CustodyError/io(_:)`` when the line could not be written; the caller must
     ///   then not return the result it was logging.
-    public func append(site: String?, op: String, key: String?, result: String,
+    public func append(client: KeyUseClient, op: OpName, key: String?, result: String,
                        presenceAgeMs: Int? = nil, prompt: String? = nil, detail: String? = nil, now: Int64 = AuditLog.wallClockMs()) throws(CustodyError) {
         // What to do after the line is written, outside the lock: fsync now (the last fsync is
         // older than the interval), schedule one, or nothing. Other threads append meanwhile.
@@ -266,8 +275,8 @@ public final class AuditLog: Sendable {
             line.reserveCapacity(320)
             Self.put("{\"seq\":", &line); Self.putDecimal(s.seq + 1, &line)
             Self.put(",\"time\":\"", &line); line += s.timeCache.iso8601(ms: now); line.append(0x22)
-            Self.put(",\"site\":", &line); Self.putJSON(site ?? "-", &line)
-            Self.put(",\"op\":", &line); Self.putJSON(op, &line)
+            Self.put(",\"site\":", &line); Self.putJSON(client.auditName, &line)
+            Self.put(",\"op\":", &line); Self.putJSON(op.string, &line)
             Self.put(",\"key\":", &line); Self.putJSON(key ?? "-", &line)
             Self.put(",\"result\":", &line); Self.putJSON(result, &line)
             if let age = presenceAgeMs { Self.put(",\"presence_age_ms\":", &line); Self.putDecimal(age, &line) }
@@ -449,7 +458,7 @@ public final class AuditLog: Sendable {
     }
 
     /// Milliseconds since the Unix epoch: SiteKeepSystem's ``Clocks/wallMilliseconds()``, the
-    /// default `now` of ``append(site:op:key:result:presenceAgeMs:prompt:detail:now:)``.
+    /// default `now` of ``append(client:op:key:result:presenceAgeMs:prompt:detail:now:)``.
     public static func wallClockMs() -> Int64 { Clocks.wallMilliseconds() }
 
     static func iso8601(ms: Int64) -> String {

@@ -6,6 +6,7 @@ import Synchronization
 public import SiteKeepCrypto
 public import SiteKeepKeyring
 public import SiteKeepSystem
+public import SiteKeepNames
 
 /// The secret that opens an unlock slot. Noncopyable: it stays in guarded memory and is wiped
 /// when the unlock call returns.
@@ -104,12 +105,12 @@ public struct NewRecoverySlot: Sendable {
 
 /// Who is asking for a key use, for the audit log and presence checks.
 public struct KeyUseContext: Sendable {
-    /// The site (nil: the local user through the CLI).
-    public var site: String?
-    /// The operation name logged (`sign`, `key.sign`, `vault.save`, ...).
-    public var op: String
+    /// Who asks: a site, the command line, the ssh-agent, or SiteKeep itself (``KeyUseClient/local``).
+    public var client: KeyUseClient
+    /// The operation name logged (`sign`, `key.sign`, `vault.commit`, ...).
+    public var op: OpName
     /// A presence proof the caller already has (the command line's approval). Custody's gate
-    /// checks it, once, at use: it must be for this `site`, this `op` and the key used, young
+    /// checks it, once, at use: it must be for this `client`, this `op` and the key used, young
     /// enough, and taken in the current unlock.
     public var presence: PresenceProof?
     /// Where the gate gets the approval when ``presence`` is nil (the bridge, the ssh-agent): a
@@ -120,17 +121,17 @@ public struct KeyUseContext: Sendable {
     /// characters are kept): for the SSH agent the kind of data and the destination.
     public var detail: String?
 
-    /// A context; `site` nil means the local user.
-    public init(site: String? = nil, op: String = "sign", presence: PresenceProof? = nil, approval: PresenceApproval? = nil,
+    /// A context; the client is SiteKeep itself (``KeyUseClient/local``) unless given.
+    public init(client: KeyUseClient = .local, op: OpName = .sign, presence: PresenceProof? = nil, approval: PresenceApproval? = nil,
                 detail: String? = nil) {
-        self.site = site
+        self.client = client
         self.op = op
         self.presence = presence
         self.approval = approval
         self.detail = detail
     }
 
-    /// The local user (CLI).
+    /// SiteKeep itself, for the local user, op `sign`.
     public static let local = KeyUseContext()
 }
 
@@ -161,6 +162,8 @@ public final class Custodian: Sendable {
 
     /// The device key's item id and the key id it is logged under.
     public static let deviceKeyID = "device"
+    /// ``deviceKeyID`` as a key id, for the gate.
+    static let deviceKey = KeyID(known: deviceKeyID)
 
     struct Unlocked {
         var master: LockedSecret
@@ -211,7 +214,7 @@ public final class Custodian: Sendable {
     /// connection). Public facts and wrapped keys only, as stored; nothing a lock must wipe.
     let parsedRecords = Mutex<[String: ParsedRecord]>([:])
 
-    func didLock(_ how: String) {
+    func didLock(_ how: OpName) {
         lockScope.clear()
         logQuietly(KeyUseContext(op: how), key: nil, result: "ok")
     }
@@ -268,7 +271,7 @@ public final class Custodian: Sendable {
 
     // MARK: - Helpers
 
-    func item(_ kind: String, _ id: String) -> KeyringItemID { KeyringItemID(store: storeID, kind: kind, id: id) }
+    func item(_ kind: SiteKeepNames.ItemKind, _ id: String) -> KeyringItemID { KeyringItemID(store: storeID, kind: kind.rawValue, id: id) }
 
     func kr<R>(_ body: () throws(KeyringError) -> R) throws(CustodyError) -> R {
         do { return try body() } catch { throw .keyring(error) }
@@ -280,7 +283,7 @@ public final class Custodian: Sendable {
 
     func log(_ context: KeyUseContext, key: String?, result: String) throws(CustodyError) {
         let age = context.presence.map { $0.ageMilliseconds(clock: configuration.bootClock) }
-        try auditLog.append(site: context.site, op: context.op, key: key, result: result, presenceAgeMs: age,
+        try auditLog.append(client: context.client, op: context.op, key: key, result: result, presenceAgeMs: age,
                             prompt: context.presence?.promptID, detail: context.detail)
     }
 
@@ -291,6 +294,12 @@ public final class Custodian: Sendable {
 
     static func validateID(_ id: String, what: String = "key") throws(CustodyError) {
         guard KeyID.isValid(id) else { throw .invalidKeyID(id) }
+    }
+
+    /// `id` parsed as a key id (the gate and the presence proof take it typed).
+    /// - Throws: ``CustodyError/invalidKeyID(_:)``.
+    static func keyID(_ id: String) throws(CustodyError) -> KeyID {
+        do throws(VocabularyError) { return try KeyID(parsing: id) } catch { throw .invalidKeyID(id) }
     }
 
     static func validateItemName(_ id: String, what: String) throws(CustodyError) {
@@ -326,7 +335,7 @@ public final class Custodian: Sendable {
             if touch { s.unlocked?.lastUseNs = max(u.lastUseNs, now) }
             return ((u.master, u.unlockedAtNs), false)
         }
-        if expired { didLock("auto-lock") }
+        if expired { didLock(.autoLock) }
         guard let unlock else { throw .locked }
         return unlock
     }
@@ -418,7 +427,7 @@ public final class Custodian: Sendable {
         }
         switch next {
         case .none: break
-        case .locked: didLock("auto-lock")
+        case .locked: didLock(.autoLock)
         case .again(let ns): scheduleAutoLock(epoch: epoch, after: .nanoseconds(Int64(min(ns, UInt64(Int64.max)))))
         }
     }
@@ -432,7 +441,7 @@ public final class Custodian: Sendable {
             s.epoch &+= 1
             return was
         }
-        if was { didLock("lock") } else { lockScope.clear() }
+        if was { didLock(.lock) } else { lockScope.clear() }
     }
 
     // MARK: - Initialisation
@@ -465,7 +474,7 @@ public final class Custodian: Sendable {
         }
         becomeUnlocked(dup)
         let device = try createDeviceKey()
-        try log(KeyUseContext(op: "init"), key: pSlot.id, result: "ok")
+        try log(KeyUseContext(op: .initialize), key: pSlot.id, result: "ok")
         // The back-off record and the audit anchor exist from the start; the marker says so.
         try backoff.save(.zero)
         try auditLog.anchorCurrentHead()

@@ -2,9 +2,9 @@ import SiteKeepNames
 
 extension Custodian {
     /// Keyring item kinds as the keyring stores them: the spellings of the vocabulary's
-    /// ``SiteKeepNames/ItemKind`` cases, as the strings the keyring's API and the signing
-    /// code take today. (Once the signing path takes ``SiteKeepNames/ItemKind`` itself,
-    /// this becomes a typealias of it.)
+    /// ``SiteKeepNames/ItemKind`` cases, as the strings the keyring's API takes (its `list`
+    /// and `loadAll` filter by them; the keyring reads kinds back from disk as text). Custody's
+    /// own key and item code takes ``SiteKeepNames/ItemKind`` itself.
     public enum ItemKind {
         /// ``SiteKeepNames/ItemKind/slot``.
         public static let slot = SiteKeepNames.ItemKind.slot.rawValue

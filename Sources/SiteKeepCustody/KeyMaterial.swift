@@ -1,3 +1,4 @@
+import SiteKeepNames
 public import SiteKeepCrypto
 internal import SiteKeepJSON
 
@@ -239,7 +240,7 @@ struct KeyRecord: Equatable {
         }
     }
 
-    static func parse(_ blob: [UInt8], kind: String, id: String) throws(CustodyError) -> KeyRecord {
+    static func parse(_ blob: [UInt8], kind: SiteKeepNames.ItemKind, id: String) throws(CustodyError) -> KeyRecord {
         guard blob.count <= maximumBlobCount else { throw .damagedItem("\(kind)/\(id) is larger than \(maximumBlobCount) bytes") }
         guard let r = decode(blob) else {
             throw .damagedItem("\(kind)/\(id) is not a SiteKeep key record")
@@ -273,7 +274,7 @@ struct KeyRecord: Equatable {
         }
     }
 
-    static func associatedData(store: String, kind: String, id: String, version: Int, algorithm: SigningAlgorithm, publicKey: String) -> [UInt8] {
-        Array("sitekeep.key.v1\0\(store)\0\(kind)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
+    static func associatedData(store: String, kind: SiteKeepNames.ItemKind, id: String, version: Int, algorithm: SigningAlgorithm, publicKey: String) -> [UInt8] {
+        Array("sitekeep.key.v1\0\(store)\0\(kind.rawValue)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
     }
 }

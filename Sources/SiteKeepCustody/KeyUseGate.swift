@@ -1,3 +1,5 @@
+import SiteKeepNames
+
 // Custody's one gate for every key use, from every client (a page through the bridge, ssh and
 // git through the agent socket, the command line): whether the user approved this use now
 // (``Custodian/admit(_:keyID:unlockedAtNs:beforeAsking:)``: one check of one proof, in the same
@@ -45,23 +47,15 @@ public enum SignedDataKind: Sendable, Equatable {
     }
 }
 
-extension KeyUseContext {
-    /// The op the ssh-agent socket signs under (its client checked the destination and the
-    /// session binding of a login before asking).
-    public static let sshAgentOp = "ssh.sign"
-    /// The pseudo-site the command line's key uses are approved and logged under.
-    public static let commandLineSite = "command-line"
-}
-
 extension Custodian {
     /// The signing gate's policy rule for a team key whose SSH policy is `ssh` (nil: SSH use
     /// off), asked to sign data of `kind` for `op`.
     /// - Throws: ``CustodyError/policyRefused(_:)`` saying why and what would allow it.
-    static func checkPolicy(_ kind: SignedDataKind, op: String, keyID: String, ssh: SSHAgentPolicy?) throws(CustodyError) {
+    static func checkPolicy(_ kind: SignedDataKind, op: OpName, keyID: String, ssh: SSHAgentPolicy?) throws(CustodyError) {
         let policy = ssh ?? SSHAgentPolicy(enabled: false)
         switch kind {
         case .sshLogin:
-            guard op == KeyUseContext.sshAgentOp else {
+            guard op == .sshSign else {
                 throw .policyRefused("the data is an SSH login request; only the ssh-agent socket signs logins, after it has checked "
                     + "the destination (use ssh with SSH_AUTH_SOCK from 'sitekeep agent env')")
             }
@@ -84,7 +78,7 @@ extension Custodian {
                     + "(allowed: \(policy.namespaces?.joined(separator: ", ") ?? "any"))")
             }
         case .other:
-            if op == KeyUseContext.sshAgentOp {
+            if op == .sshSign {
                 guard policy.enabled else { throw .policyRefused("SSH use of key \(keyID) is off") }
                 guard policy.otherData else {
                     throw .policyRefused("key \(keyID) signs only SSH logins and SSHSIG signatures over SSH ('--other-data' allows more)")
@@ -124,22 +118,22 @@ extension Custodian {
     /// The approval of `context`'s use of `keyID`, checked once: the proof the caller brings,
     /// else a kept one of ``KeyUseContext/approval``'s window, else (after `beforeAsking`, which
     /// throws for a use that cannot run, so it never prompts) a fresh one from the user. Each is
-    /// checked by ``checkProof(_:site:op:keyID:unlockedAtNs:lifetime:)`` only; a kept one that
+    /// checked by ``checkProof(_:client:op:keyID:unlockedAtNs:lifetime:)`` only; a kept one that
     /// fails is forgotten and the user is asked. Nil when the context brings neither.
-    func admit(_ context: KeyUseContext, keyID: String?, unlockedAtNs: UInt64,
+    func admit(_ context: KeyUseContext, keyID: KeyID?, unlockedAtNs: UInt64,
                beforeAsking: () throws(CustodyError) -> Void) throws(CustodyError) -> PresenceProof? {
-        let site = context.site ?? "-"
+        let client = context.client
         if let given = context.presence {
-            try checkProof(given, site: site, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: configuration.presenceLifetime)
+            try checkProof(given, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: configuration.presenceLifetime)
             return given
         }
         guard let approval = context.approval else { return nil }
         let window = approval.window
-        let use = PresenceWindow.Use(site: site, op: context.op, keyID: keyID, scope: approval.scope)
+        let use = PresenceWindow.Use(client: client, op: context.op, keyID: keyID, scope: approval.scope)
         let lifetime = min(configuration.presenceLifetime, window.lifetime)
         if let kept = window.kept(use) {
             do throws(CustodyError) {
-                try checkProof(kept, site: site, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
+                try checkProof(kept, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
                 return kept
             } catch {
                 window.forget(use)
@@ -148,16 +142,16 @@ extension Custodian {
         try beforeAsking()
         let generation = window.generation
         let fresh = try window.ask(use, label: approval.label)
-        try checkProof(fresh, site: site, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
+        try checkProof(fresh, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
         window.keep(fresh, for: use, ifNotClearedSince: generation)
         return fresh
     }
 
-    /// The presence rule, in one place: the proof is for this client (`site`), op and key,
-    /// younger than `lifetime`, and issued in the current unlock.
-    func checkProof(_ proof: PresenceProof, site: String, op: String, keyID: String?, unlockedAtNs: UInt64,
+    /// The presence rule, in one place: the proof is for this client, op and key, younger than
+    /// `lifetime`, and issued in the current unlock.
+    func checkProof(_ proof: PresenceProof, client: KeyUseClient, op: OpName, keyID: KeyID?, unlockedAtNs: UInt64,
                     lifetime: Duration) throws(CustodyError) {
-        try proof.check(site: site, op: op, keyID: keyID, clock: configuration.bootClock, lifetime: lifetime)
+        try proof.check(client: client, op: op, keyID: keyID, clock: configuration.bootClock, lifetime: lifetime)
         guard proof.issuedAtNanoseconds >= unlockedAtNs else { throw .presenceBeforeUnlock }
     }
 
@@ -168,7 +162,7 @@ extension Custodian {
     /// - Throws: ``CustodyError/locked``, ``CustodyError/presenceRequired(_:)`` when the context
     ///   brings no way to approve, or the verifier's or the check's refusal.
     @discardableResult
-    public func approve(_ context: KeyUseContext, keyID: String? = nil) throws(CustodyError) -> PresenceProof {
+    public func approve(_ context: KeyUseContext, keyID: KeyID? = nil) throws(CustodyError) -> PresenceProof {
         var logged = context
         do throws(CustodyError) {
             let unlockedAt = try currentUnlock().unlockedAtNs
@@ -177,10 +171,10 @@ extension Custodian {
             }
             logged.presence = proof
         } catch {
-            logQuietly(context, key: keyID, result: Self.resultWord(error))
+            logQuietly(context, key: keyID?.string, result: Self.resultWord(error))
             throw error
         }
-        try log(logged, key: keyID, result: "ok")
+        try log(logged, key: keyID?.string, result: "ok")
         return logged.presence!
     }
 }

@@ -1,3 +1,4 @@
+import SiteKeepNames
 import SiteKeepCrypto
 import SiteKeepKeyring
 import Synchronization
@@ -5,19 +6,19 @@ import Synchronization
 extension Custodian {
     // MARK: - Records
 
-    func wrapInfo(kind: String, id: String) -> String {
-        kind == ItemKind.deviceKey ? "device" : "team:\(id)"
+    func wrapInfo(kind: SiteKeepNames.ItemKind, id: String) -> String {
+        kind == .deviceKey ? "device" : "team:\(id)"
     }
 
-    func loadRecord(kind: String, id: String) throws(CustodyError) -> KeyRecord {
+    func loadRecord(kind: SiteKeepNames.ItemKind, id: String) throws(CustodyError) -> KeyRecord {
         try loadParsed(kind: kind, id: id).record
     }
 
     /// The stored record and its public facts, parsed again only when its bytes changed.
-    func loadParsed(kind: String, id: String) throws(CustodyError) -> ParsedRecord {
+    func loadParsed(kind: SiteKeepNames.ItemKind, id: String) throws(CustodyError) -> ParsedRecord {
         let bytes: [UInt8]
         do { bytes = try keyring.load(item(kind, id)) } catch .itemMissing { throw .keyNotFound(id) } catch { throw .keyring(error) }
-        let name = kind + "/" + id
+        let name = kind.rawValue + "/" + id
         if let parsed = parsedRecords.withLock({ $0[name] }), parsed.bytes == bytes { return parsed }
         let record = try KeyRecord.parse(bytes, kind: kind, id: id)
         let parsed = ParsedRecord(bytes: bytes, record: record, info: record.info())
@@ -28,13 +29,13 @@ extension Custodian {
         return parsed
     }
 
-    func storeRecord(_ record: KeyRecord, kind: String) throws(CustodyError) {
-        let label = kind == ItemKind.deviceKey ? "SiteKeep device key" : "SiteKeep team key \(record.id)"
+    func storeRecord(_ record: KeyRecord, kind: SiteKeepNames.ItemKind) throws(CustodyError) {
+        let label = kind == .deviceKey ? "SiteKeep device key" : "SiteKeep team key \(record.id)"
         try kr { () throws(KeyringError) in try keyring.store(record.encoded(), for: item(kind, record.id), label: label) }
     }
 
     /// Wraps a new signing key as version `version` of a record.
-    func makeVersion(_ handle: SigningKeyHandle, kind: String, id: String, version: Int, master: LockedSecret) throws(CustodyError) -> KeyRecord.Version {
+    func makeVersion(_ handle: SigningKeyHandle, kind: SiteKeepNames.ItemKind, id: String, version: Int, master: LockedSecret) throws(CustodyError) -> KeyRecord.Version {
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
         let pk = Base64.encode(handle.publicKey)
         let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk)
@@ -48,14 +49,14 @@ extension Custodian {
     /// The unwrapped signing key of a version, cached for this unlock in the ``lockScope``.
     /// Presence is not its business: the gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``)
     /// has admitted the use before a key is unwrapped for it.
-    func signer(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
+    func signer(kind: SiteKeepNames.ItemKind, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
         let (handle, v, _) = try signerAndPolicy(kind: kind, id: id, version: version, forSigning: forSigning)
         return (handle, v)
     }
 
     /// ``signer(kind:id:version:forSigning:)``, also giving the key's SSH policy as its
     /// record says (kept with the cached signer, so the signing gate reads no keyring item).
-    func signerAndPolicy(kind: String, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
+    func signerAndPolicy(kind: SiteKeepNames.ItemKind, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
         // Recorded before the master key is read: a key unwrapped across a lock is not cached.
         let generation = lockScope.generation
         let master = try currentUnlock().master
@@ -96,7 +97,7 @@ extension Custodian {
         return (handle, v, record.ssh)
     }
 
-    func newRecord(kind: String, id: String, name: String, handle: SigningKeyHandle) throws(CustodyError) -> SigningKeyInfo {
+    func newRecord(kind: SiteKeepNames.ItemKind, id: String, name: String, handle: SigningKeyHandle) throws(CustodyError) -> SigningKeyInfo {
         let master = try currentMaster()
         let exists: Bool
         do { _ = try keyring.load(item(kind, id)); exists = true } catch .itemMissing { exists = false } catch { throw .keyring(error) }
@@ -125,19 +126,19 @@ extension Custodian {
     // MARK: - Device key
 
     func createDeviceKey() throws(CustodyError) -> SigningKeyInfo {
-        let info = try newRecord(kind: ItemKind.deviceKey, id: Self.deviceKeyID, name: "device", handle: Self.newHandle(.p256))
-        try log(KeyUseContext(op: "device.create"), key: Self.deviceKeyID, result: "ok")
+        let info = try newRecord(kind: .deviceKey, id: Self.deviceKeyID, name: "device", handle: Self.newHandle(.p256))
+        try log(KeyUseContext(op: .deviceCreate), key: Self.deviceKeyID, result: "ok")
         return info
     }
 
     /// The device key's public facts (works while locked).
     public func deviceKeyInfo() throws(CustodyError) -> SigningKeyInfo {
-        try loadRecord(kind: ItemKind.deviceKey, id: Self.deviceKeyID).info()
+        try loadRecord(kind: .deviceKey, id: Self.deviceKeyID).info()
     }
 
     /// Signs with the device key (P-256, raw `r || s`), e.g. this device's vault commits.
-    public func signAsDevice(_ message: [UInt8], context: KeyUseContext = KeyUseContext(op: "device.sign")) throws(CustodyError) -> [UInt8] {
-        try signWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, message: message, context: context).signature
+    public func signAsDevice(_ message: [UInt8], context: KeyUseContext = KeyUseContext(op: .deviceSign)) throws(CustodyError) -> [UInt8] {
+        try signWith(kind: .deviceKey, key: Self.deviceKey, version: nil, message: message, context: context).signature
     }
 
     // MARK: - Team keys
@@ -147,8 +148,8 @@ extension Custodian {
     public func generateTeamKey(id: String, name: String, algorithm: SigningAlgorithm = .ed25519) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
         try Self.validateName(name)
-        let info = try newRecord(kind: ItemKind.teamKey, id: id, name: name, handle: Self.newHandle(algorithm))
-        try log(KeyUseContext(op: "team.add"), key: id, result: "ok")
+        let info = try newRecord(kind: .teamKey, id: id, name: name, handle: Self.newHandle(algorithm))
+        try log(KeyUseContext(op: .teamAdd), key: id, result: "ok")
         return info
     }
 
@@ -169,8 +170,8 @@ extension Custodian {
                 throw .invalidKeyMaterial("not a P-256 PKCS#8 private key (PEM 'PRIVATE KEY' or DER)")
             }
         }
-        let info = try newRecord(kind: ItemKind.teamKey, id: id, name: name, handle: handle)
-        try log(KeyUseContext(op: "team.import"), key: id, result: "ok")
+        let info = try newRecord(kind: .teamKey, id: id, name: name, handle: handle)
+        try log(KeyUseContext(op: .teamImport), key: id, result: "ok")
         return info
     }
 
@@ -179,7 +180,7 @@ extension Custodian {
         let ids = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.teamKey) }
         var out: [SigningKeyInfo] = []
         for id in ids.sorted(by: { $0.id < $1.id }) {
-            out.append(try loadParsed(kind: ItemKind.teamKey, id: id.id).info)
+            out.append(try loadParsed(kind: .teamKey, id: id.id).info)
         }
         return out
     }
@@ -187,7 +188,7 @@ extension Custodian {
     /// One team key's public facts (works while locked).
     public func teamKeyInfo(id: String) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
-        return try loadParsed(kind: ItemKind.teamKey, id: id).info
+        return try loadParsed(kind: .teamKey, id: id).info
     }
 
     /// Rotates a team key: a new version of the same algorithm becomes the signing version;
@@ -195,14 +196,14 @@ extension Custodian {
     public func rotateTeamKey(id: String) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
         let master = try currentMaster()
-        var record = try loadRecord(kind: ItemKind.teamKey, id: id)
+        var record = try loadRecord(kind: .teamKey, id: id)
         guard record.versions.count < KeyRecord.maximumVersions else { throw .invalidArgument("key \(id) has reached \(KeyRecord.maximumVersions) versions") }
-        let version = try makeVersion(Self.newHandle(record.algorithm), kind: ItemKind.teamKey, id: id,
+        let version = try makeVersion(Self.newHandle(record.algorithm), kind: .teamKey, id: id,
                                       version: record.versions.count + 1, master: master)
         record.versions.append(version)
-        try storeRecord(record, kind: ItemKind.teamKey)
+        try storeRecord(record, kind: .teamKey)
         _ = signers.withLock { $0.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
-        try log(KeyUseContext(op: "team.rotate"), key: "\(id)@v\(version.version)", result: "ok")
+        try log(KeyUseContext(op: .teamRotate), key: "\(id)@v\(version.version)", result: "ok")
         return record.info()
     }
 
@@ -210,13 +211,13 @@ extension Custodian {
     public func deleteTeamKey(id: String) throws(CustodyError) {
         try Self.validateID(id)
         _ = try currentMaster()
-        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(ItemKind.teamKey, id)) }
+        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(.teamKey, id)) }
         guard existed else { throw .keyNotFound(id) }
         signers.withLock { c in
             c.byVersion = c.byVersion.filter { !$0.key.hasPrefix("\(ItemKind.teamKey)/\(id)@") }
             c.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)")
         }
-        try log(KeyUseContext(op: "team.delete"), key: id, result: "ok")
+        try log(KeyUseContext(op: .teamDelete), key: id, result: "ok")
     }
 
     /// Signs `message` with a team key's current version (Ed25519, or P-256 raw `r || s`).
@@ -224,8 +225,8 @@ extension Custodian {
     /// This is the one gate every team-key signature passes, whichever client asks (a page
     /// through the bridge, `ssh` through the agent socket, the command line inside the daemon
     /// or on its own):
-    /// - `context.presence` is required: a proof for `context.site` (the client: a site id,
-    ///   `ssh-agent`, `command-line`), `context.op` and `keyID`, younger than the presence
+    /// - `context.presence` is required: a proof for `context.client` (a site, the ssh-agent,
+    ///   the command line: ``KeyUseClient``), `context.op` and `keyID`, younger than the presence
     ///   lifetime and issued in the current unlock; without one, ``CustodyError/presenceRequired(_:)``.
     /// - The key's policy, read from what the bytes are (``SignedDataKind``), not from what the
     ///   caller says: an SSHSIG is signed only in a namespace the key's SSH policy allows; an SSH
@@ -246,11 +247,11 @@ extension Custodian {
     /// The bridge answers `key.sign` with this: the key's record is not read again per
     /// signature (a Secret Service round trip) once the key is unwrapped in this unlock.
     public func signature(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> TeamSignature {
-        try Self.validateID(keyID)
-        return try signWith(kind: ItemKind.teamKey, keyID: keyID, version: version, message: message, context: context)
+        return try signWith(kind: .teamKey, key: Self.keyID(keyID), version: version, message: message, context: context)
     }
 
-    func signWith(kind: String, keyID: String, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> TeamSignature {
+    func signWith(kind: SiteKeepNames.ItemKind, key: KeyID, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> TeamSignature {
+        let keyID = key.string
         let signature: [UInt8]
         let algorithm: SigningAlgorithm
         let signedVersion: Int
@@ -265,7 +266,7 @@ extension Custodian {
             // The one presence check (``admit``): before a prompt, the key must exist, so a use
             // that cannot run never asks the user.
             // A refusal at the prompt is logged with the version it would have used.
-            used.presence = try admit(context, keyID: keyID, unlockedAtNs: unlockedAt) { () throws(CustodyError) in
+            used.presence = try admit(context, keyID: key, unlockedAtNs: unlockedAt) { () throws(CustodyError) in
                 if version == nil, let hit = self.signers.withLock({ $0.current["\(kind)/\(keyID)"] }) {
                     logKey = "\(keyID)@v\(hit.version)"
                     return
@@ -273,14 +274,14 @@ extension Custodian {
                 let record = try self.loadRecord(kind: kind, id: keyID)
                 logKey = "\(keyID)@v\(version ?? record.versions.count)"
             }
-            if used.presence == nil, kind == ItemKind.teamKey {
+            if used.presence == nil, kind == .teamKey {
                 throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
             let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true)
             if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
-            if kind == ItemKind.teamKey {
+            if kind == .teamKey {
                 try Self.checkPolicy(SignedDataKind(message), op: context.op, keyID: keyID, ssh: ssh)
             }
             signature = try cr { () throws(CryptoError) in try handle.sign(message) }
@@ -311,15 +312,15 @@ extension Custodian {
     /// Needs no unlock (public keys only).
     public func verify(keyID: String, version: Int? = nil, signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
         try Self.validateID(keyID)
-        return try verifyWith(kind: ItemKind.teamKey, keyID: keyID, version: version, signature: signature, message: message)
+        return try verifyWith(kind: .teamKey, keyID: keyID, version: version, signature: signature, message: message)
     }
 
     /// Verifies a device-key signature (any version).
     public func verifyDeviceSignature(_ signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
-        try verifyWith(kind: ItemKind.deviceKey, keyID: Self.deviceKeyID, version: nil, signature: signature, message: message)
+        try verifyWith(kind: .deviceKey, keyID: Self.deviceKeyID, version: nil, signature: signature, message: message)
     }
 
-    func verifyWith(kind: String, keyID: String, version: Int?, signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
+    func verifyWith(kind: SiteKeepNames.ItemKind, keyID: String, version: Int?, signature: [UInt8], message: [UInt8]) throws(CustodyError) -> Bool {
         let record = try loadRecord(kind: kind, id: keyID)
         if let v = version, !(1...record.versions.count).contains(v) { throw .versionNotFound(keyID: keyID, version: v) }
         let versions = version.map { [record.versions[$0 - 1]] } ?? record.versions

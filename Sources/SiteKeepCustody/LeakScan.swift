@@ -1,3 +1,4 @@
+import SiteKeepNames
 import SiteKeepCrypto
 import SiteKeepKeyring
 
@@ -20,10 +21,10 @@ extension Custodian {
                 }
             }
         }
-        let list = { (kind: String) throws(CustodyError) -> [KeyringItemID] in
-            try self.kr { () throws(KeyringError) in try self.keyring.list(store: self.storeID, kind: kind) }
+        let list = { (kind: SiteKeepNames.ItemKind) throws(CustodyError) -> [KeyringItemID] in
+            try self.kr { () throws(KeyringError) in try self.keyring.list(store: self.storeID, kind: kind.rawValue) }
         }
-        for kind in [ItemKind.teamKey, ItemKind.deviceKey] {
+        for kind in [SiteKeepNames.ItemKind.teamKey, .deviceKey] {
             for id in try list(kind) {
                 out.append(try derived(wrapInfo(kind: kind, id: id.id)))
                 let record = try loadRecord(kind: kind, id: id.id)
@@ -36,16 +37,16 @@ extension Custodian {
                 }
             }
         }
-        for id in try list(ItemKind.storageKeyWhenUnlocked) {
+        for id in try list(.storageKeyWhenUnlocked) {
             out.append(try derived("site:\(id.id)"))
-            let s = try wrappedSecret(kind: ItemKind.storageKeyWhenUnlocked, id: id.id, info: "site:\(id.id)",
+            let s = try wrappedSecret(kind: .storageKeyWhenUnlocked, id: id.id, info: "site:\(id.id)",
                                       ad: Self.siteKeyAD(store: storeID, site: id.id), createIfMissing: nil)
             out.append(bytes(s))
         }
         for purpose in RecordTagPurpose.allCases { out.append(try derived(Self.recordTagInfo(purpose))) }
-        for id in try list(ItemKind.vaultKey) {
+        for id in try list(.vaultKey) {
             out.append(try derived("vault:\(id.id)"))
-            let s = try wrappedSecret(kind: ItemKind.vaultKey, id: id.id, info: "vault:\(id.id)",
+            let s = try wrappedSecret(kind: .vaultKey, id: id.id, info: "vault:\(id.id)",
                                       ad: Self.vaultKeyAD(store: storeID, vault: id.id), createIfMissing: nil)
             out.append(bytes(s))
         }

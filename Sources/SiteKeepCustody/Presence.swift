@@ -5,6 +5,7 @@ import Dispatch
 import Synchronization
 internal import SiteKeepSystem
 public import SiteKeepCrypto
+public import SiteKeepNames
 
 /// A monotonic clock that counts time spent in suspend (`CLOCK_BOOTTIME`), in nanoseconds.
 /// Tests inject their own.
@@ -32,24 +33,24 @@ public enum PresenceMethod: String, Sendable {
     case secret
 }
 
-/// Proof that the user approved one use (a site, an operation and a key) a moment ago.
+/// Proof that the user approved one use (a client, an operation and a key) a moment ago.
 ///
 /// Valid for at most ``maximumLifetime`` (60 s) on `CLOCK_BOOTTIME`, so a suspended laptop does
 /// not keep an old approval alive; configuration may shorten that, never lengthen it. Bound to
-/// what the user was shown: a proof serves only the same site, op and key
-/// (``check(site:op:keyID:clock:lifetime:)``), and custody refuses one issued before its last
+/// what the user was shown: a proof serves only the same client (a site, the command line,
+/// the ssh-agent), op and key (``check(client:op:keyID:clock:lifetime:)``), and custody refuses one issued before its last
 /// unlock. Each carries the id of the prompt that made it, which the audit log records with
 /// every use it approves. Only SiteKeep's modules can make one.
 public struct PresenceProof: Sendable, Equatable {
     /// The hard upper bound of a proof's life.
     public static let maximumLifetime: Duration = .seconds(60)
 
-    /// The site the user approved.
-    public let site: String
+    /// The client the user approved (a site, the command line, the ssh-agent).
+    public let client: KeyUseClient
     /// The operation shown to the user.
-    public let op: String
+    public let op: OpName
     /// The key shown to the user, if any.
-    public let keyID: String?
+    public let keyID: KeyID?
     /// How presence was proved.
     public let method: PresenceMethod
     /// When, on `CLOCK_BOOTTIME` (nanoseconds).
@@ -58,9 +59,9 @@ public struct PresenceProof: Sendable, Equatable {
     /// and written to the audit log with each use this proof approves.
     public let promptID: String
 
-    package init(site: String, op: String, keyID: String?, method: PresenceMethod, issuedAtNanoseconds: UInt64,
+    package init(client: KeyUseClient, op: OpName, keyID: KeyID?, method: PresenceMethod, issuedAtNanoseconds: UInt64,
                  promptID: String = PresenceProof.newPromptID()) {
-        self.site = site
+        self.client = client
         self.op = op
         self.keyID = keyID
         self.method = method
@@ -77,13 +78,13 @@ public struct PresenceProof: Sendable, Equatable {
         return now <= issuedAtNanoseconds ? 0 : Int((now - issuedAtNanoseconds) / 1_000_000)
     }
 
-    /// Checks that the proof is for `site`, `op` and `keyID` (nil: an op that names no key) and
+    /// Checks that the proof is for `client`, `op` and `keyID` (nil: an op that names no key) and
     /// younger than `lifetime` (clamped to ``maximumLifetime``).
     /// - Throws: ``CustodyError/presenceWrongSite``, ``CustodyError/presenceWrongUse`` or
     ///   ``CustodyError/presenceExpired(ageSeconds:)``.
-    public func check(site: String, op: String, keyID: String?, clock: BootClock = .system,
+    public func check(client: KeyUseClient, op: OpName, keyID: KeyID?, clock: BootClock = .system,
                       lifetime: Duration = PresenceProof.maximumLifetime) throws(CustodyError) {
-        guard site == self.site else { throw .presenceWrongSite }
+        guard client == self.client else { throw .presenceWrongSite }
         guard op == self.op, keyID == self.keyID else { throw .presenceWrongUse }
         let limitNs = Self.nanoseconds(min(lifetime, Self.maximumLifetime))
         let now = clock.nanoseconds()
@@ -102,20 +103,21 @@ public struct PresenceProof: Sendable, Equatable {
 
 /// A way of proving the user is present now.
 public protocol PresenceVerifier: Sendable {
-    /// Asks the user to approve `op` with `keyID` for `site`; blocks until they answer or the
+    /// Asks the user to approve `op` with `keyID` for `client`; blocks until they answer or the
     /// verifier's time limit passes.
     /// - Throws: ``CustodyError/presenceDenied``, ``CustodyError/presenceTimedOut(seconds:)``
     ///   or ``CustodyError/presenceUnavailable(_:)``.
-    func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof
+    func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof
 
-    /// The same, showing the user `siteLabel` (the site's name and origin) where it names the
-    /// site; the proof is still bound to the site id `site`. The default shows `site`.
-    func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof
+    /// The same, showing the user `siteLabel` (the site's name and origin, or who asks on the
+    /// command line or the agent socket) where it names the client; the proof is still bound to
+    /// `client`. The default shows the client's ``KeyUseClient/auditName``.
+    func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof
 }
 
 extension PresenceVerifier {
-    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        try requestPresence(site: site, op: op, keyID: keyID)
+    public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, op: op, keyID: keyID)
     }
 }
 
@@ -176,24 +178,20 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
         return try AskpassPresenceVerifier(program: program, timeout: timeout)
     }
 
-    /// The environment's copy of a fact: hidden characters shown as `<U+XXXX>`, at most 200
-    /// scalars of it.
-    static func printable(_ s: String) -> String { PresenceText.escaped(s, limit: 200) }
-
     /// Runs the askpass program and waits for its answer (at most ``timeout``).
-    public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    public func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
     }
 
-    /// Runs the askpass program, naming the site by `siteLabel`, and waits for its answer.
-    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    /// Runs the askpass program, naming the client by `siteLabel`, and waits for its answer.
+    public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         let promptID = PresenceProof.newPromptID()
         var env = baseEnvironment ?? ProcessEnvironment.current()
         env["SITEKEEP_TTY"] = nil
         env["SITEKEEP_PRESENCE_SITE"] = PresenceText.escaped(siteLabel, limit: PresenceText.labelLimit)
-        env["SITEKEEP_PRESENCE_SITE_ID"] = Self.printable(site)
-        env["SITEKEEP_PRESENCE_OP"] = Self.printable(op)
-        env["SITEKEEP_PRESENCE_KEY"] = keyID.map(Self.printable) ?? "-"
+        env["SITEKEEP_PRESENCE_SITE_ID"] = client.auditName
+        env["SITEKEEP_PRESENCE_OP"] = op.string
+        env["SITEKEEP_PRESENCE_KEY"] = keyID?.string ?? "-"
         env["SITEKEEP_PRESENCE_PROMPT"] = promptID
         let prompt: String
         if dialog {
@@ -212,7 +210,7 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
         }
         guard let status = ended?.status else { throw .presenceTimedOut(seconds: Int(PresenceProof.nanoseconds(timeout) / 1_000_000_000)) }
         guard status == 0 else { throw .presenceDenied }
-        return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(),
+        return PresenceProof(client: client, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(),
                              promptID: promptID)
     }
 
@@ -225,10 +223,11 @@ public struct AskpassPresenceVerifier: PresenceVerifier {
     /// (``PresenceText/quoted(_:limit:)``), and every hidden character left is shown as
     /// `<U+XXXX>` here. Nothing is cut after the label, so what comes last is never hidden by
     /// what a peer put first.
-    static func promptText(siteLabel: String, op: String, keyID: String?, promptID: String, ending: String) -> String {
+    static func promptText(siteLabel: String, op: OpName, keyID: KeyID?, promptID: String, ending: String) -> String {
         let s = PresenceText.escaped(siteLabel, limit: PresenceText.labelLimit)
-        let o = PresenceText.escaped(op, limit: PresenceText.fieldLimit)
-        guard let k = keyID.map({ PresenceText.escaped($0, limit: PresenceText.fieldLimit) }) else {
+        // Typed: printable ASCII, at most 64 bytes, shown as they are.
+        let o = op.string
+        guard let k = keyID?.string else {
             return "SiteKeep: \(o), for \(s). Approval covers only this site and \(o), for at most 60 s (prompt \(promptID)). \(ending)"
         }
         return "SiteKeep: key \(k), \(o), for \(s). Approval covers only this site, \(o) and key \(k), "
@@ -285,11 +284,13 @@ public enum PresenceText {
     /// line, then what an approval covers and the prompt's id. Every string is escaped and bounded
     /// as in ``AskpassPresenceVerifier`` (a newline a peer put in a quoted name is shown as
     /// `<U+000A>`, so it cannot add a line of its own); the body's lines are separated by `\n`.
-    public static func dialog(siteLabel: String, op: String, keyID: String?, promptID: String) -> (title: String, body: String) {
-        let o = escaped(op, limit: fieldLimit)
-        let title = "SiteKeep: approve " + (op.hasSuffix(".sign") ? "a signature" : "a key use")
+    /// The op and the key are typed (``OpName``, ``KeyID``: printable ASCII, at most 64 bytes),
+    /// so they are shown as they are.
+    public static func dialog(siteLabel: String, op: OpName, keyID: KeyID?, promptID: String) -> (title: String, body: String) {
+        let o = op.string
+        let title = "SiteKeep: approve " + (o.hasSuffix(".sign") ? "a signature" : "a key use")
         var lines: [String] = []
-        if let keyID { lines.append("Key: " + escaped(keyID, limit: fieldLimit)) }
+        if let keyID { lines.append("Key: " + keyID.string) }
         lines.append("Op: " + o)
         for (i, part) in labelParts(escaped(siteLabel, limit: labelLimit)).enumerated() {
             if i == 0 { lines.append("For: " + part); continue }
@@ -363,12 +364,12 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
     }
 
     /// Asks for the passphrase and checks it (one Argon2id derivation per passphrase slot).
-    public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    public func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
     }
 
-    /// The same, naming the site by `siteLabel` in the prompt.
-    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    /// The same, naming the client by `siteLabel` in the prompt.
+    public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         let promptID = PresenceProof.newPromptID()
         let prompt = AskpassPresenceVerifier.promptText(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID,
                                                         ending: "Passphrase to allow: ")
@@ -378,7 +379,7 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
         } catch .unlockFailed {
             throw .presenceDenied
         }
-        return PresenceProof(site: site, op: op, keyID: keyID, method: .passphrase, issuedAtNanoseconds: clock.nanoseconds(),
+        return PresenceProof(client: client, op: op, keyID: keyID, method: .passphrase, issuedAtNanoseconds: clock.nanoseconds(),
                              promptID: promptID)
     }
 }
@@ -394,9 +395,9 @@ public struct PassphrasePresenceVerifier: PresenceVerifier {
 public final class PresenceWindow: Sendable {
     /// What one proof may serve.
     struct Use: Hashable, Sendable {
-        let site: String
-        let op: String
-        let keyID: String?
+        let client: KeyUseClient
+        let op: OpName
+        let keyID: KeyID?
         /// The kind of use (the ssh-agent's destination or namespace), nil for any.
         let scope: String?
     }
@@ -429,7 +430,7 @@ public final class PresenceWindow: Sendable {
 
     /// Asks the user to approve `use`, showing `label`.
     func ask(_ use: Use, label: String) throws(CustodyError) -> PresenceProof {
-        try verifier.requestPresence(site: use.site, siteLabel: label, op: use.op, keyID: use.keyID)
+        try verifier.requestPresence(client: use.client, siteLabel: label, op: use.op, keyID: use.keyID)
     }
 
     /// Keeps `proof` for `use` unless a lock or unlock happened since `generation`.

@@ -3,6 +3,7 @@
 #endif
 import Synchronization
 internal import SiteKeepSystem
+public import SiteKeepNames
 
 /// Which prompt asks the user to approve a key use, chosen from the `prompt` setting and the
 /// daemon's surroundings (its environment, and the terminal and display the last `unlock`
@@ -230,18 +231,18 @@ public final class PromptPresenceVerifier: PresenceVerifier {
     /// The prompt the next request would use.
     public var plan: PromptPlan { PromptPlan.current(setting: setting, environment: environment.withLock { $0 }) }
 
-    public func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    public func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
     }
 
-    public func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         try asking.withLock { (_: inout ()) throws(CustodyError) -> PresenceProof in
-            try ask(site: site, siteLabel: siteLabel, op: op, keyID: keyID)
+            try ask(client: client, siteLabel: siteLabel, op: op, keyID: keyID)
         }
     }
 
     /// Shows one prompt (the caller holds ``asking``).
-    private func ask(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    private func ask(client asker: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         let env = environment.withLock { $0 }
         let plan = PromptPlan.current(setting: setting, environment: env)
         if let problem = plan.problem {
@@ -252,7 +253,7 @@ public final class PromptPresenceVerifier: PresenceVerifier {
             var extra = env
             if dialog { extra["SSH_ASKPASS_PROMPT"] = "confirm" }
             let askpass = try AskpassPresenceVerifier(program: program, timeout: timeout, clock: clock, environment: extra, dialog: dialog)
-            return try askpass.requestPresence(site: site, siteLabel: siteLabel, op: op, keyID: keyID)
+            return try askpass.requestPresence(client: asker, siteLabel: siteLabel, op: op, keyID: keyID)
         case .pinentry(let program, let tty):
             let promptID = PresenceProof.newPromptID()
             let text = PresenceText.dialog(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID)
@@ -263,12 +264,12 @@ public final class PromptPresenceVerifier: PresenceVerifier {
             // The title leads the description too: a pinentry without a window manager (or on a
             // terminal) shows no window title.
             guard try client.confirm(PinentryClient.Dialog(title: text.title, description: text.title + "\n" + text.body)) else { throw .presenceDenied }
-            return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(), promptID: promptID)
+            return PresenceProof(client: asker, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(), promptID: promptID)
         case .terminal(let tty):
             let promptID = PresenceProof.newPromptID()
             let text = PresenceText.dialog(siteLabel: siteLabel, op: op, keyID: keyID, promptID: promptID)
             guard try TerminalPrompt.confirm(tty: tty, text: text.title + "\n" + text.body, timeout: timeout) else { throw .presenceDenied }
-            return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(), promptID: promptID)
+            return PresenceProof(client: asker, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds(), promptID: promptID)
         case .unavailable:
             throw .presenceUnavailable("no prompt is configured")
         }

@@ -1,3 +1,4 @@
+import SiteKeepNames
 internal import SiteKeepCrypto
 
 extension Custodian {
@@ -19,7 +20,7 @@ extension Custodian {
     /// - Throws: ``CustodyError/locked`` when locked.
     public func recordTag(for message: [UInt8], purpose: RecordTagPurpose) throws(CustodyError) -> [UInt8] {
         let tag = try tagKey(purpose).authenticationCode(for: message)
-        try log(KeyUseContext(op: "record-tag.make"), key: Self.recordTagInfo(purpose), result: "ok")
+        try log(KeyUseContext(op: .recordTagMake), key: Self.recordTagInfo(purpose), result: "ok")
         return tag
     }
 
@@ -28,7 +29,7 @@ extension Custodian {
     /// - Throws: ``CustodyError/locked`` when locked.
     public func isValidRecordTag(_ tag: [UInt8], for message: [UInt8], purpose: RecordTagPurpose) throws(CustodyError) -> Bool {
         let valid = ConstantTime.equals(try tagKey(purpose).authenticationCode(for: message), tag)
-        try log(KeyUseContext(op: "record-tag.check"), key: Self.recordTagInfo(purpose), result: valid ? "ok" : "mismatch")
+        try log(KeyUseContext(op: .recordTagCheck), key: Self.recordTagInfo(purpose), result: valid ? "ok" : "mismatch")
         return valid
     }
 
@@ -36,7 +37,7 @@ extension Custodian {
         do {
             return try derive(try currentMaster(), info: Self.recordTagInfo(purpose))
         } catch {
-            logQuietly(KeyUseContext(op: "record-tag"), key: Self.recordTagInfo(purpose), result: Self.resultWord(error))
+            logQuietly(KeyUseContext(op: .recordTag), key: Self.recordTagInfo(purpose), result: Self.resultWord(error))
             throw error
         }
     }

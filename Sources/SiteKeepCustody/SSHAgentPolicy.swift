@@ -1,3 +1,4 @@
+public import SiteKeepNames
 /// Whether, and for what, a team key is offered over SiteKeep's ssh-agent socket.
 ///
 /// Stored with the key's public facts (its keyring record), off by default: a key with no
@@ -68,12 +69,12 @@ public struct SSHAgentPolicy: Sendable, Equatable {
 
 extension Custodian {
     /// The op a change of a key's SSH policy is approved and logged under.
-    public static let sshPolicyOp = "team.ssh"
+    public static let sshPolicyOp = OpName.teamSSH
 
     /// Sets (or, with nil, removes) the SSH agent policy of team key `id`, keeping everything
     /// else in its record. Turning SSH use on, or changing what it allows, changes what the key
     /// may sign: it needs the custodian unlocked and `context.presence`, a proof for
-    /// `context.site`, op ``sshPolicyOp`` and this key (the user approved this change, or gave
+    /// `context.client`, op ``sshPolicyOp`` and this key (the user approved this change, or gave
     /// the current secret for it). Turning it off only narrows and works while locked, with no
     /// proof. The change is in the audit log and reaches this custodian's signing gate at once
     /// (the ssh-agent's open connections included).
@@ -82,7 +83,7 @@ extension Custodian {
     ///   proof's own refusal.
     public func setSSHAgentPolicy(keyID id: String, _ policy: SSHAgentPolicy?,
                                   context: KeyUseContext = KeyUseContext(op: Custodian.sshPolicyOp)) throws(CustodyError) -> SigningKeyInfo {
-        try Self.validateID(id)
+        let key = try Self.keyID(id)
         try policy?.validate()
         let enabling = policy?.enabled == true
         var logged = context
@@ -90,17 +91,17 @@ extension Custodian {
         if enabling {
             // Through the one gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``), as a key use.
             let unlockedAt = try currentUnlock().unlockedAtNs
-            guard let proof = try admit(logged, keyID: id, unlockedAtNs: unlockedAt, beforeAsking: { () throws(CustodyError) in
-                _ = try self.loadRecord(kind: ItemKind.teamKey, id: id)
+            guard let proof = try admit(logged, keyID: key, unlockedAtNs: unlockedAt, beforeAsking: { () throws(CustodyError) in
+                _ = try self.loadRecord(kind: .teamKey, id: id)
             }) else {
                 throw .presenceRequired("changing what key \(id) may sign over SSH needs the user's approval; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
             logged.presence = proof
         }
-        var record = try loadRecord(kind: ItemKind.teamKey, id: id)
+        var record = try loadRecord(kind: .teamKey, id: id)
         record.ssh = enabling ? policy : nil
-        try storeRecord(record, kind: ItemKind.teamKey)
+        try storeRecord(record, kind: .teamKey)
         let stored = record.ssh
         signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.ssh = stored }
         logged.detail = stored?.summary ?? "off"

@@ -1,3 +1,4 @@
+import SiteKeepNames
 public import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepSystem
@@ -104,7 +105,7 @@ extension Custodian {
         }
         let blob = SlotBlob(headerBytes: headerBytes, wrappedMaster: wrapped).encoded()
         try kr { () throws(KeyringError) in
-            try keyring.store(blob, for: item(ItemKind.slot, header.slotID), label: "SiteKeep unlock slot (\(kind.rawValue))")
+            try keyring.store(blob, for: item(.slot, header.slotID), label: "SiteKeep unlock slot (\(kind.rawValue))")
         }
         return header.info
     }
@@ -178,10 +179,10 @@ extension Custodian {
     /// 5 min; kept in the keyring, checked and updated under a lock shared by every process).
     /// A mistyped recovery code is caught by its checksum first.
     public func unlock(_ secret: consuming UnlockSecret, slotID: String? = nil) throws(CustodyError) {
-        let opened = try authorize(secret, op: "unlock", slotID: slotID)
+        let opened = try authorize(secret, op: .unlock, slotID: slotID)
         let slotUsed = opened.header.slotID
         becomeUnlocked(opened.master)
-        try log(KeyUseContext(op: "unlock"), key: slotUsed, result: "ok")
+        try log(KeyUseContext(op: .unlock), key: slotUsed, result: "ok")
     }
 
     /// Checks a passphrase against the passphrase slots without changing the lock state
@@ -190,7 +191,7 @@ extension Custodian {
         do {
             _ = try openSlotUnderBackoff(kind: .passphrase, slotID: nil, input: .passphrase(passphrase))
         } catch .unlockFailed {
-            logQuietly(KeyUseContext(op: "presence.passphrase"), key: nil, result: "failed")
+            logQuietly(KeyUseContext(op: .presencePassphrase), key: nil, result: "failed")
             throw .unlockFailed
         }
     }
@@ -201,14 +202,14 @@ extension Custodian {
     /// failure is logged under `op`.
     /// - Throws: ``CustodyError/unlockFailed``, ``CustodyError/backingOff(secondsRemaining:)``,
     ///   ``CustodyError/recoveryCodeMistyped(_:)``, ``CustodyError/noSlotOfKind(_:)``.
-    public func verifySecret(_ secret: consuming UnlockSecret, op: String = "presence.secret") throws(CustodyError) {
+    public func verifySecret(_ secret: consuming UnlockSecret, op: OpName = .presenceSecret) throws(CustodyError) {
         _ = try authorize(secret, op: op)
     }
 
     /// Opens a slot (any of the secret's kind, or `slotID`) with `secret` under the back-off,
     /// logging a failure under `op`: for an unlock, and for a change of who can unlock, which is
     /// made with the master key the slot unwraps.
-    func authorize(_ secret: consuming UnlockSecret, op: String, slotID: String? = nil) throws(CustodyError) -> OpenedSlot {
+    func authorize(_ secret: consuming UnlockSecret, op: OpName, slotID: String? = nil) throws(CustodyError) -> OpenedSlot {
         let kind: SlotKind
         let input: KEKInput
         switch consume secret {
@@ -234,7 +235,7 @@ extension Custodian {
     }
 
     /// The master key a slot change is made with: the one `current` unwraps.
-    func authorizedMaster(_ current: consuming UnlockSecret, op: String) throws(CustodyError) -> LockedSecret {
+    func authorizedMaster(_ current: consuming UnlockSecret, op: OpName) throws(CustodyError) -> LockedSecret {
         let opened = try authorize(current, op: op)
         return LockedSecret(opened.master)
     }
@@ -249,10 +250,10 @@ extension Custodian {
     /// Adds a passphrase slot, authorised by `current` (a secret that opens a slot now).
     public func addPassphraseSlot(_ passphrase: consuming SecretBytes, parameters: Argon2id.Parameters? = nil,
                                   label: String = "passphrase", current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
-        let master = try authorizedMaster(current, op: "slot.add")
+        let master = try authorizedMaster(current, op: .slotAdd)
         let params = try calibrated(parameters)
         let info = try writeSlot(kind: .passphrase, label: label, master: master, argon2: params, secret: .passphrase(passphrase))
-        try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
+        try log(KeyUseContext(op: .slotAdd), key: info.id, result: "ok")
         return info
     }
 
@@ -276,20 +277,20 @@ extension Custodian {
                 throw .invalidArgument("the \(name) must be base64url without padding")
             }
         }
-        let master = try authorizedMaster(current, op: "slot.add")
+        let master = try authorizedMaster(current, op: .slotAdd)
         let info = try writeSlot(kind: .prf, label: label, master: master, relyingPartyID: relyingPartyID,
                                  credentialID: credentialID, prfEvalInput: prfEvalInput, secret: .prf(prfOutput))
-        try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
+        try log(KeyUseContext(op: .slotAdd), key: info.id, result: "ok")
         return info
     }
 
     /// Adds a recovery slot, authorised by `current`; its code is returned once and stored nowhere.
     public func addRecoverySlot(label: String = "recovery", current: consuming UnlockSecret) throws(CustodyError) -> NewRecoverySlot {
-        let master = try authorizedMaster(current, op: "slot.add")
+        let master = try authorizedMaster(current, op: .slotAdd)
         let generated = try RecoveryCode.generate()
         let code = generated.code
         let info = try writeSlot(kind: .recovery, label: label, master: master, secret: .recoveryCode(generated.secret))
-        try log(KeyUseContext(op: "slot.add"), key: info.id, result: "ok")
+        try log(KeyUseContext(op: .slotAdd), key: info.id, result: "ok")
         return NewRecoverySlot(slot: info, code: code)
     }
 
@@ -298,9 +299,9 @@ extension Custodian {
         let all = try kr { () throws(KeyringError) in try keyring.list(store: storeID, kind: ItemKind.slot) }
         guard all.contains(where: { $0.id == id }) else { throw .slotNotFound(id) }
         guard all.count > 1 else { throw .lastSlot }
-        _ = try authorize(current, op: "slot.remove")
-        try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, id)) }
-        try log(KeyUseContext(op: "slot.remove"), key: id, result: "ok")
+        _ = try authorize(current, op: .slotRemove)
+        try kr { () throws(KeyringError) in _ = try keyring.delete(item(.slot, id)) }
+        try log(KeyUseContext(op: .slotRemove), key: id, result: "ok")
     }
 
     /// Replaces a passphrase slot with one for a new passphrase, authorised by `current` (for
@@ -310,12 +311,12 @@ extension Custodian {
                                  parameters: Argon2id.Parameters? = nil, current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
         guard let old = try loadSlots().first(where: { $0.id == slotID }) else { throw .slotNotFound(slotID) }
         guard old.header?.kind == .passphrase else { throw .invalidArgument("slot \(slotID) is not a passphrase slot") }
-        let master = try authorizedMaster(current, op: "slot.passphrase-change")
+        let master = try authorizedMaster(current, op: .slotPassphraseChange)
         let params = try calibrated(parameters ?? old.header?.argon2)
         let info = try writeSlot(kind: .passphrase, label: old.header?.label ?? "passphrase", master: master,
                                  argon2: params, secret: .passphrase(newPassphrase))
-        try kr { () throws(KeyringError) in _ = try keyring.delete(item(ItemKind.slot, slotID)) }
-        try log(KeyUseContext(op: "slot.passphrase-change"), key: info.id, result: "ok")
+        try kr { () throws(KeyringError) in _ = try keyring.delete(item(.slot, slotID)) }
+        try log(KeyUseContext(op: .slotPassphraseChange), key: info.id, result: "ok")
         return info
     }
 

@@ -1,3 +1,4 @@
+import SiteKeepNames
 public import SiteKeepCrypto
 import SiteKeepKeyring
 
@@ -10,17 +11,18 @@ extension Custodian: SiteStorageKeyProvider {
     /// `afterLogin`: a random 32-byte key kept as keyring item `storage-key/<site>` (protected by
     /// the keyring, usable while SiteKeep is locked). `whenUnlocked`: a random 32-byte key kept
     /// wrapped under HKDF(master, "site:<id>") as `storage-key-wu/<site>`; needs SiteKeep unlocked.
+    /// `siteID` is a ``SiteID``'s lower-case form (the registry's); the use is logged for that
+    /// site (``KeyUseClient/site(_:)``). Anything else is ``CustodyError/invalidArgument(_:)``.
     public func storageKey(forSite siteID: String, protection: ProtectionClass) throws -> SymmetricKeyHandle {
         try typedStorageKey(forSite: siteID, protection: protection)
     }
 
     /// ``storageKey(forSite:protection:)`` with its error type.
     public func typedStorageKey(forSite siteID: String, protection: ProtectionClass) throws(CustodyError) -> SymmetricKeyHandle {
-        try Self.validateItemName(siteID, what: "site")
-        let context = KeyUseContext(site: siteID, op: "storage-key")
+        let context = KeyUseContext(client: .site(try Self.siteID(siteID)), op: .storageKey)
         switch protection {
         case .afterLogin:
-            let id = item(ItemKind.storageKey, siteID)
+            let id = item(.storageKey, siteID)
             var bytes: [UInt8]
             do {
                 bytes = try keyring.load(id)
@@ -38,7 +40,7 @@ extension Custodian: SiteStorageKeyProvider {
         case .whenUnlocked:
             let handle: SymmetricKeyHandle
             do {
-                let secret = try wrappedSecret(kind: ItemKind.storageKeyWhenUnlocked, id: siteID, info: "site:\(siteID)",
+                let secret = try wrappedSecret(kind: .storageKeyWhenUnlocked, id: siteID, info: "site:\(siteID)",
                                                ad: Self.siteKeyAD(store: storeID, site: siteID), createIfMissing: 32)
                 handle = try Self.handle(taking: secret)
             } catch let e {
@@ -52,15 +54,25 @@ extension Custodian: SiteStorageKeyProvider {
 
     /// Destroys the site's storage key (crypto-shredding). Idempotent.
     public func destroyStorageKey(forSite siteID: String, protection: ProtectionClass) throws {
-        try Self.validateItemName(siteID, what: "site")
-        let kind = protection == .afterLogin ? ItemKind.storageKey : ItemKind.storageKeyWhenUnlocked
+        let site = try Self.siteID(siteID)
+        let kind: SiteKeepNames.ItemKind = protection == .afterLogin ? .storageKey : .storageKeyWhenUnlocked
         try kr { () throws(KeyringError) in _ = try keyring.delete(item(kind, siteID)) }
-        try log(KeyUseContext(site: siteID, op: "storage-key.destroy"), key: "\(kind)/\(siteID)", result: "ok")
+        try log(KeyUseContext(client: .site(site), op: .storageKeyDestroy), key: "\(kind)/\(siteID)", result: "ok")
+    }
+
+    /// `text` parsed as a site id, which must already be in its canonical (lower-case) form: the
+    /// keyring item and the audit line name the site by exactly these bytes.
+    /// - Throws: ``CustodyError/invalidArgument(_:)``.
+    static func siteID(_ text: String) throws(CustodyError) -> SiteID {
+        guard let id = try? SiteID(parsing: text), id.string == text else {
+            throw .invalidArgument("site id must be a site identifier in lower case (a UUID)")
+        }
+        return id
     }
 
     /// Loads (or creates with `createIfMissing` random bytes) a secret wrapped under
     /// HKDF(master, info).
-    func wrappedSecret(kind: String, id: String, info: String, ad: [UInt8], createIfMissing: Int?) throws(CustodyError) -> SecretBytes {
+    func wrappedSecret(kind: SiteKeepNames.ItemKind, id: String, info: String, ad: [UInt8], createIfMissing: Int?) throws(CustodyError) -> SecretBytes {
         let master = try currentMaster()
         let wrapKey = try derive(master, info: info)
         let itemID = item(kind, id)
@@ -99,15 +111,15 @@ extension Custodian: SiteStorageKeyProvider {
         let master = try currentMaster()
         let wrapKey = try derive(master, info: "vault:\(vaultID)")
         let wrapped = try cr { () throws(CryptoError) in try wrapKey.wrap(secret, authenticating: Self.vaultKeyAD(store: storeID, vault: vaultID)) }
-        try kr { () throws(KeyringError) in try keyring.store(wrapped, for: item(ItemKind.vaultKey, vaultID), label: "SiteKeep vault key \(vaultID)") }
-        try log(KeyUseContext(op: "vault-key.store"), key: "vault-key/\(vaultID)", result: "ok")
+        try kr { () throws(KeyringError) in try keyring.store(wrapped, for: item(.vaultKey, vaultID), label: "SiteKeep vault key \(vaultID)") }
+        try log(KeyUseContext(op: .vaultKeyStore), key: "vault-key/\(vaultID)", result: "ok")
     }
 
     /// A 32-byte vault key as a handle (seal/open/AES-GCM/HMAC/derive without the bytes).
     /// - Throws: ``CustodyError/keyNotFound(_:)``, ``CustodyError/locked``, or
     ///   ``CustodyError/invalidArgument(_:)`` when the stored secret is not 32 bytes (use
     ///   ``withVaultSecret(vaultID:_:)``).
-    public func vaultKey(vaultID: String, context: KeyUseContext = KeyUseContext(op: "vault-key")) throws(CustodyError) -> SymmetricKeyHandle {
+    public func vaultKey(vaultID: String, context: KeyUseContext = KeyUseContext(op: .vaultKey)) throws(CustodyError) -> SymmetricKeyHandle {
         try withVaultSecret(vaultID: vaultID, context: context) { (secret: borrowing SecretBytes) throws(CustodyError) -> SymmetricKeyHandle in
             guard secret.count == 32 else { throw .invalidArgument("vault secret \(vaultID) is \(secret.count) bytes, not a 32-byte key") }
             return try cr { () throws(CryptoError) in try SymmetricKeyHandle(taking: secret.duplicate()) }
@@ -116,12 +128,12 @@ extension Custodian: SiteStorageKeyProvider {
 
     /// Runs `body` with a vault's secret in guarded memory (SiteKeep's own modules only, for
     /// derivations such as sgit's PBKDF2 that need the bytes). Logged as a key use.
-    package func withVaultSecret<R>(vaultID: String, context: KeyUseContext = KeyUseContext(op: "vault-key"),
+    package func withVaultSecret<R>(vaultID: String, context: KeyUseContext = KeyUseContext(op: .vaultKey),
                                     _ body: (borrowing SecretBytes) throws(CustodyError) -> R) throws(CustodyError) -> R {
         try Self.validateItemName(vaultID, what: "vault")
         let secret: SecretBytes
         do {
-            secret = try wrappedSecret(kind: ItemKind.vaultKey, id: vaultID, info: "vault:\(vaultID)",
+            secret = try wrappedSecret(kind: .vaultKey, id: vaultID, info: "vault:\(vaultID)",
                                        ad: Self.vaultKeyAD(store: storeID, vault: vaultID), createIfMissing: nil)
         } catch {
             logQuietly(context, key: "vault-key/\(vaultID)", result: Self.resultWord(error))
@@ -136,8 +148,8 @@ extension Custodian: SiteStorageKeyProvider {
     @discardableResult
     public func deleteVaultSecret(vaultID: String) throws(CustodyError) -> Bool {
         try Self.validateItemName(vaultID, what: "vault")
-        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(ItemKind.vaultKey, vaultID)) }
-        try log(KeyUseContext(op: "vault-key.delete"), key: "vault-key/\(vaultID)", result: existed ? "ok" : "absent")
+        let existed = try kr { () throws(KeyringError) in try keyring.delete(item(.vaultKey, vaultID)) }
+        try log(KeyUseContext(op: .vaultKeyDelete), key: "vault-key/\(vaultID)", result: existed ? "ok" : "absent")
         return existed
     }
 

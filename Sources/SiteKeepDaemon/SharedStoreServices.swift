@@ -3,7 +3,7 @@ public import SiteKeepVault
 public import SiteKeepVaultRemotes
 public import SiteKeepCustody
 import Synchronization
-public import SiteKeepVocabulary
+import SiteKeepVocabulary
 
 /// What a daemon shares with the commands it runs: one site registry and one vault library
 /// (their caches register with custody's lock scope, so `lock` clears them for everyone), and

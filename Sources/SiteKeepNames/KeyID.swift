@@ -27,6 +27,13 @@ public struct KeyID: Sendable, Hashable, Comparable, CustomStringConvertible {
         string = text
     }
 
+    /// One of SiteKeep's own key ids, written in its source (`device`): traps when it breaks the
+    /// rule, a programming error caught the first time the constant is read.
+    package init(known id: String) {
+        precondition(Self.isValid(id), "not a key id: \(id)")
+        string = id
+    }
+
     /// Whether `id` is a well-formed key id.
     public static func isValid(_ id: String) -> Bool {
         let bytes = id.utf8

@@ -34,7 +34,7 @@ public final class CustodianVaultKeyStore: VaultKeyStore {
         // Before the unwrap: keys unwrapped across a lock are born stale (a vault keeps none).
         let generation = custodian.lockScope.generation
         do {
-            return try custodian.withVaultSecret(vaultID: name, context: KeyUseContext(op: "vault.open")) { (secret: borrowing SecretBytes) throws(CustodyError) -> SgitKeys in
+            return try custodian.withVaultSecret(vaultID: name, context: KeyUseContext(op: .vaultOpen)) { (secret: borrowing SecretBytes) throws(CustodyError) -> SgitKeys in
                 do {
                     return try SgitKeys.importWrapped(try secret.duplicate(), vaultID: record.vaultID,
                                                       lockScope: custodian.lockScope, since: generation)
@@ -60,4 +60,12 @@ public final class CustodianVaultKeyStore: VaultKeyStore {
     public func isValidRecordTag(_ tag: [UInt8], for bytes: [UInt8]) throws(VaultError) -> Bool {
         do { return try custodian.isValidRecordTag(tag, for: bytes, purpose: .vaultRecord) } catch { throw .keysUnavailable(error.description) }
     }
+}
+
+// The vault's op names in custody's audit log.
+extension OpName {
+    /// A vault's key opened.
+    static let vaultOpen = OpName(known: "vault.open")
+    /// A commit signed with the device key.
+    static let vaultCommit = OpName(known: "vault.commit")
 }

@@ -137,7 +137,7 @@ public struct CustodyCredentials: RemoteCredentials {
     public func accessToken() throws(VaultError) -> String? {
         guard let tokenItem else { return nil }
         do {
-            return try custodian.withVaultSecret(vaultID: tokenItem, context: KeyUseContext(op: "vault.remote")) { (s: borrowing SecretBytes) throws(CustodyError) -> String in
+            return try custodian.withVaultSecret(vaultID: tokenItem, context: KeyUseContext(op: .vaultRemote)) { (s: borrowing SecretBytes) throws(CustodyError) -> String in
                 s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             }
         } catch { throw .keysUnavailable("the remote's access token: \(error.description)") }
@@ -148,7 +148,7 @@ public struct CustodyCredentials: RemoteCredentials {
     public func accessTokenBytes() throws(VaultError) -> [UInt8]? {
         guard let tokenItem else { return nil }
         do {
-            return try custodian.withVaultSecret(vaultID: tokenItem, context: KeyUseContext(op: "vault.remote")) { (s: borrowing SecretBytes) throws(CustodyError) -> [UInt8] in
+            return try custodian.withVaultSecret(vaultID: tokenItem, context: KeyUseContext(op: .vaultRemote)) { (s: borrowing SecretBytes) throws(CustodyError) -> [UInt8] in
                 s.withUnsafeBytes { Array($0) }
             }
         } catch { throw .keysUnavailable("the remote's access token: \(error.description)") }
@@ -413,4 +413,10 @@ struct LibrarySignerTrust: SignerTrust {
     func pin(_ signers: [(keyID: String, publicKey: [UInt8])], vaultID: String) {}
 
     var allowsUnsigned: Bool { allowUnsigned }
+}
+
+// The op a remote's token is read under, in custody's audit log.
+extension OpName {
+    /// A vault remote's access token read.
+    static let vaultRemote = OpName(known: "vault.remote")
 }

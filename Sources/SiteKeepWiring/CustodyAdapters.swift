@@ -30,10 +30,22 @@ extension BridgeSite {
     }
 
     /// The key-use context of `op` for this site: approved through `window` (an approval kept
-    /// for this site, op and key, else the user is asked, shown ``presenceLabel``).
-    public func keyUse(_ op: String, window: PresenceWindow) -> KeyUseContext {
-        KeyUseContext(site: id, op: op, approval: PresenceApproval(window: window, label: presenceLabel))
+    /// for this site, op and key, else the user is asked, shown ``presenceLabel``). The client
+    /// is ``KeyUseClient/site(_:)`` of the site's id, parsed here, once.
+    /// - Throws: ``CustodyError/invalidArgument(_:)`` for a site whose id is not a site
+    ///   identifier (the registry's sites all have one; the daemon's own pseudo-sites use no key).
+    public func keyUse(_ op: OpName, window: PresenceWindow) throws(CustodyError) -> KeyUseContext {
+        guard let site = try? SiteID(parsing: id) else { throw .invalidArgument("site \(PresenceText.quoted(name)) has no site identifier") }
+        return KeyUseContext(client: .site(site), op: op, approval: PresenceApproval(window: window, label: presenceLabel))
     }
+}
+
+// The bridge ops that reach custody's gate, as its audit log names them.
+extension OpName {
+    /// A page's signature with a team key.
+    package static let keySign = OpName(known: "key.sign")
+    /// A page's opening of a sealed envelope.
+    package static let sealedOpen = OpName(known: "sealed.open")
 }
 
 /// `key.sign` through custody's one gate, ``Custodian/signature(keyID:version:message:context:)``:
@@ -54,7 +66,7 @@ public struct CustodySigningService: SigningService {
 
     public func sign(_ data: [UInt8], keyID: String, site: BridgeSite) async throws(BridgeFailure) -> BridgeSignature {
         do {
-            let signed = try custodian.signature(keyID: keyID, message: data, context: site.keyUse("key.sign", window: presence))
+            let signed = try custodian.signature(keyID: keyID, message: data, context: site.keyUse(.keySign, window: presence))
             return BridgeSignature(keyID: keyID, algorithm: BridgeSignature.Algorithm(signed.algorithm), signature: signed.signature)
         } catch {
             throw BridgeFailure(custody: error)

@@ -5,7 +5,7 @@ public import SiteKeepCustody
 public import SiteKeepCore
 import SiteKeepJSON
 import Synchronization
-public import SiteKeepVocabulary
+import SiteKeepVocabulary
 
 // The bridge's services on the partitions and vault layers: each site's own partition, and
 // the store's vault library. Each adapter is small; the dispatcher routes to it.

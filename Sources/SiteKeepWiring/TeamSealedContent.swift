@@ -28,7 +28,7 @@ public struct TeamSealedContent: SealedContentService {
     /// site's approval of `sealed.open` kept in `presence` or asked, checked once and logged.
     public static func custody(_ custodian: Custodian, presence: PresenceWindow) -> @Sendable (BridgeSite) async throws(BridgeFailure) -> Void {
         { site throws(BridgeFailure) in
-            do throws(CustodyError) { try custodian.approve(site.keyUse("sealed.open", window: presence)) } catch { throw BridgeFailure(custody: error) }
+            do throws(CustodyError) { try custodian.approve(site.keyUse(.sealedOpen, window: presence)) } catch { throw BridgeFailure(custody: error) }
         }
     }
 

@@ -200,10 +200,10 @@ final class SiteKeepAgentUnderTest {
                                                                      memoryKiB: Argon2id.Parameters.minimumMemoryKiB),
                                      withRecoveryCode: false)
         let info = try custodian.generateTeamKey(id: "bench", name: "Bench", algorithm: algorithm)
-        let approval = PresenceProof(site: "bench", op: Custodian.sshPolicyOp, keyID: "bench", method: .askpass,
+        let approval = PresenceProof(client: .commandLine, op: Custodian.sshPolicyOp, keyID: try KeyID(parsing: "bench"), method: .askpass,
                                      issuedAtNanoseconds: BootClock.system.nanoseconds())
         _ = try custodian.setSSHAgentPolicy(keyID: "bench", SSHAgentPolicy(),
-                                            context: KeyUseContext(site: "bench", op: Custodian.sshPolicyOp, presence: approval))
+                                            context: KeyUseContext(client: .commandLine, op: Custodian.sshPolicyOp, presence: approval))
         let key = try SSHPublicKey(algorithm: algorithm, publicKey: try Base64.decode(info.publicKey))
         publicKeyFile = "\(dir)/sitekeep-\(algorithm.rawValue).pub"
         try Data((key.authorizedKeysLine(comment: "sitekeep:bench") + "\n").utf8).write(to: URL(fileURLWithPath: publicKeyFile))

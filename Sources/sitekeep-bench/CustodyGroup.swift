@@ -225,15 +225,15 @@ func custodyGroup(_ settings: Settings) throws -> [Row] {
     // Every team-key signature passes custody's gate with a presence proof (the user approved
     // once; the bridge and agent reuse it for 60 s): a proof is made per call here, as cheap as
     // a clock read, so the row stays the gate's check and not a prompt.
-    func approved(_ key: String) -> KeyUseContext {
-        KeyUseContext(site: "bench", op: "sign", presence: PresenceProof(site: "bench", op: "sign", keyID: key, method: .askpass,
+    func approved(_ key: String) throws -> KeyUseContext {
+        KeyUseContext(client: .commandLine, op: .sign, presence: PresenceProof(client: .commandLine, op: .sign, keyID: try KeyID(parsing: key), method: .askpass,
                                                                          issuedAtNanoseconds: BootClock.system.nanoseconds(), promptID: "bench"))
     }
     rows.append(try compare("Ed25519 sign by Custodian.sign(keyID:) (audit-log line per signature, file keyring)", unit: .perSecond,
-        wrapper: .op("Custodian.sign") { sink.consume(try signer.sign(keyID: "bench-ed", message: message, context: approved("bench-ed"))) }, raw: rawEd,
+        wrapper: .op("Custodian.sign") { sink.consume(try signer.sign(keyID: "bench-ed", message: message, context: try approved("bench-ed"))) }, raw: rawEd,
         target: 1.11, settings: settings))
     rows.append(try compare("ECDSA P-256 sign by Custodian.sign(keyID:) (audit-log line per signature, file keyring)", unit: .perSecond,
-        wrapper: .op("Custodian.sign") { sink.consume(try signer.sign(keyID: "bench-p256", message: message, context: approved("bench-p256"))) }, raw: rawP,
+        wrapper: .op("Custodian.sign") { sink.consume(try signer.sign(keyID: "bench-p256", message: message, context: try approved("bench-p256"))) }, raw: rawP,
         target: 1.11, settings: settings))
     signer.lock()
 

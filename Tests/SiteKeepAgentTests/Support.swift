@@ -13,8 +13,8 @@ extension KeyUseContext {
     /// A key use the user approved just now (a presence proof on the system clock, which these
     /// tests' custodians use): every team-key signature, and every widening of a key's SSH
     /// policy, passes custody's gate with one.
-    static func approved(_ keyID: String, op: String = "sign", by custodian: Custodian? = nil) -> KeyUseContext {
-        KeyUseContext(site: "test", op: op, presence: PresenceProof(site: "test", op: op, keyID: keyID, method: .askpass,
+    static func approved(_ keyID: String, op: OpName = .sign, by custodian: Custodian? = nil) -> KeyUseContext {
+        KeyUseContext(client: "test", op: op, presence: PresenceProof(client: "test", op: op, keyID: KeyID(known: keyID), method: .askpass,
                                                                    issuedAtNanoseconds: BootClock.system.nanoseconds()))
     }
 }
@@ -71,7 +71,7 @@ final class AgentFixture: @unchecked Sendable {
     }
 
     /// The audit log's lines from `site`.
-    func audit(site: String = CustodyAgentKeys.site) throws -> [AuditEntry] {
+    func audit(site: String = CustodyAgentKeys.client.auditName) throws -> [AuditEntry] {
         try custodian.auditLog.entries().filter { $0.site == site }
     }
 

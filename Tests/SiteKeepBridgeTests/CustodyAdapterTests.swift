@@ -31,14 +31,14 @@ final class CountingVerifier: PresenceVerifier {
     let asked = Atomic<Int>(0)
     let shown = Mutex<[(siteLabel: String, keyID: String?)]>([])
     init(approve: Bool) { self.approve = approve }
-    func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-        try requestPresence(site: site, siteLabel: site, op: op, keyID: keyID)
+    func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
     }
-    func requestPresence(site: String, siteLabel: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         asked.add(1, ordering: .relaxed)
-        shown.withLock { $0.append((siteLabel, keyID)) }
+        shown.withLock { $0.append((siteLabel, keyID?.string)) }
         guard approve else { throw .presenceDenied }
-        return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
+        return PresenceProof(client: client, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
     }
 }
 

@@ -115,9 +115,9 @@ struct CustodyBed {
     /// verifier that answers with the wrong proof signs nothing, and the refusal is logged.
     @Test func custodyRefusesAProofForAnotherKeyOrSite() async throws {
         struct StaleVerifier: PresenceVerifier {
-            let site: String?
-            func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
-                PresenceProof(site: self.site ?? site, op: op, keyID: "summit", method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
+            let site: KeyUseClient?
+            func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+                PresenceProof(client: self.site ?? client, op: op, keyID: "summit", method: .askpass, issuedAtNanoseconds: BootClock.system.nanoseconds())
             }
         }
         let bed = try CustodyBed(verifier: StaleVerifier(site: nil))
@@ -126,7 +126,7 @@ struct CustodyBed {
         #expect(result(try await bed.sign(summit, "summit")) != nil)
         #expect(try bed.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused", "ok"])
 
-        let wrongSite = try CustodyBed(verifier: StaleVerifier(site: InMemoryBridge.promptugal.id))
+        let wrongSite = try CustodyBed(verifier: StaleVerifier(site: InMemoryPresence.client(InMemoryBridge.promptugal.id)))
         let c = try await wrongSite.connect(InMemoryBridge.webSummit)
         #expect(code(try await wrongSite.sign(c, "summit")) == .presenceRequired, "a proof for another site does not serve")
         #expect(try wrongSite.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused"])

@@ -76,7 +76,7 @@ final class CLIStore: StoreFolder, @unchecked Sendable {
         let storeID = try String(contentsOfFile: store.home + "/store-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let forged = store.dir.appendingPathComponent("forged.log").path
         let fake = try AuditLog(path: forged, genesis: AuditLog.genesis(storeID: storeID))
-        for _ in 0...lines { try fake.append(site: nil, op: "status", key: nil, result: "ok") }
+        for _ in 0...lines { try fake.append(client: .local, op: "status", key: nil, result: "ok") }
         fake.flush()
         try FileManager.default.removeItem(atPath: log)
         try FileManager.default.copyItem(atPath: forged, toPath: log)

@@ -144,9 +144,9 @@ import SiteKeepTestSupport
         _ = try writer.generateTeamKey(id: "k", name: "K", algorithm: .p256)
         let daemon = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(folder: home))
         #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [false])
-        let approval = PresenceProof(site: "test", op: Custodian.sshPolicyOp, keyID: "k", method: .askpass,
+        let approval = PresenceProof(client: "test", op: Custodian.sshPolicyOp, keyID: "k", method: .askpass,
                                      issuedAtNanoseconds: BootClock.system.nanoseconds())
-        _ = try writer.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy(), context: KeyUseContext(site: "test", presence: approval))
+        _ = try writer.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy(), context: KeyUseContext(client: "test", presence: approval))
         #expect(try daemon.listTeamKeys().map { $0.ssh?.enabled ?? false } == [true], "the enable is seen")
         _ = try writer.rotateTeamKey(id: "k")
         #expect(try daemon.teamKeyInfo(id: "k").version == 2, "the rotation is seen")
@@ -179,7 +179,7 @@ import SiteKeepTestSupport
         f.custodian.lock()
         #expect(throws: CustodyError.locked) { try f.custodian.sign(keyID: "t", message: [1, 2, 3], context: f.approved("t")) }
         #expect(throws: CustodyError.locked) { try f.custodian.signAsDevice([1]) }
-        #expect(throws: CustodyError.locked) { try f.custodian.typedStorageKey(forSite: "s", protection: .whenUnlocked) }
+        #expect(throws: CustodyError.locked) { try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-00000000000a", protection: .whenUnlocked) }
         #expect(f.custodian.state.withLock { $0.unlocked == nil })
         // Verification and public facts need no unlock.
         #expect(try f.custodian.verify(keyID: "t", signature: sig, message: [1, 2, 3]))
@@ -334,28 +334,34 @@ import SiteKeepTestSupport
     @Test(arguments: Backend.allCases) func storageKeysByProtectionClass(backend: Backend) throws {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
-        let after = try f.custodian.storageKey(forSite: "site-1", protection: .afterLogin)
+        let after = try f.custodian.storageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .afterLogin)
         let sealedAfter = try after.seal([1, 2], authenticating: [])
-        let wu = try f.custodian.storageKey(forSite: "site-1", protection: .whenUnlocked)
+        let wu = try f.custodian.storageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .whenUnlocked)
         let sealedWU = try wu.seal([3, 4], authenticating: [])
         f.custodian.lock()
         // afterLogin works while locked; whenUnlocked does not.
-        #expect(try f.custodian.storageKey(forSite: "site-1", protection: .afterLogin).open(sealedAfter, authenticating: []) == [1, 2])
-        #expect(throws: CustodyError.locked) { try f.custodian.typedStorageKey(forSite: "site-1", protection: .whenUnlocked) }
+        #expect(try f.custodian.storageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .afterLogin).open(sealedAfter, authenticating: []) == [1, 2])
+        #expect(throws: CustodyError.locked) { try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .whenUnlocked) }
         try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
-        #expect(try f.custodian.storageKey(forSite: "site-1", protection: .whenUnlocked).open(sealedWU, authenticating: []) == [3, 4])
+        #expect(try f.custodian.storageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .whenUnlocked).open(sealedWU, authenticating: []) == [3, 4])
         // Sites get different keys.
         #expect(throws: CryptoError.authenticationFailed) {
-            try f.custodian.storageKey(forSite: "site-2", protection: .whenUnlocked).open(sealedWU, authenticating: [])
+            try f.custodian.storageKey(forSite: "00000000-0000-4000-8000-000000000002", protection: .whenUnlocked).open(sealedWU, authenticating: [])
         }
         // Destroy = crypto-shred, idempotent.
-        try f.custodian.destroyStorageKey(forSite: "site-1", protection: .whenUnlocked)
-        try f.custodian.destroyStorageKey(forSite: "site-1", protection: .whenUnlocked)
+        try f.custodian.destroyStorageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .whenUnlocked)
+        try f.custodian.destroyStorageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .whenUnlocked)
         #expect(throws: CryptoError.authenticationFailed) {
-            try f.custodian.storageKey(forSite: "site-1", protection: .whenUnlocked).open(sealedWU, authenticating: [])
+            try f.custodian.storageKey(forSite: "00000000-0000-4000-8000-000000000001", protection: .whenUnlocked).open(sealedWU, authenticating: [])
         }
-        #expect(try f.keyring.list(store: f.custodian.storeID, kind: "storage-key").map(\.id) == ["site-1"])
+        #expect(try f.keyring.list(store: f.custodian.storeID, kind: "storage-key").map(\.id) == ["00000000-0000-4000-8000-000000000001"])
         #expect(throws: CustodyError.self) { try f.custodian.storageKey(forSite: "../x", protection: .afterLogin) }
+        // A site id is a site identifier in its one (lower-case) spelling: the keyring item and the
+        // audit line name the site by it.
+        for bad in ["site-1", "00000000-0000-4000-8000-00000000000A"] {
+            #expect(throws: CustodyError.self) { try f.custodian.storageKey(forSite: bad, protection: .afterLogin) }
+        }
+        #expect(try f.custodian.auditLog.entries().filter { $0.op == "storage-key" }.allSatisfy { $0.site == "00000000-0000-4000-8000-000000000001" || $0.site == "00000000-0000-4000-8000-000000000002" })
     }
 
     @Test(arguments: Backend.allCases) func vaultSecretsRoundTrip(backend: Backend) throws {

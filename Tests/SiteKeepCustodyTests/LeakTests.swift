@@ -30,7 +30,7 @@ func filesUnder(_ path: String) -> [String] {
         let seed = SecureRandom.bytes(count: 32)
         replies.append("\(try f.custodian.importTeamKey(id: "linked", name: "L", material: TeamKeyMaterial.webLink("https://x.example/#key=" + Base64.encode(seed, variant: .urlSafeNoPadding))))")
         try f.custodian.storeVaultSecret(vaultID: "v1", secret: SecretBytes(randomCount: 32))
-        let wu = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
+        let wu = try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-00000000000a", protection: .whenUnlocked)
         replies.append(Hex.encode(try wu.seal([1, 2, 3], authenticating: [])))
         let message = Array("message".utf8)
         for id in ["ed", "p", "linked"] { replies.append(Hex.encode(try f.custodian.sign(keyID: id, message: message, context: f.approved(id)))) }

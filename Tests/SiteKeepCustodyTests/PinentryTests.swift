@@ -151,7 +151,7 @@ import SiteKeepTestSupport
         let verifier = PromptPresenceVerifier(setting: nil, environment: ["SITEKEEP_ASKPASS": askpass, "PATH": "/usr/bin:/bin"])
         let failures = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 3) { i in
-            do { _ = try verifier.requestPresence(site: "s\(i)", op: "key.sign", keyID: "summit") } catch { failures.withLock { $0 += 1 } }
+            do { _ = try verifier.requestPresence(client: .testSite("s\(i)"), op: "key.sign", keyID: "summit") } catch { failures.withLock { $0 += 1 } }
         }
         #expect(failures.withLock { $0 } == 0)
         let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")

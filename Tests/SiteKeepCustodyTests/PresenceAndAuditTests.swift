@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import SiteKeepTestSupport
 import SiteKeepCrypto
 import SiteKeepKeyring
 @testable import SiteKeepCustody
@@ -10,9 +11,9 @@ final class CountingVerifier: PresenceVerifier {
     let clock: BootClock
     let asked = Mutex(0)
     init(clock: BootClock) { self.clock = clock }
-    func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+    func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         asked.withLock { $0 += 1 }
-        return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
+        return PresenceProof(client: client, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
     }
 }
 
@@ -37,10 +38,10 @@ func script(_ body: String) throws -> String {
 @Suite struct PresenceTests {
     @Test func proofsExpireAfterSixtySecondsAndAreBoundToTheirSite() throws {
         let clock = TestClock()
-        let proof = PresenceProof(site: "promptugal.news", op: "key.sign", keyID: "t", method: .askpass,
+        let proof = PresenceProof(client: "promptugal.news", op: "key.sign", keyID: "t", method: .askpass,
                                   issuedAtNanoseconds: clock.boot.nanoseconds())
-        func check(_ p: PresenceProof, site: String = "promptugal.news", lifetime: Duration = PresenceProof.maximumLifetime) throws(CustodyError) {
-            try p.check(site: site, op: p.op, keyID: p.keyID, clock: clock.boot, lifetime: lifetime)
+        func check(_ p: PresenceProof, site: KeyUseClient = "promptugal.news", lifetime: Duration = PresenceProof.maximumLifetime) throws(CustodyError) {
+            try p.check(client: site, op: p.op, keyID: p.keyID, clock: clock.boot, lifetime: lifetime)
         }
         try check(proof)
         #expect(throws: CustodyError.presenceWrongSite) { try check(proof, site: "newsroom.sgit.ai") }
@@ -50,7 +51,7 @@ func script(_ body: String) throws -> String {
         #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) { try check(proof) }
         // Configuration can shorten the lifetime, never lengthen it.
         #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) { try check(proof, lifetime: .seconds(3600)) }
-        let fresh = PresenceProof(site: "s", op: "o", keyID: nil, method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
+        let fresh = PresenceProof(client: "s", op: "o", keyID: nil, method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
         clock.advance(seconds: 11)
         #expect(throws: CustodyError.presenceExpired(ageSeconds: 11)) { try check(fresh, site: "s", lifetime: .seconds(10)) }
         #expect(CustodianConfiguration(presenceLifetime: .seconds(600)).presenceLifetime == .seconds(60))
@@ -59,13 +60,13 @@ func script(_ body: String) throws -> String {
     /// A proof serves only the op and the key the user was shown (issue 12, defect 2).
     @Test func aProofIsBoundToItsOpAndKey() throws {
         let clock = TestClock()
-        let proof = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
-        try proof.check(site: "s", op: "key.sign", keyID: "a", clock: clock.boot)
-        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(site: "s", op: "key.sign", keyID: "b", clock: clock.boot) }
-        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(site: "s", op: "key.sign", keyID: nil, clock: clock.boot) }
-        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(site: "s", op: "sealed.open", keyID: "a", clock: clock.boot) }
+        let proof = PresenceProof(client: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
+        try proof.check(client: "s", op: "key.sign", keyID: "a", clock: clock.boot)
+        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(client: "s", op: "key.sign", keyID: "b", clock: clock.boot) }
+        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(client: "s", op: "key.sign", keyID: nil, clock: clock.boot) }
+        #expect(throws: CustodyError.presenceWrongUse) { try proof.check(client: "s", op: "sealed.open", keyID: "a", clock: clock.boot) }
         #expect(proof.promptID.utf8.count == 16 && proof.promptID.allSatisfy(\.isHexDigit))
-        let other = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
+        let other = PresenceProof(client: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: clock.boot.nanoseconds())
         #expect(other.promptID != proof.promptID, "each prompt has its own id")
     }
 
@@ -73,20 +74,50 @@ func script(_ body: String) throws -> String {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T")
-        let proof = PresenceProof(site: "site-a", op: "key.sign", keyID: "t", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        let proof = PresenceProof(client: "site-a", op: "key.sign", keyID: "t", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
         f.clock.advance(seconds: 2)
-        _ = try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(site: "site-a", op: "key.sign", presence: proof))
+        _ = try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: "site-a", op: "key.sign", presence: proof))
         #expect(throws: CustodyError.presenceWrongSite) {
-            try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(site: "site-b", op: "key.sign", presence: proof))
+            try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: "site-b", op: "key.sign", presence: proof))
         }
         f.clock.advance(seconds: 59)
         #expect(throws: CustodyError.presenceExpired(ageSeconds: 61)) {
-            try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(site: "site-a", op: "key.sign", presence: proof))
+            try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: "site-a", op: "key.sign", presence: proof))
         }
         let entries = try AuditLog.entries(path: (f.home.path + "/" + "audit.log")).filter { $0.op == "key.sign" }
         #expect(entries.map(\.result) == ["ok", "presence-refused", "presence-refused"])
-        #expect(entries.map(\.site) == ["site-a", "site-b", "site-a"])
+        #expect(entries.map(\.site) == [KeyUseClient.testSite("site-a"), "site-b", "site-a"].map(\.auditName))
         #expect(entries[0].presenceAgeMs == 2000 && entries[0].key == "t@v1")
+    }
+
+    /// A proof the user gave one client serves no other: not another site, not the command
+    /// line, not the ssh-agent, and none of theirs serves a site (issue 35: the client is one
+    /// typed value from the proof to the gate).
+    @Test func aProofForOneClientApprovesNoOtherClient() throws {
+        let f = try Fixture(.memory)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        let siteA = KeyUseClient.site(try SiteID(parsing: "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13"))
+        let siteB = KeyUseClient.site(try SiteID(parsing: "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a14"))
+        let clients: [KeyUseClient] = [siteA, siteB, .commandLine, .sshAgent, .local]
+        for approved in clients {
+            let proof = PresenceProof(client: approved, op: "key.sign", keyID: "t", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+            for user in clients where user != approved {
+                #expect(throws: CustodyError.presenceWrongSite, "a proof for \(approved) used by \(user)") {
+                    try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: user, op: "key.sign", presence: proof))
+                }
+            }
+            _ = try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: approved, op: "key.sign", presence: proof))
+        }
+        // The same through a window: an approval kept for site A is not reused for the others.
+        let verifier = CountingVerifier(clock: f.clock.boot)
+        let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope)
+        for user in clients {
+            _ = try f.custodian.approve(KeyUseContext(client: user, op: "sealed.open", approval: PresenceApproval(window: window, label: "x")))
+        }
+        #expect(verifier.asked.withLock { $0 } == clients.count)
+        let refused = try f.custodian.auditLog.entries().filter { $0.result == "presence-refused" }
+        #expect(refused.count == clients.count * (clients.count - 1))
     }
 
     /// Custody checks a proof's op and key again at use, and refuses one issued before the
@@ -96,10 +127,10 @@ func script(_ body: String) throws -> String {
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "a", name: "A")
         _ = try f.custodian.generateTeamKey(id: "b", name: "B")
-        let forA = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
-        let forOpen = PresenceProof(site: "s", op: "sealed.open", keyID: nil, method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        let forA = PresenceProof(client: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        let forOpen = PresenceProof(client: "s", op: "sealed.open", keyID: nil, method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
         func sign(_ key: String, _ proof: PresenceProof) throws(CustodyError) {
-            _ = try f.custodian.signature(keyID: key, message: [1], context: KeyUseContext(site: "s", op: "key.sign", presence: proof))
+            _ = try f.custodian.signature(keyID: key, message: [1], context: KeyUseContext(client: "s", op: "key.sign", presence: proof))
         }
         try sign("a", forA)
         #expect(throws: CustodyError.presenceWrongUse) { try sign("b", forA) }
@@ -109,7 +140,7 @@ func script(_ body: String) throws -> String {
         f.clock.advance(seconds: 1)
         try f.custodian.unlock(.passphrase(secret(Fixture.passphrase)))
         #expect(throws: CustodyError.presenceBeforeUnlock) { try sign("a", forA) }
-        let fresh = PresenceProof(site: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
+        let fresh = PresenceProof(client: "s", op: "key.sign", keyID: "a", method: .askpass, issuedAtNanoseconds: f.clock.boot.nanoseconds())
         try sign("a", fresh)
 
         let uses = try f.custodian.auditLog.entries().filter { $0.op == "key.sign" }
@@ -128,15 +159,15 @@ func script(_ body: String) throws -> String {
         let verifier = CountingVerifier(clock: f.clock.boot)
         let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope, lifetime: .seconds(600))
         #expect(window.lifetime == .seconds(60))
-        func approve(_ site: String, _ op: String, _ key: String?) throws -> PresenceProof {
-            try f.custodian.approve(KeyUseContext(site: site, op: op, approval: PresenceApproval(window: window, label: site)), keyID: key)
+        func approve(_ site: KeyUseClient, _ op: OpName, _ key: KeyID?) throws -> PresenceProof {
+            try f.custodian.approve(KeyUseContext(client: site, op: op, approval: PresenceApproval(window: window, label: site.auditName)), keyID: key)
         }
         let a1 = try approve("a", "key.sign", "t")
         f.clock.advance(seconds: 30)
         #expect(try approve("a", "key.sign", "t") == a1)
         #expect(verifier.asked.withLock { $0 } == 1)
         let b = try approve("b", "key.sign", "t")
-        #expect(b.site == "b" && verifier.asked.withLock { $0 } == 2)
+        #expect(b.client == "b" && verifier.asked.withLock { $0 } == 2)
         // Another key, or another op, of the same site asks again.
         let u = try approve("a", "key.sign", "u")
         #expect(u.keyID == "u" && u != a1 && verifier.asked.withLock { $0 } == 3)
@@ -148,7 +179,7 @@ func script(_ body: String) throws -> String {
         let a2 = try approve("a", "key.sign", "t")
         #expect(a2 != a1 && verifier.asked.withLock { $0 } == 5)
         // Every use through the gate is in the audit log, with the prompt that approved it.
-        let lines = try f.custodian.auditLog.entries().filter { $0.site == "a" || $0.site == "b" }
+        let lines = try f.custodian.auditLog.entries().filter { $0.site == KeyUseClient.testSite("a").auditName || $0.site == KeyUseClient.testSite("b").auditName }
         #expect(lines.count == 7 && lines.allSatisfy { $0.result == "ok" && $0.prompt != nil })
     }
 
@@ -163,14 +194,14 @@ func script(_ body: String) throws -> String {
             let custodian: Custodian
             let clock: BootClock
             init(_ custodian: Custodian, _ clock: BootClock) { self.custodian = custodian; self.clock = clock }
-            func requestPresence(site: String, op: String, keyID: String?) throws(CustodyError) -> PresenceProof {
+            func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
                 custodian.lock()
                 do { try custodian.unlock(.passphrase(secret(Fixture.passphrase))) } catch { throw .presenceUnavailable("unlock failed") }
-                return PresenceProof(site: site, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
+                return PresenceProof(client: client, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
             }
         }
         let window = PresenceWindow(verifier: RelockingVerifier(f.custodian, f.clock.boot), lockScope: f.custodian.lockScope)
-        let use = KeyUseContext(site: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
+        let use = KeyUseContext(client: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
         #expect(throws: CustodyError.presenceBeforeUnlock) { try f.custodian.signature(keyID: "t", message: [1], context: use) }
         #expect(try f.custodian.auditLog.entries().filter { $0.op == "key.sign" }.map(\.result) == ["presence-refused"])
     }
@@ -184,7 +215,7 @@ func script(_ body: String) throws -> String {
         try f.initialize(recovery: false)
         let verifier = CountingVerifier(clock: f.clock.boot)
         let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope)
-        let use = KeyUseContext(site: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
+        let use = KeyUseContext(client: "a", op: "key.sign", approval: PresenceApproval(window: window, label: "a"))
         func asked() -> Int { verifier.asked.withLock { $0 } }
         let first = try f.custodian.approve(use, keyID: "t")
         #expect(try f.custodian.approve(use, keyID: "t") == first)
@@ -208,16 +239,18 @@ func script(_ body: String) throws -> String {
     }
 
     @Test func askpassApprovesDeniesAndTimesOut() throws {
+        // Without a label the prompt names the client as the audit log does (a site's id).
+        let site = KeyUseClient.testSite("promptugal.news")
         let approve = try script("""
-        [ "$SITEKEEP_PRESENCE_SITE" = "promptugal.news" ] || exit 3
+        [ "$SITEKEEP_PRESENCE_SITE" = "\(site.auditName)" ] || exit 3
         [ "$SITEKEEP_PRESENCE_OP" = "key.sign" ] || exit 4
         [ "$SITEKEEP_PRESENCE_KEY" = "team1" ] || exit 5
-        case "$1" in "SiteKeep: key team1, key.sign, for promptugal.news. "*) exit 0;; esac
+        case "$1" in "SiteKeep: key team1, key.sign, for \(site.auditName). "*) exit 0;; esac
         exit 6
         """)
-        let proof = try AskpassPresenceVerifier(program: approve).requestPresence(site: "promptugal.news", op: "key.sign", keyID: "team1")
-        #expect(proof.site == "promptugal.news" && proof.method == .askpass)
-        try proof.check(site: "promptugal.news", op: "key.sign", keyID: "team1")
+        let proof = try AskpassPresenceVerifier(program: approve).requestPresence(client: site, op: "key.sign", keyID: "team1")
+        #expect(proof.client == site && proof.method == .askpass)
+        try proof.check(client: "promptugal.news", op: "key.sign", keyID: "team1")
 
         // From the bridge: the prompt and SITEKEEP_PRESENCE_SITE name the site by its name and
         // origin; SITEKEEP_PRESENCE_SITE_ID carries the id the proof is bound to. The prompt says
@@ -226,30 +259,30 @@ func script(_ body: String) throws -> String {
         let seen = try temporaryFolder() + "-prompt"
         let labelled = try script("""
         [ "$SITEKEEP_PRESENCE_SITE" = "Newsroom (https://newsroom.sgit.ai)" ] || exit 3
-        [ "$SITEKEEP_PRESENCE_SITE_ID" = "5f2d0c1e-site" ] || exit 4
+        [ "$SITEKEEP_PRESENCE_SITE_ID" = "\(KeyUseClient.testSite("5f2d0c1e-site").auditName)" ] || exit 4
         printf '%s' "$SITEKEEP_PRESENCE_PROMPT" > '\(seen)'
         case "$1" in "SiteKeep: key team-nr, key.sign, for Newsroom (https://newsroom.sgit.ai). Approval covers only this site, key.sign and key team-nr, for at most 60 s (prompt $SITEKEEP_PRESENCE_PROMPT). Allow?") exit 0;; esac
         exit 6
         """)
         let viaWindow = try AskpassPresenceVerifier(program: labelled)
-            .requestPresence(site: "5f2d0c1e-site", siteLabel: "Newsroom (https://newsroom.sgit.ai)", op: "key.sign", keyID: "team-nr")
-        #expect(viaWindow.site == "5f2d0c1e-site")
+            .requestPresence(client: .testSite("5f2d0c1e-site"), siteLabel: "Newsroom (https://newsroom.sgit.ai)", op: "key.sign", keyID: "team-nr")
+        #expect(viaWindow.client == .testSite("5f2d0c1e-site"))
         #expect(try String(contentsOfFile: seen, encoding: .utf8) == viaWindow.promptID)
 
         let deny = try script("exit 1")
         #expect(throws: CustodyError.presenceDenied) {
-            try AskpassPresenceVerifier(program: deny).requestPresence(site: "s", op: "o", keyID: nil)
+            try AskpassPresenceVerifier(program: deny).requestPresence(client: "s", op: "o", keyID: nil)
         }
-        // No shell: a site name full of shell syntax reaches the program as plain text.
+        // No shell: a site label full of shell syntax reaches the program as plain text.
         let marker = try temporaryFolder() + "-pwned"
         let echo = try script("[ \"$SITEKEEP_PRESENCE_SITE\" = '$(touch \(marker))' ] && exit 0; exit 1")
-        _ = try AskpassPresenceVerifier(program: echo).requestPresence(site: "$(touch \(marker))", op: "o", keyID: nil)
+        _ = try AskpassPresenceVerifier(program: echo).requestPresence(client: "s", siteLabel: "$(touch \(marker))", op: "o", keyID: nil)
         #expect(!FileManager.default.fileExists(atPath: marker))
 
         let slow = try script("sleep 30")
         let start = ContinuousClock.now
         #expect(throws: CustodyError.presenceTimedOut(seconds: 0)) {
-            try AskpassPresenceVerifier(program: slow, timeout: .milliseconds(300)).requestPresence(site: "s", op: "o", keyID: nil)
+            try AskpassPresenceVerifier(program: slow, timeout: .milliseconds(300)).requestPresence(client: "s", op: "o", keyID: nil)
         }
         #expect(ContinuousClock.now - start < .seconds(5))
         #expect { try AskpassPresenceVerifier(program: "askpass") } throws: { if case .presenceUnavailable = $0 as? CustodyError { true } else { false } }
@@ -261,15 +294,15 @@ func script(_ body: String) throws -> String {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
         let right = PassphrasePresenceVerifier(custodian: f.custodian, clock: f.clock.boot) { prompt throws(CustodyError) in
-            #expect(prompt.contains("site-a") && prompt.contains("key.sign"))
+            #expect(prompt.contains(KeyUseClient.testSite("site-a").auditName) && prompt.contains("key.sign"))
             do { return try secret(Fixture.passphrase) } catch { throw .presenceDenied }
         }
-        let proof = try right.requestPresence(site: "site-a", op: "key.sign", keyID: "t")
-        #expect(proof.method == .passphrase && proof.site == "site-a")
+        let proof = try right.requestPresence(client: "site-a", op: "key.sign", keyID: "t")
+        #expect(proof.method == .passphrase && proof.client == "site-a")
         let wrong = PassphrasePresenceVerifier(custodian: f.custodian, clock: f.clock.boot) { _ throws(CustodyError) in
             do { return try secret("nope") } catch { throw .presenceDenied }
         }
-        #expect(throws: CustodyError.presenceDenied) { try wrong.requestPresence(site: "site-a", op: "key.sign", keyID: "t") }
+        #expect(throws: CustodyError.presenceDenied) { try wrong.requestPresence(client: "site-a", op: "key.sign", keyID: "t") }
         #expect(f.custodian.isUnlocked)
     }
 }
@@ -280,7 +313,7 @@ func script(_ body: String) throws -> String {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let log = try AuditLog(path: dir + "/audit.log", genesis: AuditLog.genesis(storeID: "s"), onSync: syncs.observer)
         for i in 0..<lines {
-            try log.append(site: "site-\(i % 3)", op: "sign", key: "k\(i)", result: "ok", presenceAgeMs: i)
+            try log.append(client: .testSite("site-\(i % 3)"), op: "sign", key: "k\(i)", result: "ok", presenceAgeMs: i)
         }
         log.flush()
         return (log, dir + "/audit.log")
@@ -301,15 +334,15 @@ func script(_ body: String) throws -> String {
         let inlineSyncs = SyncCounter()
         let inline = try AuditLog(path: dir + "/inline.log", genesis: AuditLog.genesis(storeID: "s"), syncInterval: .milliseconds(100),
                                   onSync: inlineSyncs.observer)
-        try inline.append(site: "a", op: "sign", key: "k", result: "ok")
+        try inline.append(client: "a", op: "sign", key: "k", result: "ok")
         #expect(inlineSyncs.value == 1, "the first line after an idle spell is on disk before append returns")
 
         let backgroundSyncs = SyncCounter()
         let background = try AuditLog(path: dir + "/background.log", genesis: AuditLog.genesis(storeID: "s"), syncInterval: .milliseconds(100),
                                       onSync: backgroundSyncs.observer)
         background.syncInBackground()
-        try background.append(site: "a", op: "sign", key: "k", result: "ok")
-        try background.append(site: "a", op: "sign", key: "k2", result: "ok")
+        try background.append(client: "a", op: "sign", key: "k", result: "ok")
+        try background.append(client: "a", op: "sign", key: "k2", result: "ok")
         // Due at once; a loaded machine (a sanitizer run) may take a while to run it.
         var waited = 0
         while backgroundSyncs.value == 0, waited < 500 { usleep(10_000); waited += 1 }
@@ -328,7 +361,7 @@ func script(_ body: String) throws -> String {
                                onSync: syncs.observer)
         log.syncOnFlushOnly()
         for k in 0..<3 {
-            try log.append(site: "-", op: "vault.open", key: "k\(k)", result: "ok")
+            try log.append(client: "-", op: "vault.open", key: "k\(k)", result: "ok")
             usleep(5_000)   // past the interval: a line after each idle spell would be synced at once
         }
         #expect(syncs.value == 0, "\(syncs.value) fsyncs before finish")
@@ -344,7 +377,7 @@ func script(_ body: String) throws -> String {
         let c = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
         c.auditLog.syncOnFlushOnly()
         usleep(5_000)
-        try c.auditLog.append(site: nil, op: "vault.open", key: "k", result: "ok")
+        try c.auditLog.append(client: .local, op: "vault.open", key: "k", result: "ok")
         c.auditLog.finish()
         let lines = try c.auditLog.verify()
         #expect(lines.isIntact && lines.anchoredThrough == lines.lineCount, "\(lines)")
@@ -375,7 +408,7 @@ func script(_ body: String) throws -> String {
         let (log, path) = try makeLog(lines: 5)
         #expect(try log.verify() == AuditVerification(lineCount: 5, firstBadLine: nil, reason: nil))
         let reopened = try AuditLog(path: path, genesis: log.genesis)
-        try reopened.append(site: nil, op: "lock", key: nil, result: "ok")
+        try reopened.append(client: .local, op: "lock", key: nil, result: "ok")
         #expect(try reopened.verify().isIntact && reopened.verify().lineCount == 6)
         let entries = try AuditLog.entries(path: path)
         #expect(entries.map(\.seq) == [1, 2, 3, 4, 5, 6])
@@ -422,12 +455,45 @@ func script(_ body: String) throws -> String {
         #expect(try AuditLog.verify(path: path, genesis: AuditLog.genesis(storeID: "s")).firstBadLine == 3)
     }
 
+    /// Each client writes the `site` and each op the `op` that older versions wrote, so a line
+    /// is byte for byte what it was and old logs chain on (issue 35).
+    @Test func eachClientWritesTheAuditBytesItAlwaysHas() throws {
+        let site = try SiteID(parsing: "6F1C3A52-0D7E-4B8A-9F57-2C1E0B4D9A13")
+        let cases: [(KeyUseClient, OpName, String?, String)] = [
+            (.site(site), "key.sign", "t@v1", "6f1c3a52-0d7e-4b8a-9f57-2c1e0b4d9a13"),
+            (.commandLine, .teamSign, "t@v1", "command-line"),
+            (.sshAgent, .sshSign, "t@v2", "ssh-agent"),
+            (.local, .vaultKeyStore, "vault-key/notes", "-"),
+            (.local, .autoLock, nil, "-"),
+        ]
+        for (client, op, key, written) in cases {
+            let dir = try temporaryFolder()
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let log = try AuditLog(path: dir + "/audit.log", genesis: AuditLog.genesis(storeID: "s"))
+            try log.append(client: client, op: op, key: key, result: "ok", presenceAgeMs: 12, prompt: "0123456789abcdef", now: 1_796_284_800_123)
+            log.flush()
+            let line = try String(contentsOfFile: dir + "/audit.log", encoding: .utf8)
+            #expect(line == #"{"seq":1,"time":"2026-12-03T08:00:00.123Z","site":""# + written + #"","op":""# + op.string + #"","key":""#
+                + (key ?? "-") + #"","result":"ok","presence_age_ms":12,"prompt":"0123456789abcdef","#
+                + #""prev":"f6c68ed6ecaf466f1d2f1341dd401f4769ea4d2b1558baa9bc207144c344d27e"}"# + "\n")
+        }
+        #expect([OpName.autoLock, .vaultKeyStore, .storageKey, .slotPassphraseChange].map(\.string)
+            == ["auto-lock", "vault-key.store", "storage-key", "slot.passphrase-change"])
+        // Custody's own names with a '-' are outside the op rule: no request parses to one.
+        for own in [OpName.autoLock, .vaultKeyStore, .storageKey, .storageKeyDestroy, .recordTagMake, .slotPassphraseChange] {
+            #expect(!OpName.isValid(own.string) && (try? OpName(parsing: own.string)) == nil, "\(own)")
+        }
+    }
+
     @Test func fieldsAreEscapedAndBounded() throws {
         let (log, path) = try makeLog(lines: 0)
-        try log.append(site: "evil\"site\n{\"seq\":99}", op: String(repeating: "x", count: 1000), key: "k", result: "ok")
+        // The client and the op are typed (no quote, newline or unbounded length reaches them);
+        // the free-text fields are escaped and cut.
+        try log.append(client: .local, op: "sign", key: "evil\"key\n{\"seq\":99}", result: String(repeating: "x", count: 1000),
+                       detail: "evil\"detail\u{2028}")
         #expect(try log.verify().isIntact)
         let e = try #require(try AuditLog.entries(path: path).first)
-        #expect(e.site == "evil\"site\n{\"seq\":99}" && e.op.count == AuditLog.maximumFieldLength)
+        #expect(e.key == "evil\"key\n{\"seq\":99}" && e.result.count == AuditLog.maximumFieldLength && e.detail == "evil\"detail\u{2028}")
     }
 
     /// What keeps appends cheap enough for the bridge: a busy log does not fsync line by line
@@ -436,7 +502,7 @@ func script(_ body: String) throws -> String {
     @Test func aBusyLogDoesNotFsyncLineByLine() throws {
         let syncs = SyncCounter()
         let (log, _) = try makeLog(lines: 0, syncs: syncs)
-        for i in 0..<5000 { try log.append(site: "s", op: "key.sign", key: "k", result: "ok", presenceAgeMs: i) }
+        for i in 0..<5000 { try log.append(client: "s", op: "key.sign", key: "k", result: "ok", presenceAgeMs: i) }
         #expect(syncs.value < 500, "\(syncs.value) fsyncs for 5,000 appends")
         #expect(try log.verify().lineCount == 5000)
     }
@@ -451,7 +517,7 @@ func script(_ body: String) throws -> String {
         let a = try AuditLog(path: dir + "/audit.log", genesis: genesis)
         let b = try AuditLog(path: dir + "/audit.log", genesis: genesis)
         DispatchQueue.concurrentPerform(iterations: 2) { w in
-            for i in 0..<300 { try? (w == 0 ? a : b).append(site: "w\(w)", op: "sign", key: "k\(i)", result: "ok") }
+            for i in 0..<300 { try? (w == 0 ? a : b).append(client: .testSite("w\(w)"), op: "sign", key: "k\(i)", result: "ok") }
         }
         let v = try a.verify()
         #expect(v.isIntact && v.lineCount == 600, "\(v)")
@@ -466,7 +532,7 @@ func script(_ body: String) throws -> String {
     func store(_ backend: Backend, lines: Int) throws -> Fixture {
         let f = try Fixture(backend)
         try f.initialize(recovery: false)
-        for i in 0..<lines { try f.custodian.auditLog.append(site: "site-\(i)", op: "key.sign", key: "k", result: "ok") }
+        for i in 0..<lines { try f.custodian.auditLog.append(client: .testSite("site-\(i)"), op: "key.sign", key: "k", result: "ok") }
         f.custodian.auditLog.flush()
         return f
     }
@@ -495,7 +561,7 @@ func script(_ body: String) throws -> String {
         let forged = try temporaryFolder("forged")
         try FileManager.default.createDirectory(atPath: forged, withIntermediateDirectories: true)
         let fake = try AuditLog(path: forged + "/audit.log", genesis: f.custodian.auditLog.genesis)
-        for _ in 0...n { try fake.append(site: nil, op: "status", key: nil, result: "ok") }
+        for _ in 0...n { try fake.append(client: .local, op: "status", key: nil, result: "ok") }
         fake.flush()
         try FileManager.default.removeItem(atPath: logPath(f))
         try FileManager.default.copyItem(atPath: forged + "/audit.log", toPath: logPath(f))
@@ -509,7 +575,7 @@ func script(_ body: String) throws -> String {
             let f = try store(backend, lines: 2)
             let item = KeyringItemID(store: f.custodian.storeID, kind: AuditAnchor.itemKind, id: "head")
             if damage { try f.keyring.store(Array("sitekeep-audit-anchor 1 x y".utf8), for: item, label: "x") } else { _ = try f.keyring.delete(item) }
-            try f.custodian.auditLog.append(site: nil, op: "lock", key: nil, result: "ok")
+            try f.custodian.auditLog.append(client: .local, op: "lock", key: nil, result: "ok")
             f.custodian.auditLog.flush()
             let v = try f.reopened().auditLog.verify()
             #expect(!v.isIntact && v.reason?.contains(damage ? "damaged anchor" : "no anchor") == true, "\(v)")
@@ -529,7 +595,7 @@ func script(_ body: String) throws -> String {
                                       configuration: CustodianConfiguration(auditAnchorInterval: .milliseconds(50), autoLockTimer: false))
         _ = try custodian.initialize(passphrase: secret(Fixture.passphrase), parameters: .minimum, withRecoveryCode: false)
         usleep(100_000)
-        try custodian.auditLog.append(site: "s", op: "key.sign", key: "k", result: "ok")   // fsynced at once: the last sync is old
+        try custodian.auditLog.append(client: "s", op: "key.sign", key: "k", result: "ok")   // fsynced at once: the last sync is old
         let item = KeyringItemID(store: custodian.storeID, kind: AuditAnchor.itemKind, id: "head")
         let lines = try custodian.auditLog.verify().lineCount
         var anchored = -1
@@ -551,7 +617,7 @@ func script(_ body: String) throws -> String {
         let item = KeyringItemID(store: try Custodian(home: f.home, keyring: f.keyring).storeID, kind: AuditAnchor.itemKind, id: "head")
         func command() throws -> Int {
             let c = try Custodian(home: f.home, keyring: f.keyring, configuration: config)
-            try c.auditLog.append(site: nil, op: "team.sign", key: "k", result: "ok")
+            try c.auditLog.append(client: .local, op: "team.sign", key: "k", result: "ok")
             return try c.auditLog.verify().lineCount
         }
         func anchored() throws -> Int { try #require(AuditAnchor.parse(f.keyring.load(item))).head.seq }
@@ -570,7 +636,7 @@ func script(_ body: String) throws -> String {
         DispatchQueue.concurrentPerform(iterations: 2) { w in
             let log = (w == 0 ? f.custodian : other).auditLog
             for i in 0..<100 {
-                try? log.append(site: "w\(w)", op: "key.sign", key: "k\(i)", result: "ok")
+                try? log.append(client: .testSite("w\(w)"), op: "key.sign", key: "k\(i)", result: "ok")
                 if i % 25 == 0 { log.flush() }
             }
         }

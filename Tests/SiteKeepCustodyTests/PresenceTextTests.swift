@@ -1,4 +1,5 @@
 import Testing
+import SiteKeepTestSupport
 @testable import SiteKeepCustody
 
 /// ``PresenceText``: how prompts quote, escape and bound what a peer chose (issue 32), and the

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SiteKeepTestSupport
 import SiteKeepCrypto
 @testable import SiteKeepCustody
 
@@ -63,13 +64,13 @@ import SiteKeepCrypto
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T")
         let login = Self.loginRequest()
-        for op in ["team.sign", "key.sign", "sign"] {
+        for op: OpName in ["team.sign", "key.sign", "sign"] {
             #expect { try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: op)) } throws: {
                 if case .policyRefused(let why) = $0 as? CustodyError { why.contains("ssh-agent") } else { false }
             }
         }
         // Through the agent's op: the key's policy decides.
-        let agent = KeyUseContext.sshAgentOp
+        let agent = OpName.sshSign
         #expect(throws: CustodyError.self) { try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: agent)) }
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(login: false), context: f.approved("t", op: Custodian.sshPolicyOp))
         #expect { try f.custodian.sign(keyID: "t", message: login, context: f.approved("t", op: agent)) } throws: {
@@ -93,7 +94,7 @@ import SiteKeepCrypto
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(namespaces: ["file", "git"]), context: f.approved("t", op: Custodian.sshPolicyOp))
         _ = try f.custodian.sign(keyID: "t", message: file, context: f.approved("t", op: "team.sign"))
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(namespaces: ["git"]), context: f.approved("t", op: Custodian.sshPolicyOp))
-        for op in ["team.sign", "key.sign", KeyUseContext.sshAgentOp] {
+        for op in ["team.sign", "key.sign", OpName.sshSign] {
             #expect { try f.custodian.sign(keyID: "t", message: file, context: f.approved("t", op: op)) } throws: {
                 if case .policyRefused(let why) = $0 as? CustodyError { why.contains("namespace file") } else { false }
             }
@@ -101,7 +102,7 @@ import SiteKeepCrypto
         _ = try f.custodian.sign(keyID: "t", message: Self.sshsigData(namespace: "git"), context: f.approved("t", op: "team.sign"))
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", nil)
         #expect(throws: CustodyError.self) {
-            try f.custodian.sign(keyID: "t", message: Self.sshsigData(namespace: "git"), context: f.approved("t", op: KeyUseContext.sshAgentOp))
+            try f.custodian.sign(keyID: "t", message: Self.sshsigData(namespace: "git"), context: f.approved("t", op: OpName.sshSign))
         }
     }
 
@@ -128,9 +129,9 @@ import SiteKeepCrypto
         try f.initialize(recovery: false)
         _ = try f.custodian.generateTeamKey(id: "t", name: "T")
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(), context: f.approved("t", op: Custodian.sshPolicyOp))
-        #expect(throws: CustodyError.self) { try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: KeyUseContext.sshAgentOp)) }
+        #expect(throws: CustodyError.self) { try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: OpName.sshSign)) }
         _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: "key.sign"))
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(otherData: true), context: f.approved("t", op: Custodian.sshPolicyOp))
-        _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: KeyUseContext.sshAgentOp))
+        _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: OpName.sshSign))
     }
 }

@@ -15,7 +15,7 @@ import SiteKeepKeyring
         _ = try f.custodian.addPRFSlot(prfOutput: prfBytes(7), relyingPartyID: "promptugal.news",
                                        credentialID: "Y3JlZC0x", prfEvalInput: "c2l0ZWtlZXA", current: f.current())
         let team = try f.custodian.generateTeamKey(id: "team1", name: "Team", algorithm: .ed25519)
-        let sealed = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
+        let sealed = try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-00000000000a", protection: .whenUnlocked)
             .seal(Array("hello".utf8), authenticating: [1])
         let message = Array("commit".utf8)
 
@@ -24,7 +24,7 @@ import SiteKeepKeyring
             let sig = try f.custodian.sign(keyID: "team1", message: message, context: f.approved("team1"))
             #expect(try f.custodian.verify(keyID: "team1", signature: sig, message: message))
             #expect(SignatureVerifier.isValid(sig, for: message, publicKey: try Base64.decode(team.publicKey), algorithm: .ed25519))
-            let key = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
+            let key = try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-00000000000a", protection: .whenUnlocked)
             #expect(try key.open(sealed, authenticating: [1]) == Array("hello".utf8))
         }
         try check()

@@ -133,8 +133,8 @@ struct Fixture {
 
     /// A key use the user approved just now (a presence proof on the fixture's clock): every
     /// team-key signature passes custody's gate with one.
-    func approved(_ keyID: String, site: String = "test", op: String = "sign") -> KeyUseContext {
-        KeyUseContext(site: site, op: op, presence: PresenceProof(site: site, op: op, keyID: keyID, method: .askpass,
+    func approved(_ keyID: String, site: KeyUseClient = "test", op: OpName = .sign) -> KeyUseContext {
+        KeyUseContext(client: site, op: op, presence: PresenceProof(client: site, op: op, keyID: KeyID(known: keyID), method: .askpass,
                                                                  issuedAtNanoseconds: clock.boot.nanoseconds()))
     }
 

@@ -79,7 +79,14 @@ public final class InMemoryPresence: Sendable {
     }
 
     static func proof(_ use: Use, _ at: Int64) -> PresenceProof {
-        PresenceProof(site: use.site, op: use.op, keyID: use.keyID, method: .askpass, issuedAtNanoseconds: UInt64(max(0, at)))
+        PresenceProof(client: client(use.site), op: try! OpName(parsing: use.op), keyID: use.keyID.map { try! KeyID(parsing: $0) },
+                      method: .askpass, issuedAtNanoseconds: UInt64(max(0, at)))
+    }
+
+    /// The custody client of a bridge site (the in-memory sites' ids are all site identifiers).
+    public static func client(_ siteID: String) -> KeyUseClient {
+        guard let id = try? SiteID(parsing: siteID) else { preconditionFailure("a test site's id is not a site identifier: \(siteID)") }
+        return .site(id)
     }
 }
 
@@ -223,7 +230,10 @@ public final class HandleSigningService: SigningService {
     /// site, `key.sign` and this key (as custody checks it).
     public func signNow(_ data: [UInt8], keyID: String, site: BridgeSite, presence: PresenceProof) throws(BridgeFailure) -> BridgeSignature {
         let age = presence.ageMilliseconds()
-        do { try presence.check(site: site.id, op: "key.sign", keyID: keyID) } catch {
+        do throws(CustodyError) {
+            guard let key = try? KeyID(parsing: keyID) else { throw .invalidKeyID(keyID) }
+            try presence.check(client: InMemoryPresence.client(site.id), op: try! OpName(parsing: "key.sign"), keyID: key)
+        } catch {
             try audit.append(SigningAuditEntry(site: site.id, keyID: keyID, ok: false, presenceAgeMilliseconds: age))
             throw BridgeFailure(custody: error)
         }

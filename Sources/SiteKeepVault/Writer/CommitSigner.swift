@@ -34,7 +34,7 @@ public struct DeviceCommitSigner: CommitSigner {
 
     public func sign(_ message: [UInt8]) throws(VaultError) -> [UInt8] {
         do {
-            return try custodian.signAsDevice(message, context: KeyUseContext(op: "vault.commit"))
+            return try custodian.signAsDevice(message, context: KeyUseContext(op: .vaultCommit))
         } catch { throw .signingFailed(error.description) }
     }
 }
