@@ -255,7 +255,7 @@ let package = Package(
         // PIN protocols, a touch the test decides), test-side only: the library and its runner.
         .target(name: "SiteKeepSoftFIDO2", dependencies: ["COpenSSL"], path: "Tests/SiteKeepSoftFIDO2"),
         .executableTarget(name: "sitekeep-soft-fido2", dependencies: ["SiteKeepSoftFIDO2"], path: "Tests/SiteKeepSoftFIDO2Runner"),
-        .testTarget(name: "SiteKeepFIDO2Tests", dependencies: ["SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepCrypto", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepFIDO2Tests", dependencies: ["SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
