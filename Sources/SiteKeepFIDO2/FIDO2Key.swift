@@ -101,6 +101,9 @@ public struct FIDO2Key: Sendable, Hashable {
     /// - Parameters:
     ///   - salt: 32 bytes. For a WebAuthn PRF eval input, ``WebAuthnPRF/hmacSecretSalt(forEvalInput:)``
     ///     (or ``prfOutput(rp:credentialID:evalInput:pin:)``).
+    ///
+    /// The answer's presence (and, with a PIN, verification) flags are checked; its signature is
+    /// not (no public key is passed): a key that lies can only give bytes that unwrap nothing.
     public func hmacSecret(rp: String, credentialID: [UInt8], salt: [UInt8], pin: borrowing SecretBytes? = nil) throws(FIDO2Error) -> SecretBytes {
         try Self.checkRP(rp)
         try Self.checkCredentialID(credentialID)
@@ -111,25 +114,18 @@ public struct FIDO2Key: Sendable, Hashable {
         var authLength = 0, sigLength = 0
         var status = sk_fido2_status()
         var kind: Int32 = 0
-        let output: SecretBytes
-        do {
-            output = try SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-                do {
-                    kind = try Self.withPIN(pin) { (p: UnsafePointer<CChar>?) -> Int32 in
-                        sk_fido2_assert(path, rp, credentialID, credentialID.count, challenge, salt, p, timeoutMilliseconds,
-                                        out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                        &authData, authData.count, &authLength, &signature, signature.count, &sigLength, &status)
-                    }
-                } catch {
-                    kind = Int32(SK_FIDO2_INVALID_ARGUMENT)
-                    withUnsafeMutableBytes(of: &status.message) { m in
-                        let text = Array("\(error)".utf8.prefix(m.count - 1)) + [0]
-                        m.copyBytes(from: text)
-                    }
-                }
-            })
-        } catch {
-            throw .failed("guarded memory for the hmac-secret output: \(error)")
+        // The output is written by libfido2's copy straight into guarded memory (and wiped there
+        // by the C layer when the call fails).
+        let output = try Self.withPIN(pin) { (p: UnsafePointer<CChar>?) throws(FIDO2Error) -> SecretBytes in
+            do {
+                return try SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                    kind = sk_fido2_assert(path, rp, credentialID, credentialID.count, challenge, salt, p, timeoutMilliseconds,
+                                           out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                           &authData, authData.count, &authLength, &signature, signature.count, &sigLength, &status)
+                })
+            } catch {
+                throw .failed("guarded memory for the hmac-secret output: \(error)")
+            }
         }
         try Self.check(kind, status)
         return output
@@ -193,7 +189,7 @@ public struct FIDO2Key: Sendable, Hashable {
     // MARK: - Boundary
 
     /// Runs `body` with the PIN as a NUL-terminated string in guarded memory (nil for none).
-    static func withPIN<R>(_ pin: borrowing SecretBytes?, _ body: (UnsafePointer<CChar>?) throws(FIDO2Error) -> R) throws(FIDO2Error) -> R {
+    static func withPIN<R: ~Copyable>(_ pin: borrowing SecretBytes?, _ body: (UnsafePointer<CChar>?) throws(FIDO2Error) -> R) throws(FIDO2Error) -> R {
         switch pin {
         case .none: return try body(nil)
         case .some(let secret): return try withPIN(secret, body)
@@ -201,22 +197,22 @@ public struct FIDO2Key: Sendable, Hashable {
     }
 
     /// Runs `body` with `secret` as a NUL-terminated string in guarded memory.
-    static func withPIN<R>(_ secret: borrowing SecretBytes, _ body: (UnsafePointer<CChar>?) throws(FIDO2Error) -> R) throws(FIDO2Error) -> R {
-            guard (4...63).contains(secret.count) else { throw .invalidArgument("a PIN is 4 to 63 bytes, got \(secret.count)") }
-            let terminated: SecretBytes
-            do {
-                terminated = try SecretBytes(count: secret.count + 1, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-                    secret.withUnsafeBytes { src in out.copyMemory(from: src) }
-                    out[secret.count] = 0
-                })
-            } catch {
-                throw .failed("guarded memory for the PIN: \(error)")
-            }
-            let hasNUL = terminated.withUnsafeBytes { $0.prefix(secret.count).contains(0) }
-            guard !hasNUL else { throw .invalidArgument("a PIN cannot hold a NUL byte") }
-            return try terminated.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(FIDO2Error) -> R in
-                try body(bytes.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
+    static func withPIN<R: ~Copyable>(_ secret: borrowing SecretBytes, _ body: (UnsafePointer<CChar>?) throws(FIDO2Error) -> R) throws(FIDO2Error) -> R {
+        guard (4...63).contains(secret.count) else { throw .invalidArgument("a PIN is 4 to 63 bytes, got \(secret.count)") }
+        let terminated: SecretBytes
+        do {
+            terminated = try SecretBytes(count: secret.count + 1, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                secret.withUnsafeBytes { src in out.copyMemory(from: src) }
+                out[secret.count] = 0
+            })
+        } catch {
+            throw .failed("guarded memory for the PIN: \(error)")
+        }
+        let hasNUL = terminated.withUnsafeBytes { $0.prefix(secret.count).contains(0) }
+        guard !hasNUL else { throw .invalidArgument("a PIN cannot hold a NUL byte") }
+        return try terminated.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(FIDO2Error) -> R in
+            try body(bytes.baseAddress!.assumingMemoryBound(to: CChar.self))
+        }
     }
 
     static func checkRP(_ rp: String) throws(FIDO2Error) {
