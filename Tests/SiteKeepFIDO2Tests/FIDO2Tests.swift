@@ -217,7 +217,7 @@ struct FIDO2PRFRelationTests {
 /// A hostile "authenticator" (malformed CBOR, wrong lengths, a wrong nonce): clear errors, no crash.
 @Suite(.serialized)
 struct FIDO2HostileAuthenticatorTests {
-    @Test(arguments: [SoftAuthenticator.Hostility.garbageCBOR, .truncatedCBOR, .hmacSecretWrongLength])
+    @Test(arguments: [SoftAuthenticator.Hostility.garbageCBOR, .truncatedCBOR, .hmacSecretWrongLength, .lyingLength])
     func malformedAnswersAreRefused(hostility: SoftAuthenticator.Hostility) throws {
         let soft = try SoftKey()
         defer { soft.stop() }

@@ -36,6 +36,8 @@ public final class SoftAuthenticator {
         case wrongRPIDHash = 5
         /// getAssertion claims no user presence (UP flag clear) after a touch.
         case noPresenceFlag = 6
+        /// getAssertion's frame claims 4096 bytes (more than a client's buffer), sends 10 and hangs up.
+        case lyingLength = 7
     }
 
     struct Credential {

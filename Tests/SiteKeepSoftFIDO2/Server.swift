@@ -96,6 +96,10 @@ public final class SoftFIDO2Server {
 
     func serve(_ fd: Int32) {
         while let (cmd, payload) = SoftFIDO2Wire.readFrame(fd) {
+            if cmd == SoftFIDO2Wire.cbor, payload.first == 0x02, authenticator.hostility == .lyingLength {
+                _ = SoftFIDO2Wire.writeAll(fd, [cmd, 0x00, 0x00, 0x10, 0x00] + [UInt8](repeating: 0, count: 10))
+                return
+            }
             guard let answer = reply(cmd, payload, fd: fd) else { continue }
             guard SoftFIDO2Wire.writeAll(fd, SoftFIDO2Wire.frame(answer.0, answer.1)) else { return }
         }
