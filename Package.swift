@@ -151,6 +151,14 @@ let package = Package(
         // body bounded while it streams, https or loopback http, no proxy, time-outs. Its headers
         // come from libcurl4-openssl-dev (tools/setup).
         .target(name: "CCurlLoader"),
+        // libfido2 reached through dlopen on first use (a security key is optional hardware: no
+        // executable needs libfido2 to start), and the Unix-socket carrier of the software
+        // authenticator behind libfido2's transport hooks. Its headers come from libfido2-dev.
+        .target(name: "CFIDO2Loader"),
+        // FIDO2 security keys: list, make an hmac-secret credential, its hmac-secret (and WebAuthn
+        // PRF) output in guarded memory, a verified touch for presence; typed errors. Below custody,
+        // which will use it for its FIDO2 slot.
+        .target(name: "SiteKeepFIDO2", dependencies: ["CFIDO2Loader", "SiteKeepSecureMemory", "SiteKeepCrypto"]),
         // SiteKeep's one HTTP client (vault remotes, agenda fetches) over CCurlLoader; credential
         // headers from guarded memory (SiteKeepSecureMemory).
         .target(name: "SiteKeepHTTP", dependencies: ["CCurlLoader", "SiteKeepSecureMemory"]),
@@ -230,7 +238,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepSystem",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
-            "SiteKeepTestSupport", "SiteKeepSocket",
+            "SiteKeepTestSupport", "SiteKeepSocket", "SiteKeepFIDO2", "SiteKeepSoftFIDO2",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
@@ -243,6 +251,11 @@ let package = Package(
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
                                                             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
                 path: "Tests/SiteKeepTestSupport"),
+        // The software CTAP2 authenticator (CTAPHID messages over a Unix socket, hmac-secret, the
+        // PIN protocols, a touch the test decides), test-side only: the library and its runner.
+        .target(name: "SiteKeepSoftFIDO2", dependencies: ["COpenSSL"], path: "Tests/SiteKeepSoftFIDO2"),
+        .executableTarget(name: "sitekeep-soft-fido2", dependencies: ["SiteKeepSoftFIDO2"], path: "Tests/SiteKeepSoftFIDO2Runner"),
+        .testTarget(name: "SiteKeepFIDO2Tests", dependencies: ["SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),

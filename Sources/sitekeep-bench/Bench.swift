@@ -24,6 +24,7 @@ var groups: [BenchGroup] { [
     BenchGroup(name: "bridge", summary: "key.sign over the socket vs ssh-agent over its socket", run: bridgeGroup),
     BenchGroup(name: "core", summary: "reminder planning (1,000 picks x 10,000 items) and schedule.set through the daemon, p50/p99", run: coreGroup),
     BenchGroup(name: "agent", summary: "sign requests over SiteKeep's ssh-agent socket vs OpenSSH's ssh-agent; ssh-keygen -Y sign end to end", run: agentGroup),
+    BenchGroup(name: "fido2", summary: "unlock by FIDO2 hmac-secret through libfido2 and the software authenticator vs by PRF bytes, p50/p99", run: fido2Group),
 ] }
 
 @main
