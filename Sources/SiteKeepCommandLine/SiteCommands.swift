@@ -78,10 +78,12 @@ enum SiteCommands {
                   .flag("--app-bound", "let the site use the bridge (at most ten)"),
                   .option("--protection", value: "after-login|when-unlocked", "the data-protection class (default after-login)"),
                   .option("--host", value: "PATH", "a program besides the SiteKeep browser that may bind the site's bridge connections (repeatable; see 'sitekeep site host add')"),
+                  .flag("--command-line-host", "let 'sitekeep call' act for the site too (the command line as one of its hosts)"),
                   UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep site add 'Web Summit' --origin https://web-summit.sgit.ai --app-bound", "register an app-bound site"),
                    CommandExample("sitekeep site add Newsroom --origin https://newsroom.sgit.ai --app-bound --host /usr/bin/newsroom-viewer", "an app-bound site that its own viewer may also act for"),
+                   CommandExample("sitekeep site add Promptugal --origin https://promptugal.news --app-bound --command-line-host", "one that 'sitekeep call' may also act for, from the terminal"),
                    CommandExample("sitekeep site add Drafts --origin http://localhost:8080 --protection when-unlocked --passphrase-file pass.txt", "a local site whose data is readable only while unlocked")]
     ) { inv in
         let origins = inv.options("--origin")
@@ -95,9 +97,10 @@ enum SiteCommands {
         // A new site's first hosts need no approval: the site holds nothing yet, and no
         // registered site's origins can be taken (origins are unique).
         var hosts: [SiteHost] = []
-        for typed in inv.options("--host") {
+        let typedHosts = inv.options("--host") + (inv.flag("--command-line-host") ? [try SiteHostCommands.commandLineProgram()] : [])
+        for typed in typedHosts {
             guard inv.flag("--app-bound") else {
-                throw UsageError("--host needs --app-bound: only app-bound sites use the bridge", command: inv.spec.commandLine)
+                throw UsageError("--host and --command-line-host need --app-bound: only app-bound sites use the bridge", command: inv.spec.commandLine)
             }
             do throws(PartitionError) { hosts.append(try SiteHost.adding(typed)) } catch {
                 throw CommandFailure(error.description, remedy: "give the path of the host program's executable", code: "invalid_host")
@@ -466,7 +469,8 @@ enum SiteCommands {
         every namespace of each, then runs every probe: foreign API paths, origin look-alikes, \
         path traversal, SQL metacharacters, rows, files and folders swapped between sites, \
         concurrent writers, and the bridge's ops from sites not allowed to call them. Prints the \
-        matrix; exits 1 if any cell is a LEAK or could not be decided.
+        matrix; exits 1 if any cell is a LEAK or could not be decided. With a store, it then lists \
+        who may bind each of your app-bound sites: the SiteKeep browser and the hosts you added.
         """,
         options: [.option("--sites", value: "N", "how many sites (default 5, at least 2)")],
         examples: [CommandExample("sitekeep audit", "run the audit and print the matrix"),
@@ -478,11 +482,33 @@ enum SiteCommands {
         let report = try inv.withProgress("Running the isolation audit") {
             try IsolationAudit.run(in: scratch, sites: n, probes: AuditCatalogue.all)
         }
+        // Who may bind each of your app-bound sites (its hosts), read from sites.json without
+        // opening a key; nothing when there is no store.
+        let yours = StoreContext.exists(home: inv.settings.home)
+            ? try SiteRegistry.sites(inHome: URL(fileURLWithPath: inv.settings.home)).filter(\.isAppBound) : []
         if inv.settings.json {
-            // The one serialiser of every --json output, the report's members in their order.
-            inv.emit(report.json) { "" }
+            // The one serialiser of every --json output, the report's members in their order;
+            // with a store, "hosts" after them.
+            guard case .object(var members) = report.json else { return }
+            if StoreContext.exists(home: inv.settings.home) {
+                members.append(JSONMember(key: "hosts", value: .array(yours.map { s in
+                    .object([JSONMember(key: "site", value: .string(s.id.string)),
+                             JSONMember(key: "origin", value: .string(s.origins.first?.serialized ?? "")),
+                             JSONMember(key: "browser", value: .bool(true)),
+                             JSONMember(key: "hosts", value: .array(s.hosts.map(SiteHostCommands.hostJSON)))])
+                })))
+            }
+            inv.emit(.object(members)) { "" }
         } else {
             inv.io.write(report.renderText())
+            if StoreContext.exists(home: inv.settings.home) {
+                var text = "\nWho may bind your app-bound sites (their hosts; 'sitekeep site host add' adds one):\n"
+                if yours.isEmpty { text += "  no app-bound sites\n" }
+                for s in yours {
+                    text += "  \(s.displayName) (\(s.origins.first?.serialized ?? s.id.string)): \(SiteHostCommands.describe(s.hosts))\n"
+                }
+                inv.io.write(text)
+            }
         }
         if !report.passed {
             throw CommandFailure("the isolation audit found \(report.hasLeaks ? "a LEAK" : "a probe it could not decide")",

@@ -1,4 +1,5 @@
 import Foundation
+internal import SiteKeepSystem
 internal import SiteKeepCustody
 internal import SiteKeepJSON
 internal import SiteKeepPartitions
@@ -10,7 +11,17 @@ internal import SiteKeepDaemon
 enum SiteHostCommands {
     static var all: [CommandSpec] { [add, remove, list] }
 
-    static let pathArgument = ArgumentSpec("PATH", "the host program's executable (a path; symbolic links are resolved)")
+    static let pathArgument = ArgumentSpec("PATH", "the host program's executable (a path; symbolic links are resolved); omit it with --command-line", optional: true)
+
+    /// The program that serves `sitekeep call` (and every other command): `sitekeep-main` beside
+    /// this executable, else this executable itself.
+    static func commandLineProgram() throws -> String {
+        guard let me = ProcessEnvironment.executablePath() else {
+            throw CommandFailure("cannot tell where this program is (/proc/self/exe)", remedy: "give the path of sitekeep-main instead", code: "invalid_host")
+        }
+        let main = (me as NSString).deletingLastPathComponent + "/sitekeep-main"
+        return FileManager.default.isExecutableFile(atPath: main) ? main : me
+    }
 
     static func hostJSON(_ h: SiteHost) -> JSONValue {
         .object([JSONMember(key: "path", value: .string(h.path)),
@@ -36,7 +47,7 @@ enum SiteHostCommands {
         secret given for this command); it is in the audit log.
         """,
         arguments: [SiteCommands.siteArgument, pathArgument],
-        options: [UnlockOptions.recoveryFile],
+        options: [.flag("--command-line", "add the command line itself (sitekeep-main), so 'sitekeep call' may act for the site"), UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep site host add https://newsroom.sgit.ai /usr/bin/newsroom-viewer --passphrase-file pass.txt",
                                   "let the newsroom's own viewer act for the site")]
@@ -48,7 +59,12 @@ enum SiteHostCommands {
             throw CommandFailure("\(s.displayName) is not app-bound: only app-bound sites use the bridge, so a host would do nothing",
                                  remedy: "a site is made app-bound when it is added (--app-bound)", code: "not_app_bound")
         }
-        let typed = try inv.requiredArgument("PATH")
+        let typed: String
+        switch (inv.argument("PATH"), inv.flag("--command-line")) {
+        case (let path?, false): typed = path
+        case (nil, true): typed = try commandLineProgram()
+        default: throw UsageError("give either PATH or --command-line", command: inv.spec.commandLine)
+        }
         let host: SiteHost
         do throws(PartitionError) { host = try SiteHost.adding(typed) } catch {
             throw CommandFailure(error.description, remedy: "give the path of the host program's executable", code: "invalid_host")
@@ -82,12 +98,18 @@ enum SiteHostCommands {
         summary: "Stop a program binding bridge connections to a site",
         discussion: "Removes the executable from the site's hosts (the SiteKeep browser stays). Needs no approval: it only narrows who may act for the site. Connections the program holds are closed at their next message. In the audit log.",
         arguments: [SiteCommands.siteArgument, pathArgument],
+        options: [.flag("--command-line", "remove the command line (sitekeep-main)")],
         examples: [CommandExample("sitekeep site host remove https://newsroom.sgit.ai /usr/bin/newsroom-viewer", "the viewer may no longer act for the site")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try SiteCommands.registry(store)
         let s = try SiteCommands.site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
-        let typed = try inv.requiredArgument("PATH")
+        let typed: String
+        switch (inv.argument("PATH"), inv.flag("--command-line")) {
+        case (let path?, false): typed = path
+        case (nil, true): typed = try commandLineProgram()
+        default: throw UsageError("give either PATH or --command-line", command: inv.spec.commandLine)
+        }
         let resolved = realpath(typed, nil).map { p -> String in defer { free(p) }; return String(cString: p) }
         let matching = s.hosts.filter { $0.path == typed || $0.path == resolved }
         guard !matching.isEmpty else {

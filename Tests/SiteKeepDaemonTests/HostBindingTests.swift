@@ -90,10 +90,16 @@ import Glibc
         #expect(Self.code(preloaded) == "forbidden_host", "\(preloaded)")
         #expect(Self.message(preloaded).contains("LD_LIBRARY_PATH"), "\(preloaded)")
 
-        // The listing says who may bind each site.
+        // The listing and the audit say who may bind each site.
         let listed = await store.run(["site", "host", "list", "--json"])
         #expect(listed.status == 0)
         #expect(listed.out.contains("python3"), "\(listed.out)")
+        let audited = await store.run(["audit", "--sites", "2"])
+        #expect(audited.status == 0, "\(audited.err)")
+        let summitLine = audited.out.split(separator: "\n").first { $0.contains("Summit (https://web-summit.sgit.ai") }.map(String.init) ?? ""
+        #expect(summitLine.contains("the SiteKeep browser") && summitLine.contains("python3"), "\(audited.out)")
+        let otherLine = audited.out.split(separator: "\n").first { $0.contains("Promptugal (https://promptugal.news") }.map(String.init) ?? ""
+        #expect(otherLine.contains("the SiteKeep browser") && !otherLine.contains("python3"), "\(audited.out)")
 
         // Removed, it is refused again.
         #expect(await store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python]).status == 0)
