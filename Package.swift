@@ -20,7 +20,8 @@
 //   (SiteID, KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
-//   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers)
+//   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers); CTPMLoader
+//   (tpm2-tss's ESAPI by dlopen, built against libtss2-dev's headers) under SiteKeepTPM, below custody
 //
 //   sitekeep-browser ─ CWebKitGTK (GTK 4 + WebKitGTK 6.0) · SiteKeepBrowserCore ─ SiteKeepJSON, SiteKeepVocabulary
 //   (a client of the daemon: it links the bridge's wire, never custody, crypto or SQLite)
@@ -134,8 +135,15 @@ let package = Package(
         // The Secret Service client, loaded with dlopen only when that keyring is used.
         .target(name: "CSecretLoader"),
         .target(name: "SiteKeepKeyring", dependencies: ["SiteKeepSystem", "CSecretLoader", "SiteKeepCrypto", "SiteKeepJSON"]),
+        // tpm2-tss's ESAPI reached through dlopen on first use (a TPM is optional hardware: no
+        // executable needs libtss2 to start); the whole ESAPI sequence of seal and unseal is in
+        // its C. Its headers come from libtss2-dev (tools/setup).
+        .target(name: "CTPMLoader"),
+        // TPM 2.0 sealing for custody's TPM slots: seal and unseal under the owner's storage
+        // primary, PIN and PCR policy, the dictionary-attack state; typed errors. No Foundation.
+        .target(name: "SiteKeepTPM", dependencies: ["CTPMLoader", "SiteKeepSecureMemory"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux", "SiteKeepTPM"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
@@ -238,7 +246,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepSystem",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
-            "SiteKeepTestSupport", "SiteKeepSocket", "SiteKeepFIDO2", "SiteKeepSoftFIDO2",
+            "SiteKeepTestSupport", "SiteKeepSocket", "SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepTPM",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.
@@ -267,7 +275,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport", "CSodium"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
-        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTPM"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],

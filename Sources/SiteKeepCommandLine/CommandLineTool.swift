@@ -205,7 +205,7 @@ public enum CommandLineTool {
         }
 
         // Options and positionals.
-        let known = spec.options + spec.secretInputs.map { OptionSpec.option($0.rawValue, value: "PATH", $0.help) } + globalOptions
+        let known = spec.options + spec.secretInputs.flatMap(\.optionSpecs) + globalOptions
         var values: [String: [String]] = [:]
         var flags: Set<String> = []
         var positionals: [String] = []

@@ -108,12 +108,27 @@ public enum SecretInputKind: String, Sendable, CaseIterable {
     case prf = "--prf-file"
     /// `--key-file PATH`: a vault key or an imported team key.
     case key = "--key-file"
+    /// `--tpm2`: a TPM 2.0 slot, with its PIN from `--pin-file PATH` or typed (`--pin`).
+    case tpm2 = "--tpm2"
 
     var help: String {
         switch self {
         case .passphrase: "read the passphrase from PATH ('-' for stdin); default: prompt on the terminal"
         case .prf: "read the 32 WebAuthn PRF output bytes (raw, or 64 hex characters) from PATH ('-' for stdin)"
         case .key: "read the key from PATH ('-' for stdin); default: prompt on the terminal"
+        case .tpm2: "unlock with a TPM 2.0 slot of this machine (the TPM checks the PIN, if the slot has one)"
+        }
+    }
+
+    /// The options this way of giving a secret adds to a command.
+    var optionSpecs: [OptionSpec] {
+        switch self {
+        case .tpm2:
+            [.flag("--tpm2", help),
+             .option("--pin-file", value: "PATH", "with --tpm2: read the TPM slot's PIN from PATH ('-' for stdin)"),
+             .flag("--pin", "with --tpm2: type the TPM slot's PIN when asked")]
+        default:
+            [.option(rawValue, value: "PATH", help)]
         }
     }
 }

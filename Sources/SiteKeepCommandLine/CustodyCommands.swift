@@ -217,7 +217,7 @@ enum CustodyCommands {
 
     static let slotAdd = CommandSpec(
         path: ["slot", "add"],
-        summary: "Add an unlock slot: a passphrase, a passkey's PRF output, or a recovery code",
+        summary: "Add an unlock slot: a passphrase, a passkey's PRF output, a recovery code, or this machine's TPM 2.0",
         discussion: """
         KIND is passphrase, prf or recovery. Who can unlock changes only with a secret that \
         unlocks now, given for this command, even when the daemon is unlocked (as cryptsetup \
@@ -225,24 +225,32 @@ enum CustodyCommands {
         --passphrase-file, or --prf-file/--recovery-file. The \
         new slot's secret: for passphrase, --new-passphrase-file or a prompt; for prf, \
         --new-prf-file with the 32 bytes the passkey returned for --eval-input, plus --rp-id and \
-        --credential-id so SiteKeep can tell you which passkey to use; recovery prints a new code once.
+        --credential-id so SiteKeep can tell you which passkey to use; recovery prints a new code once; \
+        tpm2 seals the slot's key to this machine's TPM (SITEKEEP_TPM_TCTI, default \
+        device:/dev/tpmrm0), with a PIN the TPM checks and rate-limits (--new-pin-file, --new-pin, \
+        or --pin-file/--pin when the current secret is not itself a TPM slot) and, with --pcrs, \
+        bound to those PCRs' current values.
         """,
-        arguments: [ArgumentSpec("KIND", "passphrase, prf or recovery")],
+        arguments: [ArgumentSpec("KIND", "passphrase, prf, recovery or tpm2")],
         options: [UnlockOptions.recoveryFile,
                   .option("--new-passphrase-file", value: "PATH", "the new slot's passphrase ('-' for stdin)"),
                   .option("--new-prf-file", value: "PATH", "the new slot's 32 PRF bytes (raw or hex; '-' for stdin)"),
                   .option("--rp-id", value: "DOMAIN", "the passkey's relying party id (prf)"),
                   .option("--credential-id", value: "B64URL", "the passkey's credential id (prf)"),
                   .option("--eval-input", value: "B64URL", "the PRF eval input the bytes were made with (prf; default: 32 random bytes)"),
+                  .option("--new-pin-file", value: "PATH", "the new TPM slot's PIN (tpm2; '-' for stdin)"),
+                  .flag("--new-pin", "type the new TPM slot's PIN when asked (tpm2)"),
+                  .option("--pcrs", value: "LIST", "bind the TPM slot to these SHA-256 PCRs' current values, e.g. 7 or 0,7 (tpm2)"),
                   .option("--label", value: "TEXT", "a label for the slot")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep slot add recovery --passphrase-file pass.txt", "add a second recovery code"),
                    CommandExample("sitekeep slot add prf --passphrase-file pass.txt --new-prf-file prf.bin --rp-id newsroom.sgit.ai --credential-id AAAA --eval-input c2l0ZWtlZXA",
-                                  "add a passkey slot from PRF output")]
+                                  "add a passkey slot from PRF output"),
+                   CommandExample("sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7", "seal a slot to this machine's TPM, with a PIN, bound to Secure Boot's PCR 7")]
     ) { inv in
         let kind = try inv.requiredArgument("KIND")
         guard let slotKind = SlotKind(rawValue: kind) else {
-            throw UsageError("KIND must be passphrase, prf or recovery, not '\(kind)'", command: inv.spec.commandLine)
+            throw UsageError("KIND must be passphrase, prf, recovery or tpm2, not '\(kind)'", command: inv.spec.commandLine)
         }
         let store = try StoreContext.open(inv)
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
@@ -272,6 +280,35 @@ enum CustodyCommands {
             let new = try store.custodian.addRecoverySlot(label: label ?? "recovery", current: current.take())
             inv.emit(.object([JSONMember(key: "slot", value: slotJSON(new.slot)), JSONMember(key: "recoveryCode", value: .string(new.code.formatted))])) {
                 "Added recovery slot \(new.slot.id).\n\n" + inv.style("Recovery code (shown once):", .bold) + "\n\n    \(new.code.formatted)\n"
+            }
+        case .tpm2:
+            var pcrs: [Int] = []
+            if let list = inv.option("--pcrs") {
+                for part in list.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let n = Int(part.trimmingCharacters(in: .whitespaces)), (0...23).contains(n) else {
+                        throw UsageError("--pcrs takes PCR numbers 0 to 23 separated by commas, e.g. 7 or 0,7", command: inv.spec.commandLine)
+                    }
+                    pcrs.append(n)
+                }
+            }
+            let current = try CurrentSecret.read(inv)
+            // The new PIN: --new-pin-file or --new-pin; --pin-file/--pin when they do not name the current TPM slot's.
+            let pin: SecretBytes?
+            if inv.option(SecretSource.newPIN.option) != nil || inv.flag("--new-pin") {
+                pin = try inv.secret(.newPIN, prompt: "New TPM PIN: ", confirm: true)
+            } else if !inv.flag("--tpm2"), inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") {
+                pin = try inv.secret(.pin, prompt: "New TPM PIN: ", confirm: true)
+            } else {
+                pin = nil
+            }
+            let box = SecretBox(pin)
+            let pcrList = pcrs
+            let slot = try inv.withProgress("Sealing to the TPM") { () throws -> SlotInfo in
+                try store.custodian.addTPM2Slot(pin: box.takeIfAny(), pcrs: pcrList, label: label ?? "tpm2", current: current.take())
+            }
+            inv.emit(slotJSON(slot)) {
+                "Added TPM 2.0 slot \(slot.id)" + (slot.tpmPIN == true ? " with a PIN" : " without a PIN")
+                    + (pcrs.isEmpty ? "" : ", bound to PCR \(pcrs.map(String.init).joined(separator: ","))") + "."
             }
         }
     }
@@ -592,6 +629,8 @@ enum CustodyCommands {
         if let c = s.credentialID { m.append(JSONMember(key: "credentialId", value: .string(c))) }
         if let e = s.prfEvalInput { m.append(JSONMember(key: "prfEvalInput", value: .string(e))) }
         if let h = s.hmacSecretSalt { m.append(JSONMember(key: "hmacSecretSalt", value: .string(h))) }
+        if let pin = s.tpmPIN { m.append(JSONMember(key: "tpmPIN", value: .bool(pin))) }
+        if let pcrs = s.tpmPCRs { m.append(JSONMember(key: "tpmPCRs", value: .array(pcrs.map { .integer($0) }))) }
         return .object(m)
     }
 
@@ -619,8 +658,10 @@ enum CustodyCommands {
 final class SecretBox: @unchecked Sendable {
     // @unchecked: taken exactly once, by the closure it was made for.
     private var secret: SecretBytes?
-    init(_ secret: consuming SecretBytes) { self.secret = consume secret }
+    init(_ secret: consuming SecretBytes?) { self.secret = consume secret }
     func take() -> SecretBytes { secret.take()! }
+    /// The secret, or nil when the box was made with none.
+    func takeIfAny() -> SecretBytes? { secret.take() }
 }
 
 extension UnlockOptions {

@@ -73,6 +73,20 @@ struct DaemonLink: Sendable {
         case .passphrase(let s): method = "passphrase"; secret = s
         case .prf(let s): method = "prf"; secret = s
         case .recoveryCode(let s): method = "recovery"; secret = s
+        case .tpm2(let pin):
+            // One byte says whether a PIN follows: the wire carries no empty secret.
+            method = "tpm2"
+            switch consume pin {
+            case .some(let p):
+                secret = try p.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes in
+                    try SecretBytes(count: raw.count + 1) { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                        out[0] = 1
+                        UnsafeMutableRawBufferPointer(rebasing: out[1...]).copyMemory(from: raw)
+                    }
+                }
+            case .none:
+                secret = try SecretBytes(copying: [0])
+            }
         }
         _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
             try request("unlock", method: method, secret: raw,

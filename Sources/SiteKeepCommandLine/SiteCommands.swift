@@ -82,8 +82,7 @@ enum SiteCommands {
                   UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep site add 'Web Summit' --origin https://web-summit.sgit.ai --app-bound", "register an app-bound site"),
-                   CommandExample("sitekeep site add Newsroom --origin https://newsroom.sgit.ai --app-bound --host /usr/bin/newsroom-viewer", "an app-bound site that its own viewer may also act for"),
-                   CommandExample("sitekeep site add Promptugal --origin https://promptugal.news --app-bound --command-line-host", "one that 'sitekeep call' may also act for, from the terminal"),
+                   CommandExample("sitekeep site add Reader --origin https://reader.example --app-bound --command-line-host", "an app-bound site that 'sitekeep call' may also act for, from the terminal"),
                    CommandExample("sitekeep site add Drafts --origin http://localhost:8080 --protection when-unlocked --passphrase-file pass.txt", "a local site whose data is readable only while unlocked")]
     ) { inv in
         let origins = inv.options("--origin")

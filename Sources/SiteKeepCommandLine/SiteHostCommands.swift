@@ -49,8 +49,8 @@ enum SiteHostCommands {
         arguments: [SiteCommands.siteArgument, pathArgument],
         options: [.flag("--command-line", "add the command line itself (sitekeep-main), so 'sitekeep call' may act for the site"), UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep site host add https://newsroom.sgit.ai /usr/bin/newsroom-viewer --passphrase-file pass.txt",
-                                  "let the newsroom's own viewer act for the site")]
+        examples: [CommandExample("sitekeep site host add https://newsroom.sgit.ai --command-line --passphrase-file pass.txt",
+                                  "let 'sitekeep call' act for the site (for your own host program: its path instead of --command-line)")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try SiteCommands.registry(store)
@@ -99,7 +99,7 @@ enum SiteHostCommands {
         discussion: "Removes the executable from the site's hosts (the SiteKeep browser stays). Needs no approval: it only narrows who may act for the site. Connections the program holds are closed at their next message. In the audit log.",
         arguments: [SiteCommands.siteArgument, pathArgument],
         options: [.flag("--command-line", "remove the command line (sitekeep-main)")],
-        examples: [CommandExample("sitekeep site host remove https://newsroom.sgit.ai /usr/bin/newsroom-viewer", "the viewer may no longer act for the site")]
+        examples: [CommandExample("sitekeep site host remove https://newsroom.sgit.ai --command-line", "'sitekeep call' may no longer act for the site")]
     ) { inv in
         let store = try StoreContext.open(inv)
         let reg = try SiteCommands.registry(store)

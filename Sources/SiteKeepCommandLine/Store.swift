@@ -33,7 +33,7 @@ extension OpenStore {
     func unlockOneShot(_ inv: Invocation) throws {
         if custodian.isUnlocked { return }
         guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
-        if inv.hosted != nil, !inv.io.canPrompt, !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
+        if inv.hosted != nil, !inv.io.canPrompt, !inv.flag("--tpm2"), !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
             throw CommandFailure("the daemon serving this store is locked",
                                  remedy: "run 'sitekeep unlock' (once; the daemon then keeps the store unlocked until 'sitekeep lock' or its idle lock)",
                                  code: "locked")
@@ -59,6 +59,9 @@ final class UnlockInput: @unchecked Sendable {
     /// The unlock secret of `inv`: `--prf-file`, else `--recovery-file`, else the passphrase
     /// (`--passphrase-file` or a prompt), each read by the one ``SecretReader``.
     static func read(_ inv: Invocation) throws -> UnlockInput {
+        if inv.flag("--tpm2") {
+            return UnlockInput(.tpm2(pin: try readPIN(inv)))
+        }
         if inv.option(SecretSource.prf.option) != nil {
             return UnlockInput(.prf(try inv.secret(.prf, prompt: nil)))
         }
@@ -67,14 +70,20 @@ final class UnlockInput: @unchecked Sendable {
         }
         return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: "SiteKeep passphrase: ")))
     }
+
+    /// The TPM slot's PIN: from `--pin-file`, typed with `--pin`, else none.
+    static func readPIN(_ inv: Invocation) throws -> SecretBytes? {
+        guard inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") else { return nil }
+        return try inv.secret(.pin, prompt: "TPM PIN: ")
+    }
 }
 
 /// Options every command that unlocks for itself accepts.
 enum UnlockOptions {
     static let recoveryFile = OptionSpec.option("--recovery-file", value: "PATH",
                                                 "unlock with the recovery code read from PATH ('-' for stdin)")
-    static let secretInputs: [SecretInputKind] = [.passphrase, .prf]
-    static let note = "Unlocks for this command only: give --passphrase-file, --prf-file or --recovery-file, or type the passphrase when asked."
+    static let secretInputs: [SecretInputKind] = [.passphrase, .prf, .tpm2]
+    static let note = "Unlocks for this command only: give --passphrase-file, --prf-file, --recovery-file or --tpm2 (with --pin-file or --pin for a PIN), or type the passphrase when asked."
 }
 
 /// The current secret a command that changes who can unlock must give for itself, whether or
@@ -83,13 +92,13 @@ enum UnlockOptions {
 /// it against the slots, under the unlock back-off.
 enum CurrentSecret {
     static func read(_ inv: Invocation, prompt: String = "Current SiteKeep passphrase: ") throws -> UnlockInput {
-        if inv.option(SecretSource.prf.option) != nil || inv.option(SecretSource.recoveryCode.option) != nil {
+        if inv.option(SecretSource.prf.option) != nil || inv.option(SecretSource.recoveryCode.option) != nil || inv.flag("--tpm2") {
             return try UnlockInput.read(inv)
         }
         guard inv.option(SecretSource.passphrase.option) != nil || inv.io.canPrompt else {
             throw CommandFailure("\(inv.spec.commandLine) changes who can unlock this store, so it needs the current secret, "
                                  + "even with the daemon unlocked; none was given and there is no terminal to ask on",
-                                 remedy: "give it for this command: --passphrase-file PATH ('-' for stdin), --prf-file PATH or --recovery-file PATH",
+                                 remedy: "give it for this command: --passphrase-file PATH ('-' for stdin), --prf-file PATH, --recovery-file PATH or --tpm2",
                                  code: "no_secret")
         }
         return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: prompt)))

@@ -7,6 +7,7 @@ public import SiteKeepCrypto
 public import SiteKeepKeyring
 public import SiteKeepSystem
 public import SiteKeepNames
+public import SiteKeepTPM
 
 /// The secret that opens an unlock slot. Noncopyable: it stays in guarded memory and is wiped
 /// when the unlock call returns.
@@ -17,6 +18,9 @@ public enum UnlockSecret: ~Copyable {
     case prf(SecretBytes)
     /// A recovery code as typed (case, `-` and spaces do not matter).
     case recoveryCode(SecretBytes)
+    /// A TPM 2.0 slot: the TPM unseals its key, with the PIN when the slot has one (the TPM
+    /// checks it, under its own dictionary-attack lock-out).
+    case tpm2(pin: SecretBytes?)
 
     /// A recovery code typed as text.
     public static func recoveryCode(_ text: String) throws(CustodyError) -> UnlockSecret {
@@ -42,6 +46,9 @@ public struct CustodianConfiguration: Sendable {
     public var bootClock: BootClock
     /// Wall-clock seconds since the epoch, for the persisted back-off (tests inject one).
     public var wallClockSeconds: @Sendable () -> Int64
+    /// Where TPM 2.0 slots reach the TPM; nil: `SITEKEEP_TPM_TCTI`, else `device:/dev/tpmrm0`
+    /// (``TPMConnection/configured(environment:)``, read at each use).
+    public var tpmConnection: TPMConnection? = nil
 
     /// Settings; `presenceLifetime` is clamped to ``PresenceProof/maximumLifetime``.
     public init(idleLifetime: Duration = .seconds(15 * 60),

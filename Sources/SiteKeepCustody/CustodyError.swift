@@ -1,5 +1,6 @@
 public import SiteKeepCrypto
 public import SiteKeepKeyring
+public import SiteKeepTPM
 import SiteKeepNames
 
 /// The one error type of the custody layer.
@@ -74,6 +75,14 @@ public enum CustodyError: Error, Sendable, Equatable {
     case keyring(KeyringError)
     /// A cryptographic failure that is not an unlock failure.
     case crypto(CryptoError)
+    /// A TPM 2.0 slot could not be used: no TPM or no access to it, tpm2-tss missing, the PIN
+    /// refused or the TPM locked out, the PCRs changed (the text names the remedy).
+    case tpm(TPMError)
+}
+
+/// Runs a TPM-layer call, turning its error into ``CustodyError/tpm(_:)``.
+func tpmCall<R: ~Copyable>(_ body: () throws(TPMError) -> R) throws(CustodyError) -> R {
+    do { return try body() } catch { throw .tpm(error) }
 }
 
 /// Runs a crypto-layer call, turning its error into ``CustodyError/crypto(_:)``.
@@ -147,6 +156,8 @@ extension CustodyError: CustomStringConvertible {
         case .keyring(let e):
             e.description
         case .crypto(let e):
+            e.description
+        case .tpm(let e):
             e.description
         }
     }

@@ -1,4 +1,5 @@
 public import SiteKeepCrypto
+import SiteKeepTPM
 
 /// The kinds of unlock slot.
 public enum SlotKind: String, Sendable, CaseIterable {
@@ -8,9 +9,12 @@ public enum SlotKind: String, Sendable, CaseIterable {
     case prf
     /// A random 128-bit recovery code through HKDF-SHA256.
     case recovery
+    /// 32 random bytes sealed to this machine's TPM 2.0 (a PIN checked by the TPM, optionally
+    /// PCRs), unsealed through HKDF-SHA256.
+    case tpm2
 
     var code: UInt8 {
-        switch self { case .passphrase: 1; case .prf: 2; case .recovery: 3 }
+        switch self { case .passphrase: 1; case .prf: 2; case .recovery: 3; case .tpm2: 4 }
     }
 }
 
@@ -37,6 +41,10 @@ public struct SlotInfo: Sendable, Equatable {
     /// PRF slots: the CTAP2 hmac-secret salt (hex) for that eval input, for
     /// `fido2-assert -G -h` (`sitekeep prf salt`).
     public let hmacSecretSalt: String?
+    /// TPM 2.0 slots: whether the TPM asks for a PIN.
+    public var tpmPIN: Bool? = nil
+    /// TPM 2.0 slots: the SHA-256 PCRs the sealed key is bound to (empty: none).
+    public var tpmPCRs: [Int]? = nil
 }
 
 /// A slot header: everything about a slot except the wrapped master key. Serialised
@@ -62,11 +70,22 @@ struct SlotHeader: Equatable {
     var relyingPartyID: String?
     var credentialID: String?
     var prfEvalInput: String?
+    /// TPM 2.0 slots: the sealed object (marshalled TPM2B_PUBLIC and TPM2B_PRIVATE).
+    var tpmObject: SealedObject? = nil
+    /// TPM 2.0 slots: whether the sealed object's authorization is a PIN.
+    var tpmPIN: Bool = false
+    /// TPM 2.0 slots: the PCR policy's selection (SHA-256 bank; none: no policy).
+    var tpmPCRs: PCRSelection = .none
 
+    // Tags only grow: a new kind's fields get new tags after the old ones, so the headers of
+    // the older kinds encode to the same bytes as before.
     private enum Tag: UInt8 {
         case version = 1, kind, slotID, storeID, created, label, kdf, iterations, memoryKiB, salt
         case relyingPartyID, credentialID, prfEvalInput
+        case tpmPublic, tpmPrivate, tpmPIN, tpmPCRs
     }
+    /// The longest marshalled TPM2B_PUBLIC / TPM2B_PRIVATE a header takes.
+    static let maximumTPMBlobCount = 1024
     private static let kdfArgon2id: UInt8 = 1
     private static let kdfHKDF: UInt8 = 2
 
@@ -76,7 +95,8 @@ struct SlotHeader: Equatable {
                  argon2Parameters: argon2, relyingPartyID: relyingPartyID, credentialID: credentialID,
                  prfEvalInput: prfEvalInput,
                  hmacSecretSalt: prfEvalInput.flatMap { try? Base64.decode($0, variant: .urlSafeNoPadding) }
-                    .map { Hex.encode(WebAuthnPRF.hmacSecretSalt(forEvalInput: $0)) })
+                    .map { Hex.encode(WebAuthnPRF.hmacSecretSalt(forEvalInput: $0)) },
+                 tpmPIN: kind == .tpm2 ? tpmPIN : nil, tpmPCRs: kind == .tpm2 ? tpmPCRs.indices : nil)
     }
 
     func encoded() -> [UInt8] {
@@ -102,6 +122,12 @@ struct SlotHeader: Equatable {
         if let rp = relyingPartyID { field(.relyingPartyID, Array(rp.utf8)) }
         if let c = credentialID { field(.credentialID, Array(c.utf8)) }
         if let p = prfEvalInput { field(.prfEvalInput, Array(p.utf8)) }
+        if let object = tpmObject {
+            field(.tpmPublic, object.publicBlob)
+            field(.tpmPrivate, object.privateBlob)
+            field(.tpmPIN, [tpmPIN ? 1 : 0])
+            field(.tpmPCRs, be(UInt64(tpmPCRs.mask), 3))
+        }
         return out
     }
 
@@ -163,7 +189,7 @@ struct SlotHeader: Equatable {
             do { argon2 = try Argon2id.Parameters(iterations: Int(t), memoryKiB: Int(m)) } catch {
                 throw .invalidSlotHeader("Argon2id parameters refused: \(error)")
             }
-        case .prf, .recovery:
+        case .prf, .recovery, .tpm2:
             guard kdf == [kdfHKDF] else { throw .invalidSlotHeader("a \(kind.rawValue) slot must use HKDF-SHA256") }
         }
         let salt = try require(.salt)
@@ -174,9 +200,25 @@ struct SlotHeader: Equatable {
             cred = try text(.credentialID, max: 1400)
             eval = try text(.prfEvalInput, max: 1400)
         }
+        var tpmObject: SealedObject? = nil, tpmPIN = false, tpmPCRs = PCRSelection.none
+        if kind == .tpm2 {
+            let pub = try require(.tpmPublic), priv = try require(.tpmPrivate)
+            guard (1...maximumTPMBlobCount).contains(pub.count), (1...maximumTPMBlobCount).contains(priv.count) else {
+                throw .invalidSlotHeader("a TPM object blob has a bad length")
+            }
+            tpmObject = SealedObject(publicBlob: pub, privateBlob: priv)
+            let pin = try require(.tpmPIN)
+            guard pin == [0] || pin == [1] else { throw .invalidSlotHeader("field tpmPIN must be 0 or 1") }
+            tpmPIN = pin == [1]
+            let mask = try integer(.tpmPCRs, bytes: 3)
+            do throws(TPMError) { tpmPCRs = try PCRSelection(mask: UInt32(mask)) } catch {
+                throw .invalidSlotHeader("field tpmPCRs is out of range")
+            }
+        }
         guard fields.isEmpty else { throw .invalidSlotHeader("field \(fields.keys.first.map { "\($0)" } ?? "?") does not belong in a \(kind.rawValue) slot") }
         let header = SlotHeader(kind: kind, slotID: slotID, storeID: storeID, created: created, label: label,
-                                argon2: argon2, salt: salt, relyingPartyID: rp, credentialID: cred, prfEvalInput: eval)
+                                argon2: argon2, salt: salt, relyingPartyID: rp, credentialID: cred, prfEvalInput: eval,
+                                tpmObject: tpmObject, tpmPIN: tpmPIN, tpmPCRs: tpmPCRs)
         guard header.encoded() == bytes else { throw .invalidSlotHeader("not in canonical form") }
         return header
     }

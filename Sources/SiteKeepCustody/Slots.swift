@@ -2,6 +2,7 @@ import SiteKeepNames
 public import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepSystem
+import SiteKeepTPM
 
 /// Argon2id parameters for new passphrase slots.
 public enum PassphraseKDF: Sendable {
@@ -57,6 +58,8 @@ enum KEKInput: ~Copyable {
     case prf(SecretBytes)
     /// The 16 decoded bytes of a recovery code.
     case recoveryCode(SecretBytes)
+    /// The 32 bytes a TPM 2.0 slot's sealed object unsealed to.
+    case tpm2(SecretBytes)
 }
 
 extension Custodian {
@@ -67,6 +70,10 @@ extension Custodian {
 
     static let prfInfo = Array("sitekeep.slot.prf.v1".utf8)
     static let recoveryInfo = Array("sitekeep.slot.recovery.v1".utf8)
+    static let tpm2Info = Array("sitekeep.slot.tpm2.v1".utf8)
+    /// The TPM authorization value of a PIN: HKDF-SHA256 under the slot's salt, so the value
+    /// the TPM stores is 32 bytes whatever the PIN's length and differs between slots.
+    static let tpm2PINInfo = Array("sitekeep.slot.tpm2.pin.v1".utf8)
 
     /// The key-encryption key of a slot, from its header and the unlock input.
     static func deriveKEK(header: SlotHeader, input: borrowing KEKInput) throws(CryptoError) -> SecretBytes {
@@ -78,6 +85,8 @@ extension Custodian {
             return try HKDF.deriveKey(inputKeyMaterial: bytes, salt: header.salt, info: prfInfo)
         case .recoveryCode(let data):
             return try HKDF.deriveKey(inputKeyMaterial: data, salt: header.salt, info: recoveryInfo)
+        case .tpm2(let bytes):
+            return try HKDF.deriveKey(inputKeyMaterial: bytes, salt: header.salt, info: tpm2Info)
         }
     }
 
@@ -86,14 +95,16 @@ extension Custodian {
     /// Writes a new slot wrapping `master` and returns its public facts.
     func writeSlot(kind: SlotKind, label: String, master: LockedSecret, argon2: Argon2id.Parameters? = nil,
                    relyingPartyID: String? = nil, credentialID: String? = nil, prfEvalInput: String? = nil,
+                   salt: [UInt8]? = nil, tpmObject: SealedObject? = nil, tpmPIN: Bool = false, tpmPCRs: PCRSelection = .none,
                    secret: consuming KEKInput) throws(CustodyError) -> SlotInfo {
         guard label.utf8.count <= 64, !label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
             throw .invalidArgument("a slot label is at most 64 printable bytes")
         }
         let header = SlotHeader(kind: kind, slotID: Self.newSlotID(), storeID: storeID,
                                 created: configuration.wallClockSeconds(), label: label, argon2: kind == .passphrase ? argon2 : nil,
-                                salt: SecureRandom.bytes(count: SlotHeader.saltByteCount),
-                                relyingPartyID: relyingPartyID, credentialID: credentialID, prfEvalInput: prfEvalInput)
+                                salt: salt ?? SecureRandom.bytes(count: SlotHeader.saltByteCount),
+                                relyingPartyID: relyingPartyID, credentialID: credentialID, prfEvalInput: prfEvalInput,
+                                tpmObject: kind == .tpm2 ? tpmObject : nil, tpmPIN: tpmPIN, tpmPCRs: tpmPCRs)
         let headerBytes = header.encoded()
         // Round-trip through the strict parser, so nothing is written that unlock would refuse.
         guard (try? SlotHeader.parse(headerBytes)) == header else { throw .invalidArgument("slot header fields out of range") }
@@ -222,6 +233,14 @@ extension Custodian {
             kind = .prf; input = .prf(bytes)
         case .recoveryCode(let typed):
             kind = .recovery; input = .recoveryCode(try RecoveryCode.parse(typed))
+        case .tpm2(let pin):
+            // Not under SiteKeep's back-off: the TPM counts wrong PINs itself and locks out.
+            do {
+                return try openTPM2Slot(slotID: slotID, pin: pin)
+            } catch {
+                logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
+                throw error
+            }
         }
         do {
             return try openSlotUnderBackoff(kind: kind, slotID: slotID, input: input)

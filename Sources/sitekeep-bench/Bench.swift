@@ -17,6 +17,7 @@ struct BenchGroup {
 var groups: [BenchGroup] { [
     BenchGroup(name: "crypto", summary: "AEAD, Argon2id, signatures and PBKDF2: wrapper vs raw call vs peer", run: cryptoGroup),
     BenchGroup(name: "custody", summary: "unlock by PRF (both keyrings), passphrase unlock vs Argon2id, signing by handle and custodian", run: custodyGroup),
+    BenchGroup(name: "tpm", summary: "unlock by TPM 2.0 slot (swtpm) beside passphrase and PRF bytes, p50/p99; the PIN lock-out measured", run: tpmGroup),
     BenchGroup(name: "partitions", summary: "sealed partitions vs plain SQLite with the same schema", run: partitionsGroup),
     BenchGroup(name: "vault", summary: "sitekeep vault cat vs sgit cat, AES-GCM open by handle, vault.load latency", run: vaultGroup),
     BenchGroup(name: "vault-sync", summary: "vault commit, push, pull and clone vs the sgit CLI through the real vault server", run: vaultSyncGroup),

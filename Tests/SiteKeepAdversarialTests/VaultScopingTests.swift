@@ -4,6 +4,7 @@ import Testing
 import SiteKeepJSON
 @testable import SiteKeepBridge
 import SiteKeepSocket
+import SiteKeepTestSupport
 
 /// One raw connection to the daemon: frames written and read as bytes, so two replies can be
 /// compared byte for byte.
@@ -63,8 +64,8 @@ final class RawConnection {
             return path
         }
         _ = await cli(["init", "--passphrase-file", pass, "--argon2-iterations", "2", "--argon2-memory", "19"])
-        _ = await cli(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound"])
-        _ = await cli(["site", "add", "Summit", "--origin", Self.summit, "--app-bound"])
+        _ = await cli(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--host", TestHost.runner])
+        _ = await cli(["site", "add", "Summit", "--origin", Self.summit, "--app-bound", "--host", TestHost.runner])
         let p = try vault("p", "p pass:pvault01", "p.txt", "promptugal's note\n")
         let w = try vault("w", "w pass:wvault01", "sitekeep-sites-web-summit.json", "summit's backup\n")
         let x = try vault("x", "x pass:xvault01", "x.txt", "before\n")

@@ -12,6 +12,7 @@ import SiteKeepTestSupport
     static let cannotSucceed: [String: String] = [
         "sitekeep call storage.get --site https://promptugal.news --args '{\"key\":\"nr.schedule.v1\"}'": "needs a running daemon (DaemonTests runs one)",
         "sitekeep call hello --site https://promptugal.news": "needs a running daemon (DaemonTests runs one)",
+        "sitekeep site host remove https://newsroom.sgit.ai --command-line": "the fixture's sites have no hosts to remove (HostBindingTests add and remove one)",
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
         "sitekeep doctor --keyring file --json": "as above",
         "sitekeep agent env": "the in-process runner sets no XDG_RUNTIME_DIR, so there is no default socket (the example with --socket runs)",

@@ -19,7 +19,7 @@ import SiteKeepRunClient
     /// Taken from the command table, so an option added to `vault cat` later is covered.
     @Test func everyOtherOptionOfVaultCatGoesToTheWholeTool() {
         let spec = VaultCommands.cat
-        let options = spec.options + spec.secretInputs.map { OptionSpec.option($0.rawValue, value: "PATH", "") } + CommandLineTool.globalOptions
+        let options = spec.options + spec.secretInputs.flatMap(\.optionSpecs) + CommandLineTool.globalOptions
         let others = options.filter { $0.name != "--home" && $0.name != "--prf-file" }
         #expect(others.contains { $0.name == "--json" } && others.contains { $0.name == "--passphrase-file" })
         for option in others {

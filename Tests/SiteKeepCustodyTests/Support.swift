@@ -4,6 +4,7 @@ import Testing
 import SiteKeepCrypto
 import SiteKeepKeyring
 import SiteKeepTestSupport
+import SiteKeepTPM
 @testable import SiteKeepCustody
 
 /// A keyring in memory, for tests: the same contract as the real backends.
@@ -115,12 +116,13 @@ struct Fixture {
 
     static let passphrase = "correct horse battery staple"
 
-    init(_ backend: Backend = .memory, idle: Duration = .seconds(900), keyring: TestKeyring? = nil) throws {
+    init(_ backend: Backend = .memory, idle: Duration = .seconds(900), keyring: TestKeyring? = nil, tpm: TPMConnection? = nil) throws {
         self.home = StoreHome(path: try temporaryFolder())
         self.keyring = try keyring ?? TestKeyring(backend)
         clock = TestClock()
-        let config = CustodianConfiguration(idleLifetime: idle, autoLockTimer: false, bootClock: clock.boot,
+        var config = CustodianConfiguration(idleLifetime: idle, autoLockTimer: false, bootClock: clock.boot,
                                             wallClockSeconds: clock.wallSeconds)
+        config.tpmConnection = tpm
         custodian = try Custodian(home: self.home, keyring: self.keyring, configuration: config)
     }
 
