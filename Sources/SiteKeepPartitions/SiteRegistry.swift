@@ -517,8 +517,7 @@ public final class SiteRegistry: Sendable {
     }
 
     private func changeGrants(forIdentifier id: SiteID, _ change: @Sendable ([String]) -> [String]) throws(PartitionError) -> Site {
-        let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
-            guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+        try changeSite(id) { (site: inout Site) throws(PartitionError) in
             let sorted = Array(Set(change(site.grants))).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             if let bad = sorted.first(where: { !Site.isOpName($0) }) {
                 throw PartitionError.invalidValue("\"\(bad.prefix(80))\" is not an op name (lower-case words joined by dots); see `sitekeep ops`")
@@ -529,8 +528,18 @@ public final class SiteRegistry: Sendable {
             guard site.isAppBound || sorted.isEmpty else {
                 throw PartitionError.invalidValue("\(site.displayName) is not app-bound; only app-bound sites use the bridge, so a grant would do nothing")
             }
-            guard site.grants != sorted else { return site }
             site.grants = sorted
+        }
+    }
+
+    /// Changes one site on the registry's fresh read under the file lock, and writes the
+    /// registry only when `change` left the site different.
+    private func changeSite(_ id: SiteID, _ change: @Sendable (inout Site) throws(PartitionError) -> Void) throws(PartitionError) -> Site {
+        let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
+            guard let before = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            var site = before
+            try change(&site)
+            guard site != before else { return site }
             st.sites[id] = site
             try persist(st)
             return site
@@ -546,22 +555,15 @@ public final class SiteRegistry: Sendable {
     ///   site that is not app-bound or too many hosts.
     @discardableResult
     public func updateHosts(forIdentifier id: SiteID, _ change: @Sendable ([SiteHost]) -> [SiteHost]) throws(PartitionError) -> Site {
-        let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
-            guard var site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+        try changeSite(id) { (site: inout Site) throws(PartitionError) in
             var hosts: [SiteHost] = []
             for h in change(site.hosts).reversed() where !hosts.contains(where: { $0.path == h.path }) { hosts.insert(h, at: 0) }
             guard hosts.count <= Site.maximumHosts else { throw PartitionError.invalidValue("a site may have at most \(Site.maximumHosts) hosts") }
             guard site.isAppBound || hosts.isEmpty else {
                 throw PartitionError.invalidValue("\(site.displayName) is not app-bound; only app-bound sites use the bridge, so a host would do nothing")
             }
-            guard site.hosts != hosts else { return site }
             site.hosts = hosts
-            st.sites[id] = site
-            try persist(st)
-            return site
-        } }
-        guard let written else { throw .storageFailure("the registry lock was not taken") }
-        return written
+        }
     }
 
     /// The sites of the store in `home` as its `sites.json` says now, without opening any key

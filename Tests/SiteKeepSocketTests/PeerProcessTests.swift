@@ -61,6 +61,21 @@ import SiteKeepSystem
 
     private static func pythonString(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "\\'") + "'" }
 
+    /// A Python child connected to `l` (then running `after`), and the accepted connection once
+    /// the child has written its byte; the caller stops the child and closes the connection.
+    private static func connected(_ l: Listener, then after: String = "import time\ntime.sleep(30)",
+                                  environment: [String] = ["PATH=/usr/bin:/bin"]) throws -> (ChildProcess, Int32) {
+        let child = try ChildProcess.spawn(python, arguments: connecting(l.path, then: after), environment: environment)
+        do {
+            let c = try l.accept()
+            do { try waitForByte(c) } catch { close(c); throw error }
+            return (child, c)
+        } catch {
+            child.stop()
+            throw error
+        }
+    }
+
     /// Reads the one byte the child writes once connected.
     private static func waitForByte(_ fd: Int32) throws {
         UnixSocket.setReceiveTimeout(fd, seconds: 10)
@@ -70,11 +85,8 @@ import SiteKeepSystem
 
     @Test func identifiesTheExecutableOfAConnectedChild() throws {
         let l = try Listener()
-        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path), environment: ["PATH=/usr/bin:/bin"])
-        defer { child.stop() }
-        let c = try l.accept()
-        defer { close(c) }
-        try Self.waitForByte(c)
+        let (child, c) = try Self.connected(l)
+        defer { child.stop(); close(c) }
         let peer = try Self.seen(c)
         #expect(peer.pid == child.pid)
         #expect(peer.uid == getuid())
@@ -90,11 +102,8 @@ import SiteKeepSystem
     @Test func namesTheVariablesThatLoadOtherCodeButNotTheirValues() throws {
         let l = try Listener()
         let env = ["PATH=/usr/bin:/bin", "LD_LIBRARY_PATH=/nonexistent-sk", "GTK_MODULES=sk-evil", "HOME=/tmp", "LD_PRELOAD="]
-        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path), environment: env)
-        defer { child.stop() }
-        let c = try l.accept()
-        defer { close(c) }
-        try Self.waitForByte(c)
+        let (child, c) = try Self.connected(l, environment: env)
+        defer { child.stop(); close(c) }
         // An empty LD_PRELOAD loads nothing; the two set ones are named, in order.
         #expect(try Self.seen(c).variables == ["GTK_MODULES", "LD_LIBRARY_PATH"])
     }
@@ -116,11 +125,8 @@ import SiteKeepSystem
     @Test func aPeerThatExecsIsIdentifiedAsWhatItRunsNow() throws {
         let l = try Listener()
         let after = "os.set_inheritable(s.fileno(), True)\nos.execv('/bin/sleep', ['sleep', '30'])"
-        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
-        defer { child.stop() }
-        let c = try l.accept()
-        defer { close(c) }
-        try Self.waitForByte(c)
+        let (child, c) = try Self.connected(l, then: after)
+        defer { child.stop(); close(c) }
         let deadline = Date().addingTimeInterval(10)
         var path = ""
         while Date() < deadline {
@@ -138,11 +144,8 @@ import SiteKeepSystem
         let l = try Listener()
         // The socket is not inheritable (Python's default): the exec'd program does not keep it.
         let after = "pid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(30)\nelse:\n    os.execv('/bin/sleep', ['sleep', '30'])"
-        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
-        defer { child.stop() }
-        let c = try l.accept()
-        defer { close(c) }
-        try Self.waitForByte(c)
+        let (child, c) = try Self.connected(l, then: after)
+        defer { child.stop(); close(c) }
         let deadline = Date().addingTimeInterval(10)
         var seen = try Self.seen(c)
         while Date() < deadline, !seen.path.hasSuffix("/sleep") { usleep(20_000); seen = try Self.seen(c) }
@@ -154,11 +157,8 @@ import SiteKeepSystem
     @Test func aConnectionHeldOnlyAsStandardInputIsSaidToBe() throws {
         let l = try Listener()
         let after = "os.dup2(s.fileno(), 0)\ns.close()\nimport time\ntime.sleep(30)"
-        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
-        defer { child.stop() }
-        let c = try l.accept()
-        defer { close(c) }
-        try Self.waitForByte(c)
+        let (child, c) = try Self.connected(l, then: after)
+        defer { child.stop(); close(c) }
         let deadline = Date().addingTimeInterval(10)
         var seen = try Self.seen(c)
         while Date() < deadline, seen.holding == .own { usleep(20_000); seen = try Self.seen(c) }
@@ -171,11 +171,8 @@ import SiteKeepSystem
         try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: copy)
         // A copy of sleep that connects is not at hand: python connects, then execs the copy.
         let after = "os.set_inheritable(s.fileno(), True)\nos.execv(\(Self.pythonString(copy)), ['host', '30'])"
-        let child = try ChildProcess.spawn(Self.python, arguments: Self.connecting(l.path, then: after), environment: ["PATH=/usr/bin:/bin"])
-        defer { child.stop() }
-        let c = try l.accept()
-        defer { close(c) }
-        try Self.waitForByte(c)
+        let (child, c) = try Self.connected(l, then: after)
+        defer { child.stop(); close(c) }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, (try? Self.seen(c).path) != copy { usleep(20_000) }
         let before = try Self.seen(c)
