@@ -13,6 +13,7 @@ import SiteKeepTestSupport
         "sitekeep call storage.get --site https://promptugal.news --args '{\"key\":\"nr.schedule.v1\"}'": "needs a running daemon (DaemonTests runs one)",
         "sitekeep call hello --site https://promptugal.news": "needs a running daemon (DaemonTests runs one)",
         "sitekeep site host remove https://newsroom.sgit.ai --command-line": "the fixture's sites have no hosts to remove (HostBindingTests add and remove one)",
+        "sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7": "needs a PIN file and a TPM (TPMCommandTests add a TPM slot through the swtpm tools/test starts)",
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",
         "sitekeep doctor --keyring file --json": "as above",
         "sitekeep agent env": "the in-process runner sets no XDG_RUNTIME_DIR, so there is no default socket (the example with --socket runs)",

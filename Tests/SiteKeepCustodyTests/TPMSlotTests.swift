@@ -50,9 +50,9 @@ struct TPMSlotTests {
         #expect(slot.kind == .tpm2 && slot.tpmPIN == true && slot.tpmPCRs == [] && slot.kdf == "HKDF-SHA256")
         let bare = try f.custodian.addTPM2Slot(pin: nil, current: .tpm2(pin: try secret("2468")))
         #expect(bare.tpmPIN == false)
-        let sealed = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked).seal(Array("hello".utf8), authenticating: [1])
+        let sealed = try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-00000000000a", protection: .whenUnlocked).seal(Array("hello".utf8), authenticating: [1])
         func check() throws {
-            let key = try f.custodian.typedStorageKey(forSite: "site-a", protection: .whenUnlocked)
+            let key = try f.custodian.typedStorageKey(forSite: "00000000-0000-4000-8000-00000000000a", protection: .whenUnlocked)
             #expect(try key.open(sealed, authenticating: [1]) == Array("hello".utf8))
         }
         for way in 0..<3 {
