@@ -82,6 +82,10 @@ public final class SiteHostAuthority: HostAuthority {
             return "\(who) runs a file that was replaced or deleted since it started (an update?); restart it to use \(site.name)"
         }
         if builtIns.contains(where: { $0.identity == process.executable }) { return nil }
+        if let stale = builtIns.first(where: { $0.path == process.executablePath }) {
+            return "\(who) is \(stale.name), but not the file that was there when the daemon started (it was updated or rebuilt); "
+                + "restart the daemon (sitekeep stop, then sitekeep serve) to trust the new one"
+        }
         let added = hostsOf(site)
         for host in added where ExecutableIdentity(path: host.path) == process.executable {
             guard let pinned = host.sha256 else { return nil }

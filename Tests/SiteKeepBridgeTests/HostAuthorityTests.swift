@@ -32,6 +32,12 @@ import Glibc
         let why = try #require(authority.refusal(of: other.process, for: Self.site))
         #expect(why.contains("\(other.path) (pid 4242) is not a host of Summit"), "\(why)")
         #expect(why.contains("sitekeep site host add https://web-summit.sgit.ai \(other.path)"), "\(why)")
+        // The browser's file replaced after the daemon started: said so, with the remedy.
+        try FileManager.default.removeItem(atPath: browser.path)
+        try FileManager.default.copyItem(atPath: "/bin/false", toPath: browser.path)
+        let rebuilt = PeerProcess(pid: 4243, uid: getuid(), executablePath: browser.path, executable: try #require(ExecutableIdentity(path: browser.path)))
+        let stale = try #require(authority.refusal(of: rebuilt, for: Self.site))
+        #expect(stale.contains("restart the daemon"), "\(stale)")
     }
 
     @Test func anAddedHostBindsItsSiteWhileItsFileIsTheOneAdded() throws {
