@@ -59,7 +59,7 @@ import Glibc
         #expect(authority.refusal(of: host.process, for: Self.site) != nil)
     }
 
-    @Test func codeLoadingVariablesAReplacedFileAndAnotherUserAreRefused() throws {
+    @Test func codeLoadingVariablesAReplacedFileAnotherUserAndAHandedOnConnectionAreRefused() throws {
         let host = try Self.program()
         let authority = SiteHostAuthority(builtIns: [], hostsOf: { _ in [try! SiteHost.adding(host.path)] })
         let p = host.process
@@ -70,6 +70,16 @@ import Glibc
         #expect(authority.refusal(of: replaced, for: Self.site)?.contains("replaced or deleted") == true)
         let stranger = PeerProcess(pid: p.pid, uid: getuid() &+ 1, executablePath: p.executablePath, executable: p.executable)
         #expect(authority.refusal(of: stranger, for: Self.site)?.contains("another user") == true)
+        // A host that does not hold its own connection (another process connected and handed it
+        // on), or holds it only as standard input or output, is refused; where the kernel could
+        // not say, the host binds.
+        let handedOn = PeerProcess(pid: p.pid, uid: p.uid, executablePath: p.executablePath, executable: p.executable, holding: .notHeld)
+        #expect(authority.refusal(of: handedOn, for: Self.site)?.contains("does not hold this connection") == true)
+        let onStdin = PeerProcess(pid: p.pid, uid: p.uid, executablePath: p.executablePath, executable: p.executable, holding: .standardStreamsOnly)
+        #expect(authority.refusal(of: onStdin, for: Self.site)?.contains("standard input or output") == true)
+        let unknown = PeerProcess(pid: p.pid, uid: p.uid, executablePath: p.executablePath, executable: p.executable, holding: .unknown)
+        #expect(authority.refusal(of: unknown, for: Self.site) == nil)
+        #expect(authority.refusal(of: p, for: Self.site) == nil)
     }
 
     @Test func storedHostsAreValidated() {
