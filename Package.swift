@@ -143,7 +143,7 @@ let package = Package(
         // primary, PIN and PCR policy, the dictionary-attack state; typed errors. No Foundation.
         .target(name: "SiteKeepTPM", dependencies: ["CTPMLoader", "SiteKeepSecureMemory"]),
         // Custody: the only layer that holds unwrapped keys.
-        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux", "SiteKeepTPM"]),
+        .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux", "SiteKeepTPM", "SiteKeepFIDO2"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
@@ -165,7 +165,7 @@ let package = Package(
         .target(name: "CFIDO2Loader"),
         // FIDO2 security keys: list, make an hmac-secret credential, its hmac-secret (and WebAuthn
         // PRF) output in guarded memory, a verified touch for presence; typed errors. Below custody,
-        // which will use it for its FIDO2 slot.
+        // which uses it for `slot add fido2`, `unlock --fido2` and keys that need a touch.
         .target(name: "SiteKeepFIDO2", dependencies: ["CFIDO2Loader", "SiteKeepSecureMemory", "SiteKeepCrypto"]),
         // SiteKeep's one HTTP client (vault remotes, agenda fetches) over CCurlLoader; credential
         // headers from guarded memory (SiteKeepSecureMemory).
@@ -198,7 +198,7 @@ let package = Package(
         // typed errors to the bridge's codes), and the one registry of the modules a store serves.
         // The composition root (the daemon), the audit and the command line use it; the bridge
         // itself knows only its protocols.
-        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON"]),
+        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON", "SiteKeepFIDO2"]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON", "SiteKeepSystem"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
@@ -216,7 +216,7 @@ let package = Package(
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepAudit", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent",
             "SiteKeepDaemon",
             "SiteKeepRunClient",
-            "SiteKeepHTTP",
+            "SiteKeepHTTP", "SiteKeepFIDO2",
         ]),
         .executableTarget(name: "sitekeep-main", dependencies: ["SiteKeepCommandLine", "SiteKeepHardening"], linkerSettings: packedRelocations),
         // A command run inside the daemon, from the client's side: the `run` relay and the
@@ -257,13 +257,13 @@ let package = Package(
         // storage keys, vault keys, a signing audit file) for tests, the test daemon, the fuzz
         // targets and the benchmarks.
         .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
-                                                            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket"],
+                                                            "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepSoftFIDO2", "SiteKeepFIDO2"],
                 path: "Tests/SiteKeepTestSupport"),
         // The software CTAP2 authenticator (CTAPHID messages over a Unix socket, hmac-secret, the
         // PIN protocols, a touch the test decides), test-side only: the library and its runner.
         .target(name: "SiteKeepSoftFIDO2", dependencies: ["COpenSSL"], path: "Tests/SiteKeepSoftFIDO2"),
         .executableTarget(name: "sitekeep-soft-fido2", dependencies: ["SiteKeepSoftFIDO2"], path: "Tests/SiteKeepSoftFIDO2Runner"),
-        .testTarget(name: "SiteKeepFIDO2Tests", dependencies: ["SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepFIDO2Tests", dependencies: ["SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "SiteKeepNames"]),
         .testTarget(name: "SiteKeepSystemTests", dependencies: ["SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepSocketTests", dependencies: ["SiteKeepSocket", "SiteKeepSystem", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepJSONTests", dependencies: ["SiteKeepJSON"]),
@@ -283,12 +283,13 @@ let package = Package(
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
-        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport", "SiteKeepSoftFIDO2", "SiteKeepFIDO2"]),
         // The daemon as a library (started through SiteKeepDaemon's API alone, as a host starts it) and
         // as a process (the built `sitekeep serve`, with the built `sitekeep-main` for the commands
         // around it): no command line linked.
         .testTarget(name: "SiteKeepDaemonTests", dependencies: ["SiteKeepDaemon", "SiteKeepBridgeProtocol", "SiteKeepCrypto", "SiteKeepCustody",
-                                                               "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepPartitions", "SiteKeepSocket", "SiteKeepTestSupport"]),
+                                                               "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepPartitions", "SiteKeepSocket", "SiteKeepTestSupport",
+                                                               "SiteKeepSoftFIDO2"]),
         .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.

@@ -534,6 +534,34 @@ done:
     return s->kind;
 }
 
+int sk_fido2_holds(const char *path, const char *rp, const uint8_t *credential_id, size_t id_length,
+                   int timeout_ms, sk_fido2_status *s) {
+    if (rp == NULL || credential_id == NULL || id_length == 0)
+        return fail(s, SK_FIDO2_INVALID_ARGUMENT, 0, "a relying party id and a credential id are needed");
+    fido_dev_t *dev = open_key(path, timeout_ms, s);
+    if (dev == NULL) return s->kind;
+    fido_assert_t *a = NULL;
+    uint8_t cdh[32] = {0};
+    if (check_key(dev, NULL, 0, s) != SK_FIDO2_OK) goto done;
+    if ((a = api.fido_assert_new()) == NULL) { fail(s, SK_FIDO2_OTHER, FIDO_ERR_INTERNAL, "out of memory"); goto done; }
+    int rc;
+    if ((rc = api.fido_assert_set_rp(a, rp)) != FIDO_OK ||
+        (rc = api.fido_assert_set_clientdata_hash(a, cdh, sizeof cdh)) != FIDO_OK ||
+        (rc = api.fido_assert_allow_cred(a, credential_id, id_length)) != FIDO_OK ||
+        (rc = api.fido_assert_set_up(a, FIDO_OPT_FALSE)) != FIDO_OK) {
+        fail(s, SK_FIDO2_INVALID_ARGUMENT, rc, "the assertion's parameters were refused (%s)", api.fido_strerr(rc));
+        goto done;
+    }
+    long long started = now_ms();
+    rc = api.fido_dev_get_assert(dev, a, NULL);
+    if (rc != FIDO_OK) { call_failed(dev, rc, "looking for the credential", started, timeout_ms, s); goto done; }
+    s->kind = SK_FIDO2_OK;
+done:
+    if (a != NULL) api.fido_assert_free(&a);
+    close_key(&dev);
+    return s->kind;
+}
+
 int sk_fido2_set_pin(const char *path, const char *pin, const char *old_pin, int timeout_ms, sk_fido2_status *s) {
     if (pin == NULL) return fail(s, SK_FIDO2_INVALID_ARGUMENT, 0, "no PIN given");
     fido_dev_t *dev = open_key(path, timeout_ms, s);

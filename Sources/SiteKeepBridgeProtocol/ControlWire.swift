@@ -19,9 +19,9 @@ import SiteKeepSocket
 ///
 /// - `store` is the store id the client means; a daemon serving another store refuses with
 ///   `wrong_store` (so `--home B` never reaches store A's daemon).
-/// - `unlock` adds `"method": "passphrase" | "prf" | "recovery" | "tpm2"` and `"length": N`, then
-///   exactly N raw secret bytes follow the header (for `tpm2`: one byte, 0 for no PIN, or 1 then
-///   the PIN). Every other op sends `"length": 0` or none.
+/// - `unlock` adds `"method": "passphrase" | "prf" | "recovery" | "tpm2" | "fido2"` and
+///   `"length": N`, then exactly N raw secret bytes follow the header (for `tpm2` and `fido2`:
+///   one byte, 0 for no PIN, or 1 then the PIN). Every other op sends `"length": 0` or none.
 /// - `run` adds `"argv"` (the command line as typed, without the program name), `"cwd"` (the
 ///   client's working folder, against which the daemon makes local paths absolute), `"env"`
 ///   (the variables that shape output, `TERM`, `NO_COLOR`, `COLUMNS`, and those the store's

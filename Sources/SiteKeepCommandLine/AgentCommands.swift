@@ -5,9 +5,10 @@ internal import SiteKeepCustody
 internal import SiteKeepJSON
 internal import SiteKeepDaemon
 
-/// `agent env`, `team ssh enable|disable`, `team show`: team keys for ssh, ssh-keygen and git.
+/// `agent env`, `team ssh enable|disable`, `team presence`, `team show`: team keys for ssh,
+/// ssh-keygen and git, and what approves their uses.
 enum AgentCommands {
-    static var all: [CommandSpec] { [agentEnv, teamSSHEnable, teamSSHDisable, teamShow] }
+    static var all: [CommandSpec] { [agentEnv, teamSSHEnable, teamSSHDisable, teamPresence, teamShow] }
 
     static let agentEnv = CommandSpec(
         path: ["agent", "env"],
@@ -53,15 +54,18 @@ enum AgentCommands {
         bytes could be anything). Turning SSH use on, or changing what it allows, needs your \
         approval (the presence prompt, the passphrase typed again, or the current secret given \
         for this command), even with the daemon unlocked. The daemon's signing gate applies the \
-        new policy at once, to open agent connections too.
+        new policy at once, to open agent connections too. --presence fido2 also makes each use \
+        need a touch of the plugged security key (as 'sitekeep team presence ID fido2').
         """,
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile,
                   .option("--namespace", value: "NS", "allow SSHSIG signatures only in NS (repeatable; default: any namespace)"),
                   .flag("--no-login", "refuse SSH logins (user-authentication requests)"),
-                  .flag("--other-data", "also sign data that is neither an SSH login nor an SSHSIG")],
+                  .flag("--other-data", "also sign data that is neither an SSH login nor an SSHSIG"),
+                  .option("--presence", value: "MODE", "fido2: each use needs a touch of the plugged security key (its PIN: --pin-file or --pin)")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep team ssh enable summit --passphrase-file pass.txt", "offer summit for SSH logins and SSHSIG signatures"),
+                   CommandExample("sitekeep team ssh enable summit --presence fido2 --passphrase-file pass.txt", "offer summit over SSH, each signature approved by a touch of the security key"),
                    CommandExample("sitekeep team ssh enable summit --namespace git --no-login --prf-file prf.bin", "let summit sign git commits and nothing else")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
@@ -71,14 +75,93 @@ enum AgentCommands {
         }
         let policy = SSHAgentPolicy(enabled: true, login: !inv.flag("--no-login"), namespaces: namespaces.isEmpty ? nil : namespaces,
                                     otherData: inv.flag("--other-data"))
+        let touch: Bool
+        switch inv.option("--presence") {
+        case nil, "prompt"?: touch = false
+        case "fido2"?: touch = true
+        case let other?: throw UsageError("--presence takes fido2 (or prompt, the default), not '\(other.prefix(40))'", command: inv.spec.commandLine)
+        }
         let store = try StoreContext.open(inv)
         // What a key may sign changes only with the user's approval (or the current secret),
         // never because some process reached an unlocked daemon.
         _ = try store.custodian.teamKeyInfo(id: id)
         let approval = try Approval.approve(inv, store: store, op: Custodian.sshPolicyOp, keyID: Approval.keyID(id))
-        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy, context: KeyUseContext(client: .commandLine, op: Custodian.sshPolicyOp, presence: approval))
-        inv.emit(sshJSON(info)) { "SSH use of \(id): \(policy.summary).\n" + (try? sshLine(info)).map { "  \($0)" }.orEmpty }
+        let context = KeyUseContext(client: .commandLine, op: Custodian.sshPolicyOp, presence: approval)
+        // The touch first: without the security key, nothing changes.
+        if touch { _ = try requireTouch(inv, store: store, id: id, context: context) }
+        let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy, context: context)
+        inv.emit(sshJSON(info)) {
+            "SSH use of \(id): \(policy.summary)" + (info.touch != nil ? "; each use needs a touch of the security key" : "") + ".\n"
+                + (try? sshLine(info)).map { "  \($0)" }.orEmpty
+        }
     }
+
+    static let teamPresence = CommandSpec(
+        path: ["team", "presence"],
+        summary: "Choose what approves each use of a team key: the presence prompt, or a touch of a FIDO2 security key",
+        discussion: """
+        fido2: each use of the key, from every client (the command line, a page's key.sign, ssh \
+        and git through the agent socket), waits for a touch of the plugged security key, which \
+        no program can give; no approval is kept between uses and no secret given to a command \
+        stands in for it. The key makes a credential for it now (touch it; give its PIN with \
+        --pin-file or --pin if it has one); this needs your approval as any change of what a key \
+        may do. prompt: back to the presence prompt; since that widens who can approve, it needs \
+        a touch of the key's security key, or the current secret given for this command \
+        (--passphrase-file and the others) when the security key is lost.
+        """,
+        arguments: [ArgumentSpec("ID", "the key id"), ArgumentSpec("MODE", "fido2 or prompt")],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team presence summit fido2 --passphrase-file pass.txt", "each use of summit needs a touch of the security key"),
+                   CommandExample("sitekeep team presence summit prompt --passphrase-file pass.txt", "back to the presence prompt (the security key was lost)")]
+    ) { inv in
+        let id = try inv.requiredArgument("ID")
+        let mode = try inv.requiredArgument("MODE")
+        guard mode == "fido2" || mode == "prompt" else {
+            throw UsageError("MODE must be fido2 or prompt, not '\(mode.prefix(40))'", command: inv.spec.commandLine)
+        }
+        let store = try StoreContext.open(inv)
+        _ = try store.custodian.teamKeyInfo(id: id)
+        let info: SigningKeyInfo
+        if mode == "fido2" {
+            let approval = try Approval.approve(inv, store: store, op: Custodian.presencePolicyOp, keyID: Approval.keyID(id))
+            info = try requireTouch(inv, store: store, id: id,
+                                    context: KeyUseContext(client: .commandLine, op: Custodian.presencePolicyOp, presence: approval))
+        } else {
+            // A prompt cannot stand in for a touch: only the current secret given for this
+            // command (or the unlock this command makes with it) can; else custody asks for a touch.
+            let givesSecret = SecretSource.all.contains { inv.option($0.option) != nil } || inv.flag("--tpm2") || inv.flag("--fido2")
+            let approval: PresenceProof? = (givesSecret || inv.hosted == nil || !store.custodian.isUnlocked)
+                ? try Approval.approve(inv, store: store, op: Custodian.presencePolicyOp, keyID: Approval.keyID(id)) : nil
+            if approval?.method != .secret, (try? store.custodian.teamKeyInfo(id: id))?.touch != nil {
+                inv.note("Touch the security key when it blinks, to approve this change.")
+            }
+            info = try inv.withProgress("Waiting for the security key") { () throws -> SigningKeyInfo in
+                try store.custodian.allowPrompt(keyID: id, context: KeyUseContext(client: .commandLine, op: Custodian.presencePolicyOp,
+                                                                                   presence: approval))
+            }
+        }
+        inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "presence", value: .string(presenceWord(info)))])) {
+            info.touch != nil ? "Each use of \(id) needs a touch of the security key." : "Uses of \(id) are approved at the presence prompt."
+        }
+    }
+
+    /// Makes `id` need a touch (the key's PIN from `--pin-file`/`--pin`), telling the user to touch.
+    static func requireTouch(_ inv: Invocation, store: StoreContext, id: String, context: KeyUseContext) throws -> SigningKeyInfo {
+        guard !inv.flag("--tpm2") else {
+            throw UsageError("--pin-file and --pin name the security key's PIN here; give the current secret another way than --tpm2",
+                             command: inv.spec.commandLine)
+        }
+        if (try? store.custodian.teamKeyInfo(id: id))?.touch != nil { return try store.custodian.teamKeyInfo(id: id) }
+        let pin = SecretBox(try UnlockInput.readPIN(inv, noun: "Security key PIN"))
+        inv.note("Touch the security key when it blinks, to make the credential that will approve each use of \(id).")
+        return try inv.withProgress("Waiting for the security key") { () throws -> SigningKeyInfo in
+            try store.custodian.requireTouch(keyID: id, pin: pin.takeIfAny(), context: context)
+        }
+    }
+
+    /// `fido2` for a key whose uses need a touch, else `prompt`.
+    static func presenceWord(_ info: SigningKeyInfo) -> String { info.touch != nil ? "fido2" : "prompt" }
 
     static let teamSSHDisable = CommandSpec(
         path: ["team", "ssh", "disable"],
@@ -119,6 +202,7 @@ enum AgentCommands {
         if case .object(var members) = json {
             members += [JSONMember(key: "sshFingerprint", value: .string(key.fingerprint)), JSONMember(key: "openssh", value: .string(line))]
             members.append(JSONMember(key: "ssh", value: sshPolicyJSON(info.ssh)))
+            members.append(JSONMember(key: "presence", value: .string(presenceWord(info))))
             json = .object(members)
         }
         inv.emit(json) {
@@ -127,6 +211,7 @@ enum AgentCommands {
                          "fingerprint  \(key.fingerprint)  (as ssh-keygen -l prints it: \(key.bits) \(key.fingerprint) \(AgentIdentity.comment(keyID: info.id, name: info.name)) (\(key.family)))",
                          "             \(info.fingerprint)  (SiteKeep's)",
                          "ssh          \(info.ssh?.summary ?? "off (sitekeep team ssh enable \(info.id))")",
+                         "presence     " + (info.touch != nil ? "a touch of the security key for each use (fido2)" : "the presence prompt"),
                          "openssh      \(line)"]
             if let pem = info.versions.last?.publicKeyPEM { lines.append(pem.trimmingCharacters(in: .newlines)) }
             return lines.joined(separator: "\n")
@@ -156,12 +241,13 @@ enum AgentCommands {
 
     static func sshJSON(_ info: SigningKeyInfo) -> JSONValue {
         .object([JSONMember(key: "key", value: .string(info.id)), JSONMember(key: "ssh", value: sshPolicyJSON(info.ssh)),
+                 JSONMember(key: "presence", value: .string(presenceWord(info))),
                  JSONMember(key: "openssh", value: .string((try? sshLine(info)) ?? ""))])
     }
 
     /// An armoured SSHSIG signature of `message` in `namespace` by team key `id`, made through
     /// custody (`team sign --ssh-namespace`).
-    static func sshsig(_ message: [UInt8], namespace: String, keyID id: String, custodian: Custodian, approval: PresenceProof) throws -> String {
+    static func sshsig(_ message: [UInt8], namespace: String, keyID id: String, custodian: Custodian, approval: PresenceProof?) throws -> String {
         guard SSHAgentPolicy.isValidNamespace(namespace) else {
             throw CommandFailure("--ssh-namespace '\(namespace.prefix(64))' is not an SSH namespace", remedy: "use 1-64 characters from a-z A-Z 0-9 . _ - @ +, e.g. file or git", code: "usage")
         }

@@ -205,7 +205,7 @@ public enum CommandLineTool {
         }
 
         // Options and positionals.
-        let known = spec.options + spec.secretInputs.flatMap(\.optionSpecs) + globalOptions
+        let known = spec.options + spec.secretOptionSpecs + globalOptions
         var values: [String: [String]] = [:]
         var flags: Set<String> = []
         var positionals: [String] = []

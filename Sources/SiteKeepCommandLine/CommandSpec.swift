@@ -110,6 +110,9 @@ public enum SecretInputKind: String, Sendable, CaseIterable {
     case key = "--key-file"
     /// `--tpm2`: a TPM 2.0 slot, with its PIN from `--pin-file PATH` or typed (`--pin`).
     case tpm2 = "--tpm2"
+    /// `--fido2`: the plugged FIDO2 security key opens the PRF slot of a credential it holds
+    /// (a touch), with its PIN from `--pin-file PATH` or typed (`--pin`) when it has one.
+    case fido2 = "--fido2"
 
     var help: String {
         switch self {
@@ -117,18 +120,32 @@ public enum SecretInputKind: String, Sendable, CaseIterable {
         case .prf: "read the 32 WebAuthn PRF output bytes (raw, or 64 hex characters) from PATH ('-' for stdin)"
         case .key: "read the key from PATH ('-' for stdin); default: prompt on the terminal"
         case .tpm2: "unlock with a TPM 2.0 slot of this machine (the TPM checks the PIN, if the slot has one)"
+        case .fido2: "unlock with the plugged FIDO2 security key (touch it when it blinks; its PIN, if it has one)"
         }
     }
 
-    /// The options this way of giving a secret adds to a command.
+    /// The options this way of giving a secret adds to a command (the PIN options of `--tpm2`
+    /// and `--fido2` are added once, by ``CommandSpec/secretOptionSpecs``).
     var optionSpecs: [OptionSpec] {
         switch self {
-        case .tpm2:
-            [.flag("--tpm2", help),
-             .option("--pin-file", value: "PATH", "with --tpm2: read the TPM slot's PIN from PATH ('-' for stdin)"),
-             .flag("--pin", "with --tpm2: type the TPM slot's PIN when asked")]
-        default:
-            [.option(rawValue, value: "PATH", help)]
+        case .tpm2, .fido2: [.flag(rawValue, help)]
+        default: [.option(rawValue, value: "PATH", help)]
         }
+    }
+
+    /// The PIN options of the hardware ways (`--tpm2`, `--fido2`).
+    static let pinOptions: [OptionSpec] = [
+        .option("--pin-file", value: "PATH", "with --tpm2 or --fido2: read the PIN (the TPM slot's, or the security key's) from PATH ('-' for stdin)"),
+        .flag("--pin", "with --tpm2 or --fido2: type the PIN when asked"),
+    ]
+}
+
+extension CommandSpec {
+    /// The options the command's ``secretInputs`` add, the PIN options once.
+    var secretOptionSpecs: [OptionSpec] {
+        let own = secretInputs.flatMap(\.optionSpecs)
+        guard secretInputs.contains(.tpm2) || secretInputs.contains(.fido2),
+              !options.contains(where: { $0.name == "--pin-file" }) else { return own }
+        return own + SecretInputKind.pinOptions
     }
 }

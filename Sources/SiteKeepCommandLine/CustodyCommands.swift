@@ -217,21 +217,25 @@ enum CustodyCommands {
 
     static let slotAdd = CommandSpec(
         path: ["slot", "add"],
-        summary: "Add an unlock slot: a passphrase, a passkey's PRF output, a recovery code, or this machine's TPM 2.0",
+        summary: "Add an unlock slot: a passphrase, a passkey's PRF output, a FIDO2 security key, a recovery code, or this machine's TPM 2.0",
         discussion: """
-        KIND is passphrase, prf or recovery. Who can unlock changes only with a secret that \
+        KIND is passphrase, prf, fido2, recovery or tpm2. Who can unlock changes only with a secret that \
         unlocks now, given for this command, even when the daemon is unlocked (as cryptsetup \
         luksAddKey asks): the CURRENT passphrase typed when asked or given with \
         --passphrase-file, or --prf-file/--recovery-file. The \
         new slot's secret: for passphrase, --new-passphrase-file or a prompt; for prf, \
         --new-prf-file with the 32 bytes the passkey returned for --eval-input, plus --rp-id and \
-        --credential-id so SiteKeep can tell you which passkey to use; recovery prints a new code once; \
+        --credential-id so SiteKeep can tell you which passkey to use; fido2 makes a credential \
+        with hmac-secret on the plugged security key (SITEKEEP_FIDO2_DEVICE names one when \
+        several are plugged) and writes a PRF slot from its output: touch the key twice, and give \
+        its PIN (--pin-file or --pin) if it has one; 'unlock --fido2' opens it, and so does \
+        --prf-file with the same bytes; recovery prints a new code once; \
         tpm2 seals the slot's key to this machine's TPM (SITEKEEP_TPM_TCTI, default \
         device:/dev/tpmrm0), with a PIN the TPM checks and rate-limits (--new-pin-file, --new-pin, \
         or --pin-file/--pin when the current secret is not itself a TPM slot) and, with --pcrs, \
         bound to those PCRs' current values.
         """,
-        arguments: [ArgumentSpec("KIND", "passphrase, prf, recovery or tpm2")],
+        arguments: [ArgumentSpec("KIND", "passphrase, prf, fido2, recovery or tpm2")],
         options: [UnlockOptions.recoveryFile,
                   .option("--new-passphrase-file", value: "PATH", "the new slot's passphrase ('-' for stdin)"),
                   .option("--new-prf-file", value: "PATH", "the new slot's 32 PRF bytes (raw or hex; '-' for stdin)"),
@@ -246,15 +250,30 @@ enum CustodyCommands {
         examples: [CommandExample("sitekeep slot add recovery --passphrase-file pass.txt", "add a second recovery code"),
                    CommandExample("sitekeep slot add prf --passphrase-file pass.txt --new-prf-file prf.bin --rp-id newsroom.sgit.ai --credential-id AAAA --eval-input c2l0ZWtlZXA",
                                   "add a passkey slot from PRF output"),
+                   CommandExample("sitekeep slot add fido2 --passphrase-file pass.txt", "let the plugged security key unlock the store (touch it twice)"),
                    CommandExample("sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7", "seal a slot to this machine's TPM, with a PIN, bound to Secure Boot's PCR 7")]
     ) { inv in
         let kind = try inv.requiredArgument("KIND")
-        guard let slotKind = SlotKind(rawValue: kind) else {
-            throw UsageError("KIND must be passphrase, prf, recovery or tpm2, not '\(kind)'", command: inv.spec.commandLine)
+        guard kind == "fido2" || SlotKind(rawValue: kind) != nil, let slotKind = SlotKind(rawValue: kind == "fido2" ? "prf" : kind) else {
+            throw UsageError("KIND must be passphrase, prf, fido2, recovery or tpm2, not '\(kind)'", command: inv.spec.commandLine)
         }
         let store = try StoreContext.open(inv)
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         let label = inv.option("--label")
+        if kind == "fido2" {
+            guard !inv.flag("--tpm2") else {
+                throw UsageError("--pin-file and --pin name the security key's PIN here; give the current secret another way than --tpm2",
+                                 command: inv.spec.commandLine)
+            }
+            let current = try CurrentSecret.read(inv)
+            let pin = SecretBox(try UnlockInput.readPIN(inv, noun: "Security key PIN"))
+            inv.note("Touch the security key when it blinks (twice: to make its credential, then to derive the slot's key).")
+            let slot = try inv.withProgress("Waiting for the security key") { () throws -> SlotInfo in
+                try store.custodian.addFIDO2Slot(pin: pin.takeIfAny(), label: label ?? "fido2", current: current.take())
+            }
+            inv.emit(slotJSON(slot)) { "Added FIDO2 slot \(slot.id): 'sitekeep unlock --fido2' opens it with this security key." }
+            return
+        }
         switch slotKind {
         case .passphrase:
             let current = try CurrentSecret.read(inv)
@@ -478,8 +497,12 @@ enum CustodyCommands {
         let store = try StoreContext.open(inv)
         // The one gate: the key exists (no prompt for a request that cannot run), then the
         // user's approval of this use, then custody's own checks of it and of the key's policy.
-        _ = try store.custodian.teamKeyInfo(id: id)
-        let approval = try Approval.approve(inv, store: store, op: .teamSign, keyID: Approval.keyID(id))
+        let touch = try store.custodian.teamKeyInfo(id: id).touch != nil
+        // A key that needs a touch is approved by the touch alone: an unlocked daemon asks no
+        // prompt first (on its own, the command still unlocks with the secret it is given).
+        let approval = touch && inv.hosted != nil && store.custodian.isUnlocked
+            ? nil : try Approval.approve(inv, store: store, op: .teamSign, keyID: Approval.keyID(id))
+        if touch { inv.note("Touch the security key when it blinks, to approve this signature with \(id).") }
         if let namespace = inv.option("--ssh-namespace") {
             let armored = try AgentCommands.sshsig(message, namespace: namespace, keyID: id, custodian: store.custodian, approval: approval)
             inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "namespace", value: .string(namespace)),

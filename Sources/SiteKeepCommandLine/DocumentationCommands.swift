@@ -57,7 +57,7 @@ enum DocumentationCommands {
 
 enum Completions {
     static func options(of spec: CommandSpec) -> [String] {
-        (spec.options.map(\.name) + spec.secretInputs.flatMap(\.optionSpecs).map(\.name) + CommandLineTool.globalOptions.map(\.name)).sorted()
+        (spec.options.map(\.name) + spec.secretOptionSpecs.map(\.name) + CommandLineTool.globalOptions.map(\.name)).sorted()
     }
 
     /// What completes a value: fixed choices (`auto|secret-service|file`), files, folders, or a
@@ -89,7 +89,7 @@ enum Completions {
     }
 
     static func allOptions(of spec: CommandSpec) -> [OptionSpec] {
-        spec.options + spec.secretInputs.flatMap(\.optionSpecs) + CommandLineTool.globalOptions
+        spec.options + spec.secretOptionSpecs + CommandLineTool.globalOptions
     }
 
     static func bashCompletion(_ kind: ValueKind) -> String {
@@ -273,7 +273,7 @@ enum ManPage {
         for c in commands {
             out += ".SS \(escape(c.usage))\n\(escape(c.summary)).\n"
             if !c.discussion.isEmpty { out += ".PP\n\(escape(c.discussion))\n" }
-            let opts = c.options + c.secretInputs.flatMap(\.optionSpecs)
+            let opts = c.options + c.secretOptionSpecs
             for o in opts { out += ".TP\n.B \(escape(o.name))\(o.value.map { " \\fI\(escape($0))\\fR" } ?? "")\n\(escape(o.help))\n" }
             for e in c.examples { out += ".PP\nExample: \\fB\(escape(e.command))\\fR\n.br\n\(escape(e.explanation))\n" }
         }

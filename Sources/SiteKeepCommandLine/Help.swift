@@ -12,7 +12,7 @@ enum Help {
                 out += "  \(a.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(a.help)\n"
             }
         }
-        let options = spec.options + spec.secretInputs.flatMap(\.optionSpecs)
+        let options = spec.options + spec.secretOptionSpecs
             + CommandLineTool.globalOptions.filter { $0.name != "--json" || spec.printsData }
         out += "\nOptions:\n" + optionLines(options)
         out += "\nExamples:\n"

@@ -167,7 +167,7 @@ extension SecretInputKind {
         case .passphrase: .passphrase
         case .prf: .prf
         case .key: .key
-        case .tpm2: .pin
+        case .tpm2, .fido2: .pin
         }
     }
 }

@@ -107,7 +107,7 @@ enum RemoteRun {
     /// `arguments` with local paths made absolute against `cwd` (the daemon's working folder is
     /// not the client's); command words and other values unchanged.
     static func commandLine(_ arguments: [String], spec: CommandSpec, cwd: String) -> [String] {
-        let known = spec.options + spec.secretInputs.flatMap(\.optionSpecs) + CommandLineTool.globalOptions
+        let known = spec.options + spec.secretOptionSpecs + CommandLineTool.globalOptions
         func absolute(_ p: String) -> String { absolutePath(p, cwd: cwd) }
         var out: [String] = []
         var positional = 0

@@ -30,8 +30,8 @@ struct SecretSource: Sendable, Equatable {
     static let recoveryCode = SecretSource(option: "--recovery-file", noun: "recovery code", format: .text, limit: 4096)
     static let key = SecretSource(option: "--key-file", noun: "key", format: .text, limit: 64 << 10)
     static let token = SecretSource(option: "--token-file", noun: "access token", format: .text, limit: 64 << 10)
-    /// A TPM 2.0 slot's PIN (with `--tpm2`).
-    static let pin = SecretSource(option: "--pin-file", noun: "TPM PIN", format: .text, limit: 4096)
+    /// A TPM 2.0 slot's PIN (with `--tpm2`) or a security key's (with `--fido2`).
+    static let pin = SecretSource(option: "--pin-file", noun: "PIN", format: .text, limit: 4096)
     /// A new TPM 2.0 slot's PIN (`slot add tpm2`).
     static let newPIN = SecretSource(option: "--new-pin-file", noun: "new TPM PIN", format: .text, limit: 4096)
 
@@ -180,7 +180,7 @@ extension UnlockInput {
     /// typed at the terminal prompt and `attempt` says it is wrong (`isWrong`), asks again, up
     /// to ``promptTries`` times in all; a secret from a file or standard input is tried once.
     static func attempt(_ inv: Invocation, isWrong: (any Error) -> Bool, _ attempt: (UnlockInput) throws -> Void) throws {
-        let prompted = [SecretSource.passphrase, .prf, .recoveryCode].allSatisfy { inv.option($0.option) == nil } && !inv.flag("--tpm2") && inv.io.canPrompt
+        let prompted = [SecretSource.passphrase, .prf, .recoveryCode].allSatisfy { inv.option($0.option) == nil } && !inv.flag("--tpm2") && !inv.flag("--fido2") && inv.io.canPrompt
         var tries = 0
         while true {
             tries += 1

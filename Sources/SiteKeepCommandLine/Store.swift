@@ -1,6 +1,7 @@
 internal import SiteKeepCrypto
 internal import SiteKeepKeyring
 internal import SiteKeepCustody
+internal import SiteKeepFIDO2
 public import SiteKeepDaemon
 
 /// One SiteKeep store as the CLI opens it: the daemon target's ``OpenStore`` (home, keyring,
@@ -20,6 +21,12 @@ extension OpenStore {
             }
             return hosted
         }
+        // This command's own process: the security key its environment names (the daemon's
+        // custodian uses the daemon's).
+        var configuration = configuration
+        if configuration.fido2Key == nil, let device = inv.environment[FIDO2Key.environmentVariable], !device.isEmpty {
+            configuration.fido2Key = FIDO2Key(path: device)
+        }
         return try open(home: inv.settings.home, keyring: KeyringChoice(rawValue: inv.settings.keyring) ?? .auto,
                         configuration: configuration, creating: creating)
     }
@@ -33,7 +40,7 @@ extension OpenStore {
     func unlockOneShot(_ inv: Invocation) throws {
         if custodian.isUnlocked { return }
         guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
-        if inv.hosted != nil, !inv.io.canPrompt, !inv.flag("--tpm2"), !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
+        if inv.hosted != nil, !inv.io.canPrompt, !inv.flag("--tpm2"), !inv.flag("--fido2"), !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
             throw CommandFailure("the daemon serving this store is locked",
                                  remedy: "run 'sitekeep unlock' (once; the daemon then keeps the store unlocked until 'sitekeep lock' or its idle lock)",
                                  code: "locked")
@@ -60,7 +67,11 @@ final class UnlockInput: @unchecked Sendable {
     /// (`--passphrase-file` or a prompt), each read by the one ``SecretReader``.
     static func read(_ inv: Invocation) throws -> UnlockInput {
         if inv.flag("--tpm2") {
-            return UnlockInput(.tpm2(pin: try readPIN(inv)))
+            guard !inv.flag("--fido2") else { throw UsageError("give --tpm2 or --fido2, not both", command: inv.spec.commandLine) }
+            return UnlockInput(.tpm2(pin: try readPIN(inv, noun: "TPM PIN")))
+        }
+        if inv.flag("--fido2") {
+            return UnlockInput(.fido2(pin: try readPIN(inv, noun: "Security key PIN")))
         }
         if inv.option(SecretSource.prf.option) != nil {
             return UnlockInput(.prf(try inv.secret(.prf, prompt: nil)))
@@ -71,10 +82,10 @@ final class UnlockInput: @unchecked Sendable {
         return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: "SiteKeep passphrase: ")))
     }
 
-    /// The TPM slot's PIN: from `--pin-file`, typed with `--pin`, else none.
-    static func readPIN(_ inv: Invocation) throws -> SecretBytes? {
+    /// The PIN of a TPM slot or a security key: from `--pin-file`, typed with `--pin`, else none.
+    static func readPIN(_ inv: Invocation, noun: String) throws -> SecretBytes? {
         guard inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") else { return nil }
-        return try inv.secret(.pin, prompt: "TPM PIN: ")
+        return try inv.secret(.pin, prompt: noun + ": ")
     }
 }
 
@@ -82,8 +93,8 @@ final class UnlockInput: @unchecked Sendable {
 enum UnlockOptions {
     static let recoveryFile = OptionSpec.option("--recovery-file", value: "PATH",
                                                 "unlock with the recovery code read from PATH ('-' for stdin)")
-    static let secretInputs: [SecretInputKind] = [.passphrase, .prf, .tpm2]
-    static let note = "Unlocks for this command only: give --passphrase-file, --prf-file, --recovery-file or --tpm2 (with --pin-file or --pin for a PIN), or type the passphrase when asked."
+    static let secretInputs: [SecretInputKind] = [.passphrase, .prf, .tpm2, .fido2]
+    static let note = "Unlocks for this command only: give --passphrase-file, --prf-file, --recovery-file, --tpm2 or --fido2 (with --pin-file or --pin for a PIN), or type the passphrase when asked."
 }
 
 /// The current secret a command that changes who can unlock must give for itself, whether or
@@ -92,13 +103,13 @@ enum UnlockOptions {
 /// it against the slots, under the unlock back-off.
 enum CurrentSecret {
     static func read(_ inv: Invocation, prompt: String = "Current SiteKeep passphrase: ") throws -> UnlockInput {
-        if inv.option(SecretSource.prf.option) != nil || inv.option(SecretSource.recoveryCode.option) != nil || inv.flag("--tpm2") {
+        if inv.option(SecretSource.prf.option) != nil || inv.option(SecretSource.recoveryCode.option) != nil || inv.flag("--tpm2") || inv.flag("--fido2") {
             return try UnlockInput.read(inv)
         }
         guard inv.option(SecretSource.passphrase.option) != nil || inv.io.canPrompt else {
             throw CommandFailure("\(inv.spec.commandLine) changes who can unlock this store, so it needs the current secret, "
                                  + "even with the daemon unlocked; none was given and there is no terminal to ask on",
-                                 remedy: "give it for this command: --passphrase-file PATH ('-' for stdin), --prf-file PATH, --recovery-file PATH or --tpm2",
+                                 remedy: "give it for this command: --passphrase-file PATH ('-' for stdin), --prf-file PATH, --recovery-file PATH, --tpm2 or --fido2",
                                  code: "no_secret")
         }
         return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: prompt)))

@@ -8,6 +8,7 @@ public import SiteKeepKeyring
 public import SiteKeepSystem
 public import SiteKeepNames
 public import SiteKeepTPM
+public import SiteKeepFIDO2
 
 /// The secret that opens an unlock slot. Noncopyable: it stays in guarded memory and is wiped
 /// when the unlock call returns.
@@ -21,6 +22,10 @@ public enum UnlockSecret: ~Copyable {
     /// A TPM 2.0 slot: the TPM unseals its key, with the PIN when the slot has one (the TPM
     /// checks it, under its own dictionary-attack lock-out).
     case tpm2(pin: SecretBytes?)
+    /// A FIDO2 security key: the PRF slot whose credential the key holds opens with the key's
+    /// `hmac-secret` for the slot's salt (a touch; the key's PIN when it has one), the same
+    /// bytes a browser's PRF gives for that credential.
+    case fido2(pin: SecretBytes?)
 
     /// A recovery code typed as text.
     public static func recoveryCode(_ text: String) throws(CustodyError) -> UnlockSecret {
@@ -49,6 +54,10 @@ public struct CustodianConfiguration: Sendable {
     /// Where TPM 2.0 slots reach the TPM; nil: `SITEKEEP_TPM_TCTI`, else `device:/dev/tpmrm0`
     /// (``TPMConnection/configured(environment:)``, read at each use).
     public var tpmConnection: TPMConnection? = nil
+    /// The FIDO2 security key for `--fido2` slots and keys that need a touch; nil: the one
+    /// `SITEKEEP_FIDO2_DEVICE` names, else the one plugged in (``FIDO2Key/chosen(environment:)``,
+    /// at each use).
+    public var fido2Key: FIDO2Key? = nil
 
     /// Settings; `presenceLifetime` is clamped to ``PresenceProof/maximumLifetime``.
     public init(idleLifetime: Duration = .seconds(15 * 60),
@@ -201,6 +210,8 @@ public final class Custodian: Sendable {
         /// The key's SSH policy as its record said when the key was unwrapped (updated by
         /// ``setSSHAgentPolicy(keyID:_:context:)`` through this custodian), for the signing gate.
         var ssh: SSHAgentPolicy?
+        /// The security-key credential a touch of which approves each use (nil: the prompt).
+        var touch: FIDO2Credential?
         mutating func wipeForLock() {}
     }
     let state = Mutex<State>(State())
@@ -290,8 +301,10 @@ public final class Custodian: Sendable {
 
     func log(_ context: KeyUseContext, key: String?, result: String) throws(CustodyError) {
         let age = context.presence.map { $0.ageMilliseconds(clock: configuration.bootClock) }
+        // A use a touch approved says so (a prompt's id names no dialog there).
+        let detail = context.presence?.method == .touch ? (context.detail.map { $0 + "; " } ?? "") + "approved by a touch of the security key" : context.detail
         try auditLog.append(client: context.client, op: context.op, key: key, result: result, presenceAgeMs: age,
-                            prompt: context.presence?.promptID, detail: context.detail)
+                            prompt: context.presence?.promptID, detail: detail)
     }
 
     /// Logging that must not hide the error being thrown.

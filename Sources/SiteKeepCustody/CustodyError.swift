@@ -1,6 +1,7 @@
 public import SiteKeepCrypto
 public import SiteKeepKeyring
 public import SiteKeepTPM
+public import SiteKeepFIDO2
 import SiteKeepNames
 
 /// The one error type of the custody layer.
@@ -78,6 +79,14 @@ public enum CustodyError: Error, Sendable, Equatable {
     /// A TPM 2.0 slot could not be used: no TPM or no access to it, tpm2-tss missing, the PIN
     /// refused or the TPM locked out, the PCRs changed (the text names the remedy).
     case tpm(TPMError)
+    /// A FIDO2 security key could not be used: none plugged in, its PIN refused, not touched in
+    /// time, or it does not hold the credential (the text names the remedy).
+    case fido2(FIDO2Error)
+}
+
+/// Runs a FIDO2-layer call, turning its error into ``CustodyError/fido2(_:)``.
+func fido2Call<R: ~Copyable>(_ body: () throws(FIDO2Error) -> R) throws(CustodyError) -> R {
+    do { return try body() } catch { throw .fido2(error) }
 }
 
 /// Runs a TPM-layer call, turning its error into ``CustodyError/tpm(_:)``.
@@ -158,6 +167,11 @@ extension CustodyError: CustomStringConvertible {
         case .crypto(let e):
             e.description
         case .tpm(let e):
+            e.description
+        case .fido2(.credentialNotOnKey):
+            "the security key holds none of this store's FIDO2 or passkey credentials (another key, or it was reset); "
+                + "plug in the key the slot was made with, or unlock another way ('sitekeep slot list')"
+        case .fido2(let e):
             e.description
         }
     }

@@ -1,6 +1,7 @@
 import SiteKeepNames
 public import SiteKeepCrypto
 internal import SiteKeepJSON
+public import SiteKeepFIDO2
 
 /// Public facts of one version of a signing key.
 public struct SigningKeyVersionInfo: Sendable, Equatable {
@@ -46,6 +47,9 @@ public struct SigningKeyInfo: Sendable, Equatable {
     public let versions: [SigningKeyVersionInfo]
     /// Whether and for what the key is offered over the SSH agent socket (nil: not offered).
     public let ssh: SSHAgentPolicy?
+    /// The security-key credential whose touch approves each use of the key (`sitekeep team
+    /// presence ID fido2`); nil when the presence prompt does.
+    public let touch: FIDO2Credential?
 
     /// The current version's public key (base64).
     public var publicKey: String { versions.last?.publicKey ?? "" }
@@ -172,6 +176,9 @@ struct KeyRecord: Equatable {
     var versions: [Version]
     /// Absent in records written before SSH agent support, and when SSH use is off.
     var ssh: SSHAgentPolicy? = nil
+    /// The security-key credential a touch of which approves each use; absent when the presence
+    /// prompt does (and in every record written before it existed).
+    var touch: FIDO2Credential? = nil
 
     struct Version: Equatable {
         var version: Int
@@ -197,6 +204,13 @@ struct KeyRecord: Equatable {
             if let namespaces = ssh.namespaces { policy.append(JSONMember(key: "namespaces", value: .array(namespaces.map { .string($0) }))) }
             policy.append(JSONMember(key: "otherData", value: .bool(ssh.otherData)))
             members.append(JSONMember(key: "ssh", value: .object(policy)))
+        }
+        if let touch {
+            members.append(JSONMember(key: "touch", value: .object([
+                JSONMember(key: "credentialID", value: .string(Base64.encode(touch.id, variant: .urlSafeNoPadding))),
+                JSONMember(key: "publicKey", value: .string(Base64.encode(touch.publicKey, variant: .urlSafeNoPadding))),
+                JSONMember(key: "rp", value: .string(touch.relyingPartyID)),
+            ])))
         }
         members.append(JSONMember(key: "versions", value: .array(versions.map { v in
             .object([JSONMember(key: "created", value: .int(v.created)), JSONMember(key: "publicKey", value: .string(v.publicKey)),
@@ -234,7 +248,18 @@ struct KeyRecord: Equatable {
                 ssh = SSHAgentPolicy(enabled: try p.bool("enabled"), login: try p.bool("login"), namespaces: namespaces,
                                      otherData: try p.bool("otherData"))
             }
-            return KeyRecord(format: format, id: id, name: name, algorithm: algorithm, versions: versions, ssh: ssh)
+            var touch: FIDO2Credential? = nil
+            if let value = r.optional("touch"), !value.isNull {
+                var t = try JSONObjectReader(value, path: "touch")
+                guard let credentialID = try? Base64.decode(try t.string("credentialID"), variant: .urlSafeNoPadding),
+                      (1...FIDO2Credential.maximumIDLength).contains(credentialID.count),
+                      let publicKey = try? Base64.decode(try t.string("publicKey"), variant: .urlSafeNoPadding), publicKey.count == 64
+                else { return nil }
+                let rp = try t.string("rp")
+                guard (1...253).contains(rp.utf8.count) else { return nil }
+                touch = FIDO2Credential(relyingPartyID: rp, id: credentialID, publicKey: publicKey)
+            }
+            return KeyRecord(format: format, id: id, name: name, algorithm: algorithm, versions: versions, ssh: ssh, touch: touch)
         } catch {
             return nil
         }
@@ -264,7 +289,7 @@ struct KeyRecord: Equatable {
                     version: v.version, created: v.created, publicKey: v.publicKey,
                     publicKeyPEM: Self.pem(pk, algorithm: algorithm),
                     fingerprint: SigningKeyInfo.fingerprint(of: pk), canSign: v.version == current)
-            }, ssh: ssh)
+            }, ssh: ssh, touch: touch)
     }
 
     static func pem(_ publicKey: [UInt8], algorithm: SigningAlgorithm) -> String? {

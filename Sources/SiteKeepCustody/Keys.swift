@@ -1,6 +1,7 @@
 import SiteKeepNames
 import SiteKeepCrypto
 import SiteKeepKeyring
+import SiteKeepFIDO2
 import Synchronization
 
 extension Custodian {
@@ -73,7 +74,9 @@ extension Custodian {
         if let cached = signers.withLock({ $0.byVersion[cacheKey] }),
            Base64.encode(cached.publicKey) == entry.publicKey {
             if v == current {
-                _ = signers.withLock(ifNotClearedSince: generation) { $0.current[currentKey] = CurrentSigner(handle: cached, version: v, ssh: record.ssh) }
+                _ = signers.withLock(ifNotClearedSince: generation) {
+                    $0.current[currentKey] = CurrentSigner(handle: cached, version: v, ssh: record.ssh, touch: record.touch)
+                }
             }
             return (cached, v, record.ssh)
         }
@@ -92,7 +95,7 @@ extension Custodian {
         }
         _ = signers.withLock(ifNotClearedSince: generation) { c in
             c.byVersion[cacheKey] = handle
-            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v, ssh: record.ssh) }
+            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v, ssh: record.ssh, touch: record.touch) }
         }
         return (handle, v, record.ssh)
     }
@@ -263,16 +266,21 @@ extension Custodian {
             // before its last unlock.
             let generation = lockScope.generation
             let unlockedAt = try currentUnlock().unlockedAtNs
-            // The one presence check (``admit``): before a prompt, the key must exist, so a use
-            // that cannot run never asks the user.
-            // A refusal at the prompt is logged with the version it would have used.
-            used.presence = try admit(context, keyID: key, unlockedAtNs: unlockedAt) { () throws(CustodyError) in
-                if version == nil, let hit = self.signers.withLock({ $0.current["\(kind)/\(keyID)"] }) {
-                    logKey = "\(keyID)@v\(hit.version)"
-                    return
-                }
-                let record = try self.loadRecord(kind: kind, id: keyID)
-                logKey = "\(keyID)@v\(version ?? record.versions.count)"
+            // Before anyone is asked: the key must exist and its policy allow this data, so a
+            // use that cannot run never prompts (or waits for a touch). A refusal is logged
+            // with the version it would have used.
+            let dataKind = SignedDataKind(message)
+            let facts = try keyFacts(kind: kind, id: keyID, version: version)
+            logKey = "\(keyID)@v\(facts.version)"
+            if kind == .teamKey {
+                try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: facts.ssh)
+            }
+            // The one presence check: a touch of the key's security key for each use when its
+            // policy says so (no proof brought or kept counts), else ``admit``.
+            if let touch = facts.touch {
+                used.presence = try touchApproval(context, keyID: key, credential: touch)
+            } else {
+                used.presence = try admit(context, keyID: key, unlockedAtNs: unlockedAt, beforeAsking: {})
             }
             if used.presence == nil, kind == .teamKey {
                 throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
@@ -282,7 +290,8 @@ extension Custodian {
             if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
             if kind == .teamKey {
-                try Self.checkPolicy(SignedDataKind(message), op: context.op, keyID: keyID, ssh: ssh)
+                // Again with the policy the signer came with (a change since is in force).
+                try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: ssh)
             }
             signature = try cr { () throws(CryptoError) in try handle.sign(message) }
             algorithm = handle.algorithm
@@ -295,11 +304,20 @@ extension Custodian {
         return TeamSignature(keyID: keyID, version: signedVersion, algorithm: algorithm, signature: signature)
     }
 
+    /// What the gate needs to know of a key before anyone is asked: the version a use would
+    /// take, its SSH policy and whether a touch approves it. From the signer cache when the
+    /// current version was unwrapped in this unlock, else from its record (which must exist).
+    func keyFacts(kind: SiteKeepNames.ItemKind, id: String, version: Int?) throws(CustodyError) -> (version: Int, ssh: SSHAgentPolicy?, touch: FIDO2Credential?) {
+        if version == nil, let hit = signers.withLock({ $0.current["\(kind)/\(id)"] }) { return (hit.version, hit.ssh, hit.touch) }
+        let record = try loadRecord(kind: kind, id: id)
+        return (version ?? record.versions.count, record.ssh, record.touch)
+    }
+
     static func resultWord(_ e: CustodyError) -> String {
         switch e {
         case .locked: "locked"
         case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceRequired,
-             .presenceDenied, .presenceTimedOut, .presenceUnavailable: "presence-refused"
+             .presenceDenied, .presenceTimedOut, .presenceUnavailable, .fido2(.noTouch), .fido2(.denied): "presence-refused"
         case .policyRefused: "policy-refused"
         case .keyNotFound, .versionNotFound: "no-such-key"
         case .versionVerifyOnly: "verify-only"

@@ -31,6 +31,9 @@ public enum PresenceMethod: String, Sendable {
     /// The command gave a secret that opens a slot now (a passphrase, PRF bytes or a recovery
     /// code, typed or given for this command): whoever holds it could unlock anyway.
     case secret
+    /// The user touched the FIDO2 security key that the key's policy names: hardware presence,
+    /// asked for each use (no approval is kept for a key that needs a touch).
+    case touch
 }
 
 /// Proof that the user approved one use (a client, an operation and a key) a moment ago.

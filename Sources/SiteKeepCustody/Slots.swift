@@ -241,6 +241,15 @@ extension Custodian {
                 logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
                 throw error
             }
+        case .fido2(let pin):
+            // Not under SiteKeep's back-off either: the key gives the bytes (after a touch) and
+            // counts wrong PINs itself.
+            do {
+                return try openFIDO2Slot(slotID: slotID, pin: pin)
+            } catch {
+                logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
+                throw error
+            }
         }
         do {
             return try openSlotUnderBackoff(kind: kind, slotID: slotID, input: input)

@@ -72,11 +72,12 @@ enum ControlOps {
                 case "passphrase": unlockSecret = .passphrase(bytes)
                 case "prf": unlockSecret = .prf(bytes)
                 case "recovery": unlockSecret = .recoveryCode(bytes)
-                case "tpm2":
+                case "tpm2", "fido2":
                     // A first byte 0: no PIN; 1: the PIN follows.
                     let flag = secret[0]
-                    guard flag == 0 || (flag == 1 && secret.count > 1) else { return ["ok": false, "error": "bad tpm2 unlock request"] }
-                    unlockSecret = .tpm2(pin: flag == 1 ? try SecretBytes(copying: secret[1...]) : nil)
+                    guard flag == 0 || (flag == 1 && secret.count > 1) else { return ["ok": false, "error": .string("bad \(method ?? "") unlock request")] }
+                    let pin = flag == 1 ? try SecretBytes(copying: secret[1...]) : nil
+                    unlockSecret = method == "tpm2" ? .tpm2(pin: pin) : .fido2(pin: pin)
                 default: return ["ok": false, "error": "unknown unlock method"]
                 }
                 try custodian.unlock(unlockSecret)

@@ -43,7 +43,7 @@ public enum FIDO2Error: Error, Sendable, Equatable, CustomStringConvertible {
         case .severalKeys(let paths):
             return "\(paths.count) FIDO2 security keys are plugged in (\(paths.joined(separator: ", "))); keep one, or name one with \(FIDO2Key.environmentVariable)"
         case .unreachable(let why): return why
-        case .pinRequired: return "the security key has a PIN; give it"
+        case .pinRequired: return "the security key has a PIN: give it with --pin-file PATH or --pin"
         case .pinWrong(let left):
             if let left { return "wrong PIN for the security key; \(left) \(left == 1 ? "try" : "tries") left before it blocks" }
             return "wrong PIN for the security key"

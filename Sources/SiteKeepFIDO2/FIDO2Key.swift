@@ -138,6 +138,22 @@ public struct FIDO2Key: Sendable, Hashable {
         try hmacSecret(rp: rp, credentialID: credentialID, salt: WebAuthnPRF.hmacSecretSalt(forEvalInput: evalInput), pin: pin)
     }
 
+    /// Whether the key holds `credentialID` for `rp`: asked without a touch or the PIN (an
+    /// assertion with user presence off and no extension), so finding which slot's credential
+    /// a key holds costs the user nothing.
+    /// - Throws: the errors of reaching the key; never ``FIDO2Error/credentialNotOnKey`` (false).
+    public func holds(rp: String, credentialID: [UInt8]) throws(FIDO2Error) -> Bool {
+        try Self.checkRP(rp)
+        try Self.checkCredentialID(credentialID)
+        var status = sk_fido2_status()
+        do {
+            try Self.check(sk_fido2_holds(path, rp, credentialID, credentialID.count, timeoutMilliseconds, &status), status)
+            return true
+        } catch .credentialNotOnKey {
+            return false
+        }
+    }
+
     /// Asks for a touch: an assertion with user presence over a random challenge, whose
     /// signature is checked here against the credential's public key (and its authenticator data
     /// for the relying party and the presence flag). Returns once the key was touched.
@@ -294,6 +310,13 @@ public struct FIDO2Credential: Sendable, Hashable {
     public let id: [UInt8]
     /// Its ES256 public key, x ‖ y (64 bytes).
     public let publicKey: [UInt8]
+
+    /// A credential as made earlier (read back from where it was kept).
+    public init(relyingPartyID: String, id: [UInt8], publicKey: [UInt8]) {
+        self.relyingPartyID = relyingPartyID
+        self.id = id
+        self.publicKey = publicKey
+    }
 
     /// The public key as a SubjectPublicKeyInfo DER.
     public var publicKeySPKI: [UInt8] { Self.spki(fromXY: publicKey) }

@@ -1,5 +1,6 @@
 public import SiteKeepBridge
 public import SiteKeepCustody
+internal import SiteKeepFIDO2
 
 // Adapters from the bridge's service protocols to custody. Each maps custody's typed errors to
 // the bridge's stable codes; no custody error text with key material exists to leak.
@@ -17,6 +18,11 @@ extension BridgeFailure {
         case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceUnavailable, .presenceRequired:
             self.init(.presenceRequired, error.description)
         case .policyRefused: self.init(.notAllowed, error.description)
+        // The key needs a touch of the user's security key: the page learns that it was not
+        // given, never which device or path.
+        case .fido2(.noTouch), .fido2(.denied(_)):
+            self.init(.presenceRequired, "the key needs a touch of the user's security key, and it was not touched in time")
+        case .fido2: self.init(.presenceRequired, "the key needs a touch of the user's security key, which could not be reached")
         default: self.init(.internal, "custody failed; see `sitekeep status` and the daemon log")
         }
     }

@@ -1,4 +1,5 @@
 import Testing
+import SiteKeepTestSupport
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepFIDO2

@@ -1,4 +1,5 @@
 import Testing
+import SiteKeepTestSupport
 import SiteKeepCrypto
 import SiteKeepFIDO2
 import SiteKeepSoftFIDO2

@@ -81,6 +81,12 @@ int sk_fido2_assert(const char *path, const char *rp, const uint8_t *credential_
                     uint8_t *signature, size_t signature_capacity, size_t *signature_length,
                     sk_fido2_status *status);
 
+/* Whether the key holds `credential_id` for `rp`, asked without user presence or verification
+ * (an assertion with up=false and no extension, as pam-u2f and systemd-cryptenroll ask before
+ * they ask for a touch): SK_FIDO2_OK when it does, SK_FIDO2_NO_CREDENTIAL when it does not. */
+int sk_fido2_holds(const char *path, const char *rp, const uint8_t *credential_id, size_t id_length,
+                   int timeout_ms, sk_fido2_status *status);
+
 /* Sets the key's PIN (old_pin NULL) or changes it. */
 int sk_fido2_set_pin(const char *path, const char *pin, const char *old_pin, int timeout_ms, sk_fido2_status *status);
 

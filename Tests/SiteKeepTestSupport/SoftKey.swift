@@ -1,21 +1,27 @@
 import Foundation
 import Glibc
-import SiteKeepFIDO2
-import SiteKeepSoftFIDO2
-import SiteKeepTestSupport
+public import SiteKeepFIDO2
+public import SiteKeepSoftFIDO2
 
 /// The software authenticator as a real process (the built `sitekeep-soft-fido2`) on a socket
 /// in a fresh folder, reached as libfido2 reaches it (`soft:SOCKET`), stopped by pid.
-final class SoftKey {
-    let folder: String
-    let socket: String
-    let pid: Int32
-    let control: SoftFIDO2Control
+public final class SoftKey: @unchecked Sendable {
+    // @unchecked: used by one test at a time.
+    /// Its private folder (0700), removed when it stops.
+    public let folder: String
+    /// The authenticator's socket.
+    public let socket: String
+    /// Its process id.
+    public let pid: Int32
+    /// The test's side channel: touch or not, counts, hostile modes.
+    public let control: SoftFIDO2Control
     private var stopped = false
 
-    struct StartError: Error, CustomStringConvertible { let description: String }
+    /// Why it did not start.
+    public struct StartError: Error, CustomStringConvertible { public let description: String }
 
-    init(_ arguments: [String] = []) throws {
+    /// Starts `sitekeep-soft-fido2` with `arguments` and waits until it listens.
+    public init(_ arguments: [String] = []) throws {
         guard let exe = BuiltProducts.executable("sitekeep-soft-fido2") else {
             throw StartError(description: "sitekeep-soft-fido2 is not built (swift build --build-tests builds it)")
         }
@@ -34,9 +40,13 @@ final class SoftKey {
     }
 
     /// The key as SiteKeep opens it, with a short time-out.
-    var key: FIDO2Key { FIDO2Key(path: FIDO2Key.softPrefix + socket, timeoutMilliseconds: 10_000) }
+    public var key: FIDO2Key { FIDO2Key(path: FIDO2Key.softPrefix + socket, timeoutMilliseconds: 10_000) }
 
-    func stop() {
+    /// `SITEKEEP_FIDO2_DEVICE`'s value for this authenticator.
+    public var device: String { FIDO2Key.softPrefix + socket }
+
+    /// Kills it (SIGKILL) and removes its folder; only once.
+    public func stop() {
         guard !stopped else { return }
         stopped = true
         kill(pid, SIGKILL)

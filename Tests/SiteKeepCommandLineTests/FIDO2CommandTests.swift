@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import SiteKeepCommandLine
+import SiteKeepJSON
+import SiteKeepTestSupport
+import SiteKeepSoftFIDO2
+import SiteKeepFIDO2
+import SiteKeepCrypto
+
+/// `slot add fido2`, `--fido2` and `team presence` through the real command line, against the
+/// software authenticator (named by `SITEKEEP_FIDO2_DEVICE`, as a plugged key would be found).
+@Suite(.serialized)
+struct FIDO2CommandTests {
+    @Test func slotAddFIDO2ThenEveryUnlockingCommandTakesFIDO2() async throws {
+        let soft = try SoftKey(["--no-touch-ms", "300"])
+        defer { soft.stop() }
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let env = ["SITEKEEP_FIDO2_DEVICE": soft.device]
+        func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
+            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
+        }
+        let added = await run(["slot", "add", "fido2", "--passphrase-file", store.passFile, "--json"])
+        #expect(added.status == 0, "\(added.err)")
+        #expect(added.err.contains("Touch the security key"), "\(added.err)")
+        let slot = try JSONParser.parse(added.out)
+        #expect(slot["kind"] == "prf" && slot["label"] == "fido2" && slot["rpId"] == "sitekeep.invalid", "\(added.out)")
+
+        let key = await run(["team", "add", "summit", "--fido2", "--json"])
+        #expect(key.status == 0, "team add with --fido2: \(key.err)")
+        let message = try store.file("msg", Array("sign me".utf8))
+        #expect(await run(["team", "sign", "summit", "--message-file", message, "--fido2"]).status == 0)
+
+        // Not touched: a clear refusal, nothing signed.
+        try soft.control.setTouch(false)
+        let untouched = await run(["team", "sign", "summit", "--message-file", message, "--fido2"])
+        #expect(untouched.status != 0 && untouched.err.contains("not touched"), "\(untouched.err)")
+        try soft.control.setTouch(true)
+
+        // Another key holds none of this store's credentials.
+        let other = try SoftKey()
+        defer { other.stop() }
+        let elsewhere = await runTool(["team", "sign", "summit", "--message-file", message, "--fido2", "--home", store.home, "--keyring", "file"],
+                                      environment: ["SITEKEEP_FIDO2_DEVICE": other.device])
+        #expect(elsewhere.status != 0 && elsewhere.err.contains("holds none of this store's"), "\(elsewhere.err)")
+        #expect(try other.control.counts().asked == 0)
+
+        // The FIDO2 slot is a current secret for slot changes too.
+        #expect(await run(["slot", "add", "recovery", "--fido2"]).status == 0)
+        // --tpm2 and --fido2 are one or the other.
+        let both = await run(["team", "sign", "summit", "--message-file", message, "--fido2", "--tpm2"])
+        #expect(both.status == 64, "\(both.err)")
+    }
+
+    @Test func aKeyWithAPINAsksForIt() async throws {
+        let soft = try SoftKey()
+        defer { soft.stop() }
+        try soft.key.setPIN(try SecretBytes(copying: Array("4821".utf8)))
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let pin = try store.file("pin.txt", Array("4821\n".utf8))
+        let env = ["SITEKEEP_FIDO2_DEVICE": soft.device]
+        func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
+            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
+        }
+        let noPIN = await run(["slot", "add", "fido2", "--passphrase-file", store.passFile])
+        #expect(noPIN.status != 0 && noPIN.err.contains("--pin-file"), "\(noPIN.err)")
+        #expect(await run(["slot", "add", "fido2", "--passphrase-file", store.passFile, "--pin-file", pin]).status == 0)
+        let unlocked = await run(["team", "add", "summit", "--fido2", "--pin-file", pin])
+        #expect(unlocked.status == 0, "\(unlocked.err)")
+        #expect(!unlocked.err.contains("4821"))
+    }
+
+    @Test func teamPresenceMakesEachUseNeedATouchAndShowSaysSo() async throws {
+        let soft = try SoftKey(["--no-touch-ms", "300"])
+        defer { soft.stop() }
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let env = ["SITEKEEP_FIDO2_DEVICE": soft.device]
+        func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
+            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
+        }
+        #expect(await run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
+        let set = await run(["team", "presence", "summit", "fido2", "--passphrase-file", store.passFile, "--json"])
+        #expect(set.status == 0, "\(set.err)")
+        #expect(try JSONParser.parse(set.out)["presence"] == "fido2")
+        let shown = await run(["team", "show", "summit", "--json"])
+        #expect(try JSONParser.parse(shown.out)["presence"] == "fido2", "\(shown.out)")
+        #expect(await run(["team", "show", "summit"]).out.contains("a touch of the security key"))
+
+        // On its own the command unlocks with the passphrase, and still needs the touch.
+        let message = try store.file("msg", Array("sign me".utf8))
+        try soft.control.setTouch(false)
+        let refused = await run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile])
+        #expect(refused.status != 0 && refused.err.contains("not touched"), "\(refused.err)")
+        try soft.control.setTouch(true)
+        #expect(await run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile]).status == 0)
+
+        // Back to the prompt with the current secret (the key lost): no touch.
+        try soft.control.setTouch(false)
+        let back = await run(["team", "presence", "summit", "prompt", "--passphrase-file", store.passFile, "--json"])
+        #expect(back.status == 0, "\(back.err)")
+        #expect(try JSONParser.parse(back.out)["presence"] == "prompt")
+        let bad = await run(["team", "presence", "summit", "touch"])
+        #expect(bad.status == 64 && bad.err.contains("fido2 or prompt"), "\(bad.err)")
+    }
+}

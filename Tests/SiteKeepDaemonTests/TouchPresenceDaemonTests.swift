@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+import SiteKeepJSON
+import SiteKeepSoftFIDO2
+import SiteKeepTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Presence by touch through the real `sitekeep serve` (issue 36): once `sitekeep team presence
+/// summit fido2` made team key summit need a touch of the security key (the software
+/// authenticator, named to the daemon by `SITEKEEP_FIDO2_DEVICE`), each client kind signs
+/// nothing with it until the key is touched: the command line (`team sign`, through the
+/// daemon), a page's `key.sign` over the bridge (a Python host of its site) and `ssh-keygen
+/// -Y sign` over the agent socket. The daemon's askpass approves everything, so it is the touch
+/// alone that refuses; each signature is one touch.
+@Suite(.serialized) struct TouchPresenceDaemonTests {
+    static let origin = "https://web-summit.sgit.ai"
+
+    /// A store with team key summit (on the SSH agent socket), the site Summit granted
+    /// `key.sign` with Python as its host, and its daemon: unlocked, the ssh-agent socket on,
+    /// an askpass that approves every prompt, and the software authenticator as its key.
+    final class Bed: @unchecked Sendable {
+        let store: CLIStore
+        let soft: SoftKey
+        let run: String
+        var pid: Int32 = 0
+        var bridge: String { run + "/bridge.sock" }
+        var agent: String { run + "/agent.sock" }
+
+        init() async throws {
+            let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
+            store = try CLIStore()
+            soft = try SoftKey(["--no-touch-ms", "300"])
+            _ = try await store.initialize()
+            #expect(await store.run(["team", "add", "summit", "--name", "Summit team", "--passphrase-file", store.passFile]).status == 0)
+            #expect(await store.run(["team", "ssh", "enable", "summit", "--passphrase-file", store.passFile]).status == 0)
+            #expect(await store.run(["site", "add", "Summit", "--origin", TouchPresenceDaemonTests.origin, "--app-bound", "--host", HostBindingTests.python]).status == 0)
+            let granted = await store.run(["site", "grant", TouchPresenceDaemonTests.origin, "key.sign", "--passphrase-file", store.passFile])
+            #expect(granted.status == 0, "\(granted.err)")
+            let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nexit 0\n".utf8))
+            chmod(askpass, 0o700)
+            run = store.dir.appendingPathComponent("run").path
+            let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(run)/bridge.sock", "SITEKEEP_AGENT_SOCK=\(run)/agent.sock",
+                       "SITEKEEP_ASKPASS=\(askpass)", "SITEKEEP_FIDO2_DEVICE=\(soft.device)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+            pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file", "--ssh-agent", "--unlock", "--passphrase-file", store.passFile],
+                                                  env: env))
+            #expect(ChildProcess.waitForPath(agent, pid: pid), "the daemon's agent socket did not appear")
+        }
+
+        /// A command through this daemon.
+        func cli(_ args: [String]) async -> (status: Int32, out: String, err: String) {
+            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: ["SITEKEEP_SOCK": bridge])
+        }
+
+        /// Makes summit need a touch (one touch, approved with the passphrase).
+        func requireTouch() async throws {
+            let r = await cli(["team", "presence", "summit", "fido2", "--passphrase-file", store.passFile, "--json"])
+            #expect(r.status == 0, "\(r.err)")
+            #expect(try JSONParser.parse(r.out)["presence"] == "fido2", "\(r.out)")
+        }
+
+        /// The last audit line's site, op and result.
+        func lastAudit() async throws -> (site: String, op: String, result: String, detail: String) {
+            let r = await cli(["log", "show", "--limit", "1", "--json"])
+            let line = try #require(try JSONParser.parse(r.out).arrayValue?.last, "\(r.out) \(r.err)")
+            return (line["site"]?.stringValue ?? "", line["op"]?.stringValue ?? "", line["result"]?.stringValue ?? "", line["detail"]?.stringValue ?? "")
+        }
+
+        func stop() {
+            if pid > 0 { kill(pid, SIGTERM); var st: Int32 = 0; waitpid(pid, &st, 0) }
+            soft.stop()
+        }
+    }
+
+    @Test func theCommandLineSignsNothingWithoutATouch() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let message = try bed.store.file("note.txt", Array("hello".utf8))
+        // Before: the prompt (askpass) approves.
+        #expect(await bed.cli(["team", "sign", "summit", "--message-file", message]).status == 0)
+        try await bed.requireTouch()
+
+        try bed.soft.control.setTouch(false)
+        let before = try bed.soft.control.counts()
+        let refused = await bed.cli(["team", "sign", "summit", "--message-file", message])
+        #expect(refused.status != 0)
+        #expect(refused.err.contains("not touched"), "\(refused.err)")
+        #expect(try bed.soft.control.counts().asked == before.asked + 1, "the key was asked for a touch")
+        let line = try await bed.lastAudit()
+        #expect(line.op == "team.sign" && line.result == "presence-refused", "\(line)")
+
+        try bed.soft.control.setTouch(true)
+        let signed = await bed.cli(["team", "sign", "summit", "--message-file", message])
+        #expect(signed.status == 0, "\(signed.err)")
+        #expect(signed.err.contains("Touch the security key"), "\(signed.err)")
+        #expect(try bed.soft.control.counts().touched == before.touched + 1)
+        #expect(try await bed.lastAudit().detail.contains("approved by a touch"))
+    }
+
+    @Test func aPagesKeySignSignsNothingWithoutATouch() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        func keySign() throws -> JSONValue {
+            let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            f = s.makefile('rwb')
+            f.write(('{"v":1,"id":1,"op":"hello","args":{"origin":"' + sys.argv[2] + '"}}\\n').encode()); f.flush()
+            f.readline()
+            f.write(b'{"v":1,"id":2,"op":"key.sign","args":{"key":"summit","data":"aGVsbG8="}}\\n'); f.flush()
+            sys.stdout.write(f.readline().decode())
+            """
+            let r = ChildProcess.capture(HostBindingTests.python, ["-c", script, bed.bridge, Self.origin], input: [],
+                                         environment: ["PATH": "/usr/bin:/bin"], inheritingEnvironment: false)
+            return try JSONParser.parse(r.out)
+        }
+        #expect(try keySign()["ok"] == true, "the prompt approves before the key needs a touch")
+        try await bed.requireTouch()
+
+        try bed.soft.control.setTouch(false)
+        let before = try bed.soft.control.counts()
+        let refused = try keySign()
+        #expect(refused["ok"] == false && refused["error"]?["code"] == "presence_required", "\(refused)")
+        #expect(try bed.soft.control.counts().asked == before.asked + 1)
+        let line = try await bed.lastAudit()
+        #expect(line.op == "key.sign" && line.result == "presence-refused" && line.site != "cli", "\(line)")
+
+        try bed.soft.control.setTouch(true)
+        let signed = try keySign()
+        #expect(signed["ok"] == true && signed["result"]?["signature"] != nil, "\(signed)")
+        #expect(try bed.soft.control.counts().touched == before.touched + 1)
+    }
+
+    @Test func anSSHSignatureIsMadeOnlyAfterATouch() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let shown = await bed.cli(["team", "show", "summit", "--ssh"])
+        let pub = try bed.store.file("summit.pub", Array(shown.out.utf8))
+        let data = try bed.store.file("data.txt", Array("a file to sign".utf8))
+        let env = ["SSH_AUTH_SOCK": bed.agent, "HOME": bed.store.dir.path, "PATH": "/usr/bin:/bin"]
+        func sshSign() -> Int32 {
+            try? FileManager.default.removeItem(atPath: data + ".sig")
+            return ChildProcess.capture("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", data], input: [],
+                                        environment: env, inheritingEnvironment: false).status
+        }
+        #expect(sshSign() == 0, "the prompt approves before the key needs a touch")
+        try await bed.requireTouch()
+
+        try bed.soft.control.setTouch(false)
+        let before = try bed.soft.control.counts()
+        #expect(sshSign() != 0)
+        #expect(!FileManager.default.fileExists(atPath: data + ".sig"))
+        #expect(try bed.soft.control.counts().asked == before.asked + 1)
+        let line = try await bed.lastAudit()
+        #expect(line.op == "ssh.sign" && line.result == "presence-refused", "\(line)")
+
+        try bed.soft.control.setTouch(true)
+        #expect(sshSign() == 0)
+        #expect(FileManager.default.fileExists(atPath: data + ".sig"))
+        #expect(try bed.soft.control.counts().touched == before.touched + 1)
+    }
+
+    /// `slot add fido2` and `unlock --fido2` through the daemon: the daemon asks its security key
+    /// (the client sends only whether a PIN follows); the daemon is unlocked after the touch.
+    @Test func unlockFIDO2UnlocksTheDaemon() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let added = await bed.cli(["slot", "add", "fido2", "--passphrase-file", bed.store.passFile, "--json"])
+        #expect(added.status == 0, "\(added.err)")
+        #expect(await bed.cli(["lock"]).status == 0)
+        try bed.soft.control.setTouch(false)
+        let untouched = await bed.cli(["unlock", "--fido2"])
+        #expect(untouched.status != 0 && untouched.err.contains("not touched"), "\(untouched.err)")
+        try bed.soft.control.setTouch(true)
+        let unlocked = await bed.cli(["unlock", "--fido2", "--json"])
+        #expect(unlocked.status == 0, "\(unlocked.err)")
+        #expect(try JSONParser.parse(unlocked.out)["daemon"] == true, "\(unlocked.out)")
+        let status = await bed.cli(["status", "--json"])
+        #expect(try JSONParser.parse(status.out)["unlocked"] == true, "\(status.out)")
+    }
+}
