@@ -246,7 +246,7 @@ let package = Package(
         .executableTarget(name: "sitekeep-bench", dependencies: [
             "SiteKeepVocabulary", "SiteKeepHardening", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepSystem",
             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepJSON", "SiteKeepCore", "CSodium", "COpenSSL", "CSQLite",
-            "SiteKeepTestSupport", "SiteKeepSocket", "SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepTPM",
+            "SiteKeepTestSupport", "SiteKeepSocket", "SiteKeepFIDO2", "SiteKeepSoftFIDO2", "SiteKeepTPM", "SiteKeepNames",
         ]),
 
         // The bridge daemon on in-memory services, spawned by the bridge's process-level tests.

@@ -11,6 +11,7 @@ import SiteKeepCustody
 import SiteKeepFIDO2
 import SiteKeepSoftFIDO2
 import SiteKeepSystem
+import SiteKeepNames
 
 /// Starts a software authenticator on a thread, listening at `socket`; returns once it listens.
 private func startSoftAuthenticator(_ socket: String) throws {
@@ -22,12 +23,16 @@ private func startSoftAuthenticator(_ socket: String) throws {
     guard access(socket, F_OK) == 0 else { throw BenchError.setupFailed("the software authenticator did not listen on \(socket)") }
 }
 
+private func row(_ label: String, _ xs: [Double]) -> [String] {
+    [label, "\(xs.count)", String(format: "%.2f ms", percentile(xs, 50) * 1e3), String(format: "%.2f ms", percentile(xs, 99) * 1e3),
+     String(format: "%.2f ms", (xs.max() ?? .nan) * 1e3)]
+}
+
 func fido2Group(_ settings: Settings) throws -> [Row] {
-    var table = ExtraTable(title: "Unlock by FIDO2 hmac-secret (libfido2 → software authenticator over a Unix socket; a touch each, given at once; `lock()` between unlocks)",
+    var table = ExtraTable(title: "Unlock by FIDO2 hmac-secret and presence by touch (libfido2 → software authenticator over a Unix socket; a touch each, given at once; `lock()` between unlocks)",
                            header: ["path", "ops", "p50", "p99", "max"])
     let dir = try makeTempDir("fido2")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let rp = "bench.example"
     let pin = Array("4821".utf8)
 
     // Two keys: one without a PIN (user presence only), one with (PIN protocol two, a token each time).
@@ -42,53 +47,80 @@ func fido2Group(_ settings: Settings) throws -> [Row] {
 
     let rounds = max(10, settings.rounds + 3), perRound = 20
     progress(settings, "fido2: \(rounds) rounds × \(perRound) per path")
+    let passphrase = Array("bench pass phrase".utf8)
     for (name, key, withPIN) in keys {
-        let credential = try key.makeCredential(rp: rp, userID: Array("bench".utf8), pin: withPIN ? try SecretBytes(copying: pin) : nil)
-        let input = SecureRandom.bytes(count: 32)
-        let prf = try SoftFIDO2Control(socketPath: String(key.path.dropFirst(FIDO2Key.softPrefix.count)))
-            .prfOutput(credentialID: credential.id, evalInput: input, userVerified: withPIN)
+        func keyPIN() throws -> SecretBytes? { withPIN ? try SecretBytes(copying: pin) : nil }
         let home = dir + "/home-\(withPIN ? "pin" : "plain")"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let custodian = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(home: StoreHome(path: home)),
-                                      configuration: CustodianConfiguration(autoLockTimer: false))
-        _ = try custodian.initialize(passphrase: try SecretBytes(copying: Array("bench pass phrase".utf8)), parameters: .minimum, withRecoveryCode: false)
-        let slot = try custodian.addPRFSlot(prfOutput: try SecretBytes(copying: prf), relyingPartyID: rp,
-                                            credentialID: Base64.encode(credential.id, variant: .urlSafeNoPadding),
-                                            prfEvalInput: Base64.encode(input, variant: .urlSafeNoPadding),
-                                            current: .passphrase(try SecretBytes(copying: Array("bench pass phrase".utf8))))
+        var configuration = CustodianConfiguration(autoLockTimer: false)
+        configuration.fido2Key = key
+        let custodian = try Custodian(home: StoreHome(path: home), keyring: try FileKeyring(home: StoreHome(path: home)), configuration: configuration)
+        _ = try custodian.initialize(passphrase: try SecretBytes(copying: passphrase), parameters: .minimum, withRecoveryCode: false)
+        // `slot add fido2`: a credential on the key, a PRF slot from its output.
+        let slot = try custodian.addFIDO2Slot(pin: try keyPIN(), current: .passphrase(try SecretBytes(copying: passphrase)))
+        guard let credential = slot.credentialID.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
+              let input = slot.prfEvalInput.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }) else {
+            throw BenchError.setupFailed("the FIDO2 slot names no credential")
+        }
+        let prf = try SoftFIDO2Control(socketPath: String(key.path.dropFirst(FIDO2Key.softPrefix.count)))
+            .prfOutput(credentialID: credential, evalInput: input, userVerified: withPIN)
         custodian.lock()
-        let salt = try custodian.hmacSecretSalt(slotID: slot.id)
 
-        var prfOnly: [Double] = [], hmacOnly: [Double] = [], unlock: [Double] = []
+        var prfOnly: [Double] = [], unlock: [Double] = []
         for _ in 0..<3 {   // warm up
-            try custodian.unlock(.prf(try key.hmacSecret(rp: rp, credentialID: credential.id, salt: salt, pin: withPIN ? try SecretBytes(copying: pin) : nil)))
+            try custodian.unlock(.fido2(pin: try keyPIN()))
             custodian.lock()
         }
         for _ in 0..<rounds {
             for _ in 0..<perRound {
-                let keyPIN: SecretBytes? = withPIN ? try SecretBytes(copying: pin) : nil
+                let given = try keyPIN()
                 var start = now()
-                let bytes = try key.hmacSecret(rp: rp, credentialID: credential.id, salt: salt, pin: keyPIN)
-                let mid = now()
-                try custodian.unlock(.prf(bytes), slotID: slot.id)
-                let end = now()
+                try custodian.unlock(.fido2(pin: given))
+                unlock.append(Double(now() - start) / 1e9)
                 custodian.lock()
-                hmacOnly.append(Double(mid - start) / 1e9)
-                unlock.append(Double(end - start) / 1e9)
-                let given = try SecretBytes(copying: prf)
+                let bytes = try SecretBytes(copying: prf)
                 start = now()
-                try custodian.unlock(.prf(given), slotID: slot.id)
+                try custodian.unlock(.prf(bytes), slotID: slot.id)
                 prfOnly.append(Double(now() - start) / 1e9)
                 custodian.lock()
             }
         }
-        func row(_ label: String, _ xs: [Double]) -> [String] {
-            [label, "\(xs.count)", String(format: "%.2f ms", percentile(xs, 50) * 1e3), String(format: "%.2f ms", percentile(xs, 99) * 1e3),
-             String(format: "%.2f ms", (xs.max() ?? .nan) * 1e3)]
+        table.rows.append(row("unlock --fido2 (\(name)): which slot (no touch), hmac-secret, unwrap", unlock))
+        table.rows.append(row("unlock by the same PRF bytes handed over (\(name))", prfOnly))
+
+        // Presence by touch: a team-key signature approved by a verified touch, beside one
+        // approved by a proof the caller brings.
+        if !withPIN {
+            try custodian.unlock(.passphrase(try SecretBytes(copying: passphrase)))
+            _ = try custodian.generateTeamKey(id: "bench", name: "bench")
+            let proof = { (op: OpName) throws -> PresenceProof in
+                PresenceProof(client: .commandLine, op: op, keyID: try KeyID(parsing: "bench"), method: .secret,
+                              issuedAtNanoseconds: BootClock.system.nanoseconds())
+            }
+            let message = Array(repeating: UInt8(7), count: 64)
+            var proved: [Double] = [], touched: [Double] = []
+            for _ in 0..<rounds {
+                for _ in 0..<perRound {
+                    let context = KeyUseContext(client: .commandLine, op: .teamSign, presence: try proof(.teamSign))
+                    let start = now()
+                    _ = try custodian.signature(keyID: "bench", message: message, context: context)
+                    proved.append(Double(now() - start) / 1e9)
+                }
+            }
+            _ = try custodian.requireTouch(keyID: "bench", context: KeyUseContext(client: .commandLine, op: Custodian.presencePolicyOp,
+                                                                                  presence: try proof(Custodian.presencePolicyOp)))
+            for _ in 0..<rounds {
+                for _ in 0..<perRound {
+                    let context = KeyUseContext(client: .commandLine, op: .teamSign, presence: try proof(.teamSign))
+                    let start = now()
+                    _ = try custodian.signature(keyID: "bench", message: message, context: context)
+                    touched.append(Double(now() - start) / 1e9)
+                }
+            }
+            custodian.lock()
+            table.rows.append(row("team-key signature, approved by a proof brought", proved))
+            table.rows.append(row("team-key signature, approved by a touch (verified assertion)", touched))
         }
-        table.rows.append(row("unlock --fido2 (\(name)): hmac-secret + unwrap", unlock))
-        table.rows.append(row("  of which hmac-secret through libfido2 (\(name))", hmacOnly))
-        table.rows.append(row("unlock by the same PRF bytes handed over", prfOnly))
     }
     extraTables["fido2"] = table
     return []
