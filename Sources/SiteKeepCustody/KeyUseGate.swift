@@ -96,19 +96,26 @@ extension Custodian {
 /// and origin), the ssh-agent for `ssh.sign` (the label names the key, the destination or
 /// namespace and the requesting process; ``scope`` is the kind of use, so an approval for one
 /// host or namespace never serves another).
+///
+/// The label is made only when the user is asked: most uses are served by a kept approval, and
+/// quoting a label (every scalar checked for hidden characters) costs more than the rest of the
+/// gate (about 20,000 instructions of the ssh-agent's, per signature).
 public struct PresenceApproval: Sendable {
     /// The kept approvals and the verifier that asks.
     public let window: PresenceWindow
-    /// What the prompt names as the requester (quoted and bounded by the prompt).
-    public let label: String
     /// The kind of use an approval is kept for, beyond the client, op and key (nil: any).
     public let scope: String?
+    private let makeLabel: @Sendable () -> String
 
-    public init(window: PresenceWindow, label: String, scope: String? = nil) {
+    /// - Parameter label: evaluated only when the user is asked, each time (see ``label``).
+    public init(window: PresenceWindow, label: @autoclosure @escaping @Sendable () -> String, scope: String? = nil) {
         self.window = window
-        self.label = label
+        self.makeLabel = label
         self.scope = scope
     }
+
+    /// What the prompt names as the requester (quoted and bounded by the prompt), made now.
+    public var label: String { makeLabel() }
 }
 
 // The one gate: every key use that needs the user's approval, from every client, is admitted

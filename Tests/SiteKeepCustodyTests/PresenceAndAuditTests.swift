@@ -183,6 +183,44 @@ func script(_ body: String) throws -> String {
         #expect(lines.count == 7 && lines.allSatisfy { $0.result == "ok" && $0.prompt != nil })
     }
 
+    /// The approval's label is made when the user is asked, and shown to them; a signature a kept
+    /// approval serves never makes it (the ssh-agent's label, quoted scalar by scalar, cost more
+    /// than the rest of the gate on every signature).
+    @Test func theLabelIsMadeOnlyWhenTheUserIsAsked() throws {
+        let f = try Fixture(.memory)
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        final class LabelRecorder: PresenceVerifier {
+            let clock: BootClock
+            let shown = Mutex<[String]>([])
+            init(clock: BootClock) { self.clock = clock }
+            func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+                try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
+            }
+            func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+                shown.withLock { $0.append(siteLabel) }
+                return PresenceProof(client: client, op: op, keyID: keyID, method: .askpass, issuedAtNanoseconds: clock.nanoseconds())
+            }
+        }
+        final class LabelMaker: Sendable {
+            let made = Mutex(0)
+            func label() -> String { "label " + String(made.withLock { $0 += 1; return $0 }) }
+        }
+        let verifier = LabelRecorder(clock: f.clock.boot)
+        let window = PresenceWindow(verifier: verifier, lockScope: f.custodian.lockScope)
+        let maker = LabelMaker()
+        // A context per request, as the agent and the bridge make them.
+        func use() -> KeyUseContext { KeyUseContext(client: "a", op: "key.sign", approval: PresenceApproval(window: window, label: maker.label())) }
+        _ = try f.custodian.signature(keyID: "t", message: [1], context: use())
+        #expect(verifier.shown.withLock { $0 } == ["label 1"], "the user is shown the label, made when asked")
+        _ = try f.custodian.signature(keyID: "t", message: [2], context: use())
+        _ = try f.custodian.signature(keyID: "t", message: [3], context: use())
+        #expect(maker.made.withLock { $0 } == 1, "signatures a kept approval served made no label")
+        f.clock.advance(seconds: 61)
+        _ = try f.custodian.signature(keyID: "t", message: [4], context: use())
+        #expect(verifier.shown.withLock { $0 } == ["label 1", "label 2"], "an expired approval asks again, with the label made anew")
+    }
+
     /// An approval answered across a lock and unlock (the user approved while another client
     /// locked and unlocked SiteKeep) signs nothing: the gate checked it against the unlock it
     /// began in, and that unlock is gone.
