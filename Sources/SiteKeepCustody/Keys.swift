@@ -289,8 +289,8 @@ extension Custodian {
             let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true)
             if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
-            if kind == .teamKey {
-                // Again with the policy the signer came with (a change since is in force).
+            if kind == .teamKey, ssh != facts.ssh {
+                // Again when the policy changed while the user was asked (the new one is in force).
                 try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: ssh)
             }
             signature = try cr { () throws(CryptoError) in try handle.sign(message) }
