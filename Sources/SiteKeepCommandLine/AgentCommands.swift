@@ -153,7 +153,7 @@ enum AgentCommands {
                              command: inv.spec.commandLine)
         }
         if (try? store.custodian.teamKeyInfo(id: id))?.touch != nil { return try store.custodian.teamKeyInfo(id: id) }
-        let pin = SecretBox(try UnlockInput.readPIN(inv, noun: "Security key PIN"))
+        let pin = SecretBox(try UnlockInput.readKeyPIN(inv))
         inv.note("Touch the security key when it blinks, to make the credential that will approve each use of \(id).")
         return try inv.withProgress("Waiting for the security key") { () throws -> SigningKeyInfo in
             try store.custodian.requireTouch(keyID: id, pin: pin.takeIfAny(), context: context)

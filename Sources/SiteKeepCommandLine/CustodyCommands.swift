@@ -266,7 +266,7 @@ enum CustodyCommands {
                                  command: inv.spec.commandLine)
             }
             let current = try CurrentSecret.read(inv)
-            let pin = SecretBox(try UnlockInput.readPIN(inv, noun: "Security key PIN"))
+            let pin = SecretBox(try UnlockInput.readKeyPIN(inv))
             inv.note("Touch the security key when it blinks (twice: to make its credential, then to derive the slot's key).")
             let slot = try inv.withProgress("Waiting for the security key") { () throws -> SlotInfo in
                 try store.custodian.addFIDO2Slot(pin: pin.takeIfAny(), label: label ?? "fido2", current: current.take())

@@ -2,6 +2,7 @@ internal import SiteKeepCrypto
 internal import SiteKeepKeyring
 internal import SiteKeepCustody
 internal import SiteKeepFIDO2
+internal import SiteKeepSystem
 public import SiteKeepDaemon
 
 /// One SiteKeep store as the CLI opens it: the daemon target's ``OpenStore`` (home, keyring,
@@ -71,7 +72,7 @@ final class UnlockInput: @unchecked Sendable {
             return UnlockInput(.tpm2(pin: try readPIN(inv, noun: "TPM PIN")))
         }
         if inv.flag("--fido2") {
-            return UnlockInput(.fido2(pin: try readPIN(inv, noun: "Security key PIN")))
+            return UnlockInput(.fido2(pin: try readKeyPIN(inv)))
         }
         if inv.option(SecretSource.prf.option) != nil {
             return UnlockInput(.prf(try inv.secret(.prf, prompt: nil)))
@@ -86,6 +87,17 @@ final class UnlockInput: @unchecked Sendable {
     static func readPIN(_ inv: Invocation, noun: String) throws -> SecretBytes? {
         guard inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") else { return nil }
         return try inv.secret(.pin, prompt: noun + ": ")
+    }
+
+    /// The security key's PIN: from `--pin-file` or `--pin`; else, on a terminal, typed when the
+    /// key says it has one (asked without a touch), as `fido2-assert` and ssh ask; else none.
+    static func readKeyPIN(_ inv: Invocation) throws -> SecretBytes? {
+        if let given = try readPIN(inv, noun: "Security key PIN") { return given }
+        guard inv.io.canPrompt else { return nil }
+        // The key this command's custodian will ask: the daemon's when run inside it.
+        let environment = inv.hosted == nil ? inv.environment : ProcessEnvironment.current()
+        guard let key = try? FIDO2Key.chosen(environment: environment), (try? key.info())?.hasPIN == true else { return nil }
+        return try inv.secret(.pin, prompt: "Security key PIN: ")
     }
 }
 

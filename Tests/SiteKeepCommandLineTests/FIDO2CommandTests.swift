@@ -69,6 +69,11 @@ struct FIDO2CommandTests {
         let unlocked = await run(["team", "add", "summit", "--fido2", "--pin-file", pin])
         #expect(unlocked.status == 0, "\(unlocked.err)")
         #expect(!unlocked.err.contains("4821"))
+        // On a terminal the PIN is asked for, since the key says it has one.
+        let message = try store.file("msg", Array("sign me".utf8))
+        let typed = await runTool(["team", "sign", "summit", "--message-file", message, "--fido2", "--home", store.home, "--keyring", "file"],
+                                  promptAnswers: [Array("4821".utf8)], environment: env)
+        #expect(typed.status == 0, "the typed PIN was not asked for or not used: \(typed.err)")
     }
 
     @Test func teamPresenceMakesEachUseNeedATouchAndShowSaysSo() async throws {
