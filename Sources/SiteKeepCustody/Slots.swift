@@ -233,23 +233,12 @@ extension Custodian {
             kind = .prf; input = .prf(bytes)
         case .recoveryCode(let typed):
             kind = .recovery; input = .recoveryCode(try RecoveryCode.parse(typed))
+        // Hardware slots are not under SiteKeep's back-off: the TPM and the security key count
+        // wrong PINs themselves and lock out (and the key's bytes come after a touch).
         case .tpm2(let pin):
-            // Not under SiteKeep's back-off: the TPM counts wrong PINs itself and locks out.
-            do {
-                return try openTPM2Slot(slotID: slotID, pin: pin)
-            } catch {
-                logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
-                throw error
-            }
+            return try loggingFailure(op: op, slotID: slotID) { () throws(CustodyError) in try openTPM2Slot(slotID: slotID, pin: pin) }
         case .fido2(let pin):
-            // Not under SiteKeep's back-off either: the key gives the bytes (after a touch) and
-            // counts wrong PINs itself.
-            do {
-                return try openFIDO2Slot(slotID: slotID, pin: pin)
-            } catch {
-                logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
-                throw error
-            }
+            return try loggingFailure(op: op, slotID: slotID) { () throws(CustodyError) in try openFIDO2Slot(slotID: slotID, pin: pin) }
         }
         do {
             return try openSlotUnderBackoff(kind: kind, slotID: slotID, input: input)
@@ -259,6 +248,14 @@ extension Custodian {
         } catch .unlockFailed {
             logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
             throw .unlockFailed
+        }
+    }
+
+    /// `open`'s slot, its failure logged under `op` first.
+    private func loggingFailure(op: OpName, slotID: String?, _ open: () throws(CustodyError) -> OpenedSlot) throws(CustodyError) -> OpenedSlot {
+        do { return try open() } catch {
+            logQuietly(KeyUseContext(op: op), key: slotID, result: "failed")
+            throw error
         }
     }
 

@@ -56,12 +56,7 @@ extension Custodian {
             let credential = try fido2Call { () throws(FIDO2Error) in
                 try device.makeCredential(rp: Self.fido2RelyingPartyID, userID: Array("team:\(id)".utf8.prefix(64)), pin: pin)
             }
-            record.touch = credential
-            try storeRecord(record, kind: .teamKey)
-            signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.touch = credential }
-            logged.detail = "touch"
-            try log(logged, key: id, result: "ok")
-            return record.info()
+            return try store(touch: credential, in: &record, approvedBy: &logged)
         } catch {
             logQuietly(logged, key: id, result: Self.resultWord(error))
             throw error
@@ -90,15 +85,22 @@ extension Custodian {
             } else {
                 logged.presence = try touchApproval(logged, keyID: key, credential: current)
             }
-            record.touch = nil
-            try storeRecord(record, kind: .teamKey)
-            signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.touch = nil }
-            logged.detail = "prompt"
-            try log(logged, key: id, result: "ok")
-            return record.info()
+            return try store(touch: nil, in: &record, approvedBy: &logged)
         } catch {
             logQuietly(logged, key: id, result: Self.resultWord(error))
             throw error
         }
+    }
+
+    /// Keeps `touch` in `record`, tells this custodian's signing gate at once and logs the change
+    /// as `logged` approved it.
+    private func store(touch: FIDO2Credential?, in record: inout KeyRecord, approvedBy logged: inout KeyUseContext) throws(CustodyError) -> SigningKeyInfo {
+        record.touch = touch
+        try storeRecord(record, kind: .teamKey)
+        let id = record.id
+        signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.touch = touch }
+        logged.detail = touch == nil ? "prompt" : "touch"
+        try log(logged, key: id, result: "ok")
+        return record.info()
     }
 }

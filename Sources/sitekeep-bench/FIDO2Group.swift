@@ -98,25 +98,20 @@ func fido2Group(_ settings: Settings) throws -> [Row] {
                               issuedAtNanoseconds: BootClock.system.nanoseconds())
             }
             let message = Array(repeating: UInt8(7), count: 64)
-            var proved: [Double] = [], touched: [Double] = []
-            for _ in 0..<rounds {
-                for _ in 0..<perRound {
+            func signatures() throws -> [Double] {
+                var times: [Double] = []
+                for _ in 0..<(rounds * perRound) {
                     let context = KeyUseContext(client: .commandLine, op: .teamSign, presence: try proof(.teamSign))
                     let start = now()
                     _ = try custodian.signature(keyID: "bench", message: message, context: context)
-                    proved.append(Double(now() - start) / 1e9)
+                    times.append(Double(now() - start) / 1e9)
                 }
+                return times
             }
+            let proved = try signatures()
             _ = try custodian.requireTouch(keyID: "bench", context: KeyUseContext(client: .commandLine, op: Custodian.presencePolicyOp,
                                                                                   presence: try proof(Custodian.presencePolicyOp)))
-            for _ in 0..<rounds {
-                for _ in 0..<perRound {
-                    let context = KeyUseContext(client: .commandLine, op: .teamSign, presence: try proof(.teamSign))
-                    let start = now()
-                    _ = try custodian.signature(keyID: "bench", message: message, context: context)
-                    touched.append(Double(now() - start) / 1e9)
-                }
-            }
+            let touched = try signatures()
             custodian.lock()
             table.rows.append(row("team-key signature, approved by a proof brought", proved))
             table.rows.append(row("team-key signature, approved by a touch (verified assertion)", touched))

@@ -11,29 +11,41 @@ import SiteKeepCrypto
 /// software authenticator (named by `SITEKEEP_FIDO2_DEVICE`, as a plugged key would be found).
 @Suite(.serialized)
 struct FIDO2CommandTests {
-    @Test func slotAddFIDO2ThenEveryUnlockingCommandTakesFIDO2() async throws {
-        let soft = try SoftKey(["--no-touch-ms", "300"])
-        defer { soft.stop() }
-        let store = try CLIStore()
-        _ = try await store.initialize()
-        let env = ["SITEKEEP_FIDO2_DEVICE": soft.device]
-        func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
-            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
+    /// A store and a software authenticator its commands reach (`SITEKEEP_FIDO2_DEVICE`).
+    struct Bed {
+        let soft: SoftKey
+        let store: CLIStore
+
+        init(_ arguments: [String] = ["--no-touch-ms", "300"]) async throws {
+            soft = try SoftKey(arguments)
+            store = try CLIStore()
+            _ = try await store.initialize()
         }
-        let added = await run(["slot", "add", "fido2", "--passphrase-file", store.passFile, "--json"])
+
+        func run(_ args: [String], typing: [String]? = nil) async -> (status: Int32, out: String, err: String) {
+            await runTool(args + ["--home", store.home, "--keyring", "file"], promptAnswers: typing.map { $0.map { Array($0.utf8) } },
+                          environment: ["SITEKEEP_FIDO2_DEVICE": soft.device])
+        }
+    }
+
+    @Test func slotAddFIDO2ThenEveryUnlockingCommandTakesFIDO2() async throws {
+        let bed = try await Bed()
+        let (soft, store) = (bed.soft, bed.store)
+        defer { soft.stop() }
+        let added = await bed.run(["slot", "add", "fido2", "--passphrase-file", store.passFile, "--json"])
         #expect(added.status == 0, "\(added.err)")
         #expect(added.err.contains("Touch the security key"), "\(added.err)")
         let slot = try JSONParser.parse(added.out)
         #expect(slot["kind"] == "prf" && slot["label"] == "fido2" && slot["rpId"] == "sitekeep.invalid", "\(added.out)")
 
-        let key = await run(["team", "add", "summit", "--fido2", "--json"])
+        let key = await bed.run(["team", "add", "summit", "--fido2", "--json"])
         #expect(key.status == 0, "team add with --fido2: \(key.err)")
         let message = try store.file("msg", Array("sign me".utf8))
-        #expect(await run(["team", "sign", "summit", "--message-file", message, "--fido2"]).status == 0)
+        #expect(await bed.run(["team", "sign", "summit", "--message-file", message, "--fido2"]).status == 0)
 
         // Not touched: a clear refusal, nothing signed.
         try soft.control.setTouch(false)
-        let untouched = await run(["team", "sign", "summit", "--message-file", message, "--fido2"])
+        let untouched = await bed.run(["team", "sign", "summit", "--message-file", message, "--fido2"])
         #expect(untouched.status != 0 && untouched.err.contains("not touched"), "\(untouched.err)")
         try soft.control.setTouch(true)
 
@@ -46,67 +58,56 @@ struct FIDO2CommandTests {
         #expect(try other.control.counts().asked == 0)
 
         // The FIDO2 slot is a current secret for slot changes too.
-        #expect(await run(["slot", "add", "recovery", "--fido2"]).status == 0)
+        #expect(await bed.run(["slot", "add", "recovery", "--fido2"]).status == 0)
         // --tpm2 and --fido2 are one or the other.
-        let both = await run(["team", "sign", "summit", "--message-file", message, "--fido2", "--tpm2"])
+        let both = await bed.run(["team", "sign", "summit", "--message-file", message, "--fido2", "--tpm2"])
         #expect(both.status == 64, "\(both.err)")
     }
 
     @Test func aKeyWithAPINAsksForIt() async throws {
-        let soft = try SoftKey()
+        let bed = try await Bed([])
+        let (soft, store) = (bed.soft, bed.store)
         defer { soft.stop() }
         try soft.key.setPIN(try SecretBytes(copying: Array("4821".utf8)))
-        let store = try CLIStore()
-        _ = try await store.initialize()
         let pin = try store.file("pin.txt", Array("4821\n".utf8))
-        let env = ["SITEKEEP_FIDO2_DEVICE": soft.device]
-        func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
-            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
-        }
-        let noPIN = await run(["slot", "add", "fido2", "--passphrase-file", store.passFile])
+        let noPIN = await bed.run(["slot", "add", "fido2", "--passphrase-file", store.passFile])
         #expect(noPIN.status != 0 && noPIN.err.contains("--pin-file"), "\(noPIN.err)")
-        #expect(await run(["slot", "add", "fido2", "--passphrase-file", store.passFile, "--pin-file", pin]).status == 0)
-        let unlocked = await run(["team", "add", "summit", "--fido2", "--pin-file", pin])
+        #expect(await bed.run(["slot", "add", "fido2", "--passphrase-file", store.passFile, "--pin-file", pin]).status == 0)
+        let unlocked = await bed.run(["team", "add", "summit", "--fido2", "--pin-file", pin])
         #expect(unlocked.status == 0, "\(unlocked.err)")
         #expect(!unlocked.err.contains("4821"))
         // On a terminal the PIN is asked for, since the key says it has one.
         let message = try store.file("msg", Array("sign me".utf8))
-        let typed = await runTool(["team", "sign", "summit", "--message-file", message, "--fido2", "--home", store.home, "--keyring", "file"],
-                                  promptAnswers: [Array("4821".utf8)], environment: env)
+        let typed = await bed.run(["team", "sign", "summit", "--message-file", message, "--fido2"], typing: ["4821"])
         #expect(typed.status == 0, "the typed PIN was not asked for or not used: \(typed.err)")
     }
 
     @Test func teamPresenceMakesEachUseNeedATouchAndShowSaysSo() async throws {
-        let soft = try SoftKey(["--no-touch-ms", "300"])
+        let bed = try await Bed()
+        let (soft, store) = (bed.soft, bed.store)
         defer { soft.stop() }
-        let store = try CLIStore()
-        _ = try await store.initialize()
-        let env = ["SITEKEEP_FIDO2_DEVICE": soft.device]
-        func run(_ args: [String]) async -> (status: Int32, out: String, err: String) {
-            await runTool(args + ["--home", store.home, "--keyring", "file"], environment: env)
-        }
-        #expect(await run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
-        let set = await run(["team", "presence", "summit", "fido2", "--passphrase-file", store.passFile, "--json"])
+        #expect(await bed.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
+        let set = await bed.run(["team", "presence", "summit", "fido2", "--passphrase-file", store.passFile, "--json"])
         #expect(set.status == 0, "\(set.err)")
         #expect(try JSONParser.parse(set.out)["presence"] == "fido2")
-        let shown = await run(["team", "show", "summit", "--json"])
+        let shown = await bed.run(["team", "show", "summit", "--json"])
         #expect(try JSONParser.parse(shown.out)["presence"] == "fido2", "\(shown.out)")
-        #expect(await run(["team", "show", "summit"]).out.contains("a touch of the security key"))
+        #expect(await bed.run(["team", "show", "summit"]).out.contains("a touch of the security key"))
 
         // On its own the command unlocks with the passphrase, and still needs the touch.
         let message = try store.file("msg", Array("sign me".utf8))
         try soft.control.setTouch(false)
-        let refused = await run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile])
+        let refused = await bed.run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile])
         #expect(refused.status != 0 && refused.err.contains("not touched"), "\(refused.err)")
         try soft.control.setTouch(true)
-        #expect(await run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile]).status == 0)
+        #expect(await bed.run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile]).status == 0)
 
         // Back to the prompt with the current secret (the key lost): no touch.
         try soft.control.setTouch(false)
-        let back = await run(["team", "presence", "summit", "prompt", "--passphrase-file", store.passFile, "--json"])
+        let back = await bed.run(["team", "presence", "summit", "prompt", "--passphrase-file", store.passFile, "--json"])
         #expect(back.status == 0, "\(back.err)")
         #expect(try JSONParser.parse(back.out)["presence"] == "prompt")
-        let bad = await run(["team", "presence", "summit", "touch"])
+        let bad = await bed.run(["team", "presence", "summit", "touch"])
         #expect(bad.status == 64 && bad.err.contains("fido2 or prompt"), "\(bad.err)")
     }
 }
