@@ -121,9 +121,11 @@ enum AgentCommands {
             throw UsageError("MODE must be fido2 or prompt, not '\(mode.prefix(40))'", command: inv.spec.commandLine)
         }
         let store = try StoreContext.open(inv)
-        _ = try store.custodian.teamKeyInfo(id: id)
+        let before = try store.custodian.teamKeyInfo(id: id)
         let info: SigningKeyInfo
-        if mode == "fido2" {
+        if (mode == "fido2") == (before.touch != nil) {
+            info = before   // already so: nothing to approve
+        } else if mode == "fido2" {
             let approval = try Approval.approve(inv, store: store, op: Custodian.presencePolicyOp, keyID: Approval.keyID(id))
             info = try requireTouch(inv, store: store, id: id,
                                     context: KeyUseContext(client: .commandLine, op: Custodian.presencePolicyOp, presence: approval))
@@ -133,7 +135,7 @@ enum AgentCommands {
             let givesSecret = SecretSource.all.contains { inv.option($0.option) != nil } || inv.flag("--tpm2") || inv.flag("--fido2")
             let approval: PresenceProof? = (givesSecret || inv.hosted == nil || !store.custodian.isUnlocked)
                 ? try Approval.approve(inv, store: store, op: Custodian.presencePolicyOp, keyID: Approval.keyID(id)) : nil
-            if approval?.method != .secret, (try? store.custodian.teamKeyInfo(id: id))?.touch != nil {
+            if approval?.method != .secret {
                 inv.note("Touch the security key when it blinks, to approve this change.")
             }
             info = try inv.withProgress("Waiting for the security key") { () throws -> SigningKeyInfo in
