@@ -208,7 +208,7 @@ let package = Package(
         .target(name: "SiteKeepDaemon", dependencies: [
             "SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
             "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent", "SiteKeepSocket",
-            "SiteKeepBridgeProtocol", "SiteKeepBridge", "SiteKeepWiring",
+            "SiteKeepBridgeProtocol", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepFIDO2",
         ]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [

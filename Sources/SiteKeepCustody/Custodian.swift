@@ -58,6 +58,9 @@ public struct CustodianConfiguration: Sendable {
     /// `SITEKEEP_FIDO2_DEVICE` names, else the one plugged in (``FIDO2Key/chosen(environment:)``,
     /// at each use).
     public var fido2Key: FIDO2Key? = nil
+    /// Told, just before custody waits for a touch that approves a use, what the touch is for
+    /// (the daemon writes it to its log, so a user whose key blinks can read what asked).
+    public var touchNotice: (@Sendable (TouchNotice) -> Void)? = nil
 
     /// Settings; `presenceLifetime` is clamped to ``PresenceProof/maximumLifetime``.
     public init(idleLifetime: Duration = .seconds(15 * 60),

@@ -20,6 +20,8 @@ extension Custodian {
     ///   key absent or not holding the credential, a reply that does not verify.
     func touchApproval(_ context: KeyUseContext, keyID: KeyID, credential: FIDO2Credential) throws(CustodyError) -> PresenceProof {
         let key = try fido2Key()
+        configuration.touchNotice?(TouchNotice(client: context.client, op: context.op, keyID: keyID,
+                                               requester: context.approval?.label))
         try fido2Call { () throws(FIDO2Error) in
             try key.touch(rp: credential.relyingPartyID, credentialID: credential.id, publicKey: credential.publicKey)
         }
@@ -102,5 +104,23 @@ extension Custodian {
         logged.detail = touch == nil ? "prompt" : "touch"
         try log(logged, key: id, result: "ok")
         return record.info()
+    }
+}
+
+/// What a touch custody is waiting for approves (``CustodianConfiguration/touchNotice``).
+public struct TouchNotice: Sendable, CustomStringConvertible {
+    /// The client asking.
+    public let client: KeyUseClient
+    /// The op.
+    public let op: OpName
+    /// The key.
+    public let keyID: KeyID
+    /// Who asks, as a prompt would name them (the site's quoted name and origin; the
+    /// destination, namespace and process for the agent), when the client named one.
+    public let requester: String?
+
+    /// One line: `touch the security key to approve OP with key KEY for REQUESTER`.
+    public var description: String {
+        "touch the security key to approve \(op) with key \(keyID) for " + (requester ?? client.auditName)
     }
 }

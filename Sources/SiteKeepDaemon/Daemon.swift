@@ -9,6 +9,7 @@ import SiteKeepAgent
 import SiteKeepBridgeProtocol
 import SiteKeepCustody
 import SiteKeepDesktop
+import SiteKeepFIDO2
 import SiteKeepJSON
 import SiteKeepKeyring
 import SiteKeepPartitions
@@ -72,8 +73,15 @@ public final class Daemon: Sendable {
     ///   `CustodyError.notInitialized`, or the keyring's error.
     public static func open(home: String, options: DaemonOptions = DaemonOptions()) throws -> Daemon {
         try Askpass.check(options.environment)
-        var store = try OpenStore.open(home: home, keyring: options.keyring,
-                                       configuration: CustodianConfiguration(idleLifetime: .seconds(options.idleLockSeconds)))
+        var configuration = CustodianConfiguration(idleLifetime: .seconds(options.idleLockSeconds))
+        // The security key the daemon's environment names (else the one plugged in), and a line
+        // in its log whenever a key use waits for a touch, saying what the touch approves.
+        if let device = options.environment[FIDO2Key.environmentVariable], !device.isEmpty {
+            configuration.fido2Key = FIDO2Key(path: device)
+        }
+        let log = options.log
+        configuration.touchNotice = { notice in log("waiting: \(notice)") }
+        var store = try OpenStore.open(home: home, keyring: options.keyring, configuration: configuration)
         guard try store.custodian.isInitialized() else { throw CustodyError.notInitialized }
         // One registry and one vault library for the bridge and for every command run here.
         store.shared = SharedStoreServices(registry: try store.registry(), library: store.vaultLibrary(),

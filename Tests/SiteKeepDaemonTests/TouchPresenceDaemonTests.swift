@@ -43,7 +43,10 @@ import Glibc
             run = store.dir.appendingPathComponent("run").path
             let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(run)/bridge.sock", "SITEKEEP_AGENT_SOCK=\(run)/agent.sock",
                        "SITEKEEP_ASKPASS=\(askpass)", "SITEKEEP_FIDO2_DEVICE=\(soft.device)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-            pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file", "--ssh-agent", "--unlock", "--passphrase-file", store.passFile],
+            // Its log (standard error) to a file the tests read.
+            let log = store.dir.appendingPathComponent("serve.log").path
+            pid = try #require(ChildProcess.spawn("/bin/sh", ["-c", "exec \"$0\" \"$@\" 2>>'\(log)'", sitekeep,
+                                                              "serve", "--keyring", "file", "--ssh-agent", "--unlock", "--passphrase-file", store.passFile],
                                                   env: env))
             #expect(ChildProcess.waitForPath(agent, pid: pid), "the daemon's agent socket did not appear")
         }
@@ -66,6 +69,9 @@ import Glibc
             let line = try #require(try JSONParser.parse(r.out).arrayValue?.last, "\(r.out) \(r.err)")
             return (line["site"]?.stringValue ?? "", line["op"]?.stringValue ?? "", line["result"]?.stringValue ?? "", line["detail"]?.stringValue ?? "")
         }
+
+        /// What the daemon wrote to its log.
+        var log: String { (try? String(contentsOfFile: store.dir.appendingPathComponent("serve.log").path, encoding: .utf8)) ?? "" }
 
         func stop() {
             if pid > 0 { kill(pid, SIGTERM); var st: Int32 = 0; waitpid(pid, &st, 0) }
@@ -152,6 +158,9 @@ import Glibc
         let before = try bed.soft.control.counts()
         #expect(sshSign() != 0)
         #expect(!FileManager.default.fileExists(atPath: data + ".sig"))
+        // The daemon's log says what the touch it waited for would have approved.
+        let waiting = bed.log.split(separator: "\n").first { $0.contains("touch the security key to approve ssh.sign with key summit") }
+        #expect(waiting?.contains("ssh-keygen") == true && waiting?.contains("file") == true, "\(bed.log)")
         #expect(try bed.soft.control.counts().asked == before.asked + 1)
         let line = try await bed.lastAudit()
         #expect(line.op == "ssh.sign" && line.result == "presence-refused", "\(line)")

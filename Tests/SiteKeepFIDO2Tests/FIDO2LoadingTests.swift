@@ -1,12 +1,17 @@
 import Foundation
+import Glibc
 import Testing
 import SiteKeepFIDO2
 
 /// libfido2 is optional hardware's library: no SiteKeep process maps it until a key is asked for
 /// (CFIDO2Loader opens it with dlopen then), so a machine without it runs SiteKeep.
 struct FIDO2LoadingTests {
+    /// Whether this process has libfido2 loaded: the dynamic loader's own answer (RTLD_NOLOAD
+    /// loads nothing), not a read of /proc/self/maps, which can come back short.
     static func mapsLibfido2() -> Bool {
-        ((try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? "").contains("libfido2.so")
+        guard let handle = dlopen("libfido2.so.1", RTLD_NOW | RTLD_NOLOAD) else { return false }
+        dlclose(handle)
+        return true
     }
 
     @Test func libfido2IsMappedOnlyOnFirstUse() async throws {
