@@ -1,5 +1,5 @@
 public import SiteKeepCrypto
-public import SiteKeepFIDO2
+import SiteKeepFIDO2
 public import SiteKeepNames
 
 /// Presence by touch: a team key can require, for each use and from every client (the command
