@@ -72,7 +72,9 @@ final class UnlockInput: @unchecked Sendable {
             return UnlockInput(.tpm2(pin: try readPIN(inv, noun: "TPM PIN")))
         }
         if inv.flag("--fido2") {
-            return UnlockInput(.fido2(pin: try readKeyPIN(inv)))
+            let pin = try readKeyPIN(inv)
+            inv.note("Touch the security key when it blinks, to unlock.")
+            return UnlockInput(.fido2(pin: pin))
         }
         if inv.option(SecretSource.prf.option) != nil {
             return UnlockInput(.prf(try inv.secret(.prf, prompt: nil)))

@@ -185,6 +185,7 @@ import Glibc
         try bed.soft.control.setTouch(true)
         let unlocked = await bed.cli(["unlock", "--fido2", "--json"])
         #expect(unlocked.status == 0, "\(unlocked.err)")
+        #expect(unlocked.err.contains("Touch the security key"), "\(unlocked.err)")
         #expect(try JSONParser.parse(unlocked.out)["daemon"] == true, "\(unlocked.out)")
         let status = await bed.cli(["status", "--json"])
         #expect(try JSONParser.parse(status.out)["unlocked"] == true, "\(status.out)")
