@@ -75,7 +75,13 @@ extension Custodian {
                   let credentialID = header.credentialID.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
                   let evalInput = header.prfEvalInput.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
                   (1...FIDO2Credential.maximumIDLength).contains(credentialID.count) else { continue }
-            let held = try fido2Call { () throws(FIDO2Error) in try key.holds(rp: rp, credentialID: credentialID) }
+            // A slot whose relying party or credential id no key could take (an edited header)
+            // is skipped, as a damaged slot is; the key's own failures end the attempt.
+            let held: Bool
+            do throws(FIDO2Error) { held = try key.holds(rp: rp, credentialID: credentialID) } catch {
+                if case .invalidArgument = error { continue }
+                throw .fido2(error)
+            }
             guard held else { continue }
             let output = try fido2Call { () throws(FIDO2Error) in
                 try key.prfOutput(rp: rp, credentialID: credentialID, evalInput: evalInput, pin: pin)
