@@ -86,14 +86,9 @@ extension Custodian {
             let output = try fido2Call { () throws(FIDO2Error) in
                 try key.prfOutput(rp: rp, credentialID: credentialID, evalInput: evalInput, pin: pin)
             }
-            do {
-                let kek = try Self.deriveKEK(header: header, input: .prf(output))
-                let master = try XChaCha20Poly1305.openSecret(blob.wrappedMaster, using: kek, authenticating: header.associatedData())
-                guard master.count == 32 else { throw CustodyError.unlockFailed }
-                return OpenedSlot(master: master, header: header)
-            } catch {
-                throw .unlockFailed
-            }
+            // The key's bytes for its own credential: a slot they do not open was edited.
+            guard let opened = Self.unwrapMaster(blob, header: header, input: .prf(output)) else { throw .unlockFailed }
+            return opened
         }
         throw .fido2(.credentialNotOnKey)
     }

@@ -163,16 +163,23 @@ extension Custodian {
         guard !candidates.isEmpty else { throw .noSlotOfKind(kind) }
         for slot in candidates {
             guard let header = slot.header, let blob = slot.blob, header.storeID == storeID, header.slotID == slot.id else { continue }
-            do {
-                let kek = try Self.deriveKEK(header: header, input: input)
-                let master = try XChaCha20Poly1305.openSecret(blob.wrappedMaster, using: kek, authenticating: header.associatedData())
-                guard master.count == 32 else { continue }
-                return OpenedSlot(master: master, header: header)
-            } catch {
-                continue
-            }
+            if let opened = Self.unwrapMaster(blob, header: header, input: input) { return opened }
         }
         throw .unlockFailed
+    }
+
+    /// The master key `blob` wraps, under the KEK `input` gives with `header`; nil when it does
+    /// not open (a wrong secret, an edited header), which every caller treats as one more slot
+    /// that did not open.
+    static func unwrapMaster(_ blob: SlotBlob, header: SlotHeader, input: borrowing KEKInput) -> OpenedSlot? {
+        do {
+            let kek = try deriveKEK(header: header, input: input)
+            let master = try XChaCha20Poly1305.openSecret(blob.wrappedMaster, using: kek, authenticating: header.associatedData())
+            guard master.count == 32 else { return nil }
+            return OpenedSlot(master: master, header: header)
+        } catch {
+            return nil
+        }
     }
 
     /// ``openSlot(kind:slotID:input:)`` as one attempt of the unlock back-off (see ``UnlockBackoff``).

@@ -93,14 +93,7 @@ extension Custodian {
                     throw .tpm(error)
                 }
             }
-            do {
-                let kek = try Self.deriveKEK(header: header, input: .tpm2(unsealed))
-                let master = try XChaCha20Poly1305.openSecret(blob.wrappedMaster, using: kek, authenticating: header.associatedData())
-                guard master.count == 32 else { continue }
-                return OpenedSlot(master: master, header: header)
-            } catch {
-                continue
-            }
+            if let opened = Self.unwrapMaster(blob, header: header, input: .tpm2(unsealed)) { return opened }
         }
         switch refusal {
         case .none, .badObject: throw .unlockFailed
