@@ -64,10 +64,7 @@ extension Custodian {
     ///   PIN refused), ``CustodyError/unlockFailed`` when the key's bytes open nothing (an
     ///   edited slot).
     func openFIDO2Slot(slotID: String?, pin: borrowing SecretBytes?) throws(CustodyError) -> OpenedSlot {
-        let slots = try loadSlots().filter { slotID == nil || $0.id == slotID }
-        guard !slots.isEmpty else { throw slotID.map { .slotNotFound($0) } ?? .notInitialized }
-        let candidates = slots.filter { $0.header?.kind == .prf }
-        guard !candidates.isEmpty else { throw .noSlotOfKind(.prf) }
+        let candidates = try candidateSlots(of: .prf, slotID: slotID)
         let key = try fido2Key()
         for slot in candidates {
             guard let header = slot.header, let blob = slot.blob, header.storeID == storeID, header.slotID == slot.id,

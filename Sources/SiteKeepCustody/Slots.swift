@@ -156,16 +156,24 @@ extension Custodian {
     }
 
     func openSlot(kind: SlotKind, slotID: String?, input: borrowing KEKInput) throws(CustodyError) -> OpenedSlot {
-        let slots = try loadSlots().filter { slotID == nil || $0.id == slotID }
-        guard !slots.isEmpty else { throw slotID.map { .slotNotFound($0) } ?? .notInitialized }
         // Damaged slots stay candidates: they fail exactly as a wrong secret does.
-        let candidates = slots.filter { $0.header == nil || $0.header?.kind == kind }
-        guard !candidates.isEmpty else { throw .noSlotOfKind(kind) }
-        for slot in candidates {
+        for slot in try candidateSlots(of: kind, slotID: slotID, includingDamaged: true) {
             guard let header = slot.header, let blob = slot.blob, header.storeID == storeID, header.slotID == slot.id else { continue }
             if let opened = Self.unwrapMaster(blob, header: header, input: input) { return opened }
         }
         throw .unlockFailed
+    }
+
+    /// The slots of `kind` (and, with `includingDamaged`, those whose header does not parse)
+    /// among `slotID` (every slot when nil).
+    /// - Throws: ``CustodyError/slotNotFound(_:)``, ``CustodyError/notInitialized`` (no slot),
+    ///   ``CustodyError/noSlotOfKind(_:)``.
+    func candidateSlots(of kind: SlotKind, slotID: String?, includingDamaged: Bool = false) throws(CustodyError) -> [LoadedSlot] {
+        let slots = try loadSlots().filter { slotID == nil || $0.id == slotID }
+        guard !slots.isEmpty else { throw slotID.map { .slotNotFound($0) } ?? .notInitialized }
+        let candidates = slots.filter { $0.header?.kind == kind || (includingDamaged && $0.header == nil) }
+        guard !candidates.isEmpty else { throw .noSlotOfKind(kind) }
+        return candidates
     }
 
     /// The master key `blob` wraps, under the KEK `input` gives with `header`; nil when it does

@@ -61,10 +61,7 @@ extension Custodian {
     /// unusable sealed object let the next candidate try, and are reported when none opens
     /// (an unusable object, or a header edited after sealing, as ``CustodyError/unlockFailed``).
     func openTPM2Slot(slotID: String?, pin: borrowing SecretBytes?) throws(CustodyError) -> OpenedSlot {
-        let slots = try loadSlots().filter { slotID == nil || $0.id == slotID }
-        guard !slots.isEmpty else { throw slotID.map { .slotNotFound($0) } ?? .notInitialized }
-        let candidates = slots.filter { $0.header?.kind == .tpm2 }
-        guard !candidates.isEmpty else { throw .noSlotOfKind(.tpm2) }
+        let candidates = try candidateSlots(of: .tpm2, slotID: slotID)
         let connection = tpmConnection
         var refusal: TPMError? = nil
         for slot in candidates {
