@@ -299,7 +299,16 @@ struct KeyRecord: Equatable {
         }
     }
 
-    static func associatedData(store: String, kind: SiteKeepNames.ItemKind, id: String, version: Int, algorithm: SigningAlgorithm, publicKey: String) -> [UInt8] {
-        Array("sitekeep.key.v1\0\(store)\0\(kind.rawValue)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
+    /// A version's associated data. A key that needs a touch has its credential in it too, so a
+    /// record whose touch requirement was taken away or swapped outside custody (by whoever can
+    /// write the keyring) does not unwrap; a key without one has the bytes it always had.
+    static func associatedData(store: String, kind: SiteKeepNames.ItemKind, id: String, version: Int, algorithm: SigningAlgorithm,
+                               publicKey: String, touch: FIDO2Credential?) -> [UInt8] {
+        var ad = Array("sitekeep.key.v1\0\(store)\0\(kind.rawValue)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
+        if let touch {
+            ad += Array("\0touch\0\(touch.relyingPartyID)\0".utf8) + Array(Base64.encode(touch.id, variant: .urlSafeNoPadding).utf8)
+                + [0] + Array(Base64.encode(touch.publicKey, variant: .urlSafeNoPadding).utf8)
+        }
+        return ad
     }
 }

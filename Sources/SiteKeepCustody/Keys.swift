@@ -36,10 +36,11 @@ extension Custodian {
     }
 
     /// Wraps a new signing key as version `version` of a record.
-    func makeVersion(_ handle: SigningKeyHandle, kind: SiteKeepNames.ItemKind, id: String, version: Int, master: LockedSecret) throws(CustodyError) -> KeyRecord.Version {
+    func makeVersion(_ handle: SigningKeyHandle, kind: SiteKeepNames.ItemKind, id: String, version: Int, master: LockedSecret,
+                     touch: FIDO2Credential? = nil) throws(CustodyError) -> KeyRecord.Version {
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
         let pk = Base64.encode(handle.publicKey)
-        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk)
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk, touch: touch)
         let wrapped = try cr { () throws(CryptoError) -> [UInt8] in
             let secret = try handle.exportForWrapping()
             return try wrapKey.wrap(secret, authenticating: ad)
@@ -81,7 +82,8 @@ extension Custodian {
             return (cached, v, record.ssh)
         }
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
-        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey)
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey,
+                                          touch: record.touch)
         guard let wrapped = try? Base64.decode(entry.wrapped) else { throw .damagedItem("\(kind)/\(id) version \(v) is not base64") }
         let handle: SigningKeyHandle
         do {
@@ -202,7 +204,7 @@ extension Custodian {
         var record = try loadRecord(kind: .teamKey, id: id)
         guard record.versions.count < KeyRecord.maximumVersions else { throw .invalidArgument("key \(id) has reached \(KeyRecord.maximumVersions) versions") }
         let version = try makeVersion(Self.newHandle(record.algorithm), kind: .teamKey, id: id,
-                                      version: record.versions.count + 1, master: master)
+                                      version: record.versions.count + 1, master: master, touch: record.touch)
         record.versions.append(version)
         try storeRecord(record, kind: .teamKey)
         _ = signers.withLock { $0.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }

@@ -114,4 +114,51 @@ struct TouchPresenceTests {
         #expect(try custodian.teamKeyInfo(id: "summit").touch == nil)
         #expect(try soft.control.counts().asked == 0, "the key was not asked to make a credential")
     }
+
+    /// Whoever can write the keyring but holds no master key cannot take the requirement out of
+    /// the key's record (nor swap in a credential of their own): the key's versions are wrapped
+    /// with it, so the edited record signs nothing, with any proof; rotation keeps it bound.
+    @Test func aRecordWhoseTouchWasTakenOutOrSwappedSignsNothing() throws {
+        let soft = try SoftKey(["--no-touch-ms", "200"])
+        defer { soft.stop() }
+        let custodian = try Self.touchKey(soft)
+        _ = try custodian.rotateTeamKey(id: "summit")
+        let keyring = try FileKeyring(folder: custodian.home.path)
+        let item = KeyringItemID(store: custodian.storeID, kind: ItemKind.teamKey.rawValue, id: "summit")
+        let original = try keyring.load(item)
+        let text = try #require(String(validating: original, as: UTF8.self))
+        let member = try #require(text.range(of: #","touch":\{[^}]*\}"#, options: .regularExpression), "\(text)")
+        let other = try soft.key.makeCredential(rp: Custodian.fido2RelyingPartyID, userID: Array("someone-else".utf8))
+        let swapped = ",\"touch\":{\"credentialID\":\"\(Base64.encode(other.id, variant: .urlSafeNoPadding))\","
+            + "\"publicKey\":\"\(Base64.encode(other.publicKey, variant: .urlSafeNoPadding))\",\"rp\":\"\(other.relyingPartyID)\"}"
+        for edited in [text.replacingCharacters(in: member, with: ""), text.replacingCharacters(in: member, with: swapped)] {
+            try keyring.store(Array(edited.utf8), for: item, label: "SiteKeep team key summit")
+            var configuration = CustodianConfiguration(autoLockTimer: false)
+            configuration.fido2Key = soft.key
+            let fresh = try Custodian(home: custodian.home, keyring: try FileKeyring(folder: custodian.home.path), configuration: configuration)
+            try fresh.unlock(.passphrase(try FIDO2SlotTests.secret(FIDO2SlotTests.passphrase)))
+            let context = KeyUseContext(client: .commandLine, op: .teamSign, presence: try Self.secretProof(.teamSign))
+            var refused: CustodyError?
+            do throws(CustodyError) { _ = try fresh.signature(keyID: "summit", message: [1], context: context) } catch { refused = error }
+            guard case .damagedItem? = refused else { Issue.record("an edited record gave \(String(describing: refused))"); continue }
+        }
+        // The record as custody wrote it signs again (after a touch).
+        try keyring.store(original, for: item, label: "SiteKeep team key summit")
+        var configuration = CustodianConfiguration(autoLockTimer: false)
+        configuration.fido2Key = soft.key
+        let fresh = try Custodian(home: custodian.home, keyring: try FileKeyring(folder: custodian.home.path), configuration: configuration)
+        try fresh.unlock(.passphrase(try FIDO2SlotTests.secret(FIDO2SlotTests.passphrase)))
+        let signed = try fresh.signature(keyID: "summit", message: [1],
+                                         context: KeyUseContext(client: .commandLine, op: .teamSign, presence: try Self.secretProof(.teamSign)))
+        #expect(signed.version == 2)
+        // Back to the prompt: the versions are wrapped again without it, and sign with a proof.
+        _ = try fresh.allowPrompt(keyID: "summit", context: KeyUseContext(client: .commandLine, op: Custodian.presencePolicyOp,
+                                                                          presence: try Self.secretProof(Custodian.presencePolicyOp)))
+        let again = try Custodian(home: custodian.home, keyring: try FileKeyring(folder: custodian.home.path), configuration: configuration)
+        try again.unlock(.passphrase(try FIDO2SlotTests.secret(FIDO2SlotTests.passphrase)))
+        try soft.control.setTouch(false)
+        let plain = try again.signature(keyID: "summit", message: [2],
+                                        context: KeyUseContext(client: .commandLine, op: .teamSign, presence: try Self.secretProof(.teamSign)))
+        #expect(try again.verify(keyID: "summit", signature: plain.signature, message: [2]))
+    }
 }
