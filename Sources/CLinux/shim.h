@@ -135,3 +135,91 @@ static inline int sitekeep_unix_peer_inode(unsigned int ino, unsigned int *peer)
     errno = ENOENT;
     return -1;
 }
+
+/* Descriptor passing over a connected Unix socket (SCM_RIGHTS). */
+#include <sys/uio.h>
+ssize_t sendmsg(int, const struct msghdr *, int);
+ssize_t recvmsg(int, struct msghdr *, int);
+
+/* Sends `len` bytes (at least 1) with `count` descriptors (at most 8) attached to the first
+ * byte: the number of bytes sent, or -1 with errno. */
+static inline long sitekeep_send_fds(int sock, const void *buf, unsigned long len, const int *fds, int count) {
+    if (len == 0 || count < 0 || count > 8) { errno = EINVAL; return -1; }
+    struct iovec iov = { (void *)buf, len };
+    union { struct cmsghdr align; char bytes[CMSG_SPACE(8 * sizeof(int))]; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (count > 0) {
+        msg.msg_control = control.bytes;
+        msg.msg_controllen = CMSG_SPACE((unsigned long)count * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN((unsigned long)count * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, (unsigned long)count * sizeof(int));
+    }
+    ssize_t n;
+    do { n = sendmsg(sock, &msg, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    return (long)n;
+}
+
+/* Receives up to `len` bytes and any descriptors attached (made close-on-exec): the number of
+ * bytes (0 at the end of the stream), or -1 with errno; `*count` is set to how many
+ * descriptors were stored in `fds` (at most `max`, at most 8). Descriptors beyond `max`, or
+ * arriving in a truncated control message, are closed, never leaked, and `*truncated` is set. */
+static inline long sitekeep_recv_fds(int sock, void *buf, unsigned long len, int *fds, int max, int *count, int *truncated) {
+    *count = 0;
+    *truncated = 0;
+    struct iovec iov = { buf, len };
+    union { struct cmsghdr align; char bytes[CMSG_SPACE(8 * sizeof(int))]; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof(control.bytes);
+    ssize_t n;
+    do { n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    if (msg.msg_flags & MSG_CTRUNC) *truncated = 1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        int *got = (int *)CMSG_DATA(c);
+        for (int i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, got + i, sizeof(int));
+            if (*count < max) fds[(*count)++] = fd; else { close(fd); *truncated = 1; }
+        }
+    }
+    return (long)n;
+}
+
+/* pidfd_send_signal(pidfd, sig): 0, or -1 with errno (ESRCH once the process has exited). */
+static inline int sitekeep_pidfd_signal(int pidfd, int sig) {
+#ifdef SYS_pidfd_send_signal
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, (void *)0, 0u);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* posix_spawn_file_actions_addchdir_np (glibc 2.29), which <spawn.h> declares only under
+ * _GNU_SOURCE: the child's working folder, set before its exec. */
+#include <spawn.h>
+int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *, const char *);
+static inline int sitekeep_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+}
+
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34): every descriptor from `from` up is
+ * closed in the child, whatever the parent leaked without close-on-exec. */
+int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+static inline int sitekeep_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}

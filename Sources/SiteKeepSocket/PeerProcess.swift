@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 /// The file a process runs, as the kernel holds it: device and inode (which name the file
-/// whatever its path), size and modification time. Two identities are equal exactly when they
-/// name the same file in the same state.
+/// whatever its path), size, modification time and change time. Two identities are equal
+/// exactly when they name the same file in the same state: a rewrite in place changes the change
+/// time (`st_ctim`), which, unlike the modification time, no unprivileged call can set back.
 public struct ExecutableIdentity: Sendable, Hashable, CustomStringConvertible {
     /// `st_dev` of the file.
     public let device: UInt64
@@ -16,6 +17,9 @@ public struct ExecutableIdentity: Sendable, Hashable, CustomStringConvertible {
     public let size: Int64
     /// Its modification time, nanoseconds since the Unix epoch.
     public let modifiedNanoseconds: Int64
+    /// Its status change time (`st_ctim`), nanoseconds since the Unix epoch: moved by every
+    /// write, `chmod`, `utimensat` or link, and set by the kernel alone.
+    public let changedNanoseconds: Int64
 
     /// The identity of an open file.
     public init?(descriptor fd: Int32) {
@@ -37,6 +41,7 @@ public struct ExecutableIdentity: Sendable, Hashable, CustomStringConvertible {
         inode = UInt64(st.st_ino)
         size = Int64(st.st_size)
         modifiedNanoseconds = Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec)
+        changedNanoseconds = Int64(st.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_ctim.tv_nsec)
     }
 
     public var description: String { "device \(device) inode \(inode), \(size) bytes" }

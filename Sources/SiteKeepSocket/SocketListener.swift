@@ -171,6 +171,48 @@ public final class SocketListener: Sendable {
         }
     }
 
+    /// Serves `fd`, a connection made some other way than by this listener's `accept` (one end
+    /// of a socket pair the daemon handed on), as an accepted one: on a thread of its own,
+    /// drained and closed by ``shutdown()`` like the rest. The listener owns `fd` from here;
+    /// false (and `fd` closed) when it is stopping or no thread could be started.
+    @discardableResult
+    public func adopt(_ fd: Int32, _ handle: @escaping @Sendable (SocketConnection) -> Void) -> Bool {
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let admitted = live.withLock { n -> Bool in
+            guard !stopping.load(ordering: .acquiring) else { return false }
+            n += 1
+            return true
+        }
+        guard admitted else { close(fd); return false }
+        observer?.threadStarted()
+        let connection = SocketConnection(fd: fd, peer: UnixSocket.peerCredentials(fd), wake: wakeRead,
+                                          spinNanoseconds: spinNanoseconds) { [self] in stopping.load(ordering: .relaxed) }
+        let started = SystemThread.detach { [self] in
+            handle(connection)
+            connection.writer.close()
+            leave()
+        }
+        if !started {
+            connection.writer.close()
+            leave()
+        }
+        return started
+    }
+
+    /// A serving thread is done: counted out, and the last one out after a shutdown began
+    /// reports the listener stopped.
+    private func leave() {
+        observer?.threadEnded()
+        let last = live.withLock { n -> Bool in
+            n -= 1
+            return n == 0 && stopping.load(ordering: .acquiring)
+        }
+        if last {
+            onStopped()
+            stopped.signal()
+        }
+    }
+
     /// Stops gracefully (see the type's discussion) and returns when everything is closed.
     public func shutdown() {
         if !stopping.exchange(true, ordering: .acquiringAndReleasing) {
@@ -198,15 +240,7 @@ public final class SocketListener: Sendable {
         }
         // The accepting thread sets `stopping` before it leaves, so the count reaches 0 only
         // once no thread accepts or serves.
-        observer?.threadEnded()
-        let last = live.withLock { n -> Bool in
-            n -= 1
-            return n == 0 && stopping.load(ordering: .acquiring)
-        }
-        if last {
-            onStopped()
-            stopped.signal()
-        }
+        leave()
     }
 
     /// Waits for and accepts the next connection; nil when the listener stops, after closing

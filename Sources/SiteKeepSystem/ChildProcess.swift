@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// Runs other programs: directly (never through a shell), in their own process group so a
 /// script's children are stopped with it, with standard input and output on `/dev/null` unless
@@ -9,6 +10,9 @@ import Glibc
 public struct ChildProcess: Sendable {
     /// The child's process id (also its process group id).
     public let pid: Int32
+
+    /// A child of this process started some other way, known by its pid, to wait for or stop.
+    public init(pid: Int32) { self.pid = pid }
 
     /// How a child ended.
     public enum Termination: Sendable, Equatable, CustomStringConvertible {
@@ -56,10 +60,21 @@ public struct ChildProcess: Sendable {
     ///   - detached: the child leads a new session instead (`setsid`: no controlling terminal,
     ///     it outlives this process and the terminal's signals), with no signal blocked; for a
     ///     daemon that is started and not waited for.
+    ///   - argv0: the child's `argv[0]` when it is not `program` (a program started from a
+    ///     descriptor, `/proc/self/fd/N`, is named by the path it was opened at).
+    ///   - workingDirectory: the child's working folder (else this process's).
+    ///   - closingFrom: when given, every descriptor from this number up is closed in the child
+    ///     after `descriptors` are placed, whatever this process leaked without close-on-exec
+    ///     (what it inherited from whoever started it).
+    ///   - descriptors: descriptors of this process to give the child, each at the number given
+    ///     (`dup2`, so close-on-exec is cleared in the child alone); any other descriptor this
+    ///     process opened close-on-exec stays out of the child.
     /// - Throws: ``SystemError`` when the program cannot be started.
     public static func spawn(_ program: String, arguments: [String], environment: [String]? = nil,
                              stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null,
-                             ownProcessGroup: Bool = true, detached: Bool = false) throws(SystemError) -> ChildProcess {
+                             ownProcessGroup: Bool = true, detached: Bool = false,
+                             argv0: String? = nil, workingDirectory: String? = nil,
+                             descriptors: [(parent: Int32, child: Int32)] = [], closingFrom: Int32? = nil) throws(SystemError) -> ChildProcess {
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
@@ -85,8 +100,13 @@ public struct ChildProcess: Sendable {
             case .standardOutput: posix_spawn_file_actions_adddup2(&actions, 1, fd)
             }
         }
+        for (parent, child) in descriptors {
+            posix_spawn_file_actions_adddup2(&actions, parent, child)
+        }
+        if let closingFrom { sitekeep_spawn_add_closefrom(&actions, closingFrom) }
+        if let workingDirectory { sitekeep_spawn_add_chdir(&actions, workingDirectory) }
         func cStrings(_ list: [String]) -> [UnsafeMutablePointer<CChar>?] { list.map { strdup($0) } + [nil] }
-        let argv = cStrings([program] + arguments)
+        let argv = cStrings([argv0 ?? program] + arguments)
         defer { argv.forEach { free($0) } }
         var pid: Int32 = 0
         var rc: Int32 = 0

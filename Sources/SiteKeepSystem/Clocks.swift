@@ -19,6 +19,12 @@ import CLinux
 /// A type that needs a fake clock in tests takes a reader (as `BootClock` does) whose
 /// production value calls these.
 public enum Clocks {
+    /// Nanoseconds since the Unix epoch (`CLOCK_REALTIME`): what a file's times are compared with.
+    public static func wallNanoseconds() -> Int64 {
+        let ts = read(CLOCK_REALTIME)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     /// Milliseconds since the Unix epoch (`CLOCK_REALTIME`).
     public static func wallMilliseconds() -> Int64 {
         let ts = read(CLOCK_REALTIME)

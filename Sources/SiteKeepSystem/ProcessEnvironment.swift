@@ -74,14 +74,16 @@ public enum InheritedDescriptors {
     /// so a connection opened by whoever started it, and kept across `execve`, is not the
     /// host's (the daemon refuses a host that does not hold its own connection). Returns how
     /// many were closed.
+    /// `keeping` names descriptors to leave open (a host started by the daemon keeps its
+    /// channel, descriptor 3).
     @discardableResult
-    public static func closeAll() -> Int {
+    public static func closeAll(keeping: Set<Int32> = []) -> Int {
         guard let dir = opendir("/proc/self/fd") else { return 0 }
         let own = dirfd(dir)
         var numbers: [Int32] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let n = Int32(name), n >= 3, n != own { numbers.append(n) }
+            if let n = Int32(name), n >= 3, n != own, !keeping.contains(n) { numbers.append(n) }
         }
         closedir(dir)
         for n in numbers { close(n) }

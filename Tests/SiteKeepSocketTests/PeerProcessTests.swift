@@ -183,8 +183,34 @@ import SiteKeepSystem
         #expect(rename(copy + ".new", copy) == 0)
         let after2 = try Self.seen(c)
         #expect(after2.replaced)
-        #expect(after2.executable == before.executable)
+        // The same file (its link count dropped, so its change time moved).
+        #expect(after2.executable.inode == before.executable.inode && after2.executable.device == before.executable.device)
         #expect(after2.executable != ExecutableIdentity(path: copy))
+    }
+
+    /// A file rewritten in place at the same size, its modification time set back (which any
+    /// owner may do), is another file by identity: the change time moved, and no unprivileged
+    /// call sets it back (issue 45, defect 3).
+    @Test func aRewriteInPlaceWithTheTimeSetBackIsAnotherIdentity() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sk-identity-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        mkdir(dir, 0o700)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/host"
+        try "#!/bin/sh\necho one\n".write(toFile: path, atomically: true, encoding: .utf8)
+        // A modification time the rewrite below sets again.
+        let setBack = { try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_700_000_000)], ofItemAtPath: path) }
+        try setBack()
+        let first = try #require(ExecutableIdentity(path: path))
+        usleep(20_000)
+        let fd = open(path, O_WRONLY)
+        let bytes = Array("#!/bin/sh\necho two\n".utf8)
+        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        close(fd)
+        try setBack()
+        let second = try #require(ExecutableIdentity(path: path))
+        #expect(second.device == first.device && second.inode == first.inode && second.size == first.size)
+        #expect(second.modifiedNanoseconds == first.modifiedNanoseconds, "the modification time was set back")
+        #expect(second != first, "a rewrite in place kept the identity")
     }
 
     @Test func aSocketWithoutAPeerHasNoCredentials() throws {
