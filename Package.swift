@@ -208,7 +208,7 @@ let package = Package(
         .target(name: "SiteKeepDaemon", dependencies: [
             "SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions",
             "SiteKeepVault", "SiteKeepVaultRemotes", "SiteKeepCore", "SiteKeepDesktop", "SiteKeepAgent", "SiteKeepSocket",
-            "SiteKeepBridgeProtocol", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepFIDO2",
+            "SiteKeepBridgeProtocol", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepFIDO2", "CLinux",
         ]),
         // Command-line conventions and commands (testable library behind the thin executable).
         .target(name: "SiteKeepCommandLine", dependencies: [
@@ -256,7 +256,7 @@ let package = Package(
         // FIFO watchdog and a fake daemon, and the in-memory stand-ins (bridge services, site
         // storage keys, vault keys, a signing audit file) for tests, the test daemon, the fuzz
         // targets and the benchmarks.
-        .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
+        .target(name: "SiteKeepTestSupport", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepBridgeProtocol", "SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepCustody", "SiteKeepCrypto",
                                                             "SiteKeepPartitions", "SiteKeepVault", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepSoftFIDO2", "SiteKeepFIDO2"],
                 path: "Tests/SiteKeepTestSupport"),
         // The software CTAP2 authenticator (CTAPHID messages over a Unix socket, hmac-secret, the
@@ -306,7 +306,7 @@ if browserAvailable {
         // GTK 4 + WebKitGTK 6.0: module map and a header of typed helpers (signals, g_object_new, g_idle_add).
         .systemLibrary(name: "CWebKitGTK", pkgConfig: "webkitgtk-6.0", providers: [.apt(["libwebkitgtk-6.0-dev", "libgtk-4-dev"])]),
         // The focused browser: a web view per tab, a network session per site, the bridge in the page.
-        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepVocabulary", "SiteKeepJSON", "SiteKeepSystem"]),
+        .executableTarget(name: "sitekeep-browser", dependencies: ["CWebKitGTK", "SiteKeepBrowserCore", "SiteKeepBridgeProtocol", "SiteKeepVocabulary", "SiteKeepJSON", "SiteKeepSystem"]),
     ]
 }
 

@@ -61,7 +61,24 @@ public final class BridgeServer: Sendable {
         listener.shutdown()
     }
 
+    /// Serves `fd`, one end of a connection the daemon made itself and handed to a host it
+    /// started, on a thread of its own, with `host` deciding which sites its `hello` may bind
+    /// (``HostCheck/launched(sites:hostName:)``). The server owns `fd` from here (closed when the
+    /// connection ends, or at once when the server is stopping); false when it was not served.
+    @discardableResult
+    public func adopt(connection fd: Int32, host: HostCheck) -> Bool {
+        listener.adopt(fd) { [self] connection in serve(connection, host: host) }
+    }
+
     private func serve(_ socket: SocketConnection) {
+        let fd = socket.fd
+        let identify = { @Sendable () -> Result<PeerProcess, PeerProcessError> in
+            Result { () throws(PeerProcessError) in try PeerProcess.identify(socket: fd) }
+        }
+        serve(socket, host: HostCheck.socket(accepted: identify(), identifyNow: identify, authority: hosts))
+    }
+
+    private func serve(_ socket: SocketConnection, host: HostCheck) {
         let out = socket.writer
         UnixSocket.setSendTimeout(socket.fd, seconds: 5)
         guard let peer = socket.peer, socket.isSameUser else {
@@ -69,11 +86,6 @@ public final class BridgeServer: Sendable {
             _ = out.send(BridgeMessage.failure(id: .null, f).bytes)
             return
         }
-        let fd = socket.fd
-        let identify = { @Sendable () -> Result<PeerProcess, PeerProcessError> in
-            Result { () throws(PeerProcessError) in try PeerProcess.identify(socket: fd) }
-        }
-        let host = HostCheck.socket(accepted: identify(), identifyNow: identify, authority: hosts)
         let connection = BridgeConnection(peer: peer, host: host) { bytes in _ = out.send(bytes) }
         defer { dispatcher.disconnect(connection) }
         let executor = ConnectionExecutor()

@@ -23,6 +23,10 @@ public final class ControlServer: Sendable {
         public let op: String
         /// The whole header, for ops that carry more (`run`'s argv, cwd, env, tty).
         public let header: JSONValue
+        /// The descriptors the client attached to the header (`launch`: the standard streams a
+        /// started host is to use); the session handler owns them. Empty for every other op,
+        /// whose descriptors are closed unread.
+        public var descriptors: [Int32] = []
         /// `unlock`'s method: `passphrase`, `prf` or `recovery`.
         public var method: String? { header["method"]?.stringValue }
     }
@@ -86,20 +90,25 @@ public final class ControlServer: Sendable {
             Self.refuse(connection, "forbidden_peer", "the SiteKeep daemon serves only its own user")
             return
         }
-        guard let header = Self.readHeader(fd) else {
+        guard let (header, descriptors) = Self.readHeader(fd) else {
             Self.refuse(connection, "bad_request", "the control request is not one JSON object line")
             return
         }
-        guard let op = header["op"]?.stringValue else {
-            Self.refuse(connection, "bad_request", "the control request names no op")
+        guard let op = header["op"]?.stringValue, op == "launch" || descriptors.isEmpty else {
+            for d in descriptors { close(d) }
+            Self.refuse(connection, "bad_request", header["op"]?.stringValue == nil ? "the control request names no op" : "only 'launch' carries descriptors")
             return
         }
-        let request = Request(op: op, header: header)
+        var request = Request(op: op, header: header)
+        request.descriptors = descriptors
+        var handedOn = false
+        defer { if !handedOn { for d in descriptors { close(d) } } }
         if let v = header["v"], v != .int(Int64(ControlWire.version)) {
             Self.refuse(connection, "version", "this daemon speaks control version \(ControlWire.version); restart it or the client so both are the same build")
             return
         }
         let allowed: Set<String> = op == "run" ? ["v", "op", "store", "argv", "cwd", "env", "tty"]
+            : op == "launch" ? ["v", "op", "store", "program", "site", "path", "argv", "env", "cwd", "method", "length"]
             : op == "unlock" ? Set(["v", "op", "store", "method", "length", "idle_lock"]).union(ControlServer.unlockPromptKeys.keys)
             : ["v", "op", "store", "method", "length"]
         // `set`: a setting of this run only (`unlock --idle-lock` against a running daemon).
@@ -113,12 +122,13 @@ public final class ControlServer: Sendable {
             Self.refuse(connection, "wrong_store", "the daemon on \(path ?? "this socket") serves the store in \(storeLabel), not the one asked for")
             return
         }
-        if store == nil, ["unlock", "lock", "run", "stop", "set"].contains(op) {
+        if store == nil, ["unlock", "lock", "run", "stop", "set", "launch"].contains(op) {
             Self.refuse(connection, "bad_request", "\(op) must name the store it means")
             return
         }
-        if op == "run" {
+        if op == "run" || op == "launch" {
             UnixSocket.setReceiveTimeout(fd, seconds: 0)
+            handedOn = true
             session(request, connection)
             return
         }
@@ -140,18 +150,14 @@ public final class ControlServer: Sendable {
         Self.reply(connection, answer)
     }
 
-    /// The header line, at most ``ControlWire/maximumHeaderBytes``, as a JSON object.
-    private static func readHeader(_ fd: Int32) -> JSONValue? {
-        var header: [UInt8] = []
-        var byte: UInt8 = 0
-        while header.count < ControlWire.maximumHeaderBytes {
-            let n = recv(fd, &byte, 1, 0)
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { return nil }
-            if byte == 0x0a { break }
-            header.append(byte)
+    /// The header line, at most ``ControlWire/maximumHeaderBytes``, as a JSON object, with the
+    /// descriptors (at most three) attached to it.
+    private static func readHeader(_ fd: Int32) -> (JSONValue, [Int32])? {
+        guard let (header, descriptors) = DescriptorPassing.receiveLine(fd, limit: ControlWire.maximumHeaderBytes, maximumDescriptors: 3) else { return nil }
+        guard let value = try? JSONParser.parse(header, limits: .message), case .object = value else {
+            for d in descriptors { close(d) }
+            return nil
         }
-        guard let value = try? JSONParser.parse(header, limits: .message), case .object = value else { return nil }
-        return value
+        return (value, descriptors)
     }
 }

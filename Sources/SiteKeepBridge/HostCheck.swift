@@ -22,6 +22,14 @@ public struct HostCheck: Sendable {
     /// An in-process connection: the process that made it linked SiteKeep and is its own host.
     public static let inProcess = HostCheck { _ in nil }
 
+    /// A connection the daemon handed to a host it started (``HostChannel``): the capability is
+    /// the connection itself, so nothing is looked up about the process that holds it; which
+    /// sites it binds is `refusal`'s to say (nil: this one), asked at `hello`, so a host removed
+    /// from a site since the launch binds it no more.
+    public static func launched(_ refusal: @escaping @Sendable (BridgeSite) -> String?) -> HostCheck {
+        HostCheck(refusal)
+    }
+
     /// A socket connection: the process identified when the connection was accepted
     /// (`accepted`) and, at `hello`, again from the socket (`identifyNow`) must both be hosts
     /// of the site, so a process that `execve`s a host after connecting is judged by what it ran

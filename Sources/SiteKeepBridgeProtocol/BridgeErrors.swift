@@ -112,6 +112,8 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
     case reply(BridgeFailure)
     /// A wait for a reply or event ran out.
     case timeout
+    /// The daemon refused a control request (`code` and its message, which names the fix).
+    case daemonRefused(code: String, message: String)
 
     public var description: String {
         switch self {
@@ -127,6 +129,7 @@ public enum BridgeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .protocolViolation(let r): "the peer broke the bridge protocol: \(r)"
         case .reply(let f): "the daemon refused the request: \(f)"
         case .timeout: "no answer from the SiteKeep daemon in time; check that it is running"
+        case .daemonRefused(_, let message): message
         }
     }
 }

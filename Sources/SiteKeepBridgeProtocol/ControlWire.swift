@@ -191,3 +191,76 @@ public enum ControlClient {
         return value
     }
 }
+
+/// A host the daemon started for a client's `launch` request: its pid, and the control
+/// connection on which the daemon says when it ends. Closing the connection stops the host.
+public final class LaunchedHost: Sendable {
+    /// The host's process id.
+    public let pid: Int32
+    private let fd: Int32
+
+    init(pid: Int32, fd: Int32) {
+        self.pid = pid
+        self.fd = fd
+    }
+
+    /// Waits until the host ends and returns its status (the shell's convention: 128 + a
+    /// signal); nil when the daemon went away first.
+    public func waitForExit() -> Int32? {
+        UnixSocket.setReceiveTimeout(fd, seconds: 0)
+        guard let reply = try? ControlClient.readReply(fd), let status = reply["exited"]?.intValue else { return nil }
+        return Int32(clamping: status)
+    }
+
+    /// Closes the connection: the daemon stops the host (SIGTERM, then SIGKILL 5 s later).
+    public func close() { _ = Glibc.close(fd) }
+}
+
+extension ControlClient {
+    /// Asks the daemon at `path` to start a host (``HostChannel``): `program` is `"browser"` (the
+    /// SiteKeep browser, for every app-bound site) or `"host"` (`hostPath`, a program the user
+    /// added for `site`). The host gets `arguments`, the display, session and locale variables
+    /// of `environment` the daemon passes on (never one that loads code), `cwd`, and `stdio`
+    /// (up to three descriptors: its standard input, output and error; /dev/null for the rest).
+    /// `passphrase`, when given, approves what needs the user's approval (the browser's
+    /// `--automation`). Nil when no daemon listens at `path`.
+    /// - Throws: ``BridgeError`` when the daemon refuses (its code and message) or the socket
+    ///   fails the client's checks.
+    public static func launch(path: String, store: String, program: String, site: String? = nil, hostPath: String? = nil,
+                              arguments: [String], environment: [String: String], cwd: String, stdio: [Int32],
+                              passphrase: UnsafeRawBufferPointer? = nil) throws(BridgeError) -> LaunchedHost? {
+        guard let fd = try connect(path: path) else { return nil }
+        var fields: [JSONMember] = [JSONMember(key: "program", value: .string(program))]
+        if let site { fields.append(JSONMember(key: "site", value: .string(site))) }
+        if let hostPath { fields.append(JSONMember(key: "path", value: .string(hostPath))) }
+        fields.append(JSONMember(key: "argv", value: .array(arguments.map { .string($0) })))
+        fields.append(JSONMember(key: "env", value: .object(environment.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .string($0.value)) })))
+        fields.append(JSONMember(key: "cwd", value: .string(cwd)))
+        if passphrase != nil { fields.append(JSONMember(key: "method", value: .string("passphrase"))) }
+        fields.append(JSONMember(key: "length", value: .int(Int64(passphrase?.count ?? 0))))
+        UnixSocket.setReceiveTimeout(fd, seconds: 60)
+        do {
+            try DescriptorPassing.send(fd, header(op: "launch", store: store, extra: fields), descriptors: stdio)
+        } catch {
+            let reply = try? readReply(fd)
+            Glibc.close(fd)
+            if let reply { throw refusal(reply) }
+            throw BridgeError(error)
+        }
+        if let passphrase, passphrase.count > 0 { _ = UnixSocket.writeAll(fd, passphrase) }
+        let reply: JSONValue
+        do { reply = try readReply(fd) } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        guard reply["ok"] == .bool(true), let pid = reply["pid"]?.intValue else {
+            Glibc.close(fd)
+            throw refusal(reply)
+        }
+        return LaunchedHost(pid: Int32(clamping: pid), fd: fd)
+    }
+
+    private static func refusal(_ reply: JSONValue) -> BridgeError {
+        .daemonRefused(code: reply["code"]?.stringValue ?? "refused", message: reply["error"]?.stringValue ?? "the daemon refused to start the host")
+    }
+}

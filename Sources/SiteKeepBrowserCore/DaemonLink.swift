@@ -95,7 +95,13 @@ public struct SocketDaemonLink: DaemonLink {
 
     public func open(origin: String, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
                      onClose: @escaping @Sendable () -> Void) throws(DaemonLinkError) -> any BridgeChannel {
-        let fd = try DaemonSocket.connect(bridgePath)
+        try Self.hello(on: try DaemonSocket.connect(bridgePath), origin: origin, onEvent: onEvent, onClose: onClose)
+    }
+
+    /// Sends `hello` for `origin` on the connected bridge socket `fd` (owned from here: closed
+    /// on failure) and returns the bound channel.
+    static func hello(on fd: Int32, origin: String, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
+                      onClose: @escaping @Sendable () -> Void) throws(DaemonLinkError) -> any BridgeChannel {
         var frames = FrameReceiver(fd: fd)
         let hello: JSONValue = ["v": 1, "id": 0, "op": "hello", "args": ["origin": .string(origin)]]
         guard DaemonSocket.writeAll(fd, BridgeFraming.frame(hello)) else {
@@ -119,6 +125,50 @@ public struct SocketDaemonLink: DaemonLink {
         } catch {
             Glibc.close(fd)
             throw .closed
+        }
+    }
+}
+
+/// The daemon as a host it started sees it: the ``HostChannel`` it was given at launch
+/// (descriptor 3), which lists the sites it acts for and hands it bridge connections bound to
+/// them. The only link that binds a site: a browser started any other way gets none.
+public struct ChannelDaemonLink: DaemonLink {
+    let channel: HostChannelClient
+
+    /// The channel this process was started with; throws when the daemon did not start it.
+    public init(environment: [String: String]) throws(DaemonLinkError) {
+        do { channel = try HostChannelClient.inherited(environment: environment) } catch {
+            throw .refused(code: "not_started_by_daemon", message: error.description)
+        }
+    }
+
+    public func sites() throws(DaemonLinkError) -> [BrowserSite] {
+        let list: JSONValue
+        do { list = try channel.sites() } catch { throw Self.map(error) }
+        return try (list.arrayValue ?? []).map { s throws(DaemonLinkError) -> BrowserSite in
+            guard let id = s["id"]?.stringValue, let name = s["name"]?.stringValue,
+                  let origins = s["origins"]?.arrayValue?.compactMap(\.stringValue), !origins.isEmpty,
+                  let folder = s["webFolder"]?.stringValue, folder.hasPrefix("/") else {
+                throw .protocolViolation("a site lacks id, name, origins or webFolder")
+            }
+            do { return try BrowserSite(id: id, name: name, origins: origins, webFolder: folder) } catch {
+                throw .protocolViolation("a site's origin is not an origin: \(error)")
+            }
+        }
+    }
+
+    public func open(origin: String, onEvent: @escaping @Sendable (String, JSONValue) -> Void,
+                     onClose: @escaping @Sendable () -> Void) throws(DaemonLinkError) -> any BridgeChannel {
+        let fd: Int32
+        do { fd = try channel.connect() } catch { throw Self.map(error) }
+        return try SocketDaemonLink.hello(on: fd, origin: origin, onEvent: onEvent, onClose: onClose)
+    }
+
+    private static func map(_ error: HostChannelError) -> DaemonLinkError {
+        switch error {
+        case .notStartedByTheDaemon: .refused(code: "not_started_by_daemon", message: error.description)
+        case let .refused(code, message): .refused(code: code, message: message)
+        case .closed: .closed
         }
     }
 }

@@ -53,6 +53,7 @@ public final class Daemon: Sendable {
         let core: DaemonCore
         let sync: VaultSync?
         var control: ControlServer?
+        let launcher: HostLauncher
         var agent: AgentSocketServer?
         var watcher: SessionLockWatcher?
         var controlPath: String?
@@ -129,11 +130,17 @@ public final class Daemon: Sendable {
         let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: env)
         let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService())
         let dispatcher = try wired.dispatcher()
-        // Only a site's hosts bind it: the SiteKeep browser installed beside this program, and
-        // the executables the user added for the site (`sitekeep site host add`).
+        // Only a site's hosts bind it, and a host is a process this daemon started (HostLauncher:
+        // the SiteKeep browser beside this program, pinned by its SHA-256 now, and the programs
+        // the user added for a site). On the bridge socket only the command line binds, for a
+        // site the user let it act for (`--command-line-host`).
         let resolver = RegistrySiteResolver(registry: registry)
-        let browser = ProcessEnvironment.executablePath().flatMap { SiteHostAuthority.browser(besideExecutable: $0) }
-        let hosts = SiteHostAuthority(builtIns: browser.map { [$0] } ?? [], hostsOf: { resolver.hosts($0) })
+        let me = ProcessEnvironment.executablePath()
+        let commandLine: Set<String> = me.map { exe in
+            let folder = exe.lastIndex(of: "/").map { String(exe[..<$0]) } ?? "."
+            return [exe, folder + "/sitekeep-main", folder + "/sitekeep"]
+        } ?? []
+        let hosts = SiteHostAuthority.commandLineOnly(programs: commandLine, hostsOf: { resolver.hosts($0) })
         let bridge: BridgeServer
         do {
             if options.bridgeSocket == nil, let fd = try UnixSocket.activatedListener(environment: env) {
@@ -151,7 +158,9 @@ public final class Daemon: Sendable {
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         wired.core.start(dispatcher: dispatcher, environment: env, note: log)
         bridge.start()
-        var run = Running(dispatcher: dispatcher, bridge: bridge, core: wired.core, sync: sync)
+        let launcher = HostLauncher(registry: registry, bridge: bridge, custodian: custodian,
+                                    browser: HostLauncher.pinBrowser(besideExecutable: me), log: log)
+        var run = Running(dispatcher: dispatcher, bridge: bridge, core: wired.core, sync: sync, launcher: launcher)
         startAgent(&run, path: options.sshAgentSocket)
         startControl(&run, bridgePath: bridge.path, registry: registry)
         if options.lockOnSessionLock { startWatcher(&run) } else { log("does not lock with the session (lock-on-session-lock off)") }
@@ -224,7 +233,11 @@ public final class Daemon: Sendable {
                     self.overrideIdleLock(seconds: seconds, how: "--idle-lock \(text) of 'sitekeep unlock'")
                 }
                 return answer
-            }, session: { request, connection in
+            }, session: { [launcher = run.launcher] request, connection in
+                if request.op == "launch" {
+                    launcher.serve(request, descriptors: request.descriptors, connection: connection)
+                    return
+                }
                 guard let runCommand else {
                     _ = connection.writer.send(JSONSerializer.bytes(["ok": false, "code": "bad_request", "error": "this daemon runs no commands; run the command in its own process"]))
                     return
@@ -245,6 +258,9 @@ public final class Daemon: Sendable {
     public func stop() {
         defer { claimed.withLock { $0 = false } }
         guard let run = running.withLock({ r in defer { r = nil }; return r }) else { return }
+        // The hosts this daemon started lose their sites with it (their waits end, so the
+        // control socket's drain below does not wait on them).
+        run.launcher.stopAll()
         run.bridge.shutdown()
         store.shared?.attach(nil)
         run.sync?.stop()

@@ -36,7 +36,7 @@ public enum RunClient {
     /// The one list: the command line tool and the `sitekeep` front end both read it.
     public static let commandsRunHere: Set<[String]> = [
         ["version"], ["doctor"], ["init"], ["unlock"], ["lock"], ["status"], ["serve"], ["call"], ["ops"],
-        ["audit"], ["agent", "env"], ["stop"], ["browse"], ["completions"], ["man"], ["team", "verify"],
+        ["audit"], ["agent", "env"], ["stop"], ["browse"], ["open"], ["host", "run"], ["completions"], ["man"], ["team", "verify"],
     ]
 
     /// Whether `arguments` (a command line without the program name) certainly runs in its own

@@ -40,14 +40,35 @@ public final class SiteHostAuthority: HostAuthority {
 
     private let builtIns: [BuiltIn]
     private let hostsOf: @Sendable (BridgeSite) -> [SiteHost]
+    private let inspectable: @Sendable (SiteHost) -> Bool
+    /// Whether the hosts that bind by what they show are the command line alone (the daemon).
+    private let launchedHostsOnly: Bool
     private let digests = Mutex<[ExecutableIdentity: String]>([:])
 
     /// - Parameters:
     ///   - builtIns: hosts of every site (the SiteKeep browser beside the daemon).
     ///   - hostsOf: the hosts the user added for a site, as the registry says now.
-    public init(builtIns: [BuiltIn], hostsOf: @escaping @Sendable (BridgeSite) -> [SiteHost]) {
+    ///   - inspectable: which added hosts may bind by what the connecting process shows of
+    ///     itself. The daemon allows only the command line (`--command-line-host`, the user's
+    ///     explicit opt-in): every other host binds a site only when the daemon started it
+    ///     (``HostCheck/launched(_:)``), since any process of the user can rewrite what it shows.
+    public convenience init(builtIns: [BuiltIn], hostsOf: @escaping @Sendable (BridgeSite) -> [SiteHost],
+                inspectable: @escaping @Sendable (SiteHost) -> Bool = { _ in true }) {
+        self.init(builtIns: builtIns, hostsOf: hostsOf, inspectable: inspectable, launchedHostsOnly: false)
+    }
+
+    private init(builtIns: [BuiltIn], hostsOf: @escaping @Sendable (BridgeSite) -> [SiteHost],
+                 inspectable: @escaping @Sendable (SiteHost) -> Bool, launchedHostsOnly: Bool) {
         self.builtIns = builtIns
         self.hostsOf = hostsOf
+        self.inspectable = inspectable
+        self.launchedHostsOnly = launchedHostsOnly
+    }
+
+    /// The daemon's bridge socket: no built-in host, and of the added hosts only `programs`
+    /// (the command line's own executables) bind by inspection.
+    public static func commandLineOnly(programs: Set<String>, hostsOf: @escaping @Sendable (BridgeSite) -> [SiteHost]) -> SiteHostAuthority {
+        SiteHostAuthority(builtIns: [], hostsOf: hostsOf, inspectable: { programs.contains($0.path) }, launchedHostsOnly: true)
     }
 
     /// The SiteKeep browser installed beside `executable` (the daemon's own program), when there
@@ -88,14 +109,26 @@ public final class SiteHostAuthority: HostAuthority {
         }
         let added = hostsOf(site)
         for host in added where ExecutableIdentity(path: host.path) == process.executable {
+            guard inspectable(host) else {
+                return "\(who) is a host of \(site.name), but a host binds a site only when the SiteKeep daemon starts it; "
+                    + "start it with: sitekeep host run \(Self.siteArgument(site)) -- \(host.path)"
+            }
             guard let pinned = host.sha256 else { return nil }
             if digest(of: host.path, identity: process.executable) == pinned { return nil }
             return "\(who) is \(site.name)'s host \(host.path), but the file changed since it was added (its SHA-256 differs); "
                 + "if you updated it, add it again: sitekeep site host add \(Self.siteArgument(site)) \(host.path)"
         }
-        let accepted = (builtIns.map(\.name) + added.map(\.path)).joined(separator: ", ")
-        return "\(who) is not a host of \(site.name), which accepts \(accepted.isEmpty ? "no host" : accepted); "
-            + "to let this program act for the site: sitekeep site host add \(Self.siteArgument(site)) \(process.executablePath)"
+        let accepted = (builtIns.map(\.name) + added.filter(inspectable).map(\.path)).joined(separator: ", ")
+        guard launchedHostsOnly else {
+            return "\(who) is not a host of \(site.name), which accepts \(accepted.isEmpty ? "no host" : accepted); "
+                + "to let this program act for the site: sitekeep site host add \(Self.siteArgument(site)) \(process.executablePath)"
+        }
+        if process.executablePath.hasSuffix("/sitekeep-browser") {
+            return "\(who) is the SiteKeep browser, which binds a site only when the SiteKeep daemon starts it: open it with 'sitekeep open'"
+        }
+        return "\(who) was not started by the SiteKeep daemon as a host of \(site.name)\(accepted.isEmpty ? "" : " (on this socket it accepts only \(accepted))"); "
+            + "a host binds a site only when the daemon starts it: 'sitekeep open' for the browser, "
+            + "'sitekeep host run \(Self.siteArgument(site)) -- PROGRAM' for a program added with 'sitekeep site host add'"
     }
 
     /// The SHA-256 of the file at `path`, known to be the file with `identity`, computed once

@@ -2,15 +2,17 @@ import Foundation
 import Glibc
 import SiteKeepBrowserCore
 import SiteKeepSystem
+import SiteKeepBridgeProtocol
 
 // sitekeep-browser: a focused browser for the app-bound sites of a running SiteKeep daemon.
 
-// First: hold only what this process opens. A connection to the daemon opened by whoever
-// started the browser, and kept across its execve, is then not the browser's, and the daemon
-// refuses to bind a site for it (docs/web-view-host.md, "hosts").
-InheritedDescriptors.closeAll()
-
+// A browser binds sites only when the daemon started it and gave it its channel (descriptor 3,
+// named by SITEKEEP_HOST_FD). Started any other way (a desktop entry, a terminal), it asks the
+// daemon to start it, through `sitekeep open` beside it, and becomes that command.
 let arguments = Array(CommandLine.arguments.dropFirst())
+let startedByDaemon = ProcessInfo.processInfo.environment[HostChannel.environmentVariable] != nil
+// First: hold only what this process opens (and, when the daemon started it, its channel).
+InheritedDescriptors.closeAll(keeping: startedByDaemon ? [HostChannel.descriptor] : [])
 
 let usage = """
 usage: sitekeep-browser [URL...] [--site NAME|ID|ORIGIN]... [--kept-budget MB] [--no-prefetch] [--prefetch-timeout S] [--size WxH] [--automation]
@@ -26,7 +28,7 @@ each page within --prefetch-timeout (30 s), unless --no-prefetch.
 Links to other sites open in your system browser (xdg-open).
 
 Keys: Ctrl+L address, Alt+Left back, F5 reload, F9 reading list, Ctrl+Tab next tab, Ctrl+W close tab.
-Needs a running daemon: 'sitekeep serve' (its socket: $SITEKEEP_SOCK, else $XDG_RUNTIME_DIR/sitekeep/bridge.sock).
+The daemon starts it ('sitekeep open'; run directly, it asks the daemon to through that command), so it needs a running daemon ('sitekeep unlock').
 """
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
@@ -73,11 +75,24 @@ while i < arguments.count {
 
 let environment = ProcessInfo.processInfo.environment
 if let problem = SandboxCheck.problem(environment: environment) { fail(problem, status: 69) }
+if !startedByDaemon {
+    let me = ProcessEnvironment.executablePath() ?? CommandLine.arguments[0]
+    let sitekeep = (me as NSString).deletingLastPathComponent + "/sitekeep"
+    guard FileManager.default.isExecutableFile(atPath: sitekeep) else {
+        FileHandle.standardError.write(Data("sitekeep-browser: the daemon starts the browser, through 'sitekeep open', and no sitekeep is beside this program (\(sitekeep)); install both in one folder\n".utf8))
+        exit(69)
+    }
+    // `sitekeep open` takes the browser's own options, and URLs or sites as arguments.
+    let cArgs = ([sitekeep, "open"] + arguments).map { strdup($0) } + [nil]
+    execv(sitekeep, cArgs)
+    FileHandle.standardError.write(Data("sitekeep-browser: cannot run \(sitekeep): \(String(cString: strerror(errno)))\n".utf8))
+    exit(69)
+}
 
-let link: SocketDaemonLink
+let link: ChannelDaemonLink
 let sites: [BrowserSite]
 do {
-    link = try SocketDaemonLink(environment: environment)
+    link = try ChannelDaemonLink(environment: environment)
     sites = try link.sites()
 } catch {
     fail("\(error)", status: 69)

@@ -94,7 +94,7 @@ final class ServedStore: @unchecked Sendable {
     func lock() throws { try control(["lock"]) }
 
     func connect(_ origin: String) throws -> BridgeClient {
-        let c = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let c = try TestHost.connect(socket: sock, site: origin, timeout: .seconds(30))
         _ = try c.hello(origin: origin)
         return c
     }

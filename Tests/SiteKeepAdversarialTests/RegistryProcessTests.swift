@@ -73,7 +73,7 @@ import SiteKeepTestSupport
         #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")
         try #require(FileManager.default.fileExists(atPath: sock), "the daemon did not start: \(daemon.stderr)")
 
-        let siteA = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let siteA = try TestHost.connect(socket: sock, site: "https://a.example", timeout: .seconds(30))
         _ = try siteA.hello(origin: "https://a.example")
         _ = try siteA.call("storage.set", args: ["key": "k", "value": "value of A"])
         #expect(try siteA.call("storage.get", args: ["key": "k"])["value"] == "value of A")
@@ -99,16 +99,19 @@ import SiteKeepTestSupport
         // The daemon closed A's partition (its file no longer open) and serves no new connection for A.
         for _ in 0..<100 where openFiles(daemon.pid).contains(where: { $0.contains(a) }) { usleep(20_000) }
         #expect(!openFiles(daemon.pid).contains { $0.contains(a) }, "the daemon still holds A's partition open")
-        let again = try BridgeClient.connect(path: sock, timeout: .seconds(30))
-        #expect(throws: BridgeError.self) { try again.hello(origin: "https://a.example") }
+        // No host is started for a removed site, and no connection binds it.
+        #expect(throws: (any Error).self) {
+            let again = try TestHost.connect(socket: sock, site: "https://a.example", timeout: .seconds(30))
+            _ = try again.hello(origin: "https://a.example")
+        }
 
         // A site added by the CLI while the daemon runs is served, and kept when the daemon
         // next writes sites.json (B's lastUsedAt).
         let c = try addSite("C", "https://c.example")
-        let siteB = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let siteB = try TestHost.connect(socket: sock, site: "https://b.example", timeout: .seconds(30))
         _ = try siteB.hello(origin: "https://b.example")
         #expect(try siteB.call("storage.get", args: ["key": "k"])["value"] == .null)
-        let siteC = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let siteC = try TestHost.connect(socket: sock, site: "https://c.example", timeout: .seconds(30))
         #expect(throws: Never.self, "the daemon does not serve a site the CLI added") {
             _ = try siteC.hello(origin: "https://c.example")
             _ = try siteC.call("storage.set", args: ["key": "k", "value": "value of C"])

@@ -13,6 +13,8 @@ final class RawConnection {
     private var buffer: [UInt8] = []
 
     init(_ path: String) throws { fd = try UnixSocket.connectUnchecked(path: path) }
+    /// A connection for `site` from a host the daemon at `path` started (``TestHost``).
+    init(_ path: String, site: String) throws { fd = try TestHost.descriptor(socket: path, site: site) }
     deinit { close(fd) }
 
     /// Sends `frame` and returns the next reply line (without its newline).
@@ -99,7 +101,7 @@ final class RawConnection {
         }
         var daemon = try serve()
         defer { daemon.kill9() }
-        let pc = try RawConnection(sock)
+        let pc = try RawConnection(sock, site: "https://promptugal.news")
         #expect(try pc.reply(#"{"v":1,"id":"h","op":"hello","args":{"origin":"https://promptugal.news"}}"#)["ok"] == true, "\(daemon.stderr)")
         let own = try pc.reply(#"{"v":1,"id":"1","op":"vault.load","args":{"vault":"pnotes","path":"p.txt"}}"#)
         #expect(own["result"]?["content"] == "cHJvbXB0dWdhbCdzIG5vdGUK", "\(own)")
@@ -121,7 +123,7 @@ final class RawConnection {
         let message = forged["error"]?["message"]?.stringValue ?? ""
         #expect(message.contains("commit bare/data/obj-cas-imm-") && message.contains("key-rnd-imm-") && message.contains("new signer"))
         // Summit itself may not call vault ops at all (the catalogue lists promptugal.news only).
-        let sc = try RawConnection(sock)
+        let sc = try RawConnection(sock, site: "https://web-summit.sgit.ai")
         #expect(try sc.reply(#"{"v":1,"id":"h","op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#)["ok"] == true)
         #expect(try sc.reply(#"{"v":1,"id":"6","op":"vault.load","args":{"vault":"wbackup","path":"x"}}"#)["error"]?["code"] == "not_allowed")
 
@@ -131,7 +133,7 @@ final class RawConnection {
         _ = await cli(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound"])
         _ = await cli(["vault", "assign", "pforged", "--site", Self.summit, "--passphrase-file", pass])
         daemon = try serve()
-        let again = try RawConnection(sock)
+        let again = try RawConnection(sock, site: "https://promptugal.news")
         #expect(try again.reply(#"{"v":1,"id":"h","op":"hello","args":{"origin":"https://promptugal.news"}}"#)["ok"] == true)
         #expect(try again.exchange(#"{"v":1,"id":"7","op":"vault.load","args":{"vault":"wbackup","path":"x"}}"#)
                 == (try again.exchange(#"{"v":1,"id":"7","op":"vault.load","args":{"vault":"no-such-vault","path":"x"}}"#)))

@@ -203,10 +203,16 @@ final class BrowserRig {
         return env
     }
 
-    /// Starts the browser under a private D-Bus and Xvfb.
+    /// Starts the browser under a private D-Bus and Xvfb, as the user does: `sitekeep open`
+    /// asks the daemon to start it (the daemon binds sites only for a host it started), with
+    /// `--automation` approved by the passphrase; the browser's events and commands then go
+    /// through that command's standard output and input, which the daemon gave the browser.
     func launch(_ args: [String], extra: [String: String] = [:]) throws -> BrowserProcess {
-        try BrowserProcess(Spawned("/usr/bin/dbus-run-session", ["--", "xvfb-run", "-a", browser, "--automation", "--size", "1024x700"] + args,
-                                   env: browserEnvironment(extra: extra), log: nil, pipes: true))
+        var env = browserEnvironment(extra: extra)
+        env["SITEKEEP_HOME"] = home
+        return try BrowserProcess(Spawned("/usr/bin/dbus-run-session", ["--", "xvfb-run", "-a", sitekeep, "open", "--automation", "--passphrase-file", passFile,
+                                                                        "--size", "1024x700"] + args,
+                                          env: env, log: nil, pipes: true))
     }
 
     /// The daemon's answer to the control op `sites` (what the browser learns its folders from).

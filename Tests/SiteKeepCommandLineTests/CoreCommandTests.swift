@@ -105,7 +105,7 @@ import Glibc
         let tabs: JSONValue = ["tabs": [["url": "https://newsroom.sgit.ai/articles/a-browser-for-one.html", "title": "A browser for one", "scroll": 0.42],
                                         ["url": "https://newsroom.sgit.ai/wires/", "scroll": 0.9]], "active": 1]
         do {
-            let c = try BridgeClient.connect(path: sock, timeout: .seconds(10))
+            let c = try TestHost.connect(socket: sock, site: "https://newsroom.sgit.ai", timeout: .seconds(10))
             defer { c.close() }
             _ = try c.hello(origin: "https://newsroom.sgit.ai")
             _ = try c.call("tabs.set", args: tabs)
@@ -115,7 +115,7 @@ import Glibc
         daemon = try NotificationDeliveryTests.Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("s2.log").path)
         // The restarted daemon replaces the stale socket file the killed one left.
         #expect(NotificationDeliveryTests.wait(5) { (try? BridgeClient.connect(path: sock, timeout: .seconds(1)))?.close() != nil }, "\(daemon.output)")
-        let c = try BridgeClient.connect(path: sock, timeout: .seconds(10))
+        let c = try TestHost.connect(socket: sock, site: "https://newsroom.sgit.ai", timeout: .seconds(10))
         defer { c.close() }
         _ = try c.hello(origin: "https://newsroom.sgit.ai")
         let back = try c.call("tabs.get")

@@ -110,7 +110,7 @@ import Glibc
         var daemon = try Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("serve1.log").path)
         defer { daemon.stop() }
         #expect(Self.wait(5) { FileManager.default.fileExists(atPath: sock) }, "\(daemon.output)")
-        let host = try BridgeClient.connect(path: sock, timeout: .seconds(10))
+        let host = try TestHost.connect(socket: sock, site: "https://promptugal.news", timeout: .seconds(10))
         defer { host.close() }
         _ = try host.hello(origin: "https://promptugal.news")
 
@@ -144,7 +144,7 @@ import Glibc
 
         // With no service on the bus, a reminder is printed; picking through the bridge re-plans at once.
         mock.stop()
-        let client = try BridgeClient.connect(path: sock, timeout: .seconds(10))
+        let client = try TestHost.connect(socket: sock, site: "https://promptugal.news", timeout: .seconds(10))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
         let now = Int64(Date().timeIntervalSince1970 * 1000)

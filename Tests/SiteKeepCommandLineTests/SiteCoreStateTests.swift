@@ -75,7 +75,7 @@ import Glibc
         try await daemon.unlock(store.passFile)
         do {
             let clients = try [Self.promptugal, Self.summit].map { origin in
-                let c = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+                let c = try TestHost.connect(socket: daemon.sock, site: origin, timeout: .seconds(30))
                 _ = try c.hello(origin: origin)
                 return c
             }

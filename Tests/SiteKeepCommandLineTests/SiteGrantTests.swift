@@ -36,7 +36,7 @@ import Glibc
 
         /// A connection to the daemon's bridge socket bound to `origin`.
         func connect(_ origin: String = Bed.origin) throws -> (BridgeClient, [String]) {
-            let c = try BridgeClient.connect(path: run + "/bridge.sock", timeout: .seconds(30))
+            let c = try TestHost.connect(socket: run + "/bridge.sock", site: origin, timeout: .seconds(30))
             return (c, try c.hello(origin: origin).ops)
         }
 

@@ -145,7 +145,7 @@ import Glibc
         let daemon = try ServedDaemon.start(one, [], tag: "picks", tool: daemonTool)
         defer { daemon.stop() }
         try await daemon.unlock(one.passFile)
-        let c = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        let c = try TestHost.connect(socket: daemon.sock, site: Self.site, timeout: .seconds(30))
         defer { c.close() }
         _ = try c.hello(origin: Self.site)
         _ = try c.call("schedule.set", args: ["v": 1, "picks": [["id": "talk-1", "at": 1_796_000_000_000], ["id": "talk-2", "at": 1_796_000_000_001]]])

@@ -146,7 +146,7 @@ import Glibc
         #expect(ChildProcess.waitForPath(run + "/control.sock", seconds: 20))
         let env = ["SITEKEEP_HOME": store.home, "SITEKEEP_SOCK": sock, "HOME": store.dir.path, "NO_COLOR": "1"]
         #expect(ChildProcess.capture(sitekeep, ["unlock", "--passphrase-file", store.passFile], environment: env).status == 0)
-        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let client = try TestHost.connect(socket: sock, site: "https://web-summit.sgit.ai", timeout: .seconds(30))
         _ = try client.hello(origin: "https://web-summit.sgit.ai")
         _ = try client.call("storage.set", args: ["key": "k", "value": "v"])   // the daemon now holds the partition open
         client.close()

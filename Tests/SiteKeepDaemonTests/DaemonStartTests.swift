@@ -55,7 +55,7 @@ import SiteKeepTestSupport
         #expect(daemon.store.custodian.isUnlocked)
 
         // The bridge: hello binds the site, and one op round-trips through its partition.
-        let client = try BridgeClient.connect(path: bridgePath, timeout: .seconds(30))
+        let client = try TestHost.connect(socket: bridgePath, site: "https://news.example", timeout: .seconds(30))
         let (_, ops) = try client.hello(origin: "https://news.example")
         #expect(ops.contains("storage.set") && ops.contains("storage.get"))
         _ = try client.call("storage.set", args: ["key": "k", "value": "v"])

@@ -39,7 +39,7 @@ import Glibc
         #expect(unlocked.status == 0, "\(unlocked.err)")
         #expect(unlocked.out.contains("daemon holds the keys"))
 
-        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let client = try TestHost.connect(socket: sock, site: "https://web-summit.sgit.ai", timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://web-summit.sgit.ai")
         let signed = try client.call("key.sign", args: ["key": "summit", "data": .string(Base64Text.hello)])
@@ -47,7 +47,7 @@ import Glibc
         #expect(throws: BridgeError.self) { try client.call("key.sign", args: ["key": "summit", "data": "aGk="], origin: "https://promptugal.news") }
 
         // A when-unlocked site's data is served while unlocked (its partition then stays open)…
-        let drafts = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let drafts = try TestHost.connect(socket: sock, site: "http://localhost:8080", timeout: .seconds(30))
         defer { drafts.close() }
         _ = try drafts.hello(origin: "http://localhost:8080")
         _ = try drafts.call("storage.set", args: ["key": "draft", "value": "secret plan"])
@@ -143,7 +143,7 @@ extension DaemonTests {
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
         #expect(await runTool(["unlock", "--prf-file", prf, "--home", store.home], environment: ["SITEKEEP_SOCK": sock]).status == 0)
 
-        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let client = try TestHost.connect(socket: sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
         let saved = try client.call("vault.save", args: ["path": "agenda/picks.json", "content": .string(Base64.encode(Array(#"{"v":1,"picks":[]}"#.utf8)))])

@@ -63,10 +63,10 @@ import Glibc
         // Locked: nothing syncs.
         let daemon = try start(store, ["--sync-every", "2"], tag: "sync")
         defer { daemon.stop() }
-        let client = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        let client = try TestHost.connect(socket: daemon.sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
-        let other = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        let other = try TestHost.connect(socket: daemon.sock, site: "https://web-summit.sgit.ai", timeout: .seconds(30))
         defer { other.close() }
         _ = try other.hello(origin: "https://web-summit.sgit.ai")
         try sgPush("hello.txt", "two from sgit\n")
@@ -91,7 +91,7 @@ import Glibc
 
         // A save in one tab of the site is vault.changed (merge: saved) to its other tabs, not
         // to the tab that saved (its reply has the head) nor to another site.
-        let tab = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
+        let tab = try TestHost.connect(socket: daemon.sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { tab.close() }
         _ = try tab.hello(origin: "https://promptugal.news")
         let saved = try tab.call("vault.save", args: ["vault": "mine", "path": "from-a-tab.txt", "content": .string(Data("a tab\n".utf8).base64EncodedString())])
@@ -132,7 +132,7 @@ import Glibc
         // --metered: unlocked, nothing syncs in the background.
         let metered = try start(store, ["--sync-every", "1", "--metered"], tag: "metered")
         defer { metered.stop() }
-        let mc = try BridgeClient.connect(path: metered.sock, timeout: .seconds(30))
+        let mc = try TestHost.connect(socket: metered.sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { mc.close() }
         _ = try mc.hello(origin: "https://promptugal.news")
         try sgPush("metered.txt", "waits\n")
@@ -186,7 +186,7 @@ import Glibc
         defer { daemon.stop() }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path, pid: pid), "the daemon did not start")
         try await daemon.unlock(store.passFile)
-        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+        let client = try TestHost.connect(socket: sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
         var status = try client.call("vault.status", args: ["vault": "notes"])

@@ -3,17 +3,21 @@ import Testing
 import SiteKeepBridgeProtocol
 import SiteKeepJSON
 import SiteKeepTestSupport
+import SiteKeepSocket
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Only a site's hosts bind it (issue 36, item 3), against the real `sitekeep serve`: a process
-/// of the same user that is not the site's host (the test runner, a Python client) gets
-/// `forbidden_host` at `hello`; once the user adds its program with `sitekeep site host add`
-/// (approved with the passphrase) it binds that site and no other; it is refused again when
-/// it runs with `LD_LIBRARY_PATH` set, and when the host is removed.
+/// A site's host is a process the daemon started (issue 45), against the real `sitekeep serve`.
+/// A process of the same user that the daemon did not start binds no app-bound site, whatever it
+/// shows of itself: the test runner; Python, though it is an added host of the site; Python
+/// with a preloaded library that renames its own `LD_PRELOAD` before it connects (the attack of
+/// the review: `/proc/PID/environ` is the process's own memory). A host the daemon started
+/// (`sitekeep host run`, the control op `launch`) binds its site and no other, runs without the
+/// code-loading variables its caller had, and is not started once its file was rewritten in
+/// place, even with the modification time set back.
 @Suite(.serialized) struct HostBindingTests {
-    static let python = "/usr/bin/python3"
+    static let python = TestHost.runner
 
     /// Runs a Python client that connects to `sock`, sends one `hello` for `origin` and prints
     /// the reply line; returns the reply as JSON.
@@ -30,81 +34,243 @@ import Glibc
             buf += chunk
         sys.stdout.write(buf.decode())
         """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: python)
-        p.arguments = ["-c", script, sock, origin]
-        p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return try JSONParser.parse(Array(data), limits: .message)
+        let r = ChildProcess.capture(python, ["-c", script, sock, origin], input: [],
+                                     environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }, inheritingEnvironment: false)
+        return try JSONParser.parse(r.out)
     }
 
     static func code(_ reply: JSONValue) -> String? { reply["error"]?["code"]?.stringValue }
     static func message(_ reply: JSONValue) -> String { reply["error"]?["message"]?.stringValue ?? "" }
 
-    @Test func aSiteBindsOnlyForItsHosts() async throws {
-        let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
-        let store = try CLIStore()
-        _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
-        let run = store.dir.appendingPathComponent("run")
-        let sock = run.appendingPathComponent("bridge.sock").path
-        let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
-        let pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
-        defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
-        #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
+    /// A library whose constructor does what injected code would: it renames `LD_PRELOAD` in the
+    /// process's own environment block (what `/proc/PID/environ` shows), then connects to the
+    /// bridge socket and sends `hello` for a site, writing the reply to a file. When a host
+    /// that loaded it runs, it also leaves a line saying so.
+    static let preloadSource = """
+    #include <stdio.h>
+    #include <stdlib.h>
+    #include <string.h>
+    #include <unistd.h>
+    #include <sys/socket.h>
+    #include <sys/un.h>
+    extern char **environ;
+    __attribute__((constructor)) static void attack(void) {
+        for (char **e = environ; *e; e++) if (strncmp(*e, "LD_PRELOAD=", 11) == 0) memcpy(*e, "XX", 2);
+        const char *loaded = getenv("SK_ATTACK_LOADED");
+        if (loaded) { FILE *f = fopen(loaded, "a"); if (f) { fprintf(f, "loaded in %d\\n", (int)getpid()); fclose(f); } }
+        const char *sock = getenv("SK_ATTACK_SOCK"), *origin = getenv("SK_ATTACK_ORIGIN"), *out = getenv("SK_ATTACK_OUT");
+        if (!sock || !origin || !out) return;
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un a; memset(&a, 0, sizeof a); a.sun_family = AF_UNIX;
+        strncpy(a.sun_path, sock, sizeof a.sun_path - 1);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return;
+        char req[512];
+        snprintf(req, sizeof req, "{\\"v\\":1,\\"id\\":1,\\"op\\":\\"hello\\",\\"args\\":{\\"origin\\":\\"%s\\"}}\\n", origin);
+        if (write(fd, req, strlen(req)) < 0) return;
+        char buf[4096]; ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0) return;
+        FILE *f = fopen(out, "w"); if (!f) return;
+        fwrite(buf, 1, (size_t)n, f); fclose(f);
+    }
+    """
 
-        // The test runner: another program of the same user, not a host of the site.
-        let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
+    /// The library above, built with the system's C compiler into `dir`.
+    static func preloadLibrary(in dir: URL) throws -> String {
+        let source = dir.appendingPathComponent("attack.c").path
+        let library = dir.appendingPathComponent("libattack.so").path
+        try preloadSource.write(toFile: source, atomically: true, encoding: .utf8)
+        let cc = ChildProcess.capture("/usr/bin/cc", ["-shared", "-fPIC", "-o", library, source], input: [], environment: ["PATH": "/usr/bin:/bin"], inheritingEnvironment: false)
+        try #require(cc.status == 0, "cc failed: \(cc.err)")
+        return library
+    }
+
+    /// A daemon on a fresh store with two app-bound sites, Summit (Python added as its host)
+    /// and Promptugal (no host of its own).
+    struct Bed {
+        let store: CLIStore
+        let sock: String
+        let agent: String
+        let pid: Int32
+
+        init(agent withAgent: Bool = false) async throws {
+            let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
+            store = try CLIStore()
+            _ = try await store.initialize()
+            #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", HostBindingTests.python]).status == 0)
+            #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+            let run = store.dir.appendingPathComponent("run")
+            sock = run.appendingPathComponent("bridge.sock").path
+            agent = run.appendingPathComponent("agent.sock").path
+            let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "SITEKEEP_AGENT_SOCK=\(agent)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
+            pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"] + (withAgent ? ["--ssh-agent"] : []), env: env))
+            #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
+        }
+
+        func stop() { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
+    }
+
+    @Test func aProcessTheDaemonDidNotStartBindsNoSiteWhateverItShows() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+
+        // The test runner: another program of the same user.
+        let client = try BridgeClient.connect(path: bed.sock, timeout: .seconds(30))
         defer { client.close() }
         do {
             _ = try client.hello(origin: "https://web-summit.sgit.ai")
-            Issue.record("the test runner bound a site it is not a host of")
+            Issue.record("the test runner bound a site the daemon did not start it for")
         } catch {
             #expect("\(error)".contains("forbidden_host"), "\(error)")
-            #expect("\(error)".contains("is not a host of Summit"), "\(error)")
-            #expect("\(error)".contains("sitekeep site host add"), "\(error)")
+            #expect("\(error)".contains("was not started by the SiteKeep daemon") && "\(error)".contains("sitekeep host run"), "\(error)")
         }
 
-        // A Python client: refused, and the message names what it runs.
-        let refused = try Self.pythonHello(sock, origin: "https://web-summit.sgit.ai")
-        #expect(Self.code(refused) == "forbidden_host", "\(refused)")
-        #expect(Self.message(refused).contains("python3"), "\(refused)")
+        // Python is Summit's host, but this Python was not started by the daemon.
+        let direct = try Self.pythonHello(bed.sock, origin: "https://web-summit.sgit.ai")
+        #expect(Self.code(direct) == "forbidden_host", "\(direct)")
+        #expect(Self.message(direct).contains("binds a site only when the SiteKeep daemon starts it"), "\(direct)")
+        #expect(Self.message(direct).contains("sitekeep host run https://web-summit.sgit.ai") && Self.message(direct).contains("-- \(Self.python)"), "\(direct)")
 
-        // The user adds Python as Summit's host (approved with the passphrase): it binds Summit…
-        let added = await store.run(["site", "host", "add", "https://web-summit.sgit.ai", Self.python, "--passphrase-file", store.passFile])
+        // The review's attack: preloaded code that renames LD_PRELOAD in the process's own
+        // environment block (so /proc/PID/environ no longer names it), then connects.
+        let dir = bed.store.dir
+        let library = try Self.preloadLibrary(in: dir)
+        let out = dir.appendingPathComponent("attack-reply").path
+        let attack = ChildProcess.capture(Self.python, ["-c", "import time; time.sleep(0.2)"], input: [],
+                                          environment: ["PATH": "/usr/bin:/bin", "LD_PRELOAD": library, "SK_ATTACK_SOCK": bed.sock,
+                                                        "SK_ATTACK_ORIGIN": "https://web-summit.sgit.ai", "SK_ATTACK_OUT": out],
+                                          inheritingEnvironment: false)
+        #expect(attack.status == 0, "\(attack.err)")
+        let reply = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out))))
+        #expect(Self.code(reply) == "forbidden_host", "the preloaded code bound the site: \(reply)")
+    }
+
+    @Test func aHostTheDaemonStartedBindsItsSiteAndNoOtherAndRunsWithoutCodeLoadingVariables() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let script = """
+        import sys
+        for origin in sys.argv[1:]:
+            f = connect().makefile('rwb')
+            f.write(('{"v":1,"id":1,"op":"hello","args":{"origin":"' + origin + '"}}\\n').encode()); f.flush()
+            sys.stdout.write(f.readline().decode())
+        maps = open('/proc/self/maps').read()
+        env = open('/proc/self/environ', 'rb').read().split(b'\\0')
+        print(json.dumps({"preloaded": 'libattack' in maps, "variables": sorted(e.split(b'=')[0].decode() for e in env if e)}))
+        """
+        let library = try Self.preloadLibrary(in: bed.store.dir)
+        let loaded = bed.store.dir.appendingPathComponent("loaded").path
+        let r = try TestHost.run(socket: bed.sock, site: "https://web-summit.sgit.ai", script: script,
+                                 arguments: ["https://web-summit.sgit.ai", "https://promptugal.news"],
+                                 environment: ["PATH": "/usr/bin:/bin", "LD_PRELOAD": library, "PYTHONPATH": "/nonexistent-sk",
+                                               "SK_ATTACK_LOADED": loaded, "LANG": "C.UTF-8"])
+        #expect(r.status == 0, "\(r.output)")
+        let lines = r.output.split(separator: "\n").map(String.init)
+        try #require(lines.count == 3, "\(r.output)")
+        let summit = try JSONParser.parse(Array(lines[0].utf8))
+        #expect(summit["ok"] == true && summit["result"]?["ops"]?.arrayValue?.isEmpty == false, "\(summit)")
+        let other = try JSONParser.parse(Array(lines[1].utf8))
+        #expect(Self.code(other) == "forbidden_host" && Self.message(other).contains("started for Summit"), "\(other)")
+        let seen = try JSONParser.parse(Array(lines[2].utf8))
+        #expect(seen["preloaded"] == false, "the started host loaded the caller's LD_PRELOAD: \(seen)")
+        let variables = seen["variables"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(!variables.contains("LD_PRELOAD") && !variables.contains("PYTHONPATH") && !variables.contains("SK_ATTACK_LOADED"), "\(variables)")
+        #expect(variables.contains("LANG") && variables.contains(HostChannel.environmentVariable), "\(variables)")
+        #expect(!FileManager.default.fileExists(atPath: loaded), "the library was loaded in the host")
+
+        // A site whose host it is not: no launch at all.
+        do {
+            _ = try TestHost.run(socket: bed.sock, site: "https://promptugal.news", script: "print('ran')")
+            Issue.record("a program was started for a site it is not a host of")
+        } catch {
+            #expect("\(error)".contains("is not a host of Promptugal") && "\(error)".contains("sitekeep site host add"), "\(error)")
+        }
+        // Removed, it is started no more.
+        #expect(await bed.store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python]).status == 0)
+        #expect(throws: (any Error).self) { _ = try TestHost.run(socket: bed.sock, site: "https://web-summit.sgit.ai", script: "print('ran')") }
+    }
+
+    @Test func aHostRewrittenInPlaceWithItsTimeSetBackIsNotStarted() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        // A host the user can change (so its SHA-256 is kept): a script, started through the
+        // descriptor the daemon checked.
+        let host = bed.store.dir.appendingPathComponent("host.sh").path
+        try "#!/bin/sh\necho started by the daemon\n".write(toFile: host, atomically: true, encoding: .utf8)
+        chmod(host, 0o700)
+        let setBack = { try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_700_000_000)], ofItemAtPath: host) }
+        try setBack()
+        let added = await bed.store.run(["site", "host", "add", "https://web-summit.sgit.ai", host, "--passphrase-file", bed.store.passFile])
         #expect(added.status == 0, "\(added.err)")
-        let bound = try Self.pythonHello(sock, origin: "https://web-summit.sgit.ai")
-        #expect(bound["ok"] == true, "\(bound)")
-        #expect(bound["result"]?["ops"]?.arrayValue?.isEmpty == false, "\(bound)")
-        // …and not another site.
-        let other = try Self.pythonHello(sock, origin: "https://promptugal.news")
-        #expect(Self.code(other) == "forbidden_host", "\(other)")
+        let first = try TestHost.run(socket: bed.sock, site: "https://web-summit.sgit.ai", script: "", program: host)
+        #expect(first.status == 0 && first.output == "started by the daemon\n", "\(first)")
 
-        // The same program with a variable that loads other code is refused, naming it.
-        let preloaded = try Self.pythonHello(sock, origin: "https://web-summit.sgit.ai", environment: ["LD_LIBRARY_PATH": "/nonexistent-sk"])
-        #expect(Self.code(preloaded) == "forbidden_host", "\(preloaded)")
-        #expect(Self.message(preloaded).contains("LD_LIBRARY_PATH"), "\(preloaded)")
+        // The same size, other bytes, the modification time set back: only the change time,
+        // which no unprivileged call sets, and the digest tell.
+        let before = try #require(ExecutableIdentity(path: host))
+        let fd = open(host, O_WRONLY)
+        let rewritten = Array("#!/bin/sh\necho STARTED BY THE DAEMON\n".utf8)
+        #expect(Int64(rewritten.count) == before.size)
+        _ = rewritten.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        close(fd)
+        try setBack()
+        let after = try #require(ExecutableIdentity(path: host))
+        #expect(after.modifiedNanoseconds == before.modifiedNanoseconds && after.size == before.size && after.inode == before.inode)
+        do {
+            let r = try TestHost.run(socket: bed.sock, site: "https://web-summit.sgit.ai", script: "", program: host)
+            Issue.record("the rewritten host was started: \(r)")
+        } catch {
+            #expect("\(error)".contains("changed since it was added") && "\(error)".contains("sitekeep site host add"), "\(error)")
+        }
+    }
 
-        // The listing and the audit say who may bind each site.
-        let listed = await store.run(["site", "host", "list", "--json"])
-        #expect(listed.status == 0)
-        #expect(listed.out.contains("python3"), "\(listed.out)")
-        let audited = await store.run(["audit", "--sites", "2"])
-        #expect(audited.status == 0, "\(audited.err)")
-        let summitLine = audited.out.split(separator: "\n").first { $0.contains("Summit (https://web-summit.sgit.ai") }.map(String.init) ?? ""
-        #expect(summitLine.contains("the SiteKeep browser") && summitLine.contains("python3"), "\(audited.out)")
-        let otherLine = audited.out.split(separator: "\n").first { $0.contains("Promptugal (https://promptugal.news") }.map(String.init) ?? ""
-        #expect(otherLine.contains("the SiteKeep browser") && !otherLine.contains("python3"), "\(audited.out)")
+    /// `sitekeep call` binds on the bridge socket only a site the user let the command line act
+    /// for (`--command-line-host`, `site host add --command-line`): its explicit opt-in.
+    @Test func theCommandLineBindsOnlyASiteThatLetsIt() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let call = ["call", "storage.get", "--site", "https://promptugal.news", "--args", #"{"key":"k"}"#, "--home", bed.store.home, "--keyring", "file"]
+        let refused = await runTool(call, environment: ["SITEKEEP_SOCK": bed.sock])
+        #expect(refused.status != 0, "\(refused.out)")
+        #expect(refused.err.contains("forbidden_host") || refused.err.contains("was not started by the SiteKeep daemon"), "\(refused.err)")
+        let added = await bed.store.run(["site", "host", "add", "https://promptugal.news", "--command-line", "--passphrase-file", bed.store.passFile])
+        #expect(added.status == 0, "\(added.err)")
+        let served = await runTool(call, environment: ["SITEKEEP_SOCK": bed.sock])
+        #expect(served.status == 0, "\(served.err)")
+    }
 
-        // Removed, it is refused again.
-        #expect(await store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python]).status == 0)
-        let again = try Self.pythonHello(sock, origin: "https://web-summit.sgit.ai")
-        #expect(Self.code(again) == "forbidden_host", "\(again)")
+    /// The SiteKeep browser started by anyone but the daemon binds nothing: the review's attack
+    /// run in the real browser's process (its preloaded constructor connects before `main`).
+    @Test func theBrowserStartedByAnotherProcessBindsNothing() async throws {
+        let browser = BuiltProducts.folder + "/sitekeep-browser"
+        guard FileManager.default.isExecutableFile(atPath: browser) else { return }   // built where WebKitGTK is (tools/test builds it)
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let library = try Self.preloadLibrary(in: bed.store.dir)
+        let out = bed.store.dir.appendingPathComponent("browser-attack-reply").path
+        _ = ChildProcess.capture(browser, ["--help"], input: [],
+                                 environment: ["PATH": "/usr/bin:/bin", "LD_PRELOAD": library, "SK_ATTACK_SOCK": bed.sock,
+                                               "SK_ATTACK_ORIGIN": "https://promptugal.news", "SK_ATTACK_OUT": out],
+                                 inheritingEnvironment: false)
+        let reply = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out))))
+        #expect(Self.code(reply) == "forbidden_host", "code preloaded into the browser bound a site: \(reply)")
+        #expect(Self.message(reply).contains("binds a site only when the SiteKeep daemon starts it") && Self.message(reply).contains("sitekeep open"), "\(reply)")
+    }
+
+    /// The ssh-agent socket serves signatures by the agent protocol and binds no site: a
+    /// bridge `hello` sent there gets no answer of the bridge's.
+    @Test func theAgentSocketBindsNoSite() async throws {
+        let bed = try await Bed(agent: true)
+        defer { bed.stop() }
+        #expect(ChildProcess.waitForPath(bed.agent), "the agent socket did not appear")
+        let fd = try UnixSocket.connectUnchecked(path: bed.agent)
+        defer { close(fd) }
+        #expect(UnixSocket.writeAll(fd, Array(#"{"v":1,"id":1,"op":"hello","args":{"origin":"https://web-summit.sgit.ai"}}"#.utf8) + [0x0a]))
+        var reply = [UInt8](repeating: 0, count: 4096)
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&p, 1, 10_000)
+        let n = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        let text = n > 0 ? String(decoding: reply[0..<n], as: UTF8.self) : ""
+        #expect(!text.contains("\"ok\"") && !text.contains("ops"), "the agent socket answered as the bridge: \(text)")
     }
 
     /// Adding a host widens who may act for a site: without the user's approval it is refused

@@ -35,7 +35,7 @@ import Glibc
             _ = try await store.initialize()
             #expect(await store.run(["team", "add", "summit", "--name", "Summit team", "--passphrase-file", store.passFile]).status == 0)
             #expect(await store.run(["team", "ssh", "enable", "summit", "--passphrase-file", store.passFile]).status == 0)
-            #expect(await store.run(["site", "add", "Summit", "--origin", TouchPresenceDaemonTests.origin, "--app-bound", "--host", HostBindingTests.python]).status == 0)
+            #expect(await store.run(["site", "add", "Summit", "--origin", TouchPresenceDaemonTests.origin, "--app-bound", "--host", TestHost.runner]).status == 0)
             let granted = await store.run(["site", "grant", TouchPresenceDaemonTests.origin, "key.sign", "--passphrase-file", store.passFile])
             #expect(granted.status == 0, "\(granted.err)")
             let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nexit 0\n".utf8))
@@ -108,19 +108,18 @@ import Glibc
         let bed = try await Bed()
         defer { bed.stop() }
         func keySign() throws -> JSONValue {
+            // A host of Summit the daemon started (Python, added as its host), asking over its
+            // own bridge connection.
             let script = """
-            import socket, sys
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(sys.argv[1])
+            s = connect()
             f = s.makefile('rwb')
-            f.write(('{"v":1,"id":1,"op":"hello","args":{"origin":"' + sys.argv[2] + '"}}\\n').encode()); f.flush()
+            f.write(('{"v":1,"id":1,"op":"hello","args":{"origin":"' + sys.argv[1] + '"}}\\n').encode()); f.flush()
             f.readline()
             f.write(b'{"v":1,"id":2,"op":"key.sign","args":{"key":"summit","data":"aGVsbG8="}}\\n'); f.flush()
             sys.stdout.write(f.readline().decode())
             """
-            let r = ChildProcess.capture(HostBindingTests.python, ["-c", script, bed.bridge, Self.origin], input: [],
-                                         environment: ["PATH": "/usr/bin:/bin"], inheritingEnvironment: false)
-            return try JSONParser.parse(r.out)
+            let r = try TestHost.run(socket: bed.bridge, site: Self.origin, script: "import sys\n" + script, arguments: [Self.origin])
+            return try JSONParser.parse(r.output)
         }
         #expect(try keySign()["ok"] == true, "the prompt approves before the key needs a touch")
         try await bed.requireTouch()
