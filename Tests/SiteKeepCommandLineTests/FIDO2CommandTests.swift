@@ -89,6 +89,13 @@ struct FIDO2CommandTests {
         let slot = try JSONParser.parse(pinless.out)
         #expect(slot["fido2PIN"] == false, "\(pinless.out)")
 
+        // The key gets a PIN later: `--fido2` still opens the PIN-less slot as it was made, and
+        // asks for no PIN on a terminal, since no slot of the store needs it.
+        try soft.key.setPIN(try SecretBytes(copying: Array("4821".utf8)))
+        let unlocked = await bed.run(["team", "add", "summit", "--fido2", "--json"], typing: [])
+        #expect(unlocked.status == 0, "\(unlocked.err)")
+        #expect(!unlocked.err.contains("PIN:"), "\(unlocked.err)")
+
         // doctor names the PIN-less slot, as a warning with the remedy.
         let doctor = try JSONParser.parse(await bed.run(["doctor", "--json"]).out)
         let check = doctor["checks"]?.arrayValue?.first { $0["name"]?.stringValue == "FIDO2 slot \(slot["id"]?.stringValue ?? "?")" }
