@@ -365,14 +365,15 @@ int sk_fido2_get_info(const char *path, int timeout_ms, sk_fido2_info *out, sk_f
 }
 
 /* The PIN rules a call checks before it talks to the key: hmac-secret present; a PIN given
- * exactly when one is set (a key with a PIN gives different hmac-secret bytes without it). */
-static int check_key(fido_dev_t *dev, const char *pin, int need_hmac_secret, sk_fido2_status *s) {
+ * exactly when one is set (a key with a PIN gives different hmac-secret bytes without it),
+ * unless the caller asks, with `without_pin`, for the bytes without user verification. */
+static int check_key(fido_dev_t *dev, const char *pin, int need_hmac_secret, int without_pin, sk_fido2_status *s) {
     sk_fido2_info info;
     if (key_info(dev, &info, s) != SK_FIDO2_OK) return s->kind;
     if (!info.fido2) return fail(s, SK_FIDO2_NO_HMAC_SECRET, 0, "the security key speaks U2F only (no FIDO2), so it has no hmac-secret");
     if (!need_hmac_secret) return SK_FIDO2_OK;
     if (!info.hmac_secret) return fail(s, SK_FIDO2_NO_HMAC_SECRET, 0, "the security key lacks the hmac-secret extension");
-    if (info.has_pin && pin == NULL) return fail(s, SK_FIDO2_PIN_REQUIRED, FIDO_ERR_PIN_REQUIRED, "the security key has a PIN; give it");
+    if (info.has_pin && pin == NULL && !without_pin) return fail(s, SK_FIDO2_PIN_REQUIRED, FIDO_ERR_PIN_REQUIRED, "the security key has a PIN; give it");
     if (!info.has_pin && pin != NULL) return fail(s, SK_FIDO2_PIN_NOT_SET, FIDO_ERR_PIN_NOT_SET, "a PIN was given but the security key has none");
     return SK_FIDO2_OK;
 }
@@ -406,7 +407,7 @@ int sk_fido2_make_credential(const char *path, const char *rp, const uint8_t *us
     fido_dev_t *dev = open_key(path, timeout_ms, s);
     if (dev == NULL) return s->kind;
     fido_cred_t *cred = NULL;
-    if (check_key(dev, pin, 1, s) != SK_FIDO2_OK) goto done;
+    if (check_key(dev, pin, 1, 0, s) != SK_FIDO2_OK) goto done;
     if ((cred = api.fido_cred_new()) == NULL) { fail(s, SK_FIDO2_OTHER, FIDO_ERR_INTERNAL, "out of memory"); goto done; }
     /* The client data hash of a credential made outside a browser: random, as fido2-cred uses. */
     unsigned char cdh[32];
@@ -468,7 +469,7 @@ static int unwrap_authdata(const uint8_t *p, size_t n, const uint8_t **raw, size
 }
 
 int sk_fido2_assert(const char *path, const char *rp, const uint8_t *credential_id, size_t id_length,
-                    const uint8_t cdh[32], const uint8_t *salt, const char *pin, int timeout_ms,
+                    const uint8_t cdh[32], const uint8_t *salt, const char *pin, int without_pin, int timeout_ms,
                     uint8_t secret[32],
                     uint8_t *authdata, size_t authdata_capacity, size_t *authdata_length,
                     uint8_t *signature, size_t signature_capacity, size_t *signature_length,
@@ -478,11 +479,12 @@ int sk_fido2_assert(const char *path, const char *rp, const uint8_t *credential_
     if (secret != NULL) memset(secret, 0, 32);
     if (rp == NULL || credential_id == NULL || id_length == 0 || cdh == NULL)
         return fail(s, SK_FIDO2_INVALID_ARGUMENT, 0, "a relying party id, a credential id and a client data hash are needed");
+    if (without_pin && pin != NULL) return fail(s, SK_FIDO2_INVALID_ARGUMENT, 0, "a PIN was given for an assertion asked without one");
     fido_dev_t *dev = open_key(path, timeout_ms, s);
     if (dev == NULL) return s->kind;
     fido_assert_t *a = NULL;
     /* A touch alone (no salt) is presence, not verification: a key's PIN is not asked for it. */
-    if (check_key(dev, pin, salt != NULL, s) != SK_FIDO2_OK) goto done;
+    if (check_key(dev, pin, salt != NULL, without_pin, s) != SK_FIDO2_OK) goto done;
     if ((a = api.fido_assert_new()) == NULL) { fail(s, SK_FIDO2_OTHER, FIDO_ERR_INTERNAL, "out of memory"); goto done; }
     int rc;
     if ((rc = api.fido_assert_set_rp(a, rp)) != FIDO_OK ||
@@ -542,7 +544,7 @@ int sk_fido2_holds(const char *path, const char *rp, const uint8_t *credential_i
     if (dev == NULL) return s->kind;
     fido_assert_t *a = NULL;
     uint8_t cdh[32] = {0};
-    if (check_key(dev, NULL, 0, s) != SK_FIDO2_OK) goto done;
+    if (check_key(dev, NULL, 0, 0, s) != SK_FIDO2_OK) goto done;
     if ((a = api.fido_assert_new()) == NULL) { fail(s, SK_FIDO2_OTHER, FIDO_ERR_INTERNAL, "out of memory"); goto done; }
     int rc;
     if ((rc = api.fido_assert_set_rp(a, rp)) != FIDO_OK ||

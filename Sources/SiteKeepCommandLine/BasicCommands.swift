@@ -109,6 +109,7 @@ enum DoctorExtensions {
             checks.append(DoctorCheck(group: "store", name: "home", ok: true, detail: "\(inv.settings.home) (no store yet; 'sitekeep init' creates it, and no other command does)"))
         }
         checks += keyringChecks(inv)
+        checks += fido2SlotChecks(inv)
         checks.append(sessionLockCheck(inv))
         // The stored `prompt` setting, as every start of the daemon reads it; a settings file
         // that cannot be read is its own finding (the daemon would refuse to start on it).

@@ -210,7 +210,7 @@ enum CustodyCommands {
         inv.emit(.array(slots.map(slotJSON))) {
             Table(headers: ["ID", "KIND", "LABEL", "KDF", "DETAILS"], rows: slots.map { s in
                 [s.id, s.kind.rawValue, s.label, s.kdf,
-                 s.relyingPartyID.map { "passkey \(s.credentialID ?? "?") at \($0)" } ?? ""]
+                 s.relyingPartyID.map { "passkey \(s.credentialID ?? "?") at \($0)" + (s.fido2PIN.map { $0 ? ", key's PIN" : ", no PIN" } ?? "") } ?? ""]
             }).render { inv.style($0, .bold) }
         }
     }
@@ -227,9 +227,12 @@ enum CustodyCommands {
         --new-prf-file with the 32 bytes the passkey returned for --eval-input, plus --rp-id and \
         --credential-id so SiteKeep can tell you which passkey to use; fido2 makes a credential \
         with hmac-secret on the plugged security key (SITEKEEP_FIDO2_DEVICE names one when \
-        several are plugged) and writes a PRF slot from its output: touch the key twice, and give \
-        its PIN (--pin-file or --pin) if it has one; 'unlock --fido2' opens it, and so does \
-        --prf-file with the same bytes; recovery prints a new code once; \
+        several are plugged) and writes a PRF slot from its output with the key's PIN: touch the \
+        key twice and give its PIN (--pin-file, or --pin to type it); a key with no PIN is refused \
+        (set one with 'fido2-token -S /dev/hidrawN'), because a key gives its output without the \
+        PIN to any program of yours that asks, with no touch; --no-pin makes a PIN-less slot on a \
+        key without a PIN anyway, as strong as your login while the key is plugged in; 'unlock \
+        --fido2' opens it, and so does --prf-file with the same bytes; recovery prints a new code once; \
         tpm2 seals the slot's key to this machine's TPM (SITEKEEP_TPM_TCTI, default \
         device:/dev/tpmrm0), with a PIN the TPM checks and rate-limits (--new-pin-file, --new-pin, \
         or --pin-file/--pin when the current secret is not itself a TPM slot) and, with --pcrs, \
@@ -245,12 +248,13 @@ enum CustodyCommands {
                   .option("--new-pin-file", value: "PATH", "the new TPM slot's PIN (tpm2; '-' for stdin)"),
                   .flag("--new-pin", "type the new TPM slot's PIN when asked (tpm2)"),
                   .option("--pcrs", value: "LIST", "bind the TPM slot to these SHA-256 PCRs' current values, e.g. 7 or 0,7 (tpm2)"),
+                  .flag("--no-pin", "make the FIDO2 slot without the key's PIN: any program of yours can then open it while the key is plugged in (fido2)"),
                   .option("--label", value: "TEXT", "a label for the slot")],
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep slot add recovery --passphrase-file pass.txt", "add a second recovery code"),
                    CommandExample("sitekeep slot add prf --passphrase-file pass.txt --new-prf-file prf.bin --rp-id newsroom.sgit.ai --credential-id AAAA --eval-input c2l0ZWtlZXA",
                                   "add a passkey slot from PRF output"),
-                   CommandExample("sitekeep slot add fido2 --passphrase-file pass.txt", "let the plugged security key unlock the store (touch it twice)"),
+                   CommandExample("sitekeep slot add fido2 --passphrase-file pass.txt --pin-file key-pin.txt", "let the plugged security key unlock the store with its PIN (touch it twice)"),
                    CommandExample("sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7", "seal a slot to this machine's TPM, with a PIN, bound to Secure Boot's PCR 7")]
     ) { inv in
         let kind = try inv.requiredArgument("KIND")
@@ -265,13 +269,21 @@ enum CustodyCommands {
                 throw UsageError("--pin-file and --pin name the security key's PIN here; give the current secret another way than --tpm2",
                                  command: inv.spec.commandLine)
             }
+            let withoutPIN = inv.flag("--no-pin")
+            if withoutPIN, inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") {
+                throw UsageError("--no-pin makes a slot without the key's PIN; leave out --pin-file and --pin", command: inv.spec.commandLine)
+            }
             let current = try CurrentSecret.read(inv)
-            let pin = SecretBox(try UnlockInput.readKeyPIN(inv))
+            let pin = SecretBox(withoutPIN ? nil : try UnlockInput.readKeyPIN(inv))
+            if withoutPIN { inv.note(Self.pinlessFIDO2Warning) }
             inv.note("Touch the security key when it blinks (twice: to make its credential, then to derive the slot's key).")
             let slot = try inv.withProgress("Waiting for the security key") { () throws -> SlotInfo in
-                try store.custodian.addFIDO2Slot(pin: pin.takeIfAny(), label: label ?? "fido2", current: current.take())
+                try store.custodian.addFIDO2Slot(pin: pin.takeIfAny(), withoutPIN: withoutPIN, label: label ?? "fido2", current: current.take())
             }
-            inv.emit(slotJSON(slot)) { "Added FIDO2 slot \(slot.id): 'sitekeep unlock --fido2' opens it with this security key." }
+            inv.emit(slotJSON(slot)) {
+                "Added FIDO2 slot \(slot.id)" + (slot.fido2PIN == true ? " with the key's PIN" : " without a PIN")
+                    + ": 'sitekeep unlock --fido2' opens it with this security key."
+            }
             return
         }
         switch slotKind {
@@ -331,6 +343,10 @@ enum CustodyCommands {
             }
         }
     }
+
+    /// What `slot add fido2 --no-pin` says before it asks for a touch.
+    static let pinlessFIDO2Warning = "warning: a FIDO2 slot without the key's PIN is only as strong as your login while the key is plugged in: "
+        + "any program of yours can ask the key for the slot's key with no touch. Set a PIN on the key ('fido2-token -S') and add the slot without --no-pin instead."
 
     static let slotRemove = CommandSpec(
         path: ["slot", "remove"],
@@ -654,6 +670,7 @@ enum CustodyCommands {
         if let h = s.hmacSecretSalt { m.append(JSONMember(key: "hmacSecretSalt", value: .string(h))) }
         if let pin = s.tpmPIN { m.append(JSONMember(key: "tpmPIN", value: .bool(pin))) }
         if let pcrs = s.tpmPCRs { m.append(JSONMember(key: "tpmPCRs", value: .array(pcrs.map { .integer($0) }))) }
+        if let pin = s.fido2PIN { m.append(JSONMember(key: "fido2PIN", value: .bool(pin))) }
         return .object(m)
     }
 

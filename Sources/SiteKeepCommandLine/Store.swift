@@ -72,7 +72,7 @@ final class UnlockInput: @unchecked Sendable {
             return UnlockInput(.tpm2(pin: try readPIN(inv, noun: "TPM PIN")))
         }
         if inv.flag("--fido2") {
-            let pin = try readKeyPIN(inv)
+            let pin = try storeNeedsNoKeyPIN(inv) ? readPIN(inv, noun: "Security key PIN") : readKeyPIN(inv)
             inv.note("Touch the security key when it blinks, to unlock.")
             return UnlockInput(.fido2(pin: pin))
         }
@@ -89,6 +89,15 @@ final class UnlockInput: @unchecked Sendable {
     static func readPIN(_ inv: Invocation, noun: String) throws -> SecretBytes? {
         guard inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") else { return nil }
         return try inv.secret(.pin, prompt: noun + ": ")
+    }
+
+    /// Whether every FIDO2 slot of the store was made without the key's PIN (`--no-pin`), so
+    /// `--fido2` asks for no PIN even from a key that has one now (what the slots' headers say;
+    /// false when they cannot be read, or a slot needs or may need the PIN).
+    static func storeNeedsNoKeyPIN(_ inv: Invocation) -> Bool {
+        guard let slots = try? StoreContext.open(inv).custodian.listSlots() else { return false }
+        let prf = slots.filter { $0.kind == .prf }
+        return !prf.isEmpty && prf.allSatisfy { $0.fido2PIN == false }
     }
 
     /// The security key's PIN: from `--pin-file` or `--pin`; else, on a terminal, typed when the

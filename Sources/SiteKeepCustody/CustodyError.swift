@@ -82,6 +82,10 @@ public enum CustodyError: Error, Sendable, Equatable {
     /// A FIDO2 security key could not be used: none plugged in, its PIN refused, not touched in
     /// time, or it does not hold the credential (the text names the remedy).
     case fido2(FIDO2Error)
+    /// `slot add fido2` was asked for a slot that needs the key's PIN (the default) from a key
+    /// with no PIN set: without one, any program of the user could ask the plugged key for the
+    /// slot's bytes with no touch.
+    case fido2KeyHasNoPIN
 }
 
 /// Runs a FIDO2-layer call, turning its error into ``CustodyError/fido2(_:)``.
@@ -173,6 +177,11 @@ extension CustodyError: CustomStringConvertible {
                 + "plug in the key the slot was made with, or unlock another way ('sitekeep slot list')"
         case .fido2(let e):
             e.description
+        case .fido2KeyHasNoPIN:
+            "the security key has no PIN, and a FIDO2 slot needs one: without it any program of yours can ask the plugged key "
+                + "for the slot's key with no touch; set a PIN first ('fido2-token -S /dev/hidrawN', or your browser's "
+                + "security key settings) and run 'sitekeep slot add fido2' again, giving it with --pin-file or --pin "
+                + "(or, knowingly, add a PIN-less slot with --no-pin: as strong as your login while the key is plugged in)"
         }
     }
 }

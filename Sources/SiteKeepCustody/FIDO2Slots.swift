@@ -12,6 +12,15 @@ internal import SiteKeepSystem
 /// Since the PRF output of a credential *is* its `hmac-secret` for SHA-256("WebAuthn PRF" ‖ 0 ‖
 /// input), `--prf-file` with bytes a browser gave and `--fido2` open the same slots: a passkey
 /// made in a browser on a roaming key opens with `unlock --fido2` too.
+///
+/// A FIDO2 slot needs the key's PIN by default (as `systemd-cryptenroll --fido2-with-client-pin`
+/// does): a key gives its `hmac-secret` output without user verification to any process that
+/// asks, even with no touch (an assertion with `up` false), and the slot's credential id and
+/// salt are readable by every program of the user; the output with the PIN (the credential's
+/// CredRandomWithUV) is not. A PIN-less slot is made only on request, and its header says so
+/// (``SlotInfo/fido2PIN``, authenticated as the whole header is), so unlock asks the key the way
+/// the slot was made; slots made before the header said (nil) are asked as they were: with the
+/// PIN when the key has one.
 extension Custodian {
     /// The relying party id of the credentials `slot add fido2` makes. `.invalid` is reserved
     /// (RFC 2606): no origin has it, so no page can name it as its relying party.
@@ -26,36 +35,58 @@ extension Custodian {
     }
 
     /// Adds a FIDO2 slot, authorised by `current` (a secret that opens a slot now): the key
-    /// makes a credential (a touch; `pin` verifies the user when the key has a PIN), then gives
-    /// its PRF output for a random eval input (a second touch), which the slot is written with.
-    /// Nothing is written unless both answered.
-    /// - Throws: ``CustodyError/fido2(_:)`` when the key cannot be reached, refuses the PIN,
-    ///   is not touched in time or lacks `hmac-secret`; the errors of checking `current`.
-    public func addFIDO2Slot(pin: consuming SecretBytes?, label: String = "fido2",
+    /// makes a credential (a touch; `pin` verifies the user), then gives its PRF output for a
+    /// random eval input with its PIN (a second touch), which the slot is written with. Nothing
+    /// is written unless both answered.
+    ///
+    /// The key must have a PIN, and `pin` is it: a key without one is refused before any touch
+    /// (``CustodyError/fido2KeyHasNoPIN``, naming how to set one). With `withoutPIN` the slot is
+    /// made from the key's output without verification instead, on a key that has no PIN: any
+    /// program of the user can then ask the plugged key for it with no touch, so the slot is as
+    /// strong as the user's login while the key is plugged in.
+    /// - Parameters:
+    ///   - pin: The key's PIN (nil only with `withoutPIN`).
+    ///   - withoutPIN: Make a PIN-less slot, knowingly.
+    /// - Throws: ``CustodyError/fido2KeyHasNoPIN``; ``CustodyError/fido2(_:)`` when the key
+    ///   cannot be reached, wants its PIN, refuses it, is not touched in time or lacks
+    ///   `hmac-secret`; ``CustodyError/invalidArgument(_:)`` for `withoutPIN` on a key that has
+    ///   a PIN, or with a PIN; the errors of checking `current`.
+    public func addFIDO2Slot(pin: consuming SecretBytes?, withoutPIN: Bool = false, label: String = "fido2",
                              current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
         let master = try authorizedMaster(current, op: .slotAdd)
         let key = try fido2Key()
+        let hasPIN = try fido2Call { () throws(FIDO2Error) in try key.info().hasPIN }
+        if withoutPIN {
+            guard !hasPIN else { throw .invalidArgument("the security key has a PIN, so its slot can need it: leave out --no-pin and give the PIN") }
+            switch pin { case .some: throw .invalidArgument("a PIN was given for a PIN-less slot; leave out --no-pin, or the PIN"); case .none: break }
+        } else {
+            guard hasPIN else { throw .fido2KeyHasNoPIN }
+        }
         let rp = Self.fido2RelyingPartyID
         let evalInput = SecureRandom.bytes(count: 32)
         let output: SecretBytes
         let credential: FIDO2Credential
         do throws(FIDO2Error) {
             credential = try key.makeCredential(rp: rp, userID: Array(storeID.utf8.prefix(64)), pin: pin)
-            output = try key.prfOutput(rp: rp, credentialID: credential.id, evalInput: evalInput, pin: pin)
+            output = try key.prfOutput(rp: rp, credentialID: credential.id, evalInput: evalInput, pin: pin,
+                                       verification: withoutPIN ? .withoutPIN : .withPIN)
         } catch {
             logQuietly(KeyUseContext(op: .slotAdd), key: nil, result: "failed")
             throw .fido2(error)
         }
         let info = try writeSlot(kind: .prf, label: label, master: master, relyingPartyID: rp,
                                  credentialID: Base64.encode(credential.id, variant: .urlSafeNoPadding),
-                                 prfEvalInput: Base64.encode(evalInput, variant: .urlSafeNoPadding), secret: .prf(output))
+                                 prfEvalInput: Base64.encode(evalInput, variant: .urlSafeNoPadding), fido2PIN: !withoutPIN,
+                                 secret: .prf(output))
         try log(KeyUseContext(op: .slotAdd), key: info.id, result: "ok")
         return info
     }
 
     /// Opens a PRF slot (any, or `slotID`) with the plugged security key: the key is asked,
     /// without a touch, which slot's credential it holds; the first it holds is opened with
-    /// its `hmac-secret` for that slot's salt (a touch, and the PIN when the key has one).
+    /// its `hmac-secret` for that slot's salt (a touch, and the PIN as the slot's header says:
+    /// always for a PIN slot, never for a PIN-less one, when the key has one for a slot that
+    /// does not say).
     ///
     /// Not under the unlock back-off: the bytes come from the key, which counts wrong PINs
     /// itself and blocks; there is nothing to guess here.
@@ -81,12 +112,23 @@ extension Custodian {
             }
             guard held else { continue }
             let output = try fido2Call { () throws(FIDO2Error) in
-                try key.prfOutput(rp: rp, credentialID: credentialID, evalInput: evalInput, pin: pin)
+                try key.prfOutput(rp: rp, credentialID: credentialID, evalInput: evalInput, pin: pin,
+                                  verification: Self.fido2Verification(of: header))
             }
             // The key's bytes for its own credential: a slot they do not open was edited.
             guard let opened = Self.unwrapMaster(blob, header: header, input: .prf(output)) else { throw .unlockFailed }
             return opened
         }
         throw .fido2(.credentialNotOnKey)
+    }
+
+    /// How a PRF slot's bytes are asked of the key: as its header records, else (a slot made
+    /// before it did, or from a browser) with the PIN when the key has one.
+    static func fido2Verification(of header: SlotHeader) -> FIDO2Key.UserVerification {
+        switch header.fido2PIN {
+        case true?: .withPIN
+        case false?: .withoutPIN
+        case nil: .whenTheKeyHasAPIN
+        }
     }
 }

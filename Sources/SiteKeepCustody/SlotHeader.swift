@@ -45,6 +45,11 @@ public struct SlotInfo: Sendable, Equatable {
     public var tpmPIN: Bool? = nil
     /// TPM 2.0 slots: the SHA-256 PCRs the sealed key is bound to (empty: none).
     public var tpmPCRs: [Int]? = nil
+    /// FIDO2 slots: true when the slot's bytes are the key's output with its PIN (the default
+    /// of `slot add fido2`), false when made without on request (`--no-pin`: any program of
+    /// the user can ask the plugged key for them with no touch); nil for a PRF slot that does
+    /// not say (made before SiteKeep recorded it, or by `slot add prf`).
+    public var fido2PIN: Bool? = nil
 }
 
 /// A slot header: everything about a slot except the wrapped master key. Serialised
@@ -76,6 +81,9 @@ struct SlotHeader: Equatable {
     var tpmPIN: Bool = false
     /// TPM 2.0 slots: the PCR policy's selection (SHA-256 bank; none: no policy).
     var tpmPCRs: PCRSelection = .none
+    /// PRF slots made by `slot add fido2`: whether the key's output was asked with its PIN
+    /// (nil: not recorded, as in slots made before it was, whose headers stay as they were).
+    var fido2PIN: Bool? = nil
 
     // Tags only grow: a new kind's fields get new tags after the old ones, so the headers of
     // the older kinds encode to the same bytes as before.
@@ -83,6 +91,7 @@ struct SlotHeader: Equatable {
         case version = 1, kind, slotID, storeID, created, label, kdf, iterations, memoryKiB, salt
         case relyingPartyID, credentialID, prfEvalInput
         case tpmPublic, tpmPrivate, tpmPIN, tpmPCRs
+        case fido2PIN
     }
     /// The longest marshalled TPM2B_PUBLIC / TPM2B_PRIVATE a header takes.
     static let maximumTPMBlobCount = 1024
@@ -96,7 +105,8 @@ struct SlotHeader: Equatable {
                  prfEvalInput: prfEvalInput,
                  hmacSecretSalt: prfEvalInput.flatMap { try? Base64.decode($0, variant: .urlSafeNoPadding) }
                     .map { Hex.encode(WebAuthnPRF.hmacSecretSalt(forEvalInput: $0)) },
-                 tpmPIN: kind == .tpm2 ? tpmPIN : nil, tpmPCRs: kind == .tpm2 ? tpmPCRs.indices : nil)
+                 tpmPIN: kind == .tpm2 ? tpmPIN : nil, tpmPCRs: kind == .tpm2 ? tpmPCRs.indices : nil,
+                 fido2PIN: kind == .prf ? fido2PIN : nil)
     }
 
     func encoded() -> [UInt8] {
@@ -128,6 +138,7 @@ struct SlotHeader: Equatable {
             field(.tpmPIN, [tpmPIN ? 1 : 0])
             field(.tpmPCRs, be(UInt64(tpmPCRs.mask), 3))
         }
+        if let pin = fido2PIN { field(.fido2PIN, [pin ? 1 : 0]) }
         return out
     }
 
@@ -194,11 +205,16 @@ struct SlotHeader: Equatable {
         }
         let salt = try require(.salt)
         guard salt.count == saltByteCount else { throw .invalidSlotHeader("salt must be \(saltByteCount) bytes") }
-        var rp: String? = nil, cred: String? = nil, eval: String? = nil
+        var rp: String? = nil, cred: String? = nil, eval: String? = nil, fido2PIN: Bool? = nil
         if kind == .prf {
             rp = try text(.relyingPartyID, max: 253)
             cred = try text(.credentialID, max: 1400)
             eval = try text(.prfEvalInput, max: 1400)
+            // Optional: absent in the slots made before it was recorded.
+            if let pin = fields.removeValue(forKey: .fido2PIN) {
+                guard pin == [0] || pin == [1] else { throw .invalidSlotHeader("field fido2PIN must be 0 or 1") }
+                fido2PIN = pin == [1]
+            }
         }
         var tpmObject: SealedObject? = nil, tpmPIN = false, tpmPCRs = PCRSelection.none
         if kind == .tpm2 {
@@ -218,7 +234,7 @@ struct SlotHeader: Equatable {
         guard fields.isEmpty else { throw .invalidSlotHeader("field \(fields.keys.first.map { "\($0)" } ?? "?") does not belong in a \(kind.rawValue) slot") }
         let header = SlotHeader(kind: kind, slotID: slotID, storeID: storeID, created: created, label: label,
                                 argon2: argon2, salt: salt, relyingPartyID: rp, credentialID: cred, prfEvalInput: eval,
-                                tpmObject: tpmObject, tpmPIN: tpmPIN, tpmPCRs: tpmPCRs)
+                                tpmObject: tpmObject, tpmPIN: tpmPIN, tpmPCRs: tpmPCRs, fido2PIN: fido2PIN)
         guard header.encoded() == bytes else { throw .invalidSlotHeader("not in canonical form") }
         return header
     }

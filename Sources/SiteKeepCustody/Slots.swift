@@ -96,7 +96,7 @@ extension Custodian {
     func writeSlot(kind: SlotKind, label: String, master: LockedSecret, argon2: Argon2id.Parameters? = nil,
                    relyingPartyID: String? = nil, credentialID: String? = nil, prfEvalInput: String? = nil,
                    salt: [UInt8]? = nil, tpmObject: SealedObject? = nil, tpmPIN: Bool = false, tpmPCRs: PCRSelection = .none,
-                   secret: consuming KEKInput) throws(CustodyError) -> SlotInfo {
+                   fido2PIN: Bool? = nil, secret: consuming KEKInput) throws(CustodyError) -> SlotInfo {
         guard label.utf8.count <= 64, !label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
             throw .invalidArgument("a slot label is at most 64 printable bytes")
         }
@@ -104,7 +104,8 @@ extension Custodian {
                                 created: configuration.wallClockSeconds(), label: label, argon2: kind == .passphrase ? argon2 : nil,
                                 salt: salt ?? SecureRandom.bytes(count: SlotHeader.saltByteCount),
                                 relyingPartyID: relyingPartyID, credentialID: credentialID, prfEvalInput: prfEvalInput,
-                                tpmObject: kind == .tpm2 ? tpmObject : nil, tpmPIN: tpmPIN, tpmPCRs: tpmPCRs)
+                                tpmObject: kind == .tpm2 ? tpmObject : nil, tpmPIN: tpmPIN, tpmPCRs: tpmPCRs,
+                                fido2PIN: kind == .prf ? fido2PIN : nil)
         let headerBytes = header.encoded()
         // Round-trip through the strict parser, so nothing is written that unlock would refuse.
         guard (try? SlotHeader.parse(headerBytes)) == header else { throw .invalidArgument("slot header fields out of range") }

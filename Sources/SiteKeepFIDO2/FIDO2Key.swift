@@ -93,21 +93,50 @@ public struct FIDO2Key: Sendable, Hashable {
         return FIDO2Credential(relyingPartyID: rp, id: Array(id.prefix(idLength)), publicKey: publicKey)
     }
 
+    /// Whether an `hmac-secret` is asked with the key's PIN (user verification). A key's output
+    /// with verification differs from its output without (CTAP 2.1 keeps two secrets per
+    /// credential, CredRandomWithUV and CredRandomWithoutUV), and a key gives the output without
+    /// verification to any process that asks, even with no touch: only the output with the PIN
+    /// is out of reach of a program that does not know the PIN.
+    public enum UserVerification: Sendable, Hashable {
+        /// With the PIN when the key has one, without when it has none (how FIDO2 slots were
+        /// asked before they recorded which kind they are).
+        case whenTheKeyHasAPIN
+        /// Always with the PIN: none given is ``FIDO2Error/pinRequired``, a key without one
+        /// ``FIDO2Error/pinNotSet``.
+        case withPIN
+        /// Never, even from a key that has a PIN now (a PIN-less slot's bytes); a PIN given is
+        /// not sent.
+        case withoutPIN
+    }
+
     /// The credential's `hmac-secret` output for `salt`: 32 bytes in guarded memory, the same
     /// each time for the same credential, salt and verification. The key asks for a touch (user
-    /// presence) and verifies the user with `pin` when it has a PIN (a key's output with user
-    /// verification differs from its output without, as CTAP 2.1 says, so a key with a PIN is
-    /// always asked with it: ``FIDO2Error/pinRequired`` otherwise).
+    /// presence) and verifies the user with `pin` as `verification` says (a key's output with
+    /// user verification differs from its output without, as CTAP 2.1 says, so by default a key
+    /// with a PIN is always asked with it: ``FIDO2Error/pinRequired`` otherwise).
     /// - Parameters:
     ///   - salt: 32 bytes. For a WebAuthn PRF eval input, ``WebAuthnPRF/hmacSecretSalt(forEvalInput:)``
-    ///     (or ``prfOutput(rp:credentialID:evalInput:pin:)``).
+    ///     (or ``prfOutput(rp:credentialID:evalInput:pin:verification:)``).
+    ///   - verification: Whether the PIN is used (``UserVerification``).
     ///
     /// The answer's presence (and, with a PIN, verification) flags are checked; its signature is
     /// not (no public key is passed): a key that lies can only give bytes that unwrap nothing.
-    public func hmacSecret(rp: String, credentialID: [UInt8], salt: [UInt8], pin: borrowing SecretBytes? = nil) throws(FIDO2Error) -> SecretBytes {
+    public func hmacSecret(rp: String, credentialID: [UInt8], salt: [UInt8], pin: borrowing SecretBytes? = nil,
+                           verification: UserVerification = .whenTheKeyHasAPIN) throws(FIDO2Error) -> SecretBytes {
         try Self.checkRP(rp)
         try Self.checkCredentialID(credentialID)
         guard salt.count == 32 else { throw .invalidArgument("the hmac-secret salt must be 32 bytes, got \(salt.count)") }
+        if verification == .withPIN {
+            switch pin { case .none: throw .pinRequired; case .some: break }
+        }
+        if verification == .withoutPIN { return try assertHMACSecret(rp: rp, credentialID: credentialID, salt: salt, pin: nil, withoutPIN: true) }
+        return try assertHMACSecret(rp: rp, credentialID: credentialID, salt: salt, pin: pin, withoutPIN: false)
+    }
+
+    /// One touched assertion with hmac-secret (``hmacSecret(rp:credentialID:salt:pin:verification:)``).
+    private func assertHMACSecret(rp: String, credentialID: [UInt8], salt: [UInt8], pin: borrowing SecretBytes?,
+                                  withoutPIN: Bool) throws(FIDO2Error) -> SecretBytes {
         let challenge = SecureRandom.bytes(count: 32)
         var authData = [UInt8](repeating: 0, count: 1024)
         var signature = [UInt8](repeating: 0, count: 80)
@@ -119,7 +148,7 @@ public struct FIDO2Key: Sendable, Hashable {
         let output = try Self.withPIN(pin) { (p: UnsafePointer<CChar>?) throws(FIDO2Error) -> SecretBytes in
             do {
                 return try SecretBytes(count: 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-                    kind = sk_fido2_assert(path, rp, credentialID, credentialID.count, challenge, salt, p, timeoutMilliseconds,
+                    kind = sk_fido2_assert(path, rp, credentialID, credentialID.count, challenge, salt, p, withoutPIN ? 1 : 0, timeoutMilliseconds,
                                            out.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                            &authData, authData.count, &authLength, &signature, signature.count, &sigLength, &status)
                 })
@@ -134,8 +163,10 @@ public struct FIDO2Key: Sendable, Hashable {
     /// The WebAuthn PRF output of the credential for `evalInput`: `hmac-secret` with the salt
     /// SHA-256("WebAuthn PRF" ‖ 0x00 ‖ evalInput), exactly what a browser's PRF extension gives a
     /// page for the same credential and input (and what a PRF slot is made with).
-    public func prfOutput(rp: String, credentialID: [UInt8], evalInput: [UInt8], pin: borrowing SecretBytes? = nil) throws(FIDO2Error) -> SecretBytes {
-        try hmacSecret(rp: rp, credentialID: credentialID, salt: WebAuthnPRF.hmacSecretSalt(forEvalInput: evalInput), pin: pin)
+    public func prfOutput(rp: String, credentialID: [UInt8], evalInput: [UInt8], pin: borrowing SecretBytes? = nil,
+                          verification: UserVerification = .whenTheKeyHasAPIN) throws(FIDO2Error) -> SecretBytes {
+        try hmacSecret(rp: rp, credentialID: credentialID, salt: WebAuthnPRF.hmacSecretSalt(forEvalInput: evalInput), pin: pin,
+                       verification: verification)
     }
 
     /// Whether the key holds `credentialID` for `rp`: asked without a touch or the PIN (an
@@ -171,7 +202,7 @@ public struct FIDO2Key: Sendable, Hashable {
         var signature = [UInt8](repeating: 0, count: 80)
         var authLength = 0, sigLength = 0
         var status = sk_fido2_status()
-        let kind = sk_fido2_assert(path, rp, credentialID, credentialID.count, challenge, nil, nil, timeoutMilliseconds, nil,
+        let kind = sk_fido2_assert(path, rp, credentialID, credentialID.count, challenge, nil, nil, 0, timeoutMilliseconds, nil,
                                    &authData, authData.count, &authLength, &signature, signature.count, &sigLength, &status)
         try Self.check(kind, status)
         let data = Array(authData.prefix(authLength))

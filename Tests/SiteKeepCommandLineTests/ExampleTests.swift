@@ -14,7 +14,7 @@ import SiteKeepTestSupport
         "sitekeep call hello --site https://promptugal.news": "needs a running daemon (DaemonTests runs one)",
         "sitekeep site host remove https://newsroom.sgit.ai --command-line": "the fixture's sites have no hosts to remove (HostBindingTests add and remove one)",
         "sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7": "needs a PIN file and a TPM (TPMCommandTests add a TPM slot through the swtpm tools/test starts)",
-        "sitekeep slot add fido2 --passphrase-file pass.txt": "needs a security key (FIDO2CommandTests add a slot with the software authenticator)",
+        "sitekeep slot add fido2 --passphrase-file pass.txt --pin-file key-pin.txt": "needs a security key (FIDO2CommandTests add a slot with the software authenticator)",
         "sitekeep team ssh enable summit --presence fido2 --passphrase-file pass.txt": "needs a security key (TouchPresenceDaemonTests use the software authenticator)",
         "sitekeep team presence summit fido2 --passphrase-file pass.txt": "needs a security key (FIDO2CommandTests use the software authenticator)",
         "sitekeep doctor": "run in-process, the test runner is not hardened (no PR_SET_DUMPABLE, which LeakSanitizer needs); the adversarial suite runs doctor as a child",

@@ -175,7 +175,7 @@ import Glibc
     @Test func unlockFIDO2UnlocksTheDaemon() async throws {
         let bed = try await Bed()
         defer { bed.stop() }
-        let added = await bed.cli(["slot", "add", "fido2", "--passphrase-file", bed.store.passFile, "--json"])
+        let added = await bed.cli(["slot", "add", "fido2", "--no-pin", "--passphrase-file", bed.store.passFile, "--json"])
         #expect(added.status == 0, "\(added.err)")
         #expect(await bed.cli(["lock"]).status == 0)
         try bed.soft.control.setTouch(false)

@@ -36,8 +36,10 @@ struct FIDO2SlotTests {
         if withPIN { try soft.key.setPIN(try Self.secret("4821")) }
         let custodian = try Self.store(soft.folder, key: soft.key)
         let before = try soft.control.counts()
-        let slot = try custodian.addFIDO2Slot(pin: withPIN ? try Self.secret("4821") : nil, current: .passphrase(try Self.secret(Self.passphrase)))
+        let slot = try custodian.addFIDO2Slot(pin: withPIN ? try Self.secret("4821") : nil, withoutPIN: !withPIN,
+                                              current: .passphrase(try Self.secret(Self.passphrase)))
         #expect(slot.kind == .prf && slot.label == "fido2" && slot.relyingPartyID == Custodian.fido2RelyingPartyID)
+        #expect(slot.fido2PIN == withPIN, "the header says which kind the slot is")
         let enrolled = try soft.control.counts()
         #expect(enrolled.touched - before.touched == 2, "a credential, then the slot's bytes: two touches")
         custodian.lock()
@@ -73,7 +75,7 @@ struct FIDO2SlotTests {
         let enrolled = try SoftKey()
         defer { enrolled.stop() }
         let custodian = try Self.store(enrolled.folder, key: enrolled.key)
-        _ = try custodian.addFIDO2Slot(pin: nil, current: .passphrase(try Self.secret(Self.passphrase)))
+        _ = try custodian.addFIDO2Slot(pin: nil, withoutPIN: true, current: .passphrase(try Self.secret(Self.passphrase)))
         custodian.lock()
 
         let other = try SoftKey()
@@ -92,14 +94,14 @@ struct FIDO2SlotTests {
         let custodian = try Self.store(soft.folder, key: soft.key)
         try soft.control.setTouch(false)
         #expect(throws: CustodyError.fido2(.noTouch)) {
-            _ = try custodian.addFIDO2Slot(pin: nil, current: .passphrase(try Self.secret(Self.passphrase)))
+            _ = try custodian.addFIDO2Slot(pin: nil, withoutPIN: true, current: .passphrase(try Self.secret(Self.passphrase)))
         }
         #expect(try custodian.listSlots().count == 1, "only the passphrase slot")
         // A wrong current secret is refused before the key is asked.
         try soft.control.setTouch(true)
         let asked = try soft.control.counts().asked
         #expect(throws: CustodyError.unlockFailed) {
-            _ = try custodian.addFIDO2Slot(pin: nil, current: .passphrase(try Self.secret("wrong")))
+            _ = try custodian.addFIDO2Slot(pin: nil, withoutPIN: true, current: .passphrase(try Self.secret("wrong")))
         }
         #expect(try soft.control.counts().asked == asked)
     }

@@ -71,6 +71,35 @@ struct FIDO2HMACSecretTests {
         _ = try soft.key.hmacSecret(rp: rp, credentialID: verified.id, salt: salt, pin: try pin("4821"))
     }
 
+    /// The software authenticator models real keys (CTAP 2.1 hmac-secret): two CredRandoms per
+    /// credential, chosen by whether the user was verified, and an output given to an assertion
+    /// with user presence off, with no touch. The attacker's silent assertion (written against
+    /// the wire, not through libfido2) gets the bytes without verification, the same as
+    /// libfido2's touched assertion without a PIN, and never those with the PIN.
+    @Test(arguments: [["--pin-protocols", "2,1"], ["--pin-protocols", "1"]])
+    func aSilentAssertionGetsTheOutputWithoutVerificationAndAsksNoTouch(protocols: [String]) throws {
+        let soft = try SoftKey(protocols)
+        defer { soft.stop() }
+        let pinProtocol = protocols[1] == "1" ? 1 : 2
+        let credential = try soft.key.makeCredential(rp: rp, userID: userID)
+        let salt = SecureRandom.bytes(count: 32)
+        let withoutUV = bytes(try soft.key.hmacSecret(rp: rp, credentialID: credential.id, salt: salt))
+        let asked = try soft.control.counts().asked
+        let silent = try soft.control.silentHMACSecret(rpID: rp, credentialID: credential.id, salt: salt, pinProtocol: pinProtocol)
+        #expect(try soft.control.counts().asked == asked, "no touch asked")
+        #expect(silent == withoutUV)
+
+        try soft.key.setPIN(try pin("4821"))
+        let withUV = bytes(try soft.key.hmacSecret(rp: rp, credentialID: credential.id, salt: salt, pin: try pin("4821")))
+        let withoutUVNow = bytes(try soft.key.hmacSecret(rp: rp, credentialID: credential.id, salt: salt, verification: .withoutPIN))
+        let silentNow = try soft.control.silentHMACSecret(rpID: rp, credentialID: credential.id, salt: salt, pinProtocol: pinProtocol)
+        #expect(withUV != withoutUV, "CredRandomWithUV is not CredRandomWithoutUV")
+        #expect(silentNow == withoutUV && withoutUVNow == withoutUV, "setting a PIN changes neither CredRandom")
+        #expect(silentNow != withUV)
+        // A slot that needs the PIN is never asked of the key without it.
+        #expect(throws: FIDO2Error.pinRequired) { _ = try soft.key.hmacSecret(rp: rp, credentialID: credential.id, salt: salt, verification: .withPIN) }
+    }
+
     @Test func aWrongPINIsRefusedAndCountedThenBlocks() throws {
         let soft = try SoftKey()
         defer { soft.stop() }

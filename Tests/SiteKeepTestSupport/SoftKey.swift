@@ -33,7 +33,16 @@ public final class SoftKey: @unchecked Sendable {
         }
         self.pid = pid
         control = SoftFIDO2Control(socketPath: socket)
-        guard ChildProcess.waitForPath(socket, pid: pid, seconds: 30) else {
+        // The socket's file appears at bind(), before listen(): a connection in between is
+        // refused, so wait until the authenticator answers one.
+        var answered = false
+        if ChildProcess.waitForPath(socket, pid: pid, seconds: 30) {
+            for _ in 0..<1500 {
+                if (try? control.counts()) != nil { answered = true; break }
+                usleep(20_000)
+            }
+        }
+        guard answered else {
             stop()
             throw StartError(description: "the software authenticator did not listen on \(socket)")
         }

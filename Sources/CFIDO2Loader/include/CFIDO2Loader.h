@@ -72,10 +72,12 @@ int sk_fido2_make_credential(const char *path, const char *rp, const uint8_t *us
 
 /* One assertion over the client data hash `cdh` (32 bytes) for `credential_id`, user presence
  * required (a touch), user verification with `pin` when given. With `salt` (32 bytes), asks for
- * hmac-secret and writes its 32 output bytes to `secret` (wiped on failure). Writes the raw
- * authenticator data (CBOR wrapping removed) and the DER signature. */
+ * hmac-secret and writes its 32 output bytes to `secret` (wiped on failure); a key with a PIN
+ * then needs `pin`, unless `without_pin` is set (a PIN-less slot's bytes are the key's output
+ * without user verification, whatever PIN the key has now). Writes the raw authenticator data
+ * (CBOR wrapping removed) and the DER signature. */
 int sk_fido2_assert(const char *path, const char *rp, const uint8_t *credential_id, size_t id_length,
-                    const uint8_t cdh[32], const uint8_t *salt, const char *pin, int timeout_ms,
+                    const uint8_t cdh[32], const uint8_t *salt, const char *pin, int without_pin, int timeout_ms,
                     uint8_t secret[32],
                     uint8_t *authdata, size_t authdata_capacity, size_t *authdata_length,
                     uint8_t *signature, size_t signature_capacity, size_t *signature_length,
