@@ -58,7 +58,13 @@ public struct AgentIdentity: Sendable, Equatable {
 
     /// The identity of a team key's public facts, or nil when its SSH policy is off.
     public init?(_ info: SigningKeyInfo) {
-        guard let policy = info.ssh, policy.enabled, let raw = try? Base64.decode(info.publicKey),
+        self.init(info, policy: info.ssh)
+    }
+
+    /// The identity of a team key's public facts under `policy` (the one in force, which custody
+    /// checked is bound to the key), or nil when it is off.
+    public init?(_ info: SigningKeyInfo, policy: SSHAgentPolicy?) {
+        guard let policy, policy.enabled, let raw = try? Base64.decode(info.publicKey),
               let key = try? SSHPublicKey(algorithm: info.algorithm, publicKey: raw) else { return nil }
         self.init(keyID: info.id, name: info.name, version: info.version, algorithm: info.algorithm, publicKey: key, policy: policy)
     }

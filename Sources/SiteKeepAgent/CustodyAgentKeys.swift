@@ -38,10 +38,15 @@ public final class CustodyAgentKeys: AgentKeySource {
         self.presence = presence
     }
 
-    /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none).
+    /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none). A key is
+    /// listed with the policy in force (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``):
+    /// one its keyring record names but custody did not bind to the key (a keyring edit) is not.
     public func identities() -> [AgentIdentity] {
         guard custodian.isUnlocked, let keys = try? custodian.listTeamKeys() else { return [] }
-        return keys.compactMap(AgentIdentity.init)
+        return keys.compactMap { info in
+            guard info.ssh?.enabled == true, let policy = try? custodian.sshPolicyInForce(keyID: info.id) else { return nil }
+            return AgentIdentity(info, policy: policy)
+        }
     }
 
     public func sign(_ request: AgentSignRequest) throws(AgentRefusal) -> [UInt8] {
