@@ -8,9 +8,13 @@ public import SiteKeepCustody
 /// (``AgentSignRequest/presenceLabel``: the destination host key's fingerprint as the session
 /// binding verified it, or `UNVERIFIED`, and the hosts the connection is forwarded through, then
 /// the quoted user name; or the SSHSIG namespace), then who asks (the peer's quoted command name
-/// and pid). An approval is kept in ``presence`` for at most 60 s for the same key and the same
-/// kind of use (a login as the same user to the same host, or an SSHSIG in the same namespace):
-/// one for another key, host or namespace never serves.
+/// and pid, and what the approval serves). An approval is kept in ``presence`` for at most 60 s
+/// for the same key, the same kind of use (a login as the same user to the same verified host,
+/// or an SSHSIG in the same namespace) and the same peer process (its pid and start time,
+/// ``AgentPeer/process``): one for another key, host, namespace or process never serves. None
+/// is kept for a login whose destination the connection did not verify (any such login would
+/// look the same), nor for a peer whose start time could not be read
+/// (``AgentSignRequest/presenceScope``).
 ///
 /// **Client.** An agent connection is not a web site, so its key uses are bound and logged under
 /// the client ``client`` (``SiteKeepCustody/KeyUseClient/sshAgent``, written `ssh-agent`): presence proofs are issued for it (and for the key and
@@ -60,7 +64,9 @@ public final class CustodyAgentKeys: AgentKeySource {
         do {
             // The gate admits the use (kept approval or prompt), signs, and writes the audit
             // line, approved or refused, before returning.
-            let approval = PresenceApproval(window: presence, label: request.presenceLabel, scope: request.purpose.presenceScope)
+            // Kept only for a use the approval names, and only for the process that asked.
+            let approval = PresenceApproval(window: presence, label: request.presenceLabel,
+                                            scope: request.presenceScope ?? "", keep: request.presenceScope != nil)
             signed = try custodian.signature(keyID: identity.keyID, message: request.data,
                                              context: KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail))
         } catch .locked {
