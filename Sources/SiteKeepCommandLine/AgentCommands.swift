@@ -184,8 +184,8 @@ enum AgentCommands {
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep team ssh disable summit", "take summit off the ssh-agent socket (the daemon unlocked)"),
-                   CommandExample("sitekeep team ssh disable summit --passphrase-file pass.txt", "the same with no daemon running")]
+        examples: [CommandExample("sitekeep team ssh disable summit --passphrase-file pass.txt",
+                                  "take summit off the ssh-agent socket (no secret needed while the daemon is unlocked)")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
         let store = try StoreContext.open(inv)
