@@ -9,12 +9,22 @@ public struct AgentPeer: Sendable, Equatable {
     public let uid: UInt32
     /// The peer's command name (`/proc/PID/comm`), when it could be read.
     public let command: String?
+    /// When the peer process started (`/proc/PID/stat` field 22, clock ticks after boot), read
+    /// while a pidfd of the process that connected pinned it (``AgentSocketServer``): with the
+    /// pid it names that process and no later one given the same pid. Nil when it could not be
+    /// read; no approval is then kept for the peer.
+    public let startTime: UInt64?
 
-    public init(pid: Int32, uid: UInt32, command: String?) {
+    public init(pid: Int32, uid: UInt32, command: String?, startTime: UInt64? = nil) {
         self.pid = pid
         self.uid = uid
         self.command = command
+        self.startTime = startTime
     }
+
+    /// `PID@START`: the one process an approval kept for this peer serves; nil when the start
+    /// time is unknown (then none is kept).
+    public var process: String? { startTime.map { "\(pid)@\($0)" } }
 
     /// `ssh (pid 4242)`: who asks, for the daemon's log (the command name is only a hint: a
     /// process chooses its own, so hidden characters in it are shown as `<U+XXXX>`).
@@ -58,7 +68,13 @@ public struct AgentIdentity: Sendable, Equatable {
 
     /// The identity of a team key's public facts, or nil when its SSH policy is off.
     public init?(_ info: SigningKeyInfo) {
-        guard let policy = info.ssh, policy.enabled, let raw = try? Base64.decode(info.publicKey),
+        self.init(info, policy: info.ssh)
+    }
+
+    /// The identity of a team key's public facts under `policy` (the one in force, which custody
+    /// checked is bound to the key), or nil when it is off.
+    public init?(_ info: SigningKeyInfo, policy: SSHAgentPolicy?) {
+        guard let policy, policy.enabled, let raw = try? Base64.decode(info.publicKey),
               let key = try? SSHPublicKey(algorithm: info.algorithm, publicKey: raw) else { return nil }
         self.init(keyID: info.id, name: info.name, version: info.version, algorithm: info.algorithm, publicKey: key, policy: policy)
     }
@@ -97,10 +113,13 @@ public enum AgentSignPurpose: Sendable, Equatable {
     }
 
     /// What one presence approval covers: the same key for the same kind of use (the same user
-    /// and destination for a login, the same namespace for an SSHSIG) within the window.
-    public var presenceScope: String {
+    /// and verified destination for a login, the same namespace for an SSHSIG) within the
+    /// window. Nil for a login whose destination the connection did not verify: every such
+    /// login would share it, so an approval of one is kept for none.
+    public var presenceScope: String? {
         switch self {
-        case let .login(user, d): "login\0\(user)\0\(d.hostKeyFingerprint ?? "?")\0\(d.forwardedThrough.joined(separator: ","))"
+        case let .login(user, d):
+            d.hostKeyFingerprint.map { "login\0\(user)\0\($0)\0\(d.forwardedThrough.joined(separator: ","))" }
         case .sshsig(let ns): "sshsig\0\(ns)"
         case .other: "other"
         }
@@ -152,12 +171,24 @@ public struct AgentSignRequest: Sendable, Equatable {
         self.peer = peer
     }
 
+    /// The kind of use an approval of this request is kept for (``AgentSignPurpose/presenceScope``)
+    /// and the peer process that asked (``AgentPeer/process``), so that no other process rides
+    /// it; nil when none is kept (a login to an unverified destination, or a peer whose start
+    /// time is unknown).
+    public var presenceScope: String? {
+        guard let use = purpose.presenceScope, let process = peer.process else { return nil }
+        return use + "\0process\0" + process
+    }
+
     /// What the presence prompt says this request is for, after the key and the op (which
     /// custody's prompt puts first): ``AgentSignPurpose/prompt`` (the verified destination or
     /// `UNVERIFIED` and the hops, then the quoted user name; or the namespace), then who asks,
-    /// by the peer's quoted, bounded command name and its pid.
+    /// by the peer's quoted, bounded command name and its pid, and what an approval serves:
+    /// `this process only` (the same use by the same process, within the window) or `this
+    /// signature only` (none is kept, ``presenceScope``).
     public var presenceLabel: String {
-        "\(purpose.prompt); asked by \(PresenceText.quoted(peer.command ?? "?", limit: 32)) (pid \(peer.pid)) on the SSH agent socket"
+        "\(purpose.prompt); asked by \(PresenceText.quoted(peer.command ?? "?", limit: 32)) (pid \(peer.pid), "
+            + (presenceScope == nil ? "this signature only" : "this process only") + ") on the SSH agent socket"
     }
 }
 

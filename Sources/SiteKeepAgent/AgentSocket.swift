@@ -1,6 +1,7 @@
 // The agent's Unix socket on the shared listener (SiteKeepSocket: private folder, SO_PEERCRED,
 // one thread per connection, drain on shutdown); the protocol is AgentSession's.
 import Glibc
+internal import CLinux
 internal import SiteKeepSocket
 public import SiteKeepSystem
 
@@ -62,7 +63,8 @@ public final class AgentSocketServer: Sendable {
     private func serve(_ connection: SocketConnection) {
         guard let cred = connection.peer, connection.isSameUser else { return }
         UnixSocket.setSendTimeout(connection.fd, seconds: 5)
-        let peer = AgentPeer(pid: cred.pid, uid: cred.uid, command: Self.command(of: cred.pid))
+        let peer = AgentPeer(pid: cred.pid, uid: cred.uid, command: Self.command(of: cred.pid),
+                             startTime: Self.startTime(ofPeerOf: connection.fd, pid: cred.pid))
         let session = AgentSession(keys: keys, peer: peer)
         var reader = AgentFrameReader()
         // An agent request is small (a sign request: a key blob and the data); a longer one
@@ -83,6 +85,31 @@ public final class AgentSocketServer: Sendable {
             }
             connection.answered()
         }
+    }
+
+    /// When the process that connected to `fd` started (``AgentPeer/startTime``): read from
+    /// `/proc/PID/stat` while the peer's pidfd (`SO_PEERPIDFD`, which names the process that
+    /// called `connect`, whatever its pid became) shows it still runs, so the pid was not
+    /// reused in between. Nil on a kernel without `SO_PEERPIDFD` (before 6.5), when the peer has
+    /// exited, or when the file cannot be read: the agent then keeps no approval for the peer.
+    static func startTime(ofPeerOf fd: Int32, pid: Int32) -> UInt64? {
+        guard pid > 0 else { return nil }
+        let pidfd = sitekeep_peer_pidfd(fd)
+        guard pidfd >= 0 else { return nil }
+        defer { close(pidfd) }
+        let stat = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard stat >= 0 else { return nil }
+        defer { close(stat) }
+        var buf = [UInt8](repeating: 0, count: 1024)
+        let n = buf.withUnsafeMutableBytes { read(stat, $0.baseAddress, $0.count) }
+        guard n > 0, let end = buf[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        // After the command name (which may hold spaces and parentheses): field 3 onwards, so
+        // the start time (field 22) is the 20th.
+        let fields = buf[(end + 1)..<n].split(separator: UInt8(ascii: " "))
+        guard fields.count > 19, let ticks = UInt64(String(decoding: fields[19], as: UTF8.self)) else { return nil }
+        // What was read was this process's only if it still runs (a pid is not reused before).
+        guard sitekeep_pidfd_alive(pidfd) == 1 else { return nil }
+        return ticks
     }
 
     /// The peer's command name, from `/proc/PID/comm` (a hint for the prompt, nothing more):

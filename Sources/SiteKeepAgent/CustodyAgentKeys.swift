@@ -8,9 +8,13 @@ public import SiteKeepCustody
 /// (``AgentSignRequest/presenceLabel``: the destination host key's fingerprint as the session
 /// binding verified it, or `UNVERIFIED`, and the hosts the connection is forwarded through, then
 /// the quoted user name; or the SSHSIG namespace), then who asks (the peer's quoted command name
-/// and pid). An approval is kept in ``presence`` for at most 60 s for the same key and the same
-/// kind of use (a login as the same user to the same host, or an SSHSIG in the same namespace):
-/// one for another key, host or namespace never serves.
+/// and pid, and what the approval serves). An approval is kept in ``presence`` for at most 60 s
+/// for the same key, the same kind of use (a login as the same user to the same verified host,
+/// or an SSHSIG in the same namespace) and the same peer process (its pid and start time,
+/// ``AgentPeer/process``): one for another key, host, namespace or process never serves. None
+/// is kept for a login whose destination the connection did not verify (any such login would
+/// look the same), nor for a peer whose start time could not be read
+/// (``AgentSignRequest/presenceScope``).
 ///
 /// **Client.** An agent connection is not a web site, so its key uses are bound and logged under
 /// the client ``client`` (``SiteKeepCustody/KeyUseClient/sshAgent``, written `ssh-agent`): presence proofs are issued for it (and for the key and
@@ -38,10 +42,15 @@ public final class CustodyAgentKeys: AgentKeySource {
         self.presence = presence
     }
 
-    /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none).
+    /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none). A key is
+    /// listed with the policy in force (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``):
+    /// one its keyring record names but custody did not bind to the key (a keyring edit) is not.
     public func identities() -> [AgentIdentity] {
         guard custodian.isUnlocked, let keys = try? custodian.listTeamKeys() else { return [] }
-        return keys.compactMap(AgentIdentity.init)
+        return keys.compactMap { info in
+            guard info.ssh?.enabled == true, let policy = try? custodian.sshPolicyInForce(keyID: info.id) else { return nil }
+            return AgentIdentity(info, policy: policy)
+        }
     }
 
     public func sign(_ request: AgentSignRequest) throws(AgentRefusal) -> [UInt8] {
@@ -55,7 +64,9 @@ public final class CustodyAgentKeys: AgentKeySource {
         do {
             // The gate admits the use (kept approval or prompt), signs, and writes the audit
             // line, approved or refused, before returning.
-            let approval = PresenceApproval(window: presence, label: request.presenceLabel, scope: request.purpose.presenceScope)
+            // Kept only for a use the approval names, and only for the process that asked.
+            let approval = PresenceApproval(window: presence, label: request.presenceLabel,
+                                            scope: request.presenceScope ?? "", keep: request.presenceScope != nil)
             signed = try custodian.signature(keyID: identity.keyID, message: request.data,
                                              context: KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail))
         } catch .locked {

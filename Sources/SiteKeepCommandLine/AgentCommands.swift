@@ -55,7 +55,10 @@ enum AgentCommands {
         approval (the presence prompt, the passphrase typed again, or the current secret given \
         for this command), even with the daemon unlocked. The daemon's signing gate applies the \
         new policy at once, to open agent connections too. --presence fido2 also makes each use \
-        need a touch of the plugged security key (as 'sitekeep team presence ID fido2').
+        need a touch of the plugged security key (as 'sitekeep team presence ID fido2'); for a \
+        key that needs a touch, allowing it more takes a touch of the security key (or the \
+        current secret given for this command), never a prompt's answer. The policy is bound \
+        into the key's wrapped versions: one written into the keyring by hand is not in force.
         """,
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile,
@@ -89,6 +92,10 @@ enum AgentCommands {
         let context = KeyUseContext(client: .commandLine, op: Custodian.sshPolicyOp, presence: approval)
         // The touch first: without the security key, nothing changes.
         if touch { _ = try requireTouch(inv, store: store, id: id, context: context) }
+        // Allowing a key that needs a touch more takes a touch (or the current secret), never a prompt's answer.
+        if (try? store.custodian.teamKeyInfo(id: id))?.touch != nil, approval.method != .secret {
+            inv.note("Touch the security key when it blinks, to approve what \(id) may sign over SSH.")
+        }
         let info = try store.custodian.setSSHAgentPolicy(keyID: id, policy, context: context)
         inv.emit(sshJSON(info)) {
             "SSH use of \(id): \(policy.summary)" + (info.touch != nil ? "; each use needs a touch of the security key" : "") + ".\n"
@@ -168,12 +175,22 @@ enum AgentCommands {
     static let teamSSHDisable = CommandSpec(
         path: ["team", "ssh", "disable"],
         summary: "Stop offering a team key over the ssh-agent socket",
-        discussion: "Works while locked and needs no approval (it only narrows). Agent connections opened after this no longer list the key, and the daemon's signing gate refuses it at once on open ones.",
+        discussion: """
+        Needs no approval (it only narrows), but SiteKeep unlocked (the daemon, or the current \
+        secret given for this command): the policy is bound into the key's wrapped versions, \
+        which are wrapped again without it. Agent connections opened after this no longer list \
+        the key, and the daemon's signing gate refuses it at once on open ones.
+        """,
         arguments: [ArgumentSpec("ID", "the key id")],
-        examples: [CommandExample("sitekeep team ssh disable summit", "take summit off the ssh-agent socket")]
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep team ssh disable summit --passphrase-file pass.txt",
+                                  "take summit off the ssh-agent socket (no secret needed while the daemon is unlocked)")]
     ) { inv in
         let id = try inv.requiredArgument("ID")
         let store = try StoreContext.open(inv)
+        _ = try store.custodian.teamKeyInfo(id: id)
+        try store.unlockOneShot(inv)
         let info = try store.custodian.setSSHAgentPolicy(keyID: id, nil)
         inv.emit(sshJSON(info)) { "SSH use of \(id): off." }
     }

@@ -509,11 +509,21 @@ enum CustodyCommands {
         if inv.option("--ssh-namespace") != nil, inv.flag("--der") {
             throw UsageError("--der and --ssh-namespace are different signature forms; give one", command: inv.spec.commandLine)
         }
+        if let namespace = inv.option("--ssh-namespace"), !SSHAgentPolicy.isValidNamespace(namespace) {
+            throw UsageError("--ssh-namespace '\(namespace.prefix(64))' is not an SSH namespace: use 1-64 characters from a-z A-Z 0-9 . _ - @ +, "
+                             + "e.g. file or git", command: inv.spec.commandLine)
+        }
         let message = try readMessage(path, inv: inv)
         let store = try StoreContext.open(inv)
-        // The one gate: the key exists (no prompt for a request that cannot run), then the
-        // user's approval of this use, then custody's own checks of it and of the key's policy.
-        let touch = try store.custodian.teamKeyInfo(id: id).touch != nil
+        // The one gate: the key exists and every argument can be honoured for it (no prompt,
+        // and no key use, for a request that cannot run), then the user's approval of this use,
+        // then custody's own checks of it and of the key's policy.
+        let before = try store.custodian.teamKeyInfo(id: id)
+        if inv.flag("--der"), before.algorithm != .p256 {
+            throw UsageError("--der applies to P-256 keys only; \(id) is \(before.algorithm.rawValue) (its signature is printed raw, "
+                             + "64 bytes in base64: leave out --der)", command: inv.spec.commandLine)
+        }
+        let touch = before.touch != nil
         // A key that needs a touch is approved by the touch alone: an unlocked daemon asks no
         // prompt first (on its own, the command still unlocks with the secret it is given).
         let approval = touch && inv.hosted != nil && store.custodian.isUnlocked
@@ -529,7 +539,7 @@ enum CustodyCommands {
         var signature = try store.custodian.sign(keyID: id, message: message,
                                                  context: KeyUseContext(client: .commandLine, op: .teamSign, presence: approval))
         if inv.flag("--der") {
-            guard info.algorithm == .p256 else { throw UsageError("--der applies to P-256 keys only", command: inv.spec.commandLine) }
+            // Checked before the key was used; a key rotated to another algorithm since is not possible (rotation keeps it).
             signature = try P256.Signing.Signature(rawRepresentation: signature).derRepresentation
         }
         inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "version", value: .integer(info.version)),

@@ -299,16 +299,26 @@ struct KeyRecord: Equatable {
         }
     }
 
-    /// A version's associated data. A key that needs a touch has its credential in it too, so a
-    /// record whose touch requirement was taken away or swapped outside custody (by whoever can
-    /// write the keyring) does not unwrap; a key without one has the bytes it always had.
+    /// A version's associated data. A key that needs a touch has its credential in it too, and a
+    /// key offered over SSH its SSH policy, so a record whose touch requirement or SSH policy was
+    /// added, changed or taken away outside custody (by whoever can write the keyring) does not
+    /// unwrap with it; a key with neither has the bytes it always had. A policy that is off
+    /// allows nothing and is not bound.
     static func associatedData(store: String, kind: SiteKeepNames.ItemKind, id: String, version: Int, algorithm: SigningAlgorithm,
-                               publicKey: String, touch: FIDO2Credential?) -> [UInt8] {
+                               publicKey: String, touch: FIDO2Credential?, ssh: SSHAgentPolicy? = nil) -> [UInt8] {
         var ad = Array("sitekeep.key.v1\0\(store)\0\(kind.rawValue)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
         if let touch {
             ad += Array("\0touch\0\(touch.relyingPartyID)\0".utf8) + Array(Base64.encode(touch.id, variant: .urlSafeNoPadding).utf8)
                 + [0] + Array(Base64.encode(touch.publicKey, variant: .urlSafeNoPadding).utf8)
         }
+        if let ssh, ssh.enabled {
+            // Each namespace with its length: no two policies have the same bytes.
+            let namespaces = ssh.namespaces.map { list in list.map { "\($0.utf8.count):\($0)" }.joined() } ?? "any"
+            ad += Array("\0ssh\0login=\(ssh.login ? 1 : 0)\0otherData=\(ssh.otherData ? 1 : 0)\0namespaces=\(ssh.namespaces?.count ?? -1)\0\(namespaces)".utf8)
+        }
         return ad
     }
+
+    /// The SSH policy the versions' associated data would bind: the record's when it is on.
+    var sshToBind: SSHAgentPolicy? { ssh?.enabled == true ? ssh : nil }
 }

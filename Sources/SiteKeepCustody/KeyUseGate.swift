@@ -105,13 +105,20 @@ public struct PresenceApproval: Sendable {
     public let window: PresenceWindow
     /// The kind of use an approval is kept for, beyond the client, op and key (nil: any).
     public let scope: String?
+    /// Whether an approval is kept for the use at all (false: the user's answer approves this
+    /// one use, and no kept approval serves it).
+    public let keep: Bool
     private let makeLabel: @Sendable () -> String
 
-    /// - Parameter label: evaluated only when the user is asked, each time (see ``label``).
-    public init(window: PresenceWindow, label: @autoclosure @escaping @Sendable () -> String, scope: String? = nil) {
+    /// - Parameters:
+    ///   - label: evaluated only when the user is asked, each time (see ``label``).
+    ///   - keep: false when the use is one no approval should serve twice (the ssh-agent's login
+    ///     to a destination the connection did not verify).
+    public init(window: PresenceWindow, label: @autoclosure @escaping @Sendable () -> String, scope: String? = nil, keep: Bool = true) {
         self.window = window
         self.makeLabel = label
         self.scope = scope
+        self.keep = keep
     }
 
     /// What the prompt names as the requester (quoted and bounded by the prompt), made now.
@@ -126,7 +133,8 @@ extension Custodian {
     /// else a kept one of ``KeyUseContext/approval``'s window, else (after `beforeAsking`, which
     /// throws for a use that cannot run, so it never prompts) a fresh one from the user. Each is
     /// checked by ``checkProof(_:client:op:keyID:unlockedAtNs:lifetime:)`` only; a kept one that
-    /// fails is forgotten and the user is asked. Nil when the context brings neither.
+    /// fails is forgotten and the user is asked. Nothing is kept for, or serves, an approval
+    /// that says not to keep (``PresenceApproval/keep``). Nil when the context brings neither.
     func admit(_ context: KeyUseContext, keyID: KeyID?, unlockedAtNs: UInt64,
                beforeAsking: () throws(CustodyError) -> Void) throws(CustodyError) -> PresenceProof? {
         let client = context.client
@@ -138,7 +146,7 @@ extension Custodian {
         let window = approval.window
         let use = PresenceWindow.Use(client: client, op: context.op, keyID: keyID, scope: approval.scope)
         let lifetime = min(configuration.presenceLifetime, window.lifetime)
-        if let kept = window.kept(use) {
+        if approval.keep, let kept = window.kept(use) {
             do throws(CustodyError) {
                 try checkProof(kept, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
                 return kept
@@ -150,7 +158,7 @@ extension Custodian {
         let generation = window.generation
         let fresh = try window.ask(use, label: approval.label)
         try checkProof(fresh, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
-        window.keep(fresh, for: use, ifNotClearedSince: generation)
+        if approval.keep { window.keep(fresh, for: use, ifNotClearedSince: generation) }
         return fresh
     }
 

@@ -37,15 +37,71 @@ extension Custodian {
 
     /// Wraps a new signing key as version `version` of a record.
     func makeVersion(_ handle: SigningKeyHandle, kind: SiteKeepNames.ItemKind, id: String, version: Int, master: LockedSecret,
-                     touch: FIDO2Credential? = nil) throws(CustodyError) -> KeyRecord.Version {
+                     touch: FIDO2Credential? = nil, ssh: SSHAgentPolicy? = nil) throws(CustodyError) -> KeyRecord.Version {
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
         let pk = Base64.encode(handle.publicKey)
-        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk, touch: touch)
+        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk,
+                                          touch: touch, ssh: ssh)
         let wrapped = try cr { () throws(CryptoError) -> [UInt8] in
             let secret = try handle.exportForWrapping()
             return try wrapKey.wrap(secret, authenticating: ad)
         }
         return KeyRecord.Version(version: version, created: configuration.wallClockSeconds(), publicKey: pk, wrapped: Base64.encode(wrapped))
+    }
+
+    /// Opens `version` of `record` with `wrapKey`, under the associated data of the record's touch
+    /// credential and SSH policy (``KeyRecord/associatedData(store:kind:id:version:algorithm:publicKey:touch:ssh:)``).
+    /// A record with an SSH policy whose version does not open so is tried once more without
+    /// it: a record written before SiteKeep bound SSH policies, or one whose policy was added by
+    /// a keyring edit. Such a version opens, but `sshBound` is false and its policy is not in
+    /// force (the key is not offered over SSH and signs nothing SSH's until `team ssh enable`).
+    func unwrapVersion(_ version: KeyRecord.Version, of record: KeyRecord, kind: SiteKeepNames.ItemKind, wrapKey: SymmetricKeyHandle,
+                       sshBound: inout Bool) throws(CustodyError) -> SecretBytes {
+        func ad(_ ssh: SSHAgentPolicy?) -> [UInt8] {
+            KeyRecord.associatedData(store: storeID, kind: kind, id: record.id, version: version.version, algorithm: record.algorithm,
+                                     publicKey: version.publicKey, touch: record.touch, ssh: ssh)
+        }
+        let notOpened = CustodyError.damagedItem("\(kind)/\(record.id) version \(version.version) does not unwrap under this store's master key")
+        guard let wrapped = try? Base64.decode(version.wrapped) else { throw .damagedItem("\(kind)/\(record.id) version \(version.version) is not base64") }
+        let policy = record.sshToBind
+        if let bound = try? wrapKey.unwrap(wrapped, authenticating: ad(policy)) {
+            sshBound = policy != nil
+            return bound
+        }
+        guard policy != nil, let unbound = try? wrapKey.unwrap(wrapped, authenticating: ad(nil)) else { throw notOpened }
+        sshBound = false
+        return unbound
+    }
+
+    /// The SSH policy in force for `record`: its own when bound to its current version (which
+    /// is opened to find out), else nil. Needs the custodian unlocked.
+    func boundSSH(of record: KeyRecord, kind: SiteKeepNames.ItemKind) throws(CustodyError) -> SSHAgentPolicy? {
+        guard record.sshToBind != nil, let current = record.versions.last else { return nil }
+        let wrapKey = try derive(try currentMaster(), info: wrapInfo(kind: kind, id: record.id))
+        var bound = false
+        _ = try unwrapVersion(current, of: record, kind: kind, wrapKey: wrapKey, sshBound: &bound)
+        return bound ? record.ssh : nil
+    }
+
+    /// Wraps every version of `record` again with `touch` and `ssh` in its associated data, each
+    /// opened first under what it was wrapped with (``unwrapVersion(_:of:kind:wrapKey:sshBound:)``),
+    /// and keeps both in the record (not stored: the caller stores it). A version that does not
+    /// open leaves the record as it was. Needs the custodian unlocked.
+    func rewrap(_ record: inout KeyRecord, kind: SiteKeepNames.ItemKind, touch: FIDO2Credential?, ssh: SSHAgentPolicy?) throws(CustodyError) {
+        let wrapKey = try derive(try currentMaster(), info: wrapInfo(kind: kind, id: record.id))
+        let newSSH = ssh?.enabled == true ? ssh : nil
+        var versions = record.versions
+        for i in versions.indices {
+            let v = versions[i]
+            var bound = false
+            let secret = try unwrapVersion(v, of: record, kind: kind, wrapKey: wrapKey, sshBound: &bound)
+            let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: record.id, version: v.version, algorithm: record.algorithm,
+                                              publicKey: v.publicKey, touch: touch, ssh: newSSH)
+            versions[i].wrapped = Base64.encode(try cr { () throws(CryptoError) -> [UInt8] in try wrapKey.wrap(secret, authenticating: ad) })
+        }
+        record.versions = versions
+        record.touch = touch
+        record.ssh = newSSH
     }
 
     /// The unwrapped signing key of a version, cached for this unlock in the ``lockScope``.
@@ -72,22 +128,23 @@ extension Custodian {
         if forSigning, v != current { throw .versionVerifyOnly(keyID: id, version: v) }
         let cacheKey = "\(kind)/\(id)@\(v)"
         let entry = record.versions[v - 1]
-        if let cached = signers.withLock({ $0.byVersion[cacheKey] }),
+        // A version unwrapped earlier serves again only when no SSH policy needs checking.
+        if record.sshToBind == nil, let cached = signers.withLock({ $0.byVersion[cacheKey] }),
            Base64.encode(cached.publicKey) == entry.publicKey {
             if v == current {
                 _ = signers.withLock(ifNotClearedSince: generation) {
-                    $0.current[currentKey] = CurrentSigner(handle: cached, version: v, ssh: record.ssh, touch: record.touch)
+                    $0.current[currentKey] = CurrentSigner(handle: cached, version: v, ssh: nil, touch: record.touch)
                 }
             }
-            return (cached, v, record.ssh)
+            return (cached, v, nil)
         }
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
-        let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: v, algorithm: record.algorithm, publicKey: entry.publicKey,
-                                          touch: record.touch)
-        guard let wrapped = try? Base64.decode(entry.wrapped) else { throw .damagedItem("\(kind)/\(id) version \(v) is not base64") }
+        var sshBound = false
+        let secret = try unwrapVersion(entry, of: record, kind: kind, wrapKey: wrapKey, sshBound: &sshBound)
+        // The policy in force is the one bound to the key, never one only the record names.
+        let ssh = sshBound ? record.ssh : nil
         let handle: SigningKeyHandle
         do {
-            let secret = try wrapKey.unwrap(wrapped, authenticating: ad)
             handle = try SigningKeyHandle.importWrapped(secret, algorithm: record.algorithm)
         } catch {
             throw .damagedItem("\(kind)/\(id) version \(v) does not unwrap under this store's master key")
@@ -97,9 +154,9 @@ extension Custodian {
         }
         _ = signers.withLock(ifNotClearedSince: generation) { c in
             c.byVersion[cacheKey] = handle
-            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v, ssh: record.ssh, touch: record.touch) }
+            if v == current { c.current[currentKey] = CurrentSigner(handle: handle, version: v, ssh: ssh, touch: record.touch) }
         }
-        return (handle, v, record.ssh)
+        return (handle, v, ssh)
     }
 
     func newRecord(kind: SiteKeepNames.ItemKind, id: String, name: String, handle: SigningKeyHandle) throws(CustodyError) -> SigningKeyInfo {
@@ -203,9 +260,13 @@ extension Custodian {
         let master = try currentMaster()
         var record = try loadRecord(kind: .teamKey, id: id)
         guard record.versions.count < KeyRecord.maximumVersions else { throw .invalidArgument("key \(id) has reached \(KeyRecord.maximumVersions) versions") }
+        // The new version binds the policy in force, never one only the record names (which
+        // rotation then drops).
+        let ssh = try boundSSH(of: record, kind: .teamKey)
         let version = try makeVersion(Self.newHandle(record.algorithm), kind: .teamKey, id: id,
-                                      version: record.versions.count + 1, master: master, touch: record.touch)
+                                      version: record.versions.count + 1, master: master, touch: record.touch, ssh: ssh)
         record.versions.append(version)
+        record.ssh = ssh
         try storeRecord(record, kind: .teamKey)
         _ = signers.withLock { $0.current.removeValue(forKey: "\(ItemKind.teamKey)/\(id)") }
         try log(KeyUseContext(op: .teamRotate), key: "\(id)@v\(version.version)", result: "ok")
@@ -275,7 +336,13 @@ extension Custodian {
             let facts = try keyFacts(kind: kind, id: keyID, version: version)
             logKey = "\(keyID)@v\(facts.version)"
             if kind == .teamKey {
-                try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: facts.ssh)
+                do throws(CustodyError) {
+                    try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: facts.ssh)
+                } catch .policyRefused(let why) where facts.sshUnbound {
+                    throw .policyRefused(why + "; the SSH policy in key \(keyID)'s keyring record is not the one SiteKeep bound to the key "
+                        + "(it was written before SiteKeep bound SSH policies, or edited outside SiteKeep), so SSH use is off: "
+                        + "turn it on again with 'sitekeep team ssh enable \(keyID)'")
+                }
             }
             // The one presence check: a touch of the key's security key for each use when its
             // policy says so (no proof brought or kept counts), else ``admit``.
@@ -309,10 +376,29 @@ extension Custodian {
     /// What the gate needs to know of a key before anyone is asked: the version a use would
     /// take, its SSH policy and whether a touch approves it. From the signer cache when the
     /// current version was unwrapped in this unlock, else from its record (which must exist).
-    func keyFacts(kind: SiteKeepNames.ItemKind, id: String, version: Int?) throws(CustodyError) -> (version: Int, ssh: SSHAgentPolicy?, touch: FIDO2Credential?) {
-        if version == nil, let hit = signers.withLock({ $0.current["\(kind)/\(id)"] }) { return (hit.version, hit.ssh, hit.touch) }
+    ///
+    /// A record that names an SSH policy has its current version opened first (while unlocked):
+    /// the policy that counts is the one bound to the key, so a policy a keyring edit added or
+    /// widened lets no request through to a prompt (`sshUnbound` then says the record names one
+    /// that is not in force).
+    func keyFacts(kind: SiteKeepNames.ItemKind, id: String,
+                  version: Int?) throws(CustodyError) -> (version: Int, ssh: SSHAgentPolicy?, touch: FIDO2Credential?, sshUnbound: Bool) {
+        if version == nil, let hit = signers.withLock({ $0.current["\(kind)/\(id)"] }) { return (hit.version, hit.ssh, hit.touch, false) }
         let record = try loadRecord(kind: kind, id: id)
-        return (version ?? record.versions.count, record.ssh, record.touch)
+        guard record.sshToBind != nil else { return (version ?? record.versions.count, nil, record.touch, false) }
+        let ssh = try boundSSH(of: record, kind: kind)
+        return (version ?? record.versions.count, ssh, record.touch, ssh == nil)
+    }
+
+    /// The SSH policy in force for team key `id`: the one its record names when it is bound to
+    /// the key (custody wrote it with the key's versions, ``setSSHAgentPolicy(keyID:_:context:)``),
+    /// else nil, as for a key whose SSH use is off. The ssh-agent offers only keys whose policy
+    /// this returns. Needs the custodian unlocked (the key's current version is opened to check).
+    /// - Throws: ``CustodyError/locked``, ``CustodyError/keyNotFound(_:)``, ``CustodyError/damagedItem(_:)``.
+    public func sshPolicyInForce(keyID id: String) throws(CustodyError) -> SSHAgentPolicy? {
+        try Self.validateID(id)
+        _ = try currentMaster()
+        return try keyFacts(kind: .teamKey, id: id, version: nil).ssh
     }
 
     static func resultWord(_ e: CustodyError) -> String {

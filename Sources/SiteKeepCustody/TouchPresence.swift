@@ -96,23 +96,10 @@ extension Custodian {
 
     /// Keeps `touch` in `record`, its versions wrapped again with it in their associated data (so
     /// the requirement cannot be taken out of the stored record without the key ceasing to
-    /// unwrap), tells this custodian's signing gate at once and logs the change as `logged`
-    /// approved it.
+    /// unwrap) beside the SSH policy in force (one only the record names is dropped), tells this
+    /// custodian's signing gate at once and logs the change as `logged` approved it.
     private func store(touch: FIDO2Credential?, in record: inout KeyRecord, approvedBy logged: inout KeyUseContext) throws(CustodyError) -> SigningKeyInfo {
-        let wrapKey = try derive(try currentMaster(), info: wrapInfo(kind: .teamKey, id: record.id))
-        for i in record.versions.indices {
-            let v = record.versions[i]
-            func ad(_ t: FIDO2Credential?) -> [UInt8] {
-                KeyRecord.associatedData(store: storeID, kind: .teamKey, id: record.id, version: v.version, algorithm: record.algorithm,
-                                         publicKey: v.publicKey, touch: t)
-            }
-            guard let wrapped = try? Base64.decode(v.wrapped), let rewrapped = try? wrapKey.wrap(wrapKey.unwrap(wrapped, authenticating: ad(record.touch)),
-                                                                                                  authenticating: ad(touch)) else {
-                throw .damagedItem("\(ItemKind.teamKey)/\(record.id) version \(v.version) does not unwrap under this store's master key")
-            }
-            record.versions[i].wrapped = Base64.encode(rewrapped)
-        }
-        record.touch = touch
+        try rewrap(&record, kind: .teamKey, touch: touch, ssh: try boundSSH(of: record, kind: .teamKey))
         try storeRecord(record, kind: .teamKey)
         let id = record.id
         signers.withLock { c in c.current["\(ItemKind.teamKey)/\(id)"]?.touch = touch }

@@ -7,7 +7,7 @@ import SiteKeepCustody
 /// The connection handler over real custody (a file keyring, an askpass program): what each
 /// request gets, policies, presence, the audit log.
 @Suite struct AgentSessionTests {
-    static let peer = AgentPeer(pid: 4242, uid: 0, command: "ssh")
+    static let peer = AgentPeer(pid: 4242, uid: 0, command: "ssh", startTime: 1)
 
     static func identities(_ reply: AgentReply) throws -> [(blob: [UInt8], comment: String)] {
         guard case .identities(let list) = reply else { throw SSHWireError.invalid(field: "reply", reason: "not identities") }
@@ -43,7 +43,7 @@ import SiteKeepCustody
         #expect(line.detail == "sshsig namespace file")
         #expect(line.presenceAgeMs != nil)
         #expect(f.prompts.count == 1, "the second signature reuses the approval: \(f.prompts)")
-        #expect(f.prompts.first?.contains("asked by \"ssh\" (pid 4242)") == true && f.prompts.first?.contains("namespace \"file\"") == true, "\(f.prompts)")
+        #expect(f.prompts.first?.contains("asked by \"ssh\" (pid 4242, this process only)") == true && f.prompts.first?.contains("namespace \"file\"") == true, "\(f.prompts)")
         #expect(try f.custodian.auditLog.verify().isIntact)
     }
 

@@ -46,7 +46,7 @@ import SiteKeepCustody
         let shown = "\"" + String(String.UnicodeScalarView(user.unicodeScalars.prefix(64))) + "…\""
         #expect(prompt.contains(shown), "\(prompt)")
         #expect(!prompt.contains(String(repeating: " ", count: 40)), "the padding is cut with the name")
-        #expect(prompt.contains("; asked by \"ssh\" (pid 4242) on the SSH agent socket. Approval covers only this site, ssh.sign and key k, for at most 60 s (prompt "))
+        #expect(prompt.contains("; asked by \"ssh\" (pid 4242, this signature only) on the SSH agent socket. Approval covers only this site, ssh.sign and key k, for at most 60 s (prompt "))
         #expect(prompt.hasSuffix("). Allow?"))
         #expect(try #require(Self.offset(of: "UNVERIFIED", in: prompt)) < 80)
         #expect(try #require(Self.offset(of: "UNVERIFIED", in: prompt)) < (try #require(Self.offset(of: trusted.fingerprint, in: prompt))))
@@ -109,6 +109,6 @@ import SiteKeepCustody
         #expect(!prompt.unicodeScalars.contains { Self.hidden.contains(String($0)) || $0.properties.generalCategory == .format || $0.value < 0x20 },
                 "no hidden character reaches the prompt: \(prompt)")
         #expect(prompt.hasPrefix("SiteKeep: key k, ssh.sign, for a signature in SSHSIG namespace \"file\\\"; asked by \\\"sshd\\\" (pid 1) on the SSH agent socket "), "\(prompt)")
-        #expect(prompt.contains(" …\"; asked by \"g<U+200B>it<U+202E>\" (pid 77) on the SSH agent socket. Approval covers only"), "\(prompt)")
+        #expect(prompt.contains(" …\"; asked by \"g<U+200B>it<U+202E>\" (pid 77, this signature only) on the SSH agent socket. Approval covers only"), "\(prompt)")
     }
 }

@@ -53,13 +53,16 @@ import Glibc
         #expect(try reopened.teamKeyInfo(id: "summit").ssh == nil)
     }
 
-    /// Turning SSH use on needs the store unlocked; turning it off does not.
+    /// Every change of SSH use needs the store unlocked: the policy is bound into the key's
+    /// wrapped versions, which are wrapped again (turning it off needs no approval, though).
     @Test func enablingNeedsAnUnlock() throws {
         let f = try AgentFixture(keys: [("k", .ed25519, SSHAgentPolicy())])
         f.custodian.lock()
         #expect(throws: CustodyError.locked) { try f.custodian.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy()) }
-        #expect(try f.custodian.setSSHAgentPolicy(keyID: "k", nil).ssh == nil)
+        #expect(throws: CustodyError.locked) { try f.custodian.setSSHAgentPolicy(keyID: "k", nil) }
         #expect(throws: CustodyError.self) { try f.custodian.setSSHAgentPolicy(keyID: "k", SSHAgentPolicy(namespaces: ["has space"])) }
+        try f.custodian.unlock(.passphrase(SecretBytes(copying: Array("agent tests pass".utf8))))
+        #expect(try f.custodian.setSSHAgentPolicy(keyID: "k", nil).ssh == nil)
         let line = try #require(try f.custodian.auditLog.entries().last)
         #expect(line.op == "team.ssh" && line.detail == "off")
     }

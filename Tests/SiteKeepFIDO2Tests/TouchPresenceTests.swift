@@ -161,4 +161,36 @@ struct TouchPresenceTests {
                                         context: KeyUseContext(client: .commandLine, op: .teamSign, presence: try Self.secretProof(.teamSign)))
         #expect(try again.verify(keyID: "summit", signature: plain.signature, message: [2]))
     }
+
+    /// Allowing a key that needs a touch more over SSH takes what going back to the prompt
+    /// takes: a touch of its credential or the current secret, never a prompt's answer (issue
+    /// 45, defect 6). Narrowing takes the prompt as before.
+    @Test func wideningATouchKeysSSHPolicyNeedsATouchOrTheCurrentSecret() throws {
+        let soft = try SoftKey(["--no-touch-ms", "200"])
+        defer { soft.stop() }
+        let custodian = try Self.touchKey(soft)
+        func context(_ proof: PresenceProof) -> KeyUseContext { KeyUseContext(client: .commandLine, op: Custodian.sshPolicyOp, presence: proof) }
+        let narrow = SSHAgentPolicy(login: false, namespaces: ["git"])
+        _ = try custodian.setSSHAgentPolicy(keyID: "summit", narrow, context: context(try Self.secretProof(Custodian.sshPolicyOp)))
+        try soft.control.setTouch(false)
+        for wider in [SSHAgentPolicy(login: false), SSHAgentPolicy(namespaces: ["git"]), SSHAgentPolicy(login: false, namespaces: ["git"], otherData: true)] {
+            let prompted = context(try Self.askpassProof(Custodian.sshPolicyOp))
+            var refused: CustodyError?
+            do throws(CustodyError) {
+                _ = try custodian.setSSHAgentPolicy(keyID: "summit", wider, context: prompted)
+            } catch { refused = error }
+            #expect(refused == .fido2(.noTouch), "\(wider.summary): \(String(describing: refused))")
+            #expect(try custodian.teamKeyInfo(id: "summit").ssh == narrow)
+        }
+        // Narrower, or the same: the prompt's answer does.
+        _ = try custodian.setSSHAgentPolicy(keyID: "summit", SSHAgentPolicy(login: false, namespaces: []),
+                                            context: context(try Self.askpassProof(Custodian.sshPolicyOp)))
+        // Wider: the current secret, or a touch.
+        _ = try custodian.setSSHAgentPolicy(keyID: "summit", narrow, context: context(try Self.secretProof(Custodian.sshPolicyOp)))
+        try soft.control.setTouch(true)
+        let touched = try soft.control.counts().touched
+        _ = try custodian.setSSHAgentPolicy(keyID: "summit", SSHAgentPolicy(), context: context(try Self.askpassProof(Custodian.sshPolicyOp)))
+        #expect(try soft.control.counts().touched == touched + 1)
+        #expect(try custodian.teamKeyInfo(id: "summit").ssh == SSHAgentPolicy())
+    }
 }
