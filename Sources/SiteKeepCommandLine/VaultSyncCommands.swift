@@ -103,6 +103,11 @@ enum VaultSyncCommands {
         The folder must be new or empty. The name, URL and folder are checked before anything \
         secret is asked for; a vault server accepts only vault ids of \(ServerVaultID.rule), \
         checked before the key is derived. The folder opens in sgit when given the vault key. \
+        The clone is the first look at the vault: it pins the signers the branch index lists \
+        and, at first use, those of HEAD's last 64 commits that it does not list (the sites' \
+        web client rewrites the index on every push), and shows those (key id, fingerprint, \
+        the commits they signed); --trust-signer KEY-ID (repeatable) admits only the signers \
+        named, besides those the index lists. \
         A vault the sites' web client (sg-vault) also writes holds unsigned commits: clone it \
         with --allow-unsigned (shown in `vault status` and `vault list`, changed with `vault \
         policy`); a bad signature and a key that differs from its pin are refused either way.
@@ -112,6 +117,7 @@ enum VaultSyncCommands {
                     ArgumentSpec("DIR", "the folder to clone into (as --path)", optional: true)],
         options: VaultCommands.unlockOptions + [tokenOption, .option("--path", value: "DIR", "where to put the working vault"),
                                                 .option("--site", value: "ORIGIN", "the site the vault belongs to"),
+                                                .option("--trust-signer", value: "KEY-ID", "pin this signer the branch index does not list, and no other (repeatable; as `vault log` shows it)"),
                                                 .flag("--allow-unsigned", "serve unsigned commits and unpinned signers (for a vault the sites' web client writes; see SECURITY.md 6)")],
         secretInputs: UnlockOptions.secretInputs + [.key],
         examples: [CommandExample("sitekeep vault clone ~/notes notes2 --key-file notes.key --prf-file prf.bin", "clone a vault from a shared folder")]
@@ -125,21 +131,43 @@ enum VaultSyncCommands {
         // Everything the user typed is checked before a passphrase, key or token is asked for.
         let siteID = try VaultCommands.owningSiteID(inv, store)
         _ = try svc.checkClone(url: url, name: name, path: path)
+        let named = try inv.options("--trust-signer").map { text throws -> String in
+            guard let id = SignerPin.keyID(parsing: text) else {
+                throw UsageError("--trust-signer takes a signer's key id (key-rnd-imm- and 8 to 64 hex digits, as `vault log` and `vault status` show it), "
+                                 + "not '\(text.prefix(80))'", command: inv.spec.commandLine)
+            }
+            return id
+        }
         try store.unlockOneShot(inv)
         try? PrivateFolder.makeParents(of: path)
         let key = SecretBox(try inv.readSecret(.key, prompt: "Vault key: "))
         let tokenBox: SecretBox?
         if let t = try token(inv) { tokenBox = SecretBox(t) } else { tokenBox = nil }
-        let outcome = try inv.withProgress("Deriving the vault keys and cloning") { () throws -> PullOutcome in
+        let cloned = try inv.withProgress("Deriving the vault keys and cloning") { () throws -> CloneOutcome in
             let allow = inv.flag("--allow-unsigned")
-            if let tokenBox { return try svc.clone(url: url, name: name, keyText: key.take(), token: tokenBox.take(), path: path, siteID: siteID, allowUnsigned: allow) }
-            return try svc.clone(url: url, name: name, keyText: key.take(), token: nil, path: path, siteID: siteID, allowUnsigned: allow)
+            if let tokenBox {
+                return try svc.clone(url: url, name: name, keyText: key.take(), token: tokenBox.take(), path: path, siteID: siteID,
+                                     allowUnsigned: allow, trustSigners: named)
+            }
+            return try svc.clone(url: url, name: name, keyText: key.take(), token: nil, path: path, siteID: siteID,
+                                 allowUnsigned: allow, trustSigners: named)
         }
+        let outcome = cloned.pull, fromHistory = cloned.pinnedFromHistory
         inv.emit(.object([
             JSONMember(key: "name", value: .string(name)), JSONMember(key: "path", value: .string(path)),
             JSONMember(key: "head", value: .string(outcome.remoteHead.map { "\($0)" })),
             JSONMember(key: "objects", value: .integer(outcome.fetched.objects)),
+            JSONMember(key: "pinnedFromHistory", value: .array(fromHistory.map { s in
+                .object([JSONMember(key: "keyID", value: .string(s.keyID)), JSONMember(key: "fingerprint", value: .string(s.fingerprint)),
+                         JSONMember(key: "commits", value: .array(s.commits.map { .string("\($0)") }))])
+            })),
         ])) { "Cloned \(name) into \(path): \(outcome.fetched.commits) commits, \(outcome.fetched.trees) trees, \(outcome.fetched.blobs) blobs verified"
+            + fromHistory.map { s in
+                let shown = s.commits.prefix(3).map { "\($0)" }.joined(separator: ", ") + (s.commits.count > 3 ? " and \(s.commits.count - 3) more" : "")
+                return "\n  pinned   \(s.keyID) (public key sha256 \(s.fingerprint)) at first use: it signed \(shown) of HEAD's history, "
+                    + "and the branch index does not list it (the sites' web client rewrites the index). If you do not know this signer, "
+                    + "`sitekeep vault remove \(name)` and clone again with --trust-signer naming the signer you expect"
+            }.joined()
             + (inv.flag("--allow-unsigned") ? "\n  policy   unsigned commits and unpinned signers allowed (--allow-unsigned); change it with `sitekeep vault policy \(name) --require-signed`" : "") }
     }
 

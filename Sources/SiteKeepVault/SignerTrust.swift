@@ -35,6 +35,10 @@ public struct SignerPin: Sendable, Hashable {
         self.source = source
     }
 
+    /// `text` as a signer's key id (`key-rnd-imm-` and 8 to 64 hex digits, normalised as the
+    /// vault's own files name it), or nil: the one parser of key ids, for `--trust-signer`.
+    public static func keyID(parsing text: String) -> String? { Identifiers.keyID(text) }
+
     /// Whether `text` is 64 lower-case hex digits.
     static func isFingerprint(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy(Identifiers.isLowerHex)

@@ -176,6 +176,10 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             return "commit \(commit) names signer \(key ?? "(none)"), whose public key is not in the vault, and the vault's branch index lists signatures-required; \(refused)"
         case .unknownKey(let key):
             return "commit \(commit) names signer \(key ?? "(none)"), whose public key is not in the vault (no bare/keys/\(key ?? "…")); \(refused). Fetch the key (sgit pull) and try again"
+        case .notInIndex(let key) where registered == nil:
+            // A clone (the first look): `vault clone` pins the signers of HEAD's history unless
+            // --trust-signer named others; allowing unsigned commits is never the advice.
+            return "commit \(commit) is signed by \(key), which no branch of the vault's branch index lists and the clone was not told to trust, so \(refused). If you know this signer (its key id and fingerprint, from the vault's owner), name it: `sitekeep vault clone URL NAME --trust-signer \(key)`; without --trust-signer, `vault clone` pins the signers of HEAD's history at first use and shows them"
         case .notInIndex(let key):
             return "commit \(commit) is signed by \(key), which no branch of the vault's branch index lists and this store has not pinned, so \(refused). If this vault is also written by the sites' web client (which rewrites the index on every push) and you know this signer, allow it: \(allow)"
         case let .newSigner(key, fingerprint):

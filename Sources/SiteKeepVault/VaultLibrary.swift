@@ -74,23 +74,40 @@ public final class VaultLibrary: Sendable {
     /// store, a tagged record owned by `siteID` whose signers (those the cloned branch index
     /// lists) are pinned with `source` (``SignerPin/Source/authenticatedPull`` for a clone from the
     /// vault server's API, ``SignerPin/Source/vaultAdd`` for a first look at a folder).
+    /// - Parameter pinHistory: HEAD is judged by every signer about to be pinned (those the
+    ///   index lists and those of HEAD's last 64 commits it does not), not by the index alone:
+    ///   for `vault clone`, whose fetch verified every commit's signature and chose its signers
+    ///   (the sites' web client rewrites the index to one unkeyed entry on every push).
     @discardableResult
     public func register(name: String, path: String, keys: SgitKeys, siteID: String? = nil,
-                         allowUnsigned: Bool = false, source: SignerPin.Source = .authenticatedPull) throws(VaultError) -> VaultStatus {
+                         allowUnsigned: Bool = false, source: SignerPin.Source = .authenticatedPull,
+                         pinHistory: Bool = false) throws(VaultError) -> VaultStatus {
         guard VaultRecord.isValidName(name) else { throw .invalidVaultName(name) }
         if try registry.records().contains(where: { $0.name == name }) { throw .vaultExists(name: name) }
-        return try adopt(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned, source: source)
+        return try adopt(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned, source: source,
+                         pinHistory: pinHistory)
     }
 
-    /// Opens the vault with `keys` (every listed signer accepted for this first look), pins its
-    /// signers, and keeps its keys and its tagged record.
+    /// Opens the vault with `keys` (every listed signer accepted for this first look, and with
+    /// `pinHistory` those of HEAD's recent history too), pins its signers, and keeps its keys
+    /// and its tagged record.
     private func adopt(name: String, path: String, keys: SgitKeys, siteID: String?, allowUnsigned: Bool,
-                       source: SignerPin.Source) throws(VaultError) -> VaultStatus {
+                       source: SignerPin.Source, pinHistory: Bool = false) throws(VaultError) -> VaultStatus {
         var checking = options
         checking.trust = VaultTrust(signers: .anyListed, allowUnsigned: allowUnsigned, vaultName: name)
-        let vault = try Vault.open(path: path, keys: keys, options: checking)
+        let vault: Vault
+        let signers: [SignerPin]
+        if pinHistory {
+            vault = try Vault.load(path: path, keys: keys, options: checking)
+            signers = try vault.currentSigners(source: source)
+            vault.setTrust(VaultTrust(signers: .pinned(signers), allowUnsigned: allowUnsigned, vaultName: name))
+            try vault.requireServedHead()
+        } else {
+            vault = try Vault.open(path: path, keys: keys, options: checking)
+            signers = try vault.currentSigners(source: source)
+        }
         var record = VaultRecord(name: name, path: vault.root, vaultID: keys.vaultID, readOnly: keys.isReadOnly, siteID: siteID,
-                                 allowUnsigned: allowUnsigned, signers: try vault.currentSigners(source: source))
+                                 allowUnsigned: allowUnsigned, signers: signers)
         record.tag = try keyStore.recordTag(for: record.taggedBytes)
         try keyStore.store(keys, forVault: name)
         do {

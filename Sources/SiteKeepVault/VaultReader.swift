@@ -5,6 +5,18 @@ import Synchronization
 
 // The vault's reading API: status, signers, listings, file contents and the log (moved out of
 // Vault.swift unchanged; the object and HEAD plumbing they build on stays there).
+
+/// A signer of HEAD's recent history that the branch index does not list, with the commits it
+/// signed there (``Vault/unlistedHistorySigners()``).
+public struct HistorySigner: Sendable, Equatable {
+    /// `key-rnd-imm-…`.
+    public let keyID: String
+    /// Lower-case hex of SHA-256 over the public key's SPKI DER (64 characters).
+    public let fingerprint: String
+    /// The commits it signed within HEAD's last ``Vault/recentSignerCommits``, breadth-first
+    /// from HEAD.
+    public let commits: [ObjectID]
+}
 extension Vault {
     /// The vault's id, HEAD, branch, format, read-only state, HEAD's signature and trust, and
     /// every signer with where it stands. Reports an untrusted HEAD instead of throwing (a bad
@@ -98,15 +110,41 @@ extension Vault {
     /// The keys (in first-seen order) that signed commits within `limit` commits of `head`,
     /// breadth-first; commits that fail to read end the walk there.
     func recentSigners(from head: ObjectID, index: BranchIndex?, limit: Int) throws(VaultError) -> [String] {
-        var keys: [String] = [], seen: Set<ObjectID> = [head], queue = [head], at = 0
+        signedCommitsByKey(from: head, index: index, limit: limit).map { $0.keyID }
+    }
+
+    /// ``recentSigners(from:index:limit:)`` with the commits each key signed (breadth-first
+    /// from `head`, so newest first along each path).
+    func signedCommitsByKey(from head: ObjectID, index: BranchIndex?, limit: Int) -> [(keyID: String, commits: [ObjectID])] {
+        var keys: [String] = [], signed: [String: [ObjectID]] = [:]
+        var seen: Set<ObjectID> = [head], queue = [head], at = 0
         while at < queue.count, at < limit {
             let id = queue[at]
             at += 1
             guard let c = try? commit(id, index: index) else { continue }
-            if c.signature == .verified, let k = c.signerKeyID, !keys.contains(k) { keys.append(k) }
+            if c.signature == .verified, let k = c.signerKeyID {
+                if signed[k] == nil { keys.append(k) }
+                signed[k, default: []].append(id)
+            }
             for p in c.parents where seen.insert(p).inserted { queue.append(p) }
         }
-        return keys
+        return keys.map { (keyID: $0, commits: signed[$0] ?? []) }
+    }
+
+    /// The signers of HEAD's last ``recentSignerCommits`` commits that the branch index does not
+    /// list (the sites' web client rewrites it to one unkeyed entry on every push), each with
+    /// its public key's fingerprint and the commits it signed there: what a registration pins
+    /// from the history at first use, shown to the user by `vault clone`.
+    public func unlistedHistorySigners() throws(VaultError) -> [HistorySigner] {
+        let head = try resolveHead()
+        guard let headID = head.commitID else { return [] }
+        var out: [HistorySigner] = []
+        for s in signedCommitsByKey(from: headID, index: head.index, limit: Self.recentSignerCommits)
+        where head.index?.lists(s.keyID) != true {
+            guard let der = try publicKey(s.keyID, useCache: true) else { continue }
+            out.append(HistorySigner(keyID: s.keyID, fingerprint: Self.fingerprint(der), commits: s.commits))
+        }
+        return out
     }
 
     /// The signers a registration trusts so far: every listed signer whose key file is present,

@@ -288,8 +288,18 @@ public final class VaultSyncService: Sendable {
     /// The arguments are checked first (``checkClone(url:name:path:)``); for a vault server, the
     /// key's vault id is checked against the server's rule (``ServerVaultID``) before the slow
     /// derivation.
+    ///
+    /// The clone is the first look at the vault (as `vault add` is): every commit's signature is
+    /// verified, and the signers it verified under are pinned, those the branch index lists and
+    /// those of HEAD's history it does not (the sites' web client rewrites the index to one
+    /// unkeyed entry on every push). The latter are answered in
+    /// ``CloneOutcome/pinnedFromHistory`` for the user to see. With `trustSigners`, a signer the
+    /// index does not list must be one of them. Unsigned commits still need `allowUnsigned`;
+    /// a bad signature, a missing key file and a key that differs from its file are refused.
+    /// - Parameter trustSigners: key ids (`key-rnd-imm-…`, parsed by
+    ///   ``SignerPin/keyID(parsing:)``) the user named with `--trust-signer`.
     public func clone(url: String, name: String, keyText: borrowing SecretBytes, token: consuming SecretBytes?, path: String,
-                      siteID: String? = nil, allowUnsigned: Bool = false) throws(VaultError) -> PullOutcome {
+                      siteID: String? = nil, allowUnsigned: Bool = false, trustSigners: [String] = []) throws(VaultError) -> CloneOutcome {
         let kind = try checkClone(url: url, name: name, path: path)
         if kind == .api {
             let id: String
@@ -308,18 +318,26 @@ public final class VaultSyncService: Sendable {
         do {
             let (_, outcome) = try Vault.clone(from: try store(for: r, keys: keys), into: path, keys: keys,
                                                signer: try library.commitSigner(for: name),
-                                               trust: LibrarySignerTrust(pins: [], allowUnsigned: allowUnsigned))
+                                               trust: FirstLookSignerTrust(allowUnsigned: allowUnsigned, named: Set(trustSigners)))
             try library.register(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned,
-                                 source: kind == .api ? .authenticatedPull : .vaultAdd)
+                                 source: kind == .api ? .authenticatedPull : .vaultAdd, pinHistory: true)
             var all = try remotes.all()
             all.removeAll { $0.vault == name }
             all.append(r)
             try remotes.save(all)
-            return outcome
+            return CloneOutcome(pull: outcome, pinnedFromHistory: pinnedFromHistory(name))
         } catch {
             if hasToken { _ = try? custodian.deleteVaultSecret(vaultID: tokenItem) }
             throw error
         }
+    }
+
+    /// The signers the registration of `name` pinned from HEAD's history, not from the branch
+    /// index: shown, never decided here (empty when they cannot be read; the clone stands).
+    func pinnedFromHistory(_ name: String) -> [HistorySigner] {
+        guard let pins = (try? library.open(name))?.record.signers,
+              let found = try? library.vault(named: name).unlistedHistorySigners() else { return [] }
+        return found.filter { s in pins.contains { $0.keyID == s.keyID && $0.fingerprint == s.fingerprint } }
     }
 
     /// `vault pull`: retries what the push queue holds, then pulls and merges.
@@ -384,6 +402,37 @@ public final class VaultSyncService: Sendable {
         if pulled.merge?.kind != .conflicts, try library.vault(named: name).mergeState() == nil { _ = try? push(name: name) }
         return pulled
     }
+}
+
+/// What `vault clone` did: the fetch and, for the user to see, the signers it pinned from HEAD's
+/// history because the branch index did not list them.
+public struct CloneOutcome: Sendable {
+    /// The fetch from the remote and the new clone's head.
+    public let pull: PullOutcome
+    /// Signers pinned at first use from HEAD's history (key id, fingerprint, the commits they
+    /// signed), not from the branch index.
+    public let pinnedFromHistory: [HistorySigner]
+}
+
+/// The first look's rule (`vault clone`): a signer whose signatures verified under its key file
+/// enters when the branch index lists it, when the user named it (`--trust-signer`), or, when
+/// the user named none, at first use (the registration then pins it, and the clone shows it);
+/// with `allowUnsigned`, as a pull's rule (``LibrarySignerTrust``). It never admits an unsigned
+/// commit without `allowUnsigned`: the fetch refuses those, and bad signatures and missing key
+/// files, before asking.
+struct FirstLookSignerTrust: SignerTrust {
+    let allowUnsigned: Bool
+    /// Key ids named with `--trust-signer`; empty: first use.
+    let named: Set<String>
+
+    func admits(keyID: String, publicKey: [UInt8], listedInIndex: Bool, vaultID: String) -> Bool {
+        listedInIndex || allowUnsigned || named.isEmpty || named.contains(keyID)
+    }
+
+    /// Pins nothing itself: the registration pins the signers of the clone it finds.
+    func pin(_ signers: [(keyID: String, publicKey: [UInt8])], vaultID: String) {}
+
+    var allowsUnsigned: Bool { allowUnsigned }
 }
 
 struct NoCredentials: RemoteCredentials {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepJSON
@@ -114,7 +115,8 @@ import SiteKeepTestSupport
         defer { _ = sh("'\(script)' stop '\(dir)'") }
         let url = try String(contentsOfFile: dir + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let token = try String(contentsOfFile: dir + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(url.hasPrefix("http://127.0.0.1:") && started.1.contains(url) && started.1.contains(token), "\(started.1)")
+        #expect(url.hasPrefix("http://127.0.0.1:") && started.1.contains(url) && started.1.contains(dir + "/token"), "\(started.1)")
+        #expect(!started.1.contains(token), "the token is in DIR/token only, never printed: \(started.1)")
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/token")[.posixPermissions] as? Int
         #expect(mode == 0o600, "the token file is the owner's only")
         let pid = try #require(Int32(try String(contentsOfFile: dir + "/server.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
@@ -151,5 +153,71 @@ import SiteKeepTestSupport
         #expect(kill(pid, 0) != 0, "the server process is gone")
         let status = sh("'\(script)' status '\(dir)'")
         #expect(status.0 == 3 && status.1.contains("not running"), "\(status.1)")
+    }
+
+    /// Issue 45, defect 5 (T141): another user's `ps` reads every process's command line
+    /// (/proc/PID/cmdline is world-readable; /proc/PID/environ is not). A watcher reads every
+    /// command line on the machine, as such an outside process would, the whole time
+    /// `tools/vault-server start` runs (the server's launch and every health-check probe),
+    /// then the token the script wrote is looked for in what it saw. Red before the fix: the
+    /// health check's `curl -H "x-sgraph-access-token: …"` showed it.
+    @Test func theVaultServerScriptNeverPutsItsTokenOnACommandLine() async throws {
+        let script = DocsCommandTests.repository.appendingPathComponent("tools/vault-server").path
+        let store = try CLIStore()
+        let dir = store.dir.appendingPathComponent("server").path
+        let watcher = CommandLineWatcher()
+        let started = sh("'\(script)' start '\(dir)'")
+        let seen = watcher.stop()
+        defer { _ = sh("'\(script)' stop '\(dir)'") }
+        #expect(started.0 == 0, "\(started.1)")
+        let token = try String(contentsOfFile: dir + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.count >= 24)
+        #expect(seen.contains { $0.contains("vault-server") && $0.contains(dir) }, "the watcher saw the script run (it saw \(seen.count) command lines)")
+        let leaks = seen.filter { $0.contains(token) }
+        #expect(leaks.isEmpty, "the access token was on these command lines: \(leaks.map { $0.replacingOccurrences(of: token, with: "<token>") })")
+        // The server has it all the same (in its environment, which only its user reads).
+        let pid = try #require(Int32(try String(contentsOfFile: dir + "/server.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
+        #expect(String(decoding: environ, as: UTF8.self).split(separator: "\0").contains { $0 == "SGRAPH_SEND__ACCESS_TOKEN=" + token },
+                "the server got the token in its environment")
+        // A token given by the caller comes from a file; `--token T` is refused, naming the file form.
+        defer { _ = sh("'\(script)' stop '\(store.dir.path)/other'") }
+        let onArgv = sh("'\(script)' start '\(store.dir.path)/other' --token abcdef")
+        #expect(onArgv.0 != 0 && onArgv.1.contains("--token-file"), "\(onArgv.1)")
+    }
+}
+
+/// Reads every process's `/proc/PID/cmdline` (what any user of the machine can read) in a loop
+/// on a thread of its own until ``stop()``, and answers every distinct command line it saw
+/// (arguments joined by spaces).
+final class CommandLineWatcher: Sendable {
+    private let seen = Mutex<Set<String>>([])
+    private let stopping = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init() {
+        Thread.detachNewThread { [self] in
+            while !stopping.load(ordering: .relaxed) { scan() }
+            finished.signal()
+        }
+    }
+
+    private func scan() {
+        guard let pids = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+        var lines: [String] = []
+        for pid in pids where pid.allSatisfy(\.isNumber) {
+            guard let fd = FileHandle(forReadingAtPath: "/proc/\(pid)/cmdline") else { continue }
+            let bytes = (try? fd.readToEnd()) ?? Data()
+            try? fd.close()
+            if !bytes.isEmpty { lines.append(String(decoding: bytes.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)) }
+        }
+        seen.withLock { $0.formUnion(lines) }
+    }
+
+    /// Stops the watching thread (after one last pass) and answers what it saw.
+    func stop() -> Set<String> {
+        stopping.store(true, ordering: .relaxed)
+        finished.wait()
+        return seen.withLock { $0 }
     }
 }

@@ -314,6 +314,65 @@ import SiteKeepTestSupport
         #expect(verify.status == 0, "vault verify: \(verify.out) \(verify.err)")
     }
 
+    // MARK: - c2. a signed vault the web client pushed to clones without --allow-unsigned
+
+    /// Issue 45: a vault sgit made and signed, then one push of the web client (v0.2.3, whose
+    /// push rewrites the branch index to one unkeyed entry and moves the named ref to the same
+    /// signed head). `vault clone` with no policy flag pins the signer it finds in HEAD's history
+    /// at first use and says so (key id, fingerprint, the commits it signed); the clone keeps
+    /// requiring signatures. `--trust-signer KEY-ID` makes the choice explicit: naming another
+    /// key refuses the clone, naming the signer clones it. Red before: the clone refused HEAD's
+    /// signer ("no branch of the vault's branch index lists") and advised `--allow-unsigned`.
+    @Test func aSignedVaultTheWebClientPushedToClonesByPinningItsSignerFromTheHistory() async throws {
+        let bed = try await Bed()
+        let sk = bed.sitekeep, web = bed.web("v0.2.3")
+        let key = try bed.sgitVault("origin", ["hello.txt": "from sgit\n"])
+        let sgitHead = try #require(try web.json(["log"], keyFile: key)["head"]?.stringValue)
+        let pushed = try web.json(["push"], keyFile: key)
+        let index = pushed["branchIndex"]?["branches"]?.arrayValue ?? []
+        #expect(index.count == 1 && index.first?["public_key_id"] == nil, "the web's push left a one-entry, unkeyed index: \(index)")
+        #expect(try web.json(["log"], keyFile: key)["head"]?.stringValue == sgitHead, "the named head is still sgit's signed commit")
+
+        // Naming a signer that is not the vault's: refused, naming the signer found and the flag.
+        let other = "key-rnd-imm-0123456789abcdef"
+        let wrong = sk.clone(bed.url, "wrong", keyFile: key, tokenFile: bed.tokenFile, extra: ["--trust-signer", other])
+        #expect(wrong.status != 0 && wrong.err.contains("--trust-signer") && !wrong.err.contains("--allow-unsigned"),
+                "a signer not named is refused, with the flag that names it: \(wrong.err)")
+        let malformed = sk.clone(bed.url, "bad", keyFile: key, tokenFile: bed.tokenFile, extra: ["--trust-signer", "not-a-key"])
+        #expect(malformed.status == 64 && malformed.err.contains("key-rnd-imm-"), "a malformed key id is a usage error: \(malformed.err)")
+
+        // No flag: first-use pinning from the history, shown.
+        let clone = sk.clone(bed.url, "mine", keyFile: key, tokenFile: bed.tokenFile)
+        #expect(clone.status == 0, "vault clone of a signed vault after a web push, no --allow-unsigned: \(clone.err)")
+        let out = try JSONParser.parse(clone.out.isEmpty ? "{}" : clone.out)
+        let pinned = out["pinnedFromHistory"]?.arrayValue ?? []
+        let signer = try #require(try sk.log("mine").first?["signer"]?.stringValue, "HEAD names its signer")
+        #expect(pinned.count == 1 && pinned.first?["keyID"]?.stringValue == signer, "the clone shows the signer it pinned: \(clone.out)")
+        #expect(pinned.first?["commits"]?.arrayValue?.contains(.string(sgitHead)) == true, "and the commits it signed: \(clone.out)")
+        #expect(pinned.first?["fingerprint"]?.stringValue?.count == 64)
+        let human = sk.vault(["clone", bed.url, "mine2", "--key-file", key, "--token-file", bed.tokenFile])
+        #expect(human.status == 0 && human.out.contains(signer) && human.out.contains("first use"), "\(human.out) \(human.err)")
+        let listed = sk.run(["vault", "list", "--json"])
+        let list = try JSONParser.parse(listed.out.isEmpty ? "[]" : listed.out).arrayValue ?? []
+        #expect(list.first { $0["name"]?.stringValue == "mine" }?["allowUnsigned"] == .bool(false), "the clone still requires signatures: \(list)")
+        #expect(try sk.log("mine").first?["signature"]?.stringValue == "verified")
+        let cat = sk.vault(["cat", "mine", "hello.txt"])
+        #expect(cat.status == 0 && cat.out == "from sgit\n", "vault cat: \(cat.out) \(cat.err)")
+        let verify = sk.vault(["verify", "mine", "--json"])
+        #expect(verify.status == 0, "vault verify: \(verify.out) \(verify.err)")
+
+        // Naming the signer: the same clone, explicit.
+        let named = sk.clone(bed.url, "named", keyFile: key, tokenFile: bed.tokenFile, extra: ["--trust-signer", signer])
+        #expect(named.status == 0, "vault clone --trust-signer \(signer): \(named.err)")
+        let namedCat = sk.vault(["cat", "named", "hello.txt"])
+        #expect(namedCat.status == 0 && namedCat.out == "from sgit\n", "vault cat: \(namedCat.out) \(namedCat.err)")
+
+        // Unsigned commits still need the policy: after a web write, a fresh clone is refused.
+        _ = try web.json(["write", "web.md", "from the web\n"], keyFile: key)
+        let unsigned = sk.clone(bed.url, "late", keyFile: key, tokenFile: bed.tokenFile)
+        #expect(unsigned.status != 0 && unsigned.err.contains("unsigned"), "an unsigned commit is never accepted without the policy: \(unsigned.err)")
+    }
+
     // MARK: - d. a push race
 
     /// A SiteKeep clone and the web client start from the same head; each commits; both push.

@@ -90,11 +90,56 @@ struct WebIndexRewriteTests {
                             trust: LibrarySignerTrust(pins: [], allowUnsigned: false))
         }
         if case .unverifiedCommit(_, .notInIndex, _, _)? = e {} else { Issue.record("expected not-in-index, got \(String(describing: e))") }
-        #expect(e?.description.contains("--allow-unsigned") == true, "the refusal says how to allow it")
+        #expect(e?.description.contains("--trust-signer") == true && e?.description.contains("--allow-unsigned") == false,
+                "the refusal names the signer to trust, never unsigned commits: \(String(describing: e))")
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/strict/.sg_vault"), "a refused clone leaves nothing")
         let (open, _) = try Vault.clone(from: try remote(k), into: dir.path + "/open", keys: k, signer: try MemorySigner(),
                                         trust: LibrarySignerTrust(pins: [], allowUnsigned: true))
         open.setTrust(VaultTrust(signers: .pinned([]), allowUnsigned: true))
         #expect(try open.read(path: "notes.md") == Array("x\n".utf8))
+    }
+
+    /// The first look (`vault clone`, issue 45) admits the signer of the rewritten vault's
+    /// history, or only the one `--trust-signer` named (another named key: refused as not in
+    /// the index); a signature that does not verify under the key file the server holds (a key
+    /// file a forger with the read key replaced on the server) is refused either way.
+    /// (Unsigned commits: `WebVaultClientInteropTests`; a missing key file: `TamperTests`.)
+    @Test("the first look admits the history's signer, or only the one named; a forged signature is refused")
+    func theFirstLookPinsTheHistorysSignerAndRefusesForgeries() throws {
+        let (dir, _, k) = try sgitSignedVault("webidx3", notes: "signed\n")
+        try rewriteIndexAsTheWebClientDoes(k)
+        let (first, _) = try Vault.clone(from: try remote(k), into: dir.path + "/first", keys: k, signer: try MemorySigner(),
+                                         trust: FirstLookSignerTrust(allowUnsigned: false, named: []))
+        let found = try first.unlistedHistorySigners()
+        let sgitKey = try #require(found.first?.keyID, "the clone finds the history's signer")
+        let headID = try first.status().headCommit
+        #expect(found.count == 1 && found.first?.commits.first == headID, "one signer, of HEAD and its history: \(found)")
+        // Served under the pins the registration makes of it (the index lists no key).
+        first.setTrust(VaultTrust(signers: .pinned(try first.currentSigners(source: .authenticatedPull))))
+        #expect(try first.read(path: "notes.md") == Array("signed\n".utf8))
+        #expect(try first.log(limit: 1).first?.signerKeyID == sgitKey)
+        let (named, _) = try Vault.clone(from: try remote(k), into: dir.path + "/named", keys: k, signer: try MemorySigner(),
+                                         trust: FirstLookSignerTrust(allowUnsigned: false, named: [sgitKey]))
+        #expect(try named.unlistedHistorySigners().map(\.keyID) == [sgitKey])
+        let other = #expect(throws: VaultError.self) {
+            try Vault.clone(from: try remote(k), into: dir.path + "/other", keys: k, signer: try MemorySigner(),
+                            trust: FirstLookSignerTrust(allowUnsigned: false, named: ["key-rnd-imm-0123456789abcdef"]))
+        }
+        if case .unverifiedCommit(_, .notInIndex(sgitKey), _, _)? = other {} else { Issue.record("expected not-in-index, got \(String(describing: other))") }
+
+        // A forger with the read key and the server's storage replaces the signer's key file.
+        let server = try remote(k)
+        let keyFile = "bare/keys/" + sgitKey
+        let current = try server.read([keyFile])[keyFile]
+        let forger = try MemorySigner()
+        let forged = try Envelope.sealV1(DocumentEncoding.publicKey(pem: forger.key.publicKey.pemRepresentation), key: k.readKey,
+                                         iv: SecureRandom.bytes(count: 12))
+        #expect(try server.writeIfMatch(fileID: keyFile, bytes: forged, expected: current))
+        let bad = #expect(throws: VaultError.self) {
+            try Vault.clone(from: try remote(k), into: dir.path + "/forged", keys: k, signer: try MemorySigner(),
+                            trust: FirstLookSignerTrust(allowUnsigned: false, named: []))
+        }
+        if case .badSignature? = bad {} else { Issue.record("expected a bad signature, got \(String(describing: bad))") }
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/forged/.sg_vault"), "a refused clone leaves nothing")
     }
 }

@@ -10,6 +10,11 @@
 #
 # SEND__STORAGE_MODE is always set: with AWS credentials in the environment the app would
 # otherwise switch to S3 on its own.
+#
+# No secret is ever on a command line (/proc/PID/cmdline is world-readable; environ is not): the
+# server's environment is exported by the subshell that execs it, never given to `env`, and
+# curl reads the access token's header from its config on stdin (-K -), written by printf, a
+# builtin. tools/check-argv-secrets holds every script in tools/ to that.
 
 VAULT_SERVER_VENV="${VAULT_SERVER_VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv-server}"
 VAULT_SERVER_PIDS=()
@@ -18,11 +23,13 @@ vault_free_port() {
     "$VAULT_SERVER_VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# vault_wait_http URL [HEADER] — waits up to 60 s for URL to answer at all.
+# vault_wait_http URL [TOKEN] — waits up to 60 s for URL to answer at all (sending TOKEN as the
+# server's access token header, from curl's config on stdin).
 vault_wait_http() {
-    local url=$1 header=${2:-} i
+    local url=$1 token=${2:-} i
     for i in $(seq 1 300); do
-        if curl -s -o /dev/null -m 2 ${header:+-H "$header"} "$url"; then return 0; fi
+        if { [ -z "$token" ] || printf 'header = "x-sgraph-access-token: %s"\n' "$token"; } \
+            | curl -s -o /dev/null -m 2 -K - "$url"; then return 0; fi
         sleep 0.2
     done
     echo "vault-server: $url did not answer within 60 s" >&2
@@ -34,7 +41,7 @@ vault_server_start() {
     mkdir -p "$dir"
     VAULT_SERVER_TOKEN="${VAULT_SERVER_TOKEN:-sitekeep-test-token-$RANDOM$RANDOM}"
     port=$(vault_free_port)
-    local -a env=(SEND__STORAGE_MODE="$mode" SGRAPH_SEND__ACCESS_TOKEN="$VAULT_SERVER_TOKEN")
+    local -a env=(SEND__STORAGE_MODE="$mode")
     if [ "$mode" = s3 ]; then
         # moto: a mock of the S3 API (not S3), on its own loopback port.
         local mport
@@ -52,12 +59,14 @@ vault_server_start() {
     else
         env+=(SEND__DISK_PATH="$dir/data")
     fi
-    (cd "$dir" && exec env -u AWS_PROFILE "${env[@]}" "$VAULT_SERVER_VENV/bin/uvicorn" \
+    # shellcheck disable=SC2163 # each element is NAME=VALUE: export it as such
+    (cd "$dir" && unset AWS_PROFILE && export "${env[@]}" && export SGRAPH_SEND__ACCESS_TOKEN="$VAULT_SERVER_TOKEN" \
+        && exec "$VAULT_SERVER_VENV/bin/uvicorn" \
         sgraph_ai_app_send__docker.app:create_app --factory --host 127.0.0.1 --port "$port" >"$dir/server.log" 2>&1) &
     VAULT_SERVER_PID=$!
     VAULT_SERVER_PIDS+=("$VAULT_SERVER_PID")
     VAULT_SERVER_URL="http://127.0.0.1:$port"
-    vault_wait_http "$VAULT_SERVER_URL/api/vault/list/healthcheck1" "x-sgraph-access-token: $VAULT_SERVER_TOKEN" || {
+    vault_wait_http "$VAULT_SERVER_URL/api/vault/list/healthcheck1" "$VAULT_SERVER_TOKEN" || {
         tail -20 "$dir/server.log" >&2; return 1; }
 }
 
