@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// The process's environment and working folder, read from libc (no Foundation).
 public enum ProcessEnvironment {
@@ -68,6 +69,16 @@ public enum SystemThread {
 }
 
 /// The descriptors a process inherited from whoever started it.
+/// A process that holds what others of the same user must not reach (a site's host) makes itself
+/// non-dumpable first thing: no `ptrace` attach, no `/proc/PID/mem` or `/proc/PID/environ` read
+/// by another process of the user, and no core dump (`PR_SET_DUMPABLE` 0; an `execve` sets it
+/// back for the program started).
+public enum TracingGuard {
+    /// Makes this process non-dumpable; false when the kernel refused.
+    @discardableResult
+    public static func forbid() -> Bool { sitekeep_set_dumpable(0) == 0 }
+}
+
 public enum InheritedDescriptors {
     /// Closes every open descriptor from 3 up (standard input, output and error stay): for a
     /// program that must hold only what it opens itself. A SiteKeep host calls it first thing,

@@ -11,7 +11,9 @@ import SiteKeepBridgeProtocol
 // daemon to start it, through `sitekeep open` beside it, and becomes that command.
 let arguments = Array(CommandLine.arguments.dropFirst())
 let startedByDaemon = ProcessInfo.processInfo.environment[HostChannel.environmentVariable] != nil
-// First: hold only what this process opens (and, when the daemon started it, its channel).
+// First: no other process of the user may trace this one or read its memory (non-dumpable), and
+// it holds only what it opens (and, when the daemon started it, its channel).
+TracingGuard.forbid()
 InheritedDescriptors.closeAll(keeping: startedByDaemon ? [HostChannel.descriptor] : [])
 
 let usage = """
