@@ -49,7 +49,7 @@ import SiteKeepTestSupport
         let (exe, f, home, sock, pass, env) = (store.exe, store.f, store.home, store.sock, store.pass, store.env)
         func cli(_ args: [String]) throws -> (code: Int32?, out: String, err: String) { try store.cli(args) }
         func addSite(_ name: String, _ origin: String) throws -> String {
-            let r = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--host", TestHost.runner, "--json"])
+            let r = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--passphrase-file", pass, "--host", TestHost.runner, "--json"])
             try #require(r.code == 0, "site add \(name): \(r.err)")
             return try #require(try JSONParser.parse(r.out)["id"]?.stringValue)
         }
@@ -138,7 +138,7 @@ import SiteKeepTestSupport
         var ids: [String: String] = [:]
         for name in ["A", "B"] {
             let origin = "https://\(name.lowercased()).example"
-            let added = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--host", TestHost.runner, "--json"])
+            let added = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--passphrase-file", pass, "--host", TestHost.runner, "--json"])
             ids[name] = try #require(try JSONParser.parse(added.out)["id"]?.stringValue, "site add: \(added.err)")
             let agenda = try f.file("agenda-\(name).json", Array(#"{"timezone": "UTC", "items": [{"id": "s1", "title": "Stand-up \#(name)", "start": "\#(stamp)", "kind": "standup"}]}"#.utf8))
             let loaded = try cli(["agenda", "load", agenda, "--site", origin])

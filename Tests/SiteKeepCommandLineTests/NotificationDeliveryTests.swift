@@ -76,7 +76,7 @@ import Glibc
         #expect(ChildProcess.run("/usr/bin/python3", ["-c", "import dbusmock"]) == 0, "python3-dbusmock is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         // Ten-minute leads: "soon" is due in 6 s, "late" was due 2 minutes ago (its session has
         // not started), the stand-up (not picked) in 8 s, "printed" (picked later) in 28 s.
         let agenda: JSONValue = ["timezone": "Europe/Lisbon", "items": [

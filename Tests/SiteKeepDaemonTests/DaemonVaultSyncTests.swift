@@ -33,8 +33,8 @@ import Glibc
         let sgit = try #require(BuiltProducts.sgit, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let id = "skdsync" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
         let keyText = "daemon sync phrase \(UUID().uuidString.prefix(6)):\(id)"
         let a = store.dir.appendingPathComponent("a").path
@@ -167,7 +167,7 @@ import Glibc
         let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let dir = store.dir.appendingPathComponent("notes").path
         #expect(ChildProcess.run(sgit, ["init", dir, "--vault-key", "my notes passphrase:notes01"]) == 0)
         let key = try store.file("notes.key", Array("my notes passphrase:notes01".utf8))

@@ -49,14 +49,19 @@ import Glibc
         let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let run = store.dir.appendingPathComponent("run")
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
         let pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"], env: env))
         defer { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
         #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
+        // The sites' entries are checked against their tags at the first unlock; until then
+        // they bind nothing.
+        let unlocked = ChildProcess.capture(sitekeep, ["unlock", "--passphrase-file", store.passFile, "--keyring", "file"],
+                                            environment: ["SITEKEEP_HOME": store.home, "SITEKEEP_SOCK": sock, "HOME": store.dir.path])
+        #expect(unlocked.status == 0, "\(unlocked.err)")
 
         // The test runner: another program of the same user, not a host of the site.
         let client = try BridgeClient.connect(path: sock, timeout: .seconds(30))
@@ -102,7 +107,7 @@ import Glibc
         #expect(otherLine.contains("the SiteKeep browser") && !otherLine.contains("python3"), "\(audited.out)")
 
         // Removed, it is refused again.
-        #expect(await store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python]).status == 0)
+        #expect(await store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python, "--passphrase-file", store.passFile]).status == 0)
         let again = try Self.pythonHello(sock, origin: "https://web-summit.sgit.ai")
         #expect(Self.code(again) == "forbidden_host", "\(again)")
     }
@@ -112,7 +117,7 @@ import Glibc
     @Test func addingAHostNeedsTheUsersApproval() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let refused = await store.run(["site", "host", "add", "https://web-summit.sgit.ai", Self.python], stdin: [])
         #expect(refused.status != 0)
         let listed = await store.run(["site", "host", "list", "--json"])
