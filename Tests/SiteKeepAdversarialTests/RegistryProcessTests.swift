@@ -67,7 +67,8 @@ import SiteKeepTestSupport
         }
         try JSONSerialization.data(withJSONObject: doc).write(to: registry)
 
-        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file", "--unlock", "--passphrase-file", pass], stdoutPath: f.path + "/serve.out",
                                stderrPath: f.path + "/serve.err", environment: env)
         defer { daemon.kill9() }
         #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")
@@ -149,7 +150,8 @@ import SiteKeepTestSupport
         #expect(FileManager.default.fileExists(atPath: coreA + "/reminders.json"))
         func next() -> String { (try? String(contentsOfFile: home + "/next.json", encoding: .utf8)) ?? "" }
 
-        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file", "--unlock", "--passphrase-file", pass], stdoutPath: f.path + "/serve.out",
                                stderrPath: f.path + "/serve.err", environment: env)
         defer { daemon.kill9() }
         #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")

@@ -99,7 +99,9 @@ import Glibc
         try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "SITEKEEP_NOTIFY=print"]
-        var daemon = try NotificationDeliveryTests.Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("s1.log").path)
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        let serve = ["serve", "--keyring", "file", "--unlock", "--passphrase-file", store.passFile]
+        var daemon = try NotificationDeliveryTests.Child(sitekeep, serve, env: env, log: run.appendingPathComponent("s1.log").path)
         defer { daemon.stop(SIGKILL) }
         #expect(NotificationDeliveryTests.wait(5) { FileManager.default.fileExists(atPath: sock) })
         let tabs: JSONValue = ["tabs": [["url": "https://newsroom.sgit.ai/articles/a-browser-for-one.html", "title": "A browser for one", "scroll": 0.42],
@@ -112,7 +114,7 @@ import Glibc
         }
         daemon.stop(SIGKILL)
         // (the stale socket file is left as a crash leaves it)
-        daemon = try NotificationDeliveryTests.Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("s2.log").path)
+        daemon = try NotificationDeliveryTests.Child(sitekeep, serve, env: env, log: run.appendingPathComponent("s2.log").path)
         // The restarted daemon replaces the stale socket file the killed one left.
         #expect(NotificationDeliveryTests.wait(5) { (try? BridgeClient.connect(path: sock, timeout: .seconds(1)))?.close() != nil }, "\(daemon.output)")
         let c = try BridgeClient.connect(path: sock, timeout: .seconds(10))

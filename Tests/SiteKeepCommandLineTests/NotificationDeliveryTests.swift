@@ -107,7 +107,9 @@ import Glibc
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = busEnv + ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "NO_COLOR=1"]
         let started = Date().timeIntervalSince1970
-        var daemon = try Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("serve1.log").path)
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        var daemon = try Child(sitekeep, ["serve", "--keyring", "file", "--unlock", "--passphrase-file", store.passFile], env: env,
+                               log: run.appendingPathComponent("serve1.log").path)
         defer { daemon.stop() }
         #expect(Self.wait(5) { FileManager.default.fileExists(atPath: sock) }, "\(daemon.output)")
         let host = try BridgeClient.connect(path: sock, timeout: .seconds(10))
@@ -137,7 +139,8 @@ import Glibc
 
         // A restart delivers nothing twice.
         daemon.stop()
-        daemon = try Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("serve2.log").path)
+        daemon = try Child(sitekeep, ["serve", "--keyring", "file", "--unlock", "--passphrase-file", store.passFile], env: env,
+                           log: run.appendingPathComponent("serve2.log").path)
         #expect(Self.wait(5) { FileManager.default.fileExists(atPath: sock) })
         usleep(2_000_000)
         #expect(Self.calls(try String(contentsOfFile: notifyLog, encoding: .utf8)).count == 3, "a reminder was delivered twice")

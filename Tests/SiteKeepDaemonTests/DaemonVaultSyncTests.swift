@@ -60,9 +60,12 @@ import Glibc
                                      "--site", "https://promptugal.news", "--passphrase-file", store.passFile])
         #expect(clone.status == 0, "\(clone.err)")
 
-        // Locked: nothing syncs.
+        // Locked: nothing syncs. (Unlocked and locked once first: a site's entry binds once its
+        // tag was checked, and the checked entries stay bound while locked.)
         let daemon = try start(store, ["--sync-every", "2"], tag: "sync")
         defer { daemon.stop() }
+        try await daemon.unlock(store.passFile)
+        try await daemon.lock()
         let client = try BridgeClient.connect(path: daemon.sock, timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
@@ -132,11 +135,12 @@ import Glibc
         // --metered: unlocked, nothing syncs in the background.
         let metered = try start(store, ["--sync-every", "1", "--metered"], tag: "metered")
         defer { metered.stop() }
+        // Unlocked before the site binds: its entry's tag is checked at the unlock.
+        try await metered.unlock(store.passFile)
         let mc = try BridgeClient.connect(path: metered.sock, timeout: .seconds(30))
         defer { mc.close() }
         _ = try mc.hello(origin: "https://promptugal.news")
         try sgPush("metered.txt", "waits\n")
-        try await metered.unlock(store.passFile)
         #expect(changed(mc, within: 4) == nil, "a metered link syncs nothing")
         #expect(await cat("metered.txt") == nil)
         #expect(try mc.call("vault.status", args: ["vault": "mine"])["last_sync_ms"] == .null)
