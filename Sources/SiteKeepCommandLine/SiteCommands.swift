@@ -163,7 +163,9 @@ enum SiteCommands {
     ) { inv in
         let reg = try registry(try StoreContext.open(inv))
         let sites = reg.sites()
-        let standing = Dictionary(uniqueKeysWithValues: reg.sitesNotAuthentic().map { ($0.site.id, $0.standing) })
+        // Marked: entries known not to be authentic. One read while locked cannot be told here
+        // (the daemon checks it at unlock), so it is shown as it is.
+        let standing = Dictionary(uniqueKeysWithValues: reg.sitesNotAuthentic().filter { $0.standing != .unchecked }.map { ($0.site.id, $0.standing) })
         inv.emit(.array(sites.map { siteJSON($0, standing: standing[$0.id] ?? .authentic) })) {
             sites.isEmpty ? "No sites; add one with 'sitekeep site add NAME --origin URL'." :
             Table(headers: ["ID", "NAME", "APP-BOUND", "PROTECTION", "ORIGINS", "GRANTED OPS"], rows: sites.map {
