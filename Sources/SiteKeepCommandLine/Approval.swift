@@ -127,6 +127,8 @@ extension OpName {
     static let siteRevoke = OpName(known: "site.revoke")
     /// `site host add`: a program may bind the site's bridge connections.
     static let siteHost = OpName(known: "site.host")
+    /// `site approve`: an entry of sites.json written without an approval made to apply.
+    static let siteApprove = OpName(known: "site.approve")
     /// `site host remove`.
     static let siteHostRemove = OpName(known: "site.host.remove")
     /// A signer trusted in a vault.

@@ -6,6 +6,7 @@ internal import SiteKeepDaemon
 internal import SiteKeepHardening
 internal import SiteKeepJSON
 internal import SiteKeepKeyring
+internal import SiteKeepPartitions
 
 /// `version` and `doctor`.
 enum BasicCommands {
@@ -110,17 +111,44 @@ enum DoctorExtensions {
         }
         checks += keyringChecks(inv)
         checks += fido2SlotChecks(inv)
+        if let sites = siteTagCheck(home: inv.settings.home) { checks.append(sites) }
         checks.append(sessionLockCheck(inv))
         // The stored `prompt` setting, as every start of the daemon reads it; a settings file
         // that cannot be read is its own finding (the daemon would refuse to start on it).
         do {
             let settings = try DaemonSettings.load(home: inv.settings.home)
-            checks.append(promptCheck(environment: inv.environment, setting: settings[.prompt]))
+            checks.append(promptCheck(environment: inv.environment, setting: settings.untagged.contains(.prompt) ? nil : settings[.prompt]))
+            checks.append(settingsTagCheck(settings))
         } catch {
             checks.append(DoctorCheck(group: "daemon", name: "settings", ok: false, detail: "\(error)"))
             checks.append(promptCheck(environment: inv.environment, setting: nil))
         }
         return checks
+    }
+
+    /// Whether every value of daemon.json that widens trust carries its tag. Told without the
+    /// master key: a value with no tag is ignored whatever the key says; a tag that is there is
+    /// checked by the daemon at unlock, and its log names one that does not verify.
+    static func settingsTagCheck(_ settings: DaemonSettings) -> DoctorCheck {
+        let untagged = settings.untagged
+        guard untagged.isEmpty else {
+            return DoctorCheck(group: "daemon", name: "settings tags", ok: true, detail: untagged.map(settings.ignoredMessage).joined(separator: "; "), warning: true)
+        }
+        return DoctorCheck(group: "daemon", name: "settings tags", ok: true,
+                           detail: "every value beyond its default carries a tag (the daemon checks them at unlock; its log names one that does not verify)")
+    }
+
+    /// Whether every entry of sites.json that claims something (app-bound, hosts, grants)
+    /// carries its tag; told without the master key, as ``settingsTagCheck(_:)``.
+    static func siteTagCheck(home: String) -> DoctorCheck? {
+        guard let sites = try? SiteRegistry.sites(inHome: URL(fileURLWithPath: home)), !sites.isEmpty else { return nil }
+        let untagged = sites.filter { $0.tag == nil && ($0.isAppBound || !$0.hosts.isEmpty || !$0.grants.isEmpty) }
+        guard untagged.isEmpty else {
+            return DoctorCheck(group: "store", name: "site entries", ok: true,
+                               detail: untagged.compactMap { SiteRecordStanding.untagged.problem(of: $0) }.joined(separator: "; "), warning: true)
+        }
+        return DoctorCheck(group: "store", name: "site entries", ok: true,
+                           detail: "every app-bound entry of sites.json carries a tag (the daemon checks them at unlock; its log names one that does not verify)")
     }
 
     /// Which prompt the daemon would ask for presence through, for the `prompt` setting

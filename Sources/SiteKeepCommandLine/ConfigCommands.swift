@@ -37,6 +37,8 @@ enum ConfigCommands {
                 let source = live.storedValue.map { "\(live.source) for this run (\(kept): \(shown($0)))" } ?? live.source
                 return (key.rawValue, live.value, source)
             }
+            // A value that needs a tag and has none never applies (doctor says so too).
+            if stored.untagged.contains(key) { return (key.rawValue, key.defaultValue, "default (daemon.json's '\(shown(stored[key]))' is ignored: it has no tag)") }
             return (key.rawValue, stored[key], stored.stored[key] == nil ? "default" : "stored")
         }
         let json: JSONValue = .object([
@@ -60,7 +62,8 @@ enum ConfigCommands {
         let key = try DaemonSettings.key(try inv.requiredArgument("KEY"))
         let store = try StoreContext.open(inv)
         let stored = try DaemonSettings.load(home: store.home.path)
-        inv.emit(["key": .string(key.rawValue), "value": .string(stored[key]), "stored": .bool(stored.stored[key] != nil)]) { stored[key] }
+        let value = stored.untagged.contains(key) ? key.defaultValue : stored[key]
+        inv.emit(["key": .string(key.rawValue), "value": .string(value), "stored": .bool(stored.stored[key] != nil)]) { value }
     }
 
     static let set = CommandSpec(
@@ -84,10 +87,7 @@ enum ConfigCommands {
         let key = try DaemonSettings.key(try inv.requiredArgument("KEY"))
         let value = try DaemonSettings.normalize(key, try inv.requiredArgument("VALUE"))
         let store = try StoreContext.open(inv)
-        var settings = try DaemonSettings.load(home: store.home.path)
-        let old = settings[key]
-        try settings.set(key, value)
-        try change(inv, store: store, key: key, from: old, to: settings)
+        try change(inv, store: store, key: key, to: value)
     }
 
     static let unset = CommandSpec(
@@ -102,15 +102,19 @@ enum ConfigCommands {
         let name = try inv.requiredArgument("KEY")
         let store = try StoreContext.open(inv)
         let key = try DaemonSettings.key(name)
-        var settings = try DaemonSettings.load(home: store.home.path)
-        let old = settings[key]
-        settings.unset(key)
-        try change(inv, store: store, key: key, from: old, to: settings)
+        try change(inv, store: store, key: key, to: nil)
     }
 
-    /// Stores `settings` after the approval a widening change needs, applies it to the daemon
-    /// this runs in (if any), and says what happened.
-    static func change(_ inv: Invocation, store: StoreContext, key: DaemonSettings.Key, from old: String, to settings: DaemonSettings) throws {
+    /// Stores `key` as `value` (nil: unset) after the approval a widening change needs, with its
+    /// tag when the value needs one, applies that key alone to the daemon this runs in (if any),
+    /// and says what happened. The file's other values are written back as they are, their tags
+    /// untouched: a value written there by hand is neither applied nor tagged by this change.
+    static func change(_ inv: Invocation, store: StoreContext, key: DaemonSettings.Key, to value: String?) throws {
+        var settings = try DaemonSettings.load(home: store.home.path)
+        // Widening is judged from the value that applies now, never from one written by hand
+        // (a planted long idle lock would make a shorter, still long one look like narrowing).
+        let old = settings.authenticated(by: store.custodian).settings[key]
+        if let value { try settings.set(key, value) } else { settings.unset(key) }
         let new = settings[key]
         // Who may approve a key use, and where keys are offered, are themselves guarded by the
         // one gate: a process of the user's that reached the unlocked daemon must not turn the
@@ -120,11 +124,17 @@ enum ConfigCommands {
             try? store.custodian.auditLog.append(client: .commandLine, op: settingsOp, key: nil, result: "ok",
                                                  detail: "\(key.rawValue) \(shown(old)) -> \(shown(new)) (approved by \(approval.method))")
         }
+        // A value beyond its default applies only with its tag, made under the master key now
+        // that the change is approved (or needs no approval: it narrows what applies).
+        if let stored = settings.stored[key], DaemonSettings.needsTag(key, stored) {
+            try store.unlockOneShot(inv)
+            settings.setTag(try DaemonSettings.tag(key, stored, by: store.custodian), for: key)
+        }
         try settings.save(home: store.home.path)
         var lines = ["\(key.rawValue) = \(shown(new))\(settings.stored[key] == nil ? " (default)" : "")"]
         var json: [JSONMember] = [JSONMember(key: "key", value: .string(key.rawValue)), JSONMember(key: "value", value: .string(new))]
         if let daemon = store.shared?.daemon {
-            let outcome = daemon.apply(settings)
+            let outcome = daemon.apply(key, stored: settings.stored[key])
             var state = "unchanged"
             if outcome.applied.contains(key) { state = "applied"; lines.append("The running daemon uses it now.") }
             if outcome.overridden.contains(key) {

@@ -48,7 +48,9 @@ enum DaemonCommands {
         var options = DaemonOptions(environment: inv.environment)
         // The settings kept with the store first (every way a daemon starts reads them), then
         // this command line's options over them, for this run only.
-        let settings = try DaemonSettings.load(home: inv.settings.home)
+        // Locked, no tag can be checked: values that widen trust are left out here and applied
+        // at the first unlock if their tags verify (Daemon.settingsAtUnlock), else logged.
+        let settings = try DaemonSettings.load(home: inv.settings.home).authenticated { _, _ in nil }.settings
         options.apply(settings, agentSocket: try? AgentSocketPath.resolve(nil, environment: inv.environment))
         if settings[.sshAgent] == "on", options.sshAgentSocket == nil {
             inv.note("sitekeep serve: the ssh-agent setting is on, but neither SITEKEEP_AGENT_SOCK nor XDG_RUNTIME_DIR is set, so there is no agent socket; set one with 'sitekeep config set ssh-agent-socket /ABSOLUTE/PATH'")

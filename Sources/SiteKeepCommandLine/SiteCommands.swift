@@ -13,7 +13,7 @@ import SiteKeepVocabulary
 
 /// `site add|list|remove|grant|revoke`, `site storage get|set|remove|keys`, and `audit`.
 enum SiteCommands {
-    static var all: [CommandSpec] { [add, list, remove, grant, revoke, check, export, rebuild, storageGet, storageSet, storageRemove, storageKeys, audit] }
+    static var all: [CommandSpec] { [add, list, approve, remove, grant, revoke, check, export, rebuild, storageGet, storageSet, storageRemove, storageKeys, audit] }
 
     /// The site registry of a store, its storage keys provided by the custodian.
     static func registry(_ store: StoreContext) throws -> SiteRegistry {
@@ -51,8 +51,9 @@ enum SiteCommands {
         throw CommandFailure("no site \(text)" + near, remedy: "name a site by its origin (https://…), its name or its id (see 'sitekeep site list')", code: "not_found")
     }
 
-    static func siteJSON(_ s: Site) -> JSONValue {
+    static func siteJSON(_ s: Site, standing: SiteRecordStanding = .authentic) -> JSONValue {
         .object([
+            JSONMember(key: "authentic", value: .bool(standing == .authentic)),
             JSONMember(key: "id", value: .string(s.id.string)), JSONMember(key: "name", value: .string(s.displayName)),
             JSONMember(key: "origins", value: .array(s.origins.map { .string($0.serialized) })),
             JSONMember(key: "appBound", value: .bool(s.isAppBound)), JSONMember(key: "protection", value: .string(s.protection.rawValue)),
@@ -71,7 +72,10 @@ enum SiteCommands {
         Each site gets a stable id, a folder (0700) and its own SQLite database (0600) whose \
         every value is sealed under the site's own key. At most ten sites may be app-bound; only \
         app-bound sites may use the bridge, and they are never purged. --protection \
-        when-unlocked keeps the site's key under the master key (readable only while unlocked).
+        when-unlocked keeps the site's key under the master key (readable only while unlocked). \
+        An app-bound site's entry in sites.json (origins, hosts, grants) carries a tag under the \
+        master key, so adding one needs SiteKeep unlocked (the daemon unlocked, or the secret \
+        given for this command); an entry written into the file by hand binds nothing.
         """,
         arguments: [ArgumentSpec("NAME", "a display name")],
         options: [.option("--origin", value: "URL", "an origin of the site (repeatable), e.g. https://promptugal.news"),
@@ -81,8 +85,8 @@ enum SiteCommands {
                   .flag("--command-line-host", "let 'sitekeep call' act for the site too (the command line as one of its hosts)"),
                   UnlockOptions.recoveryFile],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep site add 'Web Summit' --origin https://web-summit.sgit.ai --app-bound", "register an app-bound site"),
-                   CommandExample("sitekeep site add Reader --origin https://reader.example --app-bound --command-line-host", "an app-bound site that 'sitekeep call' may also act for, from the terminal"),
+        examples: [CommandExample("sitekeep site add 'Web Summit' --origin https://web-summit.sgit.ai --app-bound --passphrase-file pass.txt", "register an app-bound site"),
+                   CommandExample("sitekeep site add Reader --origin https://reader.example --app-bound --command-line-host --passphrase-file pass.txt", "an app-bound site that 'sitekeep call' may also act for, from the terminal"),
                    CommandExample("sitekeep site add Drafts --origin http://localhost:8080 --protection when-unlocked --passphrase-file pass.txt", "a local site whose data is readable only while unlocked")]
     ) { inv in
         let origins = inv.options("--origin")
@@ -106,7 +110,9 @@ enum SiteCommands {
             }
         }
         let store = try StoreContext.open(inv)
-        if protection == .whenUnlocked { try store.unlockOneShot(inv) }
+        // An app-bound site's entry in sites.json is tagged under the master key (what binds a
+        // site is authenticated), so adding one needs SiteKeep unlocked, as a when-unlocked key does.
+        if protection == .whenUnlocked || inv.flag("--app-bound") { try store.unlockOneShot(inv) }
         let s = try registry(store).add(displayName: try inv.requiredArgument("NAME"), origins: origins,
                                         appBound: inv.flag("--app-bound"), protection: protection, hosts: hosts)
         inv.emit(siteJSON(s)) {
@@ -115,18 +121,58 @@ enum SiteCommands {
         }
     }
 
+    static let approve = CommandSpec(
+        path: ["site", "approve"],
+        summary: "Approve a site's entry in sites.json as it stands, so its origins, hosts and grants apply",
+        discussion: """
+        What binds a site (its origins, app-bound flag, hosts and grants) carries a tag under the \
+        master key, written when an approved command changes it. An entry without a valid tag \
+        (written into sites.json by hand, changed by another program, or written by a SiteKeep \
+        from before tags) binds and opens nothing, and 'sitekeep doctor', 'sitekeep site list' \
+        and the daemon's log name it. Check what it says (shown here and in the prompt), then \
+        approve it: that needs your approval (the presence prompt, the passphrase typed again, or \
+        the current secret given for this command) and is in the audit log. If it says something \
+        you did not set, remove the site instead ('sitekeep site remove').
+        """,
+        arguments: [siteArgument],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
+        examples: [CommandExample("sitekeep site approve https://promptugal.news --passphrase-file pass.txt", "approve the site's entry as it stands (after checking it with 'sitekeep site list')")]
+    ) { inv in
+        let store = try StoreContext.open(inv)
+        let reg = try registry(store)
+        let s = try site(try inv.requiredArgument("SITE"), in: reg, command: inv.spec.commandLine)
+        let said = "origins \(s.origins.map(\.serialized).joined(separator: " ")); \(s.isAppBound ? "app-bound" : "not app-bound"); "
+            + "hosts \(SiteHostCommands.describe(s.hosts)); grants \(s.grants.isEmpty ? "none" : s.grants.joined(separator: " "))"
+        if reg.standing(of: s.id) == .authentic {
+            inv.emit(["site": .string(s.id.string), "approved": .bool(false)]) { "\(s.displayName)'s entry is authentic already (\(said)); nothing to approve." }
+            return
+        }
+        inv.note("sites.json says of \(s.displayName): \(said)")
+        let proof = try Approval.approve(inv, store: store, op: .siteApprove, keyID: nil, subject: "approve \(s.displayName) as sites.json has it: \(said)")
+        let now = try reg.approve(s)
+        try store.custodian.auditLog.append(client: .site(s.id), op: .siteApprove, key: nil, result: "ok", prompt: proof.promptID,
+                                            detail: "approved the entry of \(s.origins.first?.serialized ?? s.id.string): \(said)")
+        inv.emit(["site": .string(s.id.string), "approved": .bool(true), "entry": siteJSON(now)]) { "Approved \(s.displayName)'s entry: \(said)." }
+    }
+
     static let list = CommandSpec(
         path: ["site", "list"],
         summary: "List sites: id, name, origins, app-bound, protection class, granted ops",
         examples: [CommandExample("sitekeep site list", "list the sites"), CommandExample("sitekeep site list --json", "as JSON")]
     ) { inv in
-        let sites = try registry(try StoreContext.open(inv)).sites()
-        inv.emit(.array(sites.map(siteJSON))) {
+        let reg = try registry(try StoreContext.open(inv))
+        let sites = reg.sites()
+        // Marked: entries known not to be authentic. One read while locked cannot be told here
+        // (the daemon checks it at unlock), so it is shown as it is.
+        let standing = Dictionary(uniqueKeysWithValues: reg.sitesNotAuthentic().filter { $0.standing != .unchecked }.map { ($0.site.id, $0.standing) })
+        inv.emit(.array(sites.map { siteJSON($0, standing: standing[$0.id] ?? .authentic) })) {
             sites.isEmpty ? "No sites; add one with 'sitekeep site add NAME --origin URL'." :
             Table(headers: ["ID", "NAME", "APP-BOUND", "PROTECTION", "ORIGINS", "GRANTED OPS"], rows: sites.map {
-                [$0.id.string, $0.displayName, $0.isAppBound ? "yes" : "no", $0.protection.rawValue, $0.origins.map(\.serialized).joined(separator: " "),
-                 $0.grants.isEmpty ? "-" : $0.grants.joined(separator: " ")]
+                [$0.id.string, $0.displayName + (standing[$0.id] == nil ? "" : " (not approved)"), $0.isAppBound ? "yes" : "no", $0.protection.rawValue,
+                 $0.origins.map(\.serialized).joined(separator: " "), $0.grants.isEmpty ? "-" : $0.grants.joined(separator: " ")]
             }).render { inv.style($0, .bold) }
+                + sites.compactMap { s in standing[s.id]?.problem(of: s).map { "\n" + $0 } }.joined()
         }
     }
 
@@ -227,8 +273,10 @@ enum SiteCommands {
     static let revoke = CommandSpec(
         path: ["site", "revoke"],
         summary: "Take back bridge ops granted to a site (at once, also in a running daemon)",
-        discussion: "Removes the named ops from the site's grants; the catalogue's own allow-lists are not changed. Needs no approval (it only narrows what a page may do); recorded in the audit log.",
+        discussion: "Removes the named ops from the site's grants; the catalogue's own allow-lists are not changed. Needs no approval (it only narrows what a page may do), but SiteKeep unlocked (the site's entry in sites.json is tagged again under the master key); recorded in the audit log.",
         arguments: [siteArgument, opArguments],
+        options: [UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep site revoke https://newsroom.sgit.ai key.sign", "the site may no longer ask to sign")]
     ) { inv in
         let store = try StoreContext.open(inv)
@@ -248,7 +296,8 @@ enum SiteCommands {
             // No approval: a revoke only narrows what a page may do. A process that revokes
             // unasked can at worst take an op away, which the user's approved grant gives back.
             // Should the audit line fail, the revoke stands (the narrower state) and the error is
-            // reported.
+            // reported. The entry is tagged again, which needs SiteKeep unlocked (not an approval).
+            try store.unlockOneShot(inv)
             now = try reg.updateGrants(forIdentifier: s.id, removing: removed)
             try store.custodian.auditLog.append(client: .site(s.id), op: .siteRevoke, key: nil, result: "ok",
                                                 detail: "revoked \(removed.joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string); now \(now.grants.isEmpty ? "-" : now.grants.joined(separator: " "))")

@@ -96,9 +96,10 @@ enum SiteHostCommands {
     static let remove = CommandSpec(
         path: ["site", "host", "remove"],
         summary: "Stop a program binding bridge connections to a site",
-        discussion: "Removes the executable from the site's hosts (the SiteKeep browser stays). Needs no approval: it only narrows who may act for the site. Connections the program holds are closed at their next message. In the audit log.",
+        discussion: "Removes the executable from the site's hosts (the SiteKeep browser stays). Needs no approval: it only narrows who may act for the site; but SiteKeep unlocked, since the site's entry in sites.json is tagged again under the master key. Connections the program holds are closed at their next message. In the audit log.",
         arguments: [SiteCommands.siteArgument, pathArgument],
-        options: [.flag("--command-line", "remove the command line (sitekeep-main)")],
+        options: [.flag("--command-line", "remove the command line (sitekeep-main)"), UnlockOptions.recoveryFile],
+        secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep site host remove https://newsroom.sgit.ai --command-line", "'sitekeep call' may no longer act for the site")]
     ) { inv in
         let store = try StoreContext.open(inv)
@@ -116,6 +117,8 @@ enum SiteHostCommands {
             throw CommandFailure("\(typed) is not a host of \(s.displayName) (its hosts: \(describe(s.hosts)))",
                                  remedy: "'sitekeep site host list \(s.origins.first?.serialized ?? s.id.string)' shows them", code: "not_found")
         }
+        // The entry is tagged again, which needs SiteKeep unlocked (not an approval).
+        try store.unlockOneShot(inv)
         let now = try reg.updateHosts(forIdentifier: s.id) { hosts in hosts.filter { !matching.contains($0) } }
         try store.custodian.auditLog.append(client: .site(s.id), op: .siteHostRemove, key: nil, result: "ok",
                                             detail: "removed the host \(matching.map(\.path).joined(separator: " ")) from \(s.origins.first?.serialized ?? s.id.string)")

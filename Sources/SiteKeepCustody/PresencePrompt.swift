@@ -189,7 +189,8 @@ public struct PromptPlan: Sendable, Equatable, CustomStringConvertible {
 /// an `unlock` is used from the next prompt on.
 public final class PromptPresenceVerifier: PresenceVerifier {
     /// The `prompt` setting (nil: auto).
-    public let setting: String?
+    public var setting: String? { chosen.withLock { $0 } }
+    private let chosen: Mutex<String?>
     private let environment: Mutex<[String: String]>
     /// Held while one prompt is shown: prompts come one at a time, as gpg-agent shows one
     /// pinentry at a time (two `pinentry-curses` drawing on one terminal garble each other, and
@@ -203,7 +204,7 @@ public final class PromptPresenceVerifier: PresenceVerifier {
     ///   - environment: the daemon's environment (its `SITEKEEP_TTY` or, failing that,
     ///     `GPG_TTY` names the user's terminal).
     public init(setting: String?, environment: [String: String], timeout: Duration = .seconds(60), clock: BootClock = .system) {
-        self.setting = setting
+        chosen = Mutex(setting)
         var env = environment
         // The user's terminal: SITEKEEP_TTY, else GPG_TTY, else the daemon's own (`serve` at a terminal).
         if env["SITEKEEP_TTY"]?.isEmpty ?? true {
@@ -227,6 +228,11 @@ public final class PromptPresenceVerifier: PresenceVerifier {
             if let tty = env["SITEKEEP_TTY"], !tty.hasPrefix("/dev/") { env["SITEKEEP_TTY"] = nil }
         }
     }
+
+    /// Asks through the prompt `setting` chooses from the next request on. The daemon calls this
+    /// only for a value whose tag it checked at an unlock (a `prompt` setting other than `auto`
+    /// widens trust, so it applies only with its tag).
+    public func use(setting: String?) { chosen.withLock { $0 = setting } }
 
     /// The prompt the next request would use.
     public var plan: PromptPlan { PromptPlan.current(setting: setting, environment: environment.withLock { $0 }) }

@@ -7,6 +7,10 @@ extension Custodian {
     public enum RecordTagPurpose: String, Sendable, CaseIterable {
         /// A vault's entry in `vaults.json`: owning site, signer pins, signature policy.
         case vaultRecord = "vault-record"
+        /// A site's entry in `sites.json`: its origins, app-bound flag, protection, grants and hosts.
+        case siteRecord = "site-record"
+        /// One value in `daemon.json` (the daemon's settings).
+        case daemonSetting = "daemon-setting"
     }
 
     static func recordTagInfo(_ purpose: RecordTagPurpose) -> String { "record-tag:\(purpose.rawValue)" }

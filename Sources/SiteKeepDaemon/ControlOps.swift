@@ -49,7 +49,7 @@ enum ControlOps {
         switch request.op {
         case "sites":
             var list: [JSONValue] = []
-            for site in registry.sites() where site.isAppBound {
+            for site in registry.authenticSites() where site.isAppBound {
                 guard let folder = try? registry.webFolder(forIdentifier: site.id) else {
                     return ["ok": false, "error": .string("cannot create the web folder of \(site.displayName)")]
                 }

@@ -91,9 +91,13 @@ public final class Daemon: Sendable {
         // looking at five files on every bridge read.
         store.shared?.library.watchForChanges()
         // The settings as stored, for `config` (the options already hold them, with this run's
-        // overrides: the command line read them before it opened the daemon).
-        let settings = (try? DaemonSettings.load(home: home)) ?? DaemonSettings()
-        return Daemon(store: store, options: options, settings: settings)
+        // overrides: the command line read them before it opened the daemon). Locked, no tag can
+        // be checked: values that widen trust wait for the first unlock (settingsAtUnlock).
+        let loaded = (try? DaemonSettings.load(home: home)) ?? DaemonSettings()
+        let view = loaded.authenticated { _, _ in nil }
+        for key in view.ignored { options.log(loaded.ignoredMessage(key)) }
+        for key in view.unchecked { options.log("\(DaemonSettings.fileName): \(key.rawValue) '\(loaded[key])' widens trust; it applies once its tag is checked at the first unlock") }
+        return Daemon(store: store, options: options, settings: view.settings)
     }
 
     /// The bridge's dispatcher while the daemon runs.
@@ -128,7 +132,9 @@ public final class Daemon: Sendable {
         let sync = options.syncIntervalSeconds > 0
             ? VaultSync(store: store, interval: .seconds(options.syncIntervalSeconds), metered: options.metered, note: log) : nil
         let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: env)
-        let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService())
+        // Entries of sites.json written by hand bind nothing; the log names each, with its fix.
+        let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService(),
+                                         note: { log($0) })
         let dispatcher = try wired.dispatcher()
         // Only a site's hosts bind it, and a host is a process this daemon started (HostLauncher:
         // the SiteKeep browser beside this program, pinned by its SHA-256 now, and the programs
@@ -167,6 +173,8 @@ public final class Daemon: Sendable {
         store.shared?.attach(daemon: self)
         let access = wired.core.access
         store.shared?.attach(release: { access.release($0) })
+        // Unlocked already (`serve --unlock`): the settings' tags can be checked now.
+        if custodian.isUnlocked { settingsAtUnlock() }
         log("store \(store.home.path); listening on \(bridge.path ?? "the socket systemd passed"); control at \(run.controlPath ?? "none"); \(custodian.isUnlocked ? "unlocked" : "locked"); idle lock after \(Int(custodian.idleLifetime.components.seconds)) s")
         running.withLock { $0 = run }
     }
@@ -226,6 +234,7 @@ public final class Daemon: Sendable {
                 if request.op == "unlock", answer["ok"] == .bool(true), let prompt = store.shared?.presence as? PromptPresenceVerifier {
                     prompt.adopt(ControlServer.unlockPromptKeys.reduce(into: [:]) { $0[$1.value] = request.header[$1.key]?.stringValue })
                 }
+                if request.op == "unlock", answer["ok"] == .bool(true) { self.settingsAtUnlock() }
                 // `unlock --idle-lock`: a longer idle lock widens trust, so it comes only with the
                 // secret, applied once the unlock it came with succeeded (a bare `set` may only shorten).
                 if request.op == "unlock", answer["ok"] == .bool(true), let text = request.header["idle_lock"]?.stringValue,
@@ -348,13 +357,51 @@ public final class Daemon: Sendable {
         public var failed: [String] = []
     }
 
-    /// Applies the stored settings `new` to this running daemon where it can (idle lock, lock on
-    /// session lock, the ssh-agent socket); says which changes wait for the next start (sync
-    /// interval, metered, prompt) and which this run's command line overrides.
-    public func apply(_ new: DaemonSettings) -> SettingsApplied {
-        let (old, overrides) = inForce.withLock { s in defer { s.stored = new }; return s }
+    /// Applies a change of one stored setting, `key` now `value` (nil: unset), to this running
+    /// daemon where it can (idle lock, lock on session lock, the ssh-agent socket); says whether
+    /// it waits for the next start (sync interval, metered, prompt) or this run's command line
+    /// overrides it. Only `key` changes: what else the file holds (written there by whoever) is
+    /// never applied live by a change of another key (`config set` names its key and value).
+    public func apply(_ key: DaemonSettings.Key, stored value: String?) -> SettingsApplied {
+        var new = inForce.withLock { $0.stored }
+        if let value { try? new.set(key, value) } else { new.unset(key) }
+        return apply(new, only: key)
+    }
+
+    /// Takes the settings file's tagged values at an unlock: those that widen trust and could not
+    /// be checked while locked apply now if their tag verifies; one that does not is logged,
+    /// naming the value and the fix, and its default stays. Values that need no tag were read
+    /// at start and are not read again: a file written by hand is never applied live.
+    func settingsAtUnlock() {
+        guard let loaded = try? DaemonSettings.load(home: store.home.path) else { return }
+        let view = loaded.authenticated(by: store.custodian)
+        let current = inForce.withLock { $0.stored }
+        for key in view.ignored where current[key] != loaded[key] { options.log(loaded.ignoredMessage(key)) }
+        for key in DaemonSettings.Key.allCases where loaded.tags[key] != nil && !view.ignored.contains(key) && !view.unchecked.contains(key) {
+            guard let value = view.settings.stored[key], current[key] != value else { continue }
+            var new = current
+            try? new.set(key, value)
+            if key == .prompt, options.overrides[.prompt] == nil, let prompt = store.shared?.presence as? PromptPresenceVerifier {
+                // Not applied live by `config set` (next start), but at start it could not be checked.
+                inForce.withLock { try? $0.stored.set(key, value) }
+                prompt.use(setting: value)
+            } else {
+                _ = apply(new, only: key)
+            }
+            options.log("\(DaemonSettings.fileName): \(key.rawValue) '\(value)' verified at unlock")
+        }
+    }
+
+    /// Applies `new` for `key` alone (the stored settings in force become `new`'s value of it).
+    private func apply(_ new: DaemonSettings, only key: DaemonSettings.Key) -> SettingsApplied {
+        let (old, overrides) = inForce.withLock { s in
+            defer {
+                if let v = new.stored[key] { try? s.stored.set(key, v) } else { s.stored.unset(key) }
+            }
+            return s
+        }
         var result = SettingsApplied()
-        let changed = DaemonSettings.Key.allCases.filter { old[$0] != new[$0] }
+        let changed = old[key] != new[key] ? [key] : []
         let log = options.log
         for key in changed {
             if overrides[key] != nil, !(key == .sshAgentSocket && overrides[.sshAgent] == nil) {

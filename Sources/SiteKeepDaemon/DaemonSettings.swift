@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import SiteKeepCrypto
+public import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepSystem
 
@@ -12,6 +14,13 @@ import SiteKeepSystem
 /// fsync of the folder) with mode 0600; a store without it has the defaults. It is refused, naming
 /// the fix, when it is a symbolic link, not a regular file, not the user's own or open to others,
 /// or holds an unknown key or a bad value: a daemon never starts on settings it did not understand.
+///
+/// A value that widens trust beyond its default (``needsTag(_:_:)``: the agent on, its socket or
+/// the prompt changed, lock-on-session-lock off, a longer idle lock) applies only with custody's
+/// record tag over it (``taggedBytes(_:_:)``, kept in the file's `tags` member), which `config
+/// set` writes after the approval the change needs: ``authenticated(_:)`` drops any other. A
+/// value that only narrows needs none. While locked no tag can be checked, so a daemon starts
+/// with the values that need none and takes the tagged ones at its first unlock.
 public struct DaemonSettings: Sendable, Equatable {
     /// The file's name in the store's folder.
     public static let fileName = "daemon.json"
@@ -79,6 +88,10 @@ public struct DaemonSettings: Sendable, Equatable {
 
     /// The stored values (validated, in their normal form); a missing key has its default.
     public private(set) var stored: [Key: String] = [:]
+    /// Custody's tags over stored values (``taggedBytes(_:_:)``), by key, as the file has them.
+    public private(set) var tags: [Key: [UInt8]] = [:]
+    /// The file's member holding ``tags`` (hex), beside the settings.
+    static let tagsMember = "tags"
 
     public init() {}
 
@@ -89,10 +102,59 @@ public struct DaemonSettings: Sendable, Equatable {
     /// - Throws: ``DaemonError`` `bad_setting` naming the key and the values it takes.
     public mutating func set(_ key: Key, _ value: String) throws(DaemonError) {
         stored[key] = try Self.normalize(key, value)
+        tags[key] = nil
     }
 
+    /// Keeps custody's tag over the stored value of `key` (``taggedBytes(_:_:)``); nil drops it.
+    public mutating func setTag(_ tag: [UInt8]?, for key: Key) { tags[key] = stored[key] == nil ? nil : tag }
+
     /// Forgets the stored value of `key` (its default applies again).
-    public mutating func unset(_ key: Key) { stored[key] = nil }
+    public mutating func unset(_ key: Key) {
+        stored[key] = nil
+        tags[key] = nil
+    }
+
+    // MARK: Tags
+
+    /// What a value's tag covers: a domain label, the key and the value.
+    public static func taggedBytes(_ key: Key, _ value: String) -> [UInt8] {
+        Array("sitekeep.daemon-setting.v1\0\(key.rawValue)\0\(value)".utf8)
+    }
+
+    /// Whether `value` for `key` applies only with a tag: it widens trust beyond the default.
+    public static func needsTag(_ key: Key, _ value: String) -> Bool { key.widensTrust(from: key.defaultValue, to: value) }
+
+    /// The settings that apply: every stored value that needs no tag, and those that do whose tag
+    /// `check` accepts. `check` says whether a tag is custody's tag of the bytes, or nil when it
+    /// cannot tell now (SiteKeep locked).
+    /// - Returns: the settings, the keys dropped because their tag is missing or does not verify
+    ///   (``ignoredMessage(_:)`` says why and the fix), and those dropped for now, not checked.
+    public func authenticated(_ check: (_ tag: [UInt8], _ bytes: [UInt8]) -> Bool?) -> (settings: DaemonSettings, ignored: [Key], unchecked: [Key]) {
+        var kept = self
+        var ignored: [Key] = [], unchecked: [Key] = []
+        for (key, value) in stored.sorted(by: { $0.key < $1.key }) where Self.needsTag(key, value) {
+            switch tags[key].flatMap({ check($0, Self.taggedBytes(key, value)) }) {
+            case true?: continue
+            case nil where tags[key] != nil: unchecked.append(key)
+            default: ignored.append(key)
+            }
+            kept.unset(key)
+        }
+        return (kept, ignored, unchecked)
+    }
+
+    /// The stored values that need a tag and carry none: ignored whatever the master key says
+    /// (told without it, for `doctor` and a locked daemon's start).
+    public var untagged: [Key] { stored.keys.filter { Self.needsTag($0, stored[$0] ?? "") && tags[$0] == nil }.sorted() }
+
+    /// Why the stored value of `key` is ignored, and the fix (``authenticated(_:)``'s `ignored`).
+    public func ignoredMessage(_ key: Key) -> String {
+        let value = stored[key].map(Self.printable) ?? ""
+        let why = tags[key] == nil ? "carries no tag (written by hand, or by a SiteKeep from before tags)" : "has a tag that does not verify (it was changed without this store's master key)"
+        return "\(Self.fileName): \(key.rawValue) '\(value)' widens trust beyond its default and \(why), so it is ignored and the default "
+            + "'\(key.defaultValue)' applies; if you want it, set it again with 'sitekeep config set \(key.rawValue) \(value)' (needs your approval), "
+            + "else remove it with 'sitekeep config unset \(key.rawValue)'"
+    }
 
     /// The key named `name`.
     /// - Throws: ``DaemonError`` `unknown_setting`, listing the settings there are.
@@ -191,7 +253,13 @@ public struct DaemonSettings: Sendable, Equatable {
             throw damaged(file, "it is not a JSON object")
         }
         var settings = DaemonSettings()
+        var tagMembers: [JSONMember] = []
         for member in members {
+            if member.key == tagsMember {
+                guard let list = member.value.objectValue else { throw damaged(file, "its \(tagsMember) member is not a JSON object") }
+                tagMembers = list
+                continue
+            }
             let key: Key
             do { key = try Self.key(member.key) } catch {
                 throw DaemonError("\(file) holds an unknown setting '\(printable(member.key))'",
@@ -203,18 +271,41 @@ public struct DaemonSettings: Sendable, Equatable {
                 throw DaemonError("\(file): \(error.problem)", remedy: (error.remedy ?? "") + "; fix it with 'sitekeep config set \(key.rawValue) VALUE'", code: error.code)
             }
         }
+        // A tag that is not hex, or names no stored value, is no tag: its value (if any) then
+        // applies only if it needs none, as for any tag that does not verify.
+        for member in tagMembers {
+            guard let key = Key(rawValue: member.key), let text = member.value.stringValue, let tag = try? Hex.decode(text), tag.count == 32 else { continue }
+            settings.setTag(tag, for: key)
+        }
         return settings
     }
 
-    /// Writes the stored values to the store in `home` (atomically, mode 0600); no stored value
-    /// leaves an empty object.
+    /// Writes the stored values and their tags to the store in `home` (atomically, mode 0600); no
+    /// stored value leaves an empty object.
     /// - Throws: ``DaemonError`` `io` naming the file.
     public func save(home: String) throws(DaemonError) {
-        let members = stored.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key.rawValue, value: .string($0.value)) }
+        var members = stored.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key.rawValue, value: .string($0.value)) }
+        let kept = tags.filter { stored[$0.key] != nil }.sorted { $0.key < $1.key }
+        if !kept.isEmpty {
+            members.append(JSONMember(key: Self.tagsMember, value: .object(kept.map { JSONMember(key: $0.key.rawValue, value: .string(Hex.encode($0.value))) })))
+        }
         let file = Self.path(home: home)
         do { try AtomicFile.replace(file, with: JSONSerializer.bytes(.object(members)) + [0x0a], mode: 0o600) } catch {
             throw DaemonError("the settings could not be saved: \(error)", remedy: "check that \(home) is yours and writable", code: "io")
         }
+    }
+
+    /// ``authenticated(_:)`` with custody's record tags: nothing can be checked while locked.
+    public func authenticated(by custodian: Custodian) -> (settings: DaemonSettings, ignored: [Key], unchecked: [Key]) {
+        authenticated { tag, bytes in
+            custodian.isUnlocked ? try? custodian.isValidRecordTag(tag, for: bytes, purpose: .daemonSetting) : nil
+        }
+    }
+
+    /// Custody's tag over `value` for `key`, for ``setTag(_:for:)``.
+    /// - Throws: ``CustodyError/locked`` while locked.
+    public static func tag(_ key: Key, _ value: String, by custodian: Custodian) throws(CustodyError) -> [UInt8] {
+        try custodian.recordTag(for: taggedBytes(key, value), purpose: .daemonSetting)
     }
 
     private static func damaged(_ file: String, _ why: String) -> DaemonError {

@@ -142,8 +142,11 @@ final class HostLauncher: Sendable {
             guard let browser else {
                 throw Refusal("not_found", "no sitekeep-browser was beside this daemon's program when it started; install it there (tools/setup --browser, then SITEKEEP_BROWSER=1 swift build) and restart the daemon")
             }
-            sites = registry.sites().filter(\.isAppBound)
+            sites = registry.authenticSites().filter(\.isAppBound)
             guard !sites.isEmpty else {
+                if let (site, standing) = registry.sitesNotAuthentic().first(where: { $0.site.isAppBound }), let problem = standing.problem(of: site) {
+                    throw Refusal("no_sites", "no app-bound site can bind yet: \(problem)")
+                }
                 throw Refusal("no_sites", "the store has no app-bound sites; add one with 'sitekeep site add NAME --origin https://… --app-bound'")
             }
             if arguments.contains("--automation") {
@@ -153,13 +156,19 @@ final class HostLauncher: Sendable {
             }
             let registry = self.registry
             program = (browser.path, browser.sha256, "the SiteKeep browser", { site in
-                ((try? SiteID(parsing: site.id)).flatMap { registry.site(forIdentifier: $0) })?.isAppBound == true ? nil : "\(site.name) is no longer an app-bound site"
+                guard let id = try? SiteID(parsing: site.id), let now = registry.site(forIdentifier: id), now.isAppBound else {
+                    return "\(site.name) is no longer an app-bound site"
+                }
+                return registry.standing(of: id).problem(of: now)
             })
         case "host":
             guard let siteText = header["site"]?.stringValue, let path = header["path"]?.stringValue else {
                 throw Refusal("bad_request", "a host launch names the site and the program's path")
             }
             let site = try Self.site(siteText, in: registry)
+            if let problem = registry.standing(of: site.id).problem(of: site) {
+                throw Refusal("not_authentic", problem)
+            }
             guard site.isAppBound else {
                 throw Refusal("not_app_bound", "\(site.displayName) is not app-bound, so it has no hosts; only app-bound sites use the bridge")
             }
@@ -178,10 +187,10 @@ final class HostLauncher: Sendable {
             let registry = self.registry, siteID = site.id, key = host.path
             program = (real, host.sha256, real, { bound in
                 guard bound.id == siteID.string else { return "\(key) was started for \(site.displayName), not \(bound.name)" }
-                guard registry.site(forIdentifier: siteID)?.hosts.contains(where: { $0.path == key }) == true else {
+                guard let now = registry.site(forIdentifier: siteID), now.hosts.contains(where: { $0.path == key }) else {
                     return "\(key) is no longer a host of \(bound.name)"
                 }
-                return nil
+                return registry.standing(of: siteID).problem(of: now)
             })
         default:
             throw Refusal("bad_request", "program must be \"browser\" or \"host\"")

@@ -35,8 +35,9 @@ public enum StoreBridge {
     /// - Parameter vault: the vault service to serve (the daemon's sync passes its own), else
     ///   one on the store's library.
     /// - Parameter presence: the daemon's one presence verifier (the prompt the `prompt` setting chooses).
+    /// - Parameter note: where entries of sites.json that bind nothing (no valid tag) are named, with their fix.
     static func make(_ store: OpenStore, registry: SiteRegistry, teamKeyID: String?, presence verifier: any PresenceVerifier,
-                     vault: (any VaultService)?) throws -> Wired {
+                     vault: (any VaultService)?, note: (@Sendable (String) -> Void)? = nil) throws -> Wired {
         // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
         // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
         // partitions here, the presence window, and the vault library (through its key store).
@@ -49,6 +50,6 @@ public enum StoreBridge {
         let parts = StoreParts(access: access, state: core.state, library: store.vaultLibrary(), vault: vault,
                                custodian: store.custodian, presence: PresenceWindow(verifier: verifier, lockScope: scope), teamKeyID: team, onPlanChange: { _ in core.replan() })
         let modules = StoreModules.make(parts)
-        return Wired(sites: RegistrySiteResolver(registry: registry), modules: modules, core: core)
+        return Wired(sites: RegistrySiteResolver(registry: registry, note: note), modules: modules, core: core)
     }
 }

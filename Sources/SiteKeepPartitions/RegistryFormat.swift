@@ -1,4 +1,5 @@
 import Foundation
+import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepJSON
 import SiteKeepVocabulary
@@ -26,7 +27,8 @@ import SiteKeepVocabulary
 ///       "origins" : [
 ///         "https:\/\/promptugal.news:443"
 ///       ],
-///       "protection" : "after-login"
+///       "protection" : "after-login",
+///       "tag" : "3f0c…"                        (custody's record tag, hex; absent before tags)
 ///     }
 ///   ],
 ///   "version" : 1
@@ -64,6 +66,8 @@ enum RegistryFormat {
                 JSONMember(key: "origins", value: .array(site.origins.map { .string($0.serialized) })),
                 JSONMember(key: "protection", value: .string(site.protection.rawValue)),
             ]
+            // Absent for an entry from before tags (the registry ignores such an entry until approved).
+            if let tag = site.tag { members.append(JSONMember(key: "tag", value: .string(Hex.encode(tag)))) }
             return .object(members)
         }
         return JSONSerializer.bytes(.object([JSONMember(key: "sites", value: .array(list)),
@@ -138,9 +142,15 @@ enum RegistryFormat {
                 }
             }
         }
+        var tag: [UInt8]?
+        if let t = r.optional("tag"), !t.isNull {
+            // A tag that is not 32 bytes of hex is kept as an empty tag, which never verifies: the
+            // entry is ignored until approved, as any entry whose tag does not (the file stays readable).
+            if case .string(let text) = t, let bytes = try? Hex.decode(text), bytes.count == 32 { tag = bytes } else { tag = [] }
+        }
         return Site(id: id, displayName: try string(&r, "displayName", path), origins: origins, isAppBound: isAppBound,
                     protection: protection, createdAt: try date(&r, "createdAt", path), lastUsedAt: try date(&r, "lastUsedAt", path),
-                    grants: grants, hosts: hosts)
+                    grants: grants, hosts: hosts, tag: tag)
     }
 
     private static func reader(_ value: JSONValue, _ path: String) throws(RegistryFormatError) -> JSONObjectReader {

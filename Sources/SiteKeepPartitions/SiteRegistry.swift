@@ -29,6 +29,10 @@ public struct Site: Sendable, Hashable {
     /// The programs besides the SiteKeep browser that may bind the site's bridge connections
     /// (`sitekeep site host add`), in the order added. Absent in a store from before hosts.
     public var hosts: [SiteHost] = []
+    /// Custody's tag over ``taggedBytes``, made by this store's registry after the approval that
+    /// changed the entry; nil for an entry written by hand or by a SiteKeep from before tags
+    /// (``SiteRecordStanding``).
+    public var tag: [UInt8]? = nil
 }
 
 extension Site {
@@ -69,6 +73,13 @@ private final class RegistryState {
     var closed: [SiteID] = []
     /// Sites seen removed (here, or by a re-read) under the lock whose observers are still to be told.
     var removed: [SiteID] = []
+    /// Whether each site's entry is authentic (``SiteRecordStanding``); a site not listed is.
+    var standing: [SiteID: SiteRecordStanding] = [:]
+    /// Whether some entry could not be checked (SiteKeep was locked): looked at again while unlocked.
+    var anyUnchecked = false
+    /// Entries (tagged bytes, then tag) whose tag verified or that this registry tagged: plain
+    /// data, no key, so each entry costs one check per process.
+    var verified: Set<[UInt8]> = []
     init(sites: [SiteID: Site], file: RegistryFileView) {
         self.sites = sites
         self.file = file
@@ -92,6 +103,14 @@ private final class RegistryState {
 /// A damaged `sites.json` found by a re-read leaves the last good view in place for reads (writes
 /// refuse with ``PartitionError/registryDamaged(_:)``).
 ///
+/// Every entry's origins, app-bound flag, protection, grants and hosts carry custody's record
+/// tag (``Site/taggedBytes``), made by this registry when it writes a change (after the approval
+/// that allowed it) and checked when it reads one: ``standing(of:)`` says whether an entry is
+/// authentic. An entry written by hand, or by a SiteKeep from before tags, is not: the bridge
+/// ignores it (``authenticSites()``), changes to it are refused, and ``approve(_:)``
+/// (`sitekeep site approve`, after the user's approval) tags it as it stands. While SiteKeep is
+/// locked a changed entry cannot be checked: it stays ignored until a look while unlocked.
+///
 /// Thread-safe: all state sits behind one `Mutex`.
 public final class SiteRegistry: Sendable {
     /// The most sites that may be app-bound (as `WKAppBoundDomains`).
@@ -105,6 +124,9 @@ public final class SiteRegistry: Sendable {
     /// Limits every partition of this store enforces.
     public let limits: PartitionLimits
     let keys: any SiteStorageKeyProvider
+    /// Makes and checks entries' tags: the key provider, when it is one (custody); nil (test
+    /// stores with in-memory keys): entries carry no tags and all are taken as they are.
+    let records: (any SiteRecordAuthenticator)?
     let faults: AuditFaults
     private let state: Mutex<RegistryState>
     private let closeObservers = Mutex<[@Sendable (SiteID) -> Void]>([])
@@ -122,6 +144,7 @@ public final class SiteRegistry: Sendable {
         registryPath = home.appendingPathComponent("sites.json").path
         lockPath = registryPath + ".lock"
         self.keys = keys
+        records = keys as? any SiteRecordAuthenticator
         self.limits = limits
         self.faults = faults
         // Parents are created as needed (with the default mode); the home itself is 0700.
@@ -129,7 +152,9 @@ public final class SiteRegistry: Sendable {
         try Self.makePrivateDirectory(home.path, tighten: false)
         try Self.makePrivateDirectory(home.appendingPathComponent("sites").path)
         let (sites, file) = try Self.read(registryPath)
-        state = Mutex(RegistryState(sites: sites, file: file))
+        let st = RegistryState(sites: sites, file: file)
+        Self.judge(st, records)
+        state = Mutex(st)
         // The lock file exists from the start, so taking it later changes no file listing.
         try RegistryFileLock.create(lockPath)
     }
@@ -236,6 +261,8 @@ public final class SiteRegistry: Sendable {
 
     /// The look behind every read: cheap when nothing changed.
     private func look(_ st: RegistryState) {
+        // Entries read while locked are checked at the first look while unlocked.
+        if st.anyUnchecked, records?.canCheckSiteRecordTags == true, Self.judge(st, records) { st.generation &+= 1 }
         if let watch = st.watch {
             switch watch.drain() {
             case .none: return
@@ -255,6 +282,7 @@ public final class SiteRegistry: Sendable {
         st.file = file
         guard sites != old else { return }
         st.sites = sites
+        Self.judge(st, records)
         st.generation &+= 1
         st.removed += old.keys.filter { sites[$0] == nil }
         for (id, entry) in st.open {
@@ -268,6 +296,42 @@ public final class SiteRegistry: Sendable {
             st.open[id] = nil
             st.closed.append(id)
         }
+    }
+
+    /// Decides every entry's standing (``SiteRecordStanding``), checking each tag not checked
+    /// before in this process. Returns whether a standing changed.
+    @discardableResult
+    private static func judge(_ st: RegistryState, _ records: (any SiteRecordAuthenticator)?) -> Bool {
+        guard let records else { return false }
+        var standing: [SiteID: SiteRecordStanding] = [:]
+        for (id, site) in st.sites {
+            guard let tag = site.tag else { standing[id] = .untagged; continue }
+            let bytes = site.taggedBytes
+            if st.verified.contains(bytes + tag) { continue }
+            switch records.isValidSiteRecordTag(tag, for: bytes) {
+            case true?:
+                if st.verified.count >= 4096 { st.verified.removeAll() }
+                st.verified.insert(bytes + tag)
+            case false?: standing[id] = .tagMismatch
+            case nil: standing[id] = .unchecked
+            }
+        }
+        defer { st.standing = standing; st.anyUnchecked = standing.values.contains(.unchecked) }
+        return standing != st.standing
+    }
+
+    /// Tags `site` (an entry this registry is about to write, after the approval that allowed
+    /// the change) and marks it authentic. Without an authenticator, entries carry no tags.
+    /// - Throws: ``PartitionError/keyUnavailable(_:)`` while SiteKeep is locked.
+    private func tagged(_ site: Site, _ st: RegistryState) throws(PartitionError) -> Site {
+        guard let records else { return site }
+        var s = site
+        let bytes = s.taggedBytes
+        let tag = try records.siteRecordTag(for: bytes)
+        s.tag = tag
+        st.verified.insert(bytes + tag)
+        st.standing[s.id] = nil
+        return s
     }
 
     /// Runs `body` under the registry's file lock on a fresh read of `sites.json`; `body` writes
@@ -348,7 +412,7 @@ public final class SiteRegistry: Sendable {
 
         // Under the file lock on a fresh read: two processes adding at once both land, and the
         // origin and app-bound checks see every site another process added.
-        _ = try current { (st: RegistryState) throws(PartitionError) in try underFileLock(st) { (st: RegistryState) throws(PartitionError) in
+        let added = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
             if st.sites[identifier] != nil { throw PartitionError.siteExists(identifier.string) }
             for o in unique {
                 if let owner = st.sites.values.first(where: { $0.origins.contains(o) }) {
@@ -358,6 +422,10 @@ public final class SiteRegistry: Sendable {
             if appBound && st.sites.values.filter(\.isAppBound).count >= Self.maximumAppBoundSites {
                 throw PartitionError.appBoundLimitReached(limit: Self.maximumAppBoundSites)
             }
+            // The entry is tagged before anything is made: an app-bound site's needs the unlock.
+            // One that is not app-bound binds nothing whatever it says, so added while locked it
+            // goes untagged (and stays off the bridge, as it would anyway).
+            let entry = appBound ? try tagged(site, st) : ((try? tagged(site, st)) ?? site)
             // Create the partition first; only a complete partition is registered.
             let dir = folder(identifier)
             if FileManager.default.fileExists(atPath: dir) { try? FileManager.default.removeItem(atPath: dir) }
@@ -368,15 +436,57 @@ public final class SiteRegistry: Sendable {
                 catch { throw PartitionError.keyUnavailable("\(error)") }
                 let core = try PartitionCore.open(site: identifier, path: databasePath(identifier), key: key, create: true, limits: limits, faults: faults)
                 core.shutdown(removed: false)
-                st.sites[identifier] = site
+                st.sites[identifier] = entry
                 try persist(st)
             } catch {
                 st.sites[identifier] = nil
                 try? FileManager.default.removeItem(atPath: dir)
                 throw error
             }
+            return entry
         } }
-        return site
+        guard let added else { throw .storageFailure("the registry lock was not taken") }
+        return added
+    }
+
+    /// Whether the site's entry in `sites.json` is authentic (``SiteRecordStanding``); an unknown
+    /// site's is ``SiteRecordStanding/untagged``.
+    public func standing(of id: SiteID) -> SiteRecordStanding {
+        current { st in st.sites[id] == nil ? .untagged : (st.standing[id] ?? .authentic) }
+    }
+
+    /// Every site whose entry is not authentic, with its standing (for `doctor` and the log),
+    /// sorted by identifier.
+    public func sitesNotAuthentic() -> [(site: Site, standing: SiteRecordStanding)] {
+        current { st in st.standing.compactMap { id, s in st.sites[id].map { ($0, s) } }.sorted { $0.site.id < $1.site.id } }
+    }
+
+    /// The sites whose entries are authentic, sorted by identifier: all that binds a bridge
+    /// connection or opens an op (``RegistrySiteResolver`` reads only these).
+    public func authenticSites() -> [Site] {
+        current { st in st.sites.values.filter { st.standing[$0.id] == nil }.sorted { $0.id < $1.id } }
+    }
+
+    /// Tags the site's entry as `shown` to the user (`sitekeep site approve`, after the user's
+    /// approval of what it says), so its origins, hosts and grants apply; returns it.
+    /// - Throws: ``PartitionError/unknownSite(_:)``; ``PartitionError/invalidValue(_:)`` when the
+    ///   entry in the file is no longer what was shown; ``PartitionError/keyUnavailable(_:)`` while locked.
+    @discardableResult
+    public func approve(_ shown: Site) throws(PartitionError) -> Site {
+        let id = shown.id
+        let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
+            guard let site = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            // What the user approved, not what the file says by now.
+            guard site.taggedBytes == shown.taggedBytes else {
+                throw PartitionError.invalidValue("the entry of \(shown.displayName) in sites.json changed while you were asked; nothing was approved: run the command again and check what it shows")
+            }
+            let entry = try tagged(site, st)
+            st.sites[id] = entry
+            try persist(st)
+            return entry
+        } }
+        guard let written else { throw .storageFailure("the registry lock was not taken") }
+        return written
     }
 
     /// The identifiers of all sites, sorted.
@@ -389,7 +499,13 @@ public final class SiteRegistry: Sendable {
     public func site(forIdentifier id: SiteID) -> Site? { current { $0.sites[id] } }
 
     /// The site that lists `origin` (canonical forms compared for equality), or nil.
-    public func site(forOrigin origin: Origin) -> Site? {
+    public func site(forOrigin origin: Origin) -> Site? { site(forOrigin: origin, authenticOnly: false) }
+
+    /// The site whose authentic entry lists `origin` (``standing(of:)``), or nil: an entry
+    /// written by hand neither resolves nor shadows an authentic one listing the same origin.
+    public func authenticSite(forOrigin origin: Origin) -> Site? { site(forOrigin: origin, authenticOnly: true) }
+
+    private func site(forOrigin origin: Origin, authenticOnly: Bool) -> Site? {
         #if SITEKEEP_FAULTS
         let ignorePort = faults.contains(.originMatchIgnoresPort)
         #else
@@ -397,7 +513,8 @@ public final class SiteRegistry: Sendable {
         #endif
         return current { st in
             st.sites.values.sorted { $0.id < $1.id }.first { site in
-                site.origins.contains { o in
+                guard !authenticOnly || st.standing[site.id] == nil else { return false }
+                return site.origins.contains { o in
                     ignorePort ? (o.scheme == origin.scheme && o.host == origin.host) : o == origin
                 }
             }
@@ -537,9 +654,13 @@ public final class SiteRegistry: Sendable {
     private func changeSite(_ id: SiteID, _ change: @Sendable (inout Site) throws(PartitionError) -> Void) throws(PartitionError) -> Site {
         let written = try current { (st: RegistryState) throws(PartitionError) -> Site? in try underFileLock(st) { (st: RegistryState) throws(PartitionError) -> Site in
             guard let before = st.sites[id] else { throw PartitionError.unknownSite(id.string) }
+            // A change is tagged with the entry it changes: an entry not authentic is approved
+            // as a whole first, so a hand-written origin or host is never tagged in passing.
+            if let problem = st.standing[id]?.problem(of: before) { throw PartitionError.invalidValue(problem) }
             var site = before
             try change(&site)
             guard site != before else { return site }
+            site = try tagged(site, st)
             st.sites[id] = site
             try persist(st)
             return site

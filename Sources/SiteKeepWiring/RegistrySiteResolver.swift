@@ -6,6 +6,10 @@ public import SiteKeepVocabulary
 /// Origins to sites through the partitions layer's registry: one canonical origin form
 /// (``Origin``), and only app-bound sites may use the bridge.
 ///
+/// Only authentic entries count (``SiteRegistry/authenticSites()``): an origin, host or grant
+/// written into `sites.json` by hand, or an entry whose tag does not verify, binds and opens
+/// nothing; ``note`` names each such entry once, with its fix.
+///
 /// ``isCurrent(_:)`` runs before every bridge message: it costs one look for changes by the
 /// registry (a non-blocking inotify `read` in the daemon) and a dictionary lookup; the bridge's
 /// view of the app-bound sites is rebuilt only when the registry's generation moves.
@@ -13,20 +17,31 @@ public final class RegistrySiteResolver: SiteResolver {
     public let registry: SiteRegistry
     private let view = Mutex<View>(View())
 
+    /// Where entries that are not authentic are named (the daemon's log); nil: nowhere.
+    private let note: (@Sendable (String) -> Void)?
+
     /// The app-bound sites and their grants, as of one registry generation.
     private struct View {
         var generation: UInt64 = 0
+        /// The entries named by ``note`` already, with what they said.
+        var noted: [SiteID: [UInt8]] = [:]
         var sites: [String: BridgeSite] = [:]
         var grants: [String: Set<String>] = [:]
         var hosts: [String: [SiteHost]] = [:]
     }
 
-    public init(registry: SiteRegistry) { self.registry = registry }
+    /// - Parameters:
+    ///   - note: where to name entries of `sites.json` that are not authentic (once each).
+    public init(registry: SiteRegistry, note: (@Sendable (String) -> Void)? = nil) {
+        self.registry = registry
+        self.note = note
+    }
 
     /// Any registered site, app-bound or not: the dispatcher refuses one that is not app-bound
     /// with a message saying so (a "no site" would send the user looking for the wrong cause).
     public func site(forOrigin origin: Origin) async -> BridgeSite? {
-        registry.site(forOrigin: origin).map(Self.bridgeSite)
+        current { _ in () }   // names entries that are not authentic, as every look does
+        return registry.authenticSite(forOrigin: origin).map(Self.bridgeSite)
     }
 
     public func isCurrent(_ site: BridgeSite) -> Bool {
@@ -60,7 +75,17 @@ public final class RegistrySiteResolver: SiteResolver {
         return view.withLock { v in
             if v.generation != generation {
                 var fresh = View(generation: generation)
-                for s in registry.sites() where s.isAppBound {
+                if let note {
+                    // Named: entries that claim something (app-bound, hosts, grants) and were
+                    // checked; those read while locked are checked at the next unlock.
+                    for (site, standing) in registry.sitesNotAuthentic()
+                    where standing != .unchecked && (site.isAppBound || !site.hosts.isEmpty || !site.grants.isEmpty) {
+                        let said = site.taggedBytes + (site.tag ?? [])
+                        fresh.noted[site.id] = said
+                        if v.noted[site.id] != said, let problem = standing.problem(of: site) { note(problem) }
+                    }
+                }
+                for s in registry.authenticSites() where s.isAppBound {
                     fresh.sites[s.id.string] = Self.bridgeSite(s)
                     if !s.grants.isEmpty { fresh.grants[s.id.string] = Set(s.grants) }
                     if !s.hosts.isEmpty { fresh.hosts[s.id.string] = s.hosts }

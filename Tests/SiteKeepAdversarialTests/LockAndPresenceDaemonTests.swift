@@ -34,8 +34,8 @@ final class ServedStore: @unchecked Sendable {
         try await cli(["init", "--passphrase-file", passFile, "--argon2-iterations", "2", "--argon2-memory", "19", "--no-recovery"])
         for key in ["summit", "other"] { try await cli(["team", "add", key, "--passphrase-file", passFile]) }
         try await cli(["team", "ssh", "enable", "summit", "--namespace", "git", "--passphrase-file", passFile])
-        try await cli(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner])
-        try await cli(["site", "add", "Web Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", TestHost.runner])
+        try await cli(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", passFile, "--host", TestHost.runner])
+        try await cli(["site", "add", "Web Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", passFile, "--host", TestHost.runner])
         if withVault {
             let sgit = try sgitPath()
             let keyText = "served vault pass:served01"

@@ -49,7 +49,7 @@ import SiteKeepTestSupport
         let (exe, f, home, sock, pass, env) = (store.exe, store.f, store.home, store.sock, store.pass, store.env)
         func cli(_ args: [String]) throws -> (code: Int32?, out: String, err: String) { try store.cli(args) }
         func addSite(_ name: String, _ origin: String) throws -> String {
-            let r = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--host", TestHost.runner, "--json"])
+            let r = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--passphrase-file", pass, "--host", TestHost.runner, "--json"])
             try #require(r.code == 0, "site add \(name): \(r.err)")
             return try #require(try JSONParser.parse(r.out)["id"]?.stringValue)
         }
@@ -67,7 +67,8 @@ import SiteKeepTestSupport
         }
         try JSONSerialization.data(withJSONObject: doc).write(to: registry)
 
-        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file", "--unlock", "--passphrase-file", pass], stdoutPath: f.path + "/serve.out",
                                stderrPath: f.path + "/serve.err", environment: env)
         defer { daemon.kill9() }
         #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")
@@ -141,7 +142,7 @@ import SiteKeepTestSupport
         var ids: [String: String] = [:]
         for name in ["A", "B"] {
             let origin = "https://\(name.lowercased()).example"
-            let added = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--host", TestHost.runner, "--json"])
+            let added = try cli(["site", "add", name, "--origin", origin, "--app-bound", "--passphrase-file", pass, "--host", TestHost.runner, "--json"])
             ids[name] = try #require(try JSONParser.parse(added.out)["id"]?.stringValue, "site add: \(added.err)")
             let agenda = try f.file("agenda-\(name).json", Array(#"{"timezone": "UTC", "items": [{"id": "s1", "title": "Stand-up \#(name)", "start": "\#(stamp)", "kind": "standup"}]}"#.utf8))
             let loaded = try cli(["agenda", "load", agenda, "--site", origin])
@@ -152,7 +153,8 @@ import SiteKeepTestSupport
         #expect(FileManager.default.fileExists(atPath: coreA + "/reminders.json"))
         func next() -> String { (try? String(contentsOfFile: home + "/next.json", encoding: .utf8)) ?? "" }
 
-        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file"], stdoutPath: f.path + "/serve.out",
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        let daemon = try Child(exe, ["serve", "--home", home, "--keyring", "file", "--unlock", "--passphrase-file", pass], stdoutPath: f.path + "/serve.out",
                                stderrPath: f.path + "/serve.err", environment: env)
         defer { daemon.kill9() }
         #expect(ChildProcess.waitForPath(f.path + "/run/control.sock"), "the daemon's control socket did not appear")

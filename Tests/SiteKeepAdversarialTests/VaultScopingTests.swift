@@ -66,8 +66,8 @@ final class RawConnection {
             return path
         }
         _ = await cli(["init", "--passphrase-file", pass, "--argon2-iterations", "2", "--argon2-memory", "19"])
-        _ = await cli(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--host", TestHost.runner])
-        _ = await cli(["site", "add", "Summit", "--origin", Self.summit, "--app-bound", "--host", TestHost.runner])
+        _ = await cli(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--passphrase-file", pass, "--host", TestHost.runner])
+        _ = await cli(["site", "add", "Summit", "--origin", Self.summit, "--app-bound", "--passphrase-file", pass, "--host", TestHost.runner])
         let p = try vault("p", "p pass:pvault01", "p.txt", "promptugal's note\n")
         let w = try vault("w", "w pass:wvault01", "sitekeep-sites-web-summit.json", "summit's backup\n")
         let x = try vault("x", "x pass:xvault01", "x.txt", "before\n")
@@ -130,7 +130,7 @@ final class RawConnection {
         // Summit removed and added again (a new site with its origin): its old vault stays out of reach.
         daemon.kill9()
         _ = await cli(["site", "remove", Self.summit, "--force", "--yes"])
-        _ = await cli(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound"])
+        _ = await cli(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound", "--passphrase-file", pass])
         _ = await cli(["vault", "assign", "pforged", "--site", Self.summit, "--passphrase-file", pass])
         daemon = try serve()
         let again = try RawConnection(sock, site: "https://promptugal.news")

@@ -284,7 +284,7 @@ import Glibc
         let server = try String(contentsOfFile: serverDir + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let tokenFile = serverDir + "/token"
         let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let site = try rig.cli(["site", "add", "Vault UI", "--origin", server, "--app-bound", "--keyring", "file"])
+        let site = try rig.cli(["site", "add", "Vault UI", "--origin", server, "--app-bound", "--passphrase-file", rig.passFile, "--keyring", "file"])
         #expect(site.status == 0, "site add: \(site.out)")
 
         // The web client makes the vault (tools/web-vault runs the same JS under Node).

@@ -96,8 +96,8 @@ final class BrowserRig {
         let caller = BuiltProducts.sitekeepMain ?? sitekeep
         for args in [["init", "--passphrase-file", passFile, "--argon2-iterations", "2", "--argon2-memory", "19", "--keyring", "file"],
                      ["team", "add", "summit", "--passphrase-file", passFile, "--keyring", "file"],
-                     ["site", "add", "Site One", "--origin", "https://promptugal.news", "--origin", origins[0], "--app-bound", "--host", caller, "--keyring", "file"],
-                     ["site", "add", "Site Two", "--origin", origins[1], "--app-bound", "--keyring", "file"]] {
+                     ["site", "add", "Site One", "--origin", "https://promptugal.news", "--origin", origins[0], "--app-bound", "--passphrase-file", passFile, "--host", caller, "--keyring", "file"],
+                     ["site", "add", "Site Two", "--origin", origins[1], "--app-bound", "--passphrase-file", passFile, "--keyring", "file"]] {
             let r = try cli(args)
             guard r.status == 0 else { throw RigError("sitekeep \(args.joined(separator: " ")) failed: \(r.out)") }
         }

@@ -62,7 +62,7 @@ import Glibc
     @Test func agendaListZonedTimesAndExportWithoutIcs() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await run(store, ["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        #expect(await run(store, ["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let site = ["--site", "https://promptugal.news"]
         let none = await run(store, ["agenda", "list"] + site)
         #expect(none.status == 0 && none.out.contains("No agenda loaded"), "\(none)")

@@ -20,7 +20,7 @@ import Glibc
     @Test func agendaLoadByURLUsesIfNoneMatch() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let root = store.dir.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: try Self.agendaFixture(), toPath: root.appendingPathComponent("agenda.json").path)
@@ -65,7 +65,7 @@ import Glibc
     @Test func scheduleCommandsKeepPicksTheAgendaLacksAndExportCalendars() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         #expect(await store.run(["agenda", "load", try Self.agendaFixture(), "--site", "https://promptugal.news"]).status == 0)
         for id in ["ps26-night-across", "gone-2025-talk", "ps26-su-24-0900"] {
             #expect(await store.run(["schedule", "add", id, "--site", "https://promptugal.news"]).status == 0)
@@ -94,12 +94,14 @@ import Glibc
         let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let run = store.dir.appendingPathComponent("r")
         try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "HOME=\(store.dir.path)", "SITEKEEP_NOTIFY=print"]
-        var daemon = try NotificationDeliveryTests.Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("s1.log").path)
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        let serve = ["serve", "--keyring", "file", "--unlock", "--passphrase-file", store.passFile]
+        var daemon = try NotificationDeliveryTests.Child(sitekeep, serve, env: env, log: run.appendingPathComponent("s1.log").path)
         defer { daemon.stop(SIGKILL) }
         #expect(NotificationDeliveryTests.wait(5) { FileManager.default.fileExists(atPath: sock) })
         let tabs: JSONValue = ["tabs": [["url": "https://newsroom.sgit.ai/articles/a-browser-for-one.html", "title": "A browser for one", "scroll": 0.42],
@@ -112,7 +114,7 @@ import Glibc
         }
         daemon.stop(SIGKILL)
         // (the stale socket file is left as a crash leaves it)
-        daemon = try NotificationDeliveryTests.Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("s2.log").path)
+        daemon = try NotificationDeliveryTests.Child(sitekeep, serve, env: env, log: run.appendingPathComponent("s2.log").path)
         // The restarted daemon replaces the stale socket file the killed one left.
         #expect(NotificationDeliveryTests.wait(5) { (try? BridgeClient.connect(path: sock, timeout: .seconds(1)))?.close() != nil }, "\(daemon.output)")
         let c = try TestHost.connect(socket: sock, site: "https://newsroom.sgit.ai", timeout: .seconds(10))
@@ -132,7 +134,7 @@ import Glibc
         let main = URL(fileURLWithPath: sitekeep).deletingLastPathComponent().appendingPathComponent("sitekeep-main").path
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("SiteKeepVaultRemotesTests/hostile_http_server.py").path
         let ports = store.dir.appendingPathComponent("ports").path, record = store.dir.appendingPathComponent("record.jsonl").path

@@ -26,7 +26,7 @@ import Glibc
             _ = try await store.initialize()
             try super.init(store: store)
             #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
-            #expect(await store.run(["site", "add", "Drafts", "--origin", "https://drafts.example", "--app-bound",
+            #expect(await store.run(["site", "add", "Drafts", "--origin", "https://drafts.example", "--app-bound", "--passphrase-file", store.passFile,
                                      "--protection", "when-unlocked", "--passphrase-file", store.passFile]).status == 0)
             #expect(await store.run(["site", "storage", "set", "https://drafts.example", "greeting", "hello drafts",
                                      "--passphrase-file", store.passFile]).status == 0)

@@ -77,8 +77,8 @@ import SiteKeepTestSupport
         try await run(["team", "add", "summit", "--prf-file", prf])
         // Its SSH formats (`team sign --ssh-namespace`) follow its SSH policy: any namespace.
         try await run(["team", "ssh", "enable", "summit", "--prf-file", prf])
-        try await run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"])
-        try await run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound"])
+        try await run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", pass])
+        try await run(["site", "add", "Newsroom", "--origin", "https://newsroom.sgit.ai", "--app-bound", "--passphrase-file", pass])
         try await run(["site", "storage", "set", "https://promptugal.news", "nr.schedule.v1", "{\"v\":1,\"picks\":[]}"])
         try await run(["site", "storage", "set", "https://promptugal.news", "draft", "x"])
         guard let sgit = Interop.sgitPath else { return false }

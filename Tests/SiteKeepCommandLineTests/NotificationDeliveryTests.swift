@@ -76,7 +76,7 @@ import Glibc
         #expect(ChildProcess.run("/usr/bin/python3", ["-c", "import dbusmock"]) == 0, "python3-dbusmock is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         // Ten-minute leads: "soon" is due in 6 s, "late" was due 2 minutes ago (its session has
         // not started), the stand-up (not picked) in 8 s, "printed" (picked later) in 28 s.
         let agenda: JSONValue = ["timezone": "Europe/Lisbon", "items": [
@@ -107,7 +107,9 @@ import Glibc
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = busEnv + ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "NO_COLOR=1"]
         let started = Date().timeIntervalSince1970
-        var daemon = try Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("serve1.log").path)
+        // Unlocked at start: a site's entry binds once its tag is checked, which needs the unlock.
+        var daemon = try Child(sitekeep, ["serve", "--keyring", "file", "--unlock", "--passphrase-file", store.passFile], env: env,
+                               log: run.appendingPathComponent("serve1.log").path)
         defer { daemon.stop() }
         #expect(Self.wait(5) { FileManager.default.fileExists(atPath: sock) }, "\(daemon.output)")
         let host = try TestHost.connect(socket: sock, site: "https://promptugal.news", timeout: .seconds(10))
@@ -137,7 +139,8 @@ import Glibc
 
         // A restart delivers nothing twice.
         daemon.stop()
-        daemon = try Child(sitekeep, ["serve", "--keyring", "file"], env: env, log: run.appendingPathComponent("serve2.log").path)
+        daemon = try Child(sitekeep, ["serve", "--keyring", "file", "--unlock", "--passphrase-file", store.passFile], env: env,
+                           log: run.appendingPathComponent("serve2.log").path)
         #expect(Self.wait(5) { FileManager.default.fileExists(atPath: sock) })
         usleep(2_000_000)
         #expect(Self.calls(try String(contentsOfFile: notifyLog, encoding: .utf8)).count == 3, "a reminder was delivered twice")

@@ -9,8 +9,8 @@ import SiteKeepPartitions
     @Test func sitesKeepTheirOwnStorageAndUnknownSitesAreRefused() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "A", "--origin", "https://a.example", "--app-bound"]).status == 0)
-        #expect(await store.run(["site", "add", "B", "--origin", "https://b.example", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "A", "--origin", "https://a.example", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
+        #expect(await store.run(["site", "add", "B", "--origin", "https://b.example", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         #expect(await store.run(["site", "storage", "set", "https://a.example", "k", "only-a"]).status == 0)
         let fromB = await store.run(["site", "storage", "get", "https://b.example", "k"])
         #expect(fromB.status == 1 && !fromB.out.contains("only-a"))
@@ -24,7 +24,7 @@ import SiteKeepPartitions
         let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "P", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "P", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         #expect(await store.run(["site", "storage", "set", "https://promptugal.news", "nr.schedule.v1", "{\"v\":1}"]).status == 0)
         let exported = await store.run(["site", "export", "https://promptugal.news"])
         #expect(exported.status == 0)
@@ -49,7 +49,7 @@ import SiteKeepPartitions
         // A site is rebuilt only from a vault it owns: not from a CLI-only vault, nor another site's.
         let unowned = await store.run(["site", "rebuild", "https://promptugal.news", "--from-vault", "backup", "--passphrase-file", store.passFile, "--json"])
         #expect(unowned.status == 1 && unowned.err.contains("\"not_owner\"") && unowned.err.contains("vault assign backup --site https://promptugal.news"), "\(unowned.err)")
-        #expect(await store.run(["site", "add", "W", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "W", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         #expect(await store.run(["vault", "assign", "backup", "--site", "https://web-summit.sgit.ai", "--passphrase-file", store.passFile]).status == 0)
         let foreign = await store.run(["site", "rebuild", "https://promptugal.news", "--from-vault", "backup", "--passphrase-file", store.passFile])
         #expect(foreign.status == 1 && foreign.err.contains("belongs to W (https://web-summit.sgit.ai:443)"), "\(foreign.err)")
@@ -95,7 +95,7 @@ import SiteKeepPartitions
         _ = try await store.initialize()
         var ids: [String] = []
         for (name, origin) in [("A", "https://a.example"), ("B", "https://b.example")] {
-            let r = await store.run(["site", "add", name, "--origin", origin, "--app-bound", "--json"])
+            let r = await store.run(["site", "add", name, "--origin", origin, "--app-bound", "--passphrase-file", store.passFile, "--json"])
             ids.append(try #require(try JSONParser.parse(r.out)["id"]?.stringValue, "\(r.err)"))
             #expect(await store.run(["remind", "plan", "--site", origin, "--session-lead", "5"]).status == 0)
         }

@@ -55,8 +55,8 @@ import Glibc
     static func twoSitesWithVaults(_ sgit: String) async throws -> (store: CLIStore, a: String, b: String) {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--host", TestHost.runner]).status == 0)
-        #expect(await store.run(["site", "add", "Summit", "--origin", Self.summit, "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", Self.summit, "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let ids = try await Self.siteIDs(store)
         let (a, b) = (try #require(ids[Self.promptugal]), try #require(ids[Self.summit]))
         for (name, origin, item) in [("va", Self.promptugal, "inbox/briefs/a.md"), ("vb", Self.summit, "inbox/briefs/b.md")] {

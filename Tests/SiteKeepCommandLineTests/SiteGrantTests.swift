@@ -23,8 +23,8 @@ import Glibc
             _ = try await store.initialize()
             try super.init(store: store)
             #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
-            #expect(await store.run(["site", "add", "Notes", "--origin", Self.origin, "--app-bound", "--host", TestHost.runner]).status == 0)
-            #expect(await store.run(["site", "add", "Other", "--origin", "https://other.example", "--app-bound", "--host", TestHost.runner]).status == 0)
+            #expect(await store.run(["site", "add", "Notes", "--origin", Self.origin, "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
+            #expect(await store.run(["site", "add", "Other", "--origin", "https://other.example", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         }
 
         /// The daemon, unlocked, its askpass approving only while `approve(true)` holds.

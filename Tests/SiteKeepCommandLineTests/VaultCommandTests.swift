@@ -64,8 +64,8 @@ func failure(_ body: () throws -> JSONValue) -> BridgeFailure? {
         let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound"]).status == 0)
-        #expect(await store.run(["site", "add", "Summit", "--origin", Self.summit, "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--passphrase-file", store.passFile]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", Self.summit, "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let p = store.dir.appendingPathComponent("p").path, w = store.dir.appendingPathComponent("w").path
         #expect(makeVault(sgit, p, keyText: "p pass:pvault01", file: "p.txt", contents: "promptugal's\n"))
         #expect(makeVault(sgit, w, keyText: "w pass:wvault01", file: "backup.json", contents: "summit's backup\n"))
@@ -99,7 +99,7 @@ func failure(_ body: () throws -> JSONValue) -> BridgeFailure? {
 
         // Summit removed, and a new site with its origin: the vault stays out of every site's reach.
         #expect(await store.run(["site", "remove", Self.summit, "--force", "--yes"]).status == 0)
-        #expect(await store.run(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Summit again", "--origin", Self.summit, "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let listed = try JSONParser.parse(await store.run(["vault", "list", "--json"]).out)
         #expect(listed.arrayValue?[1]["owner"]?.stringValue?.hasPrefix("removed site ") == true)
         #expect(failure { try pc.call("vault.load", args: ["vault": "wbackup", "path": "backup.json"]) } == none)
@@ -172,7 +172,7 @@ func failure(_ body: () throws -> JSONValue) -> BridgeFailure? {
         let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", Self.promptugal, "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let v = store.dir.appendingPathComponent("v").path
         #expect(makeVault(sgit, v, keyText: "fixture pass:fixt0001", file: "a.txt", contents: "old store\n"))
         let key = try store.file("v.key", Array("fixture pass:fixt0001".utf8))

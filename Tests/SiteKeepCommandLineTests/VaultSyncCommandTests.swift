@@ -45,7 +45,7 @@ import SiteKeepTestSupport
         let sgit = try #require(Interop.sgitPath, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        let site = await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"])
+        let site = await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile])
         #expect(site.status == 0, "\(site.err)")
         let id = "skcli" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
         let passphrase = "cli sync phrase \(UUID().uuidString.prefix(6))"

@@ -54,7 +54,7 @@ import Glibc
         func device() async throws -> CLIStore {
             let d = try CLIStore()
             _ = try await d.initialize()
-            #expect(await d.run(["site", "add", "Promptugal", "--origin", VaultTravelTests.site, "--app-bound", "--host", TestHost.runner]).status == 0)
+            #expect(await d.run(["site", "add", "Promptugal", "--origin", VaultTravelTests.site, "--app-bound", "--passphrase-file", d.passFile, "--host", TestHost.runner]).status == 0)
             let key = try d.file("vault.key", Array(keyText.utf8)), tok = try d.file("token.txt", Array((token + "\n").utf8))
             let c = await d.run(["vault", "clone", url, "mine", "--key-file", key, "--token-file", tok, "--site", VaultTravelTests.site, "--passphrase-file", d.passFile])
             #expect(c.status == 0, "clone: \(c.err)")

@@ -136,7 +136,7 @@ import Glibc
         let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let run = store.dir.appendingPathComponent("r").path
         mkdir(run, 0o700)
         let sock = run + "/bridge.sock"

@@ -21,8 +21,8 @@ import Glibc
         let prf = try store.file("prf.bin", Array(repeating: 7, count: 32))
         #expect(await store.run(["slot", "add", "prf", "--passphrase-file", store.passFile, "--new-prf-file", prf, "--rp-id", "x", "--credential-id", "AAAA"]).status == 0)
         #expect(await store.run(["team", "add", "summit", "--prf-file", prf]).status == 0)
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", TestHost.runner]).status == 0)
-        #expect(await store.run(["site", "add", "Drafts", "--origin", "http://localhost:8080", "--app-bound",
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Drafts", "--origin", "http://localhost:8080", "--app-bound", "--passphrase-file", store.passFile,
                                  "--host", TestHost.runner,
                                  "--protection", "when-unlocked", "--prf-file", prf]).status == 0)
         let approve = try store.file("approve.sh", Array("#!/bin/sh\nexit 0\n".utf8))
@@ -129,7 +129,7 @@ extension DaemonTests {
         _ = try await store.initialize()
         let prf = try store.file("prf.bin", Array(repeating: 9, count: 32))
         #expect(await store.run(["slot", "add", "prf", "--passphrase-file", store.passFile, "--new-prf-file", prf, "--rp-id", "x", "--credential-id", "AAAA"]).status == 0)
-        #expect(await store.run(["site", "add", "P", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "P", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let vault = store.dir.appendingPathComponent("vault").path
         #expect(ChildProcess.run(sgit, ["init", vault, "--vault-key", "daemon save phrase:dsave123"]) == 0)
         let key = try store.file("vault.key", Array("daemon save phrase:dsave123".utf8))

@@ -33,8 +33,8 @@ import Glibc
         let sgit = try #require(BuiltProducts.sgit, "the sgit CLI is missing: run tools/setup")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let id = "skdsync" + String(UUID().uuidString.lowercased().filter { $0.isHexDigit }.prefix(10))
         let keyText = "daemon sync phrase \(UUID().uuidString.prefix(6)):\(id)"
         let a = store.dir.appendingPathComponent("a").path
@@ -60,9 +60,12 @@ import Glibc
                                      "--site", "https://promptugal.news", "--passphrase-file", store.passFile])
         #expect(clone.status == 0, "\(clone.err)")
 
-        // Locked: nothing syncs.
+        // Locked: nothing syncs. (Unlocked and locked once first: a site's entry binds once its
+        // tag was checked, and the checked entries stay bound while locked.)
         let daemon = try start(store, ["--sync-every", "2"], tag: "sync")
         defer { daemon.stop() }
+        try await daemon.unlock(store.passFile)
+        try await daemon.lock()
         let client = try TestHost.connect(socket: daemon.sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
@@ -132,11 +135,12 @@ import Glibc
         // --metered: unlocked, nothing syncs in the background.
         let metered = try start(store, ["--sync-every", "1", "--metered"], tag: "metered")
         defer { metered.stop() }
+        // Unlocked before the site binds: its entry's tag is checked at the unlock.
+        try await metered.unlock(store.passFile)
         let mc = try TestHost.connect(socket: metered.sock, site: "https://promptugal.news", timeout: .seconds(30))
         defer { mc.close() }
         _ = try mc.hello(origin: "https://promptugal.news")
         try sgPush("metered.txt", "waits\n")
-        try await metered.unlock(store.passFile)
         #expect(changed(mc, within: 4) == nil, "a metered link syncs nothing")
         #expect(await cat("metered.txt") == nil)
         #expect(try mc.call("vault.status", args: ["vault": "mine"])["last_sync_ms"] == .null)
@@ -167,7 +171,7 @@ import Glibc
         let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--host", TestHost.runner]).status == 0)
+        #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
         let dir = store.dir.appendingPathComponent("notes").path
         #expect(ChildProcess.run(sgit, ["init", dir, "--vault-key", "my notes passphrase:notes01"]) == 0)
         let key = try store.file("notes.key", Array("my notes passphrase:notes01".utf8))

@@ -96,14 +96,19 @@ import Glibc
             let sitekeep = try #require(BuiltProducts.sitekeep, "build the sitekeep executable first (swift build)")
             store = try CLIStore()
             _ = try await store.initialize()
-            #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--host", HostBindingTests.python]).status == 0)
-            #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound"]).status == 0)
+            #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile, "--host", HostBindingTests.python]).status == 0)
+            #expect(await store.run(["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
             let run = store.dir.appendingPathComponent("run")
             sock = run.appendingPathComponent("bridge.sock").path
             agent = run.appendingPathComponent("agent.sock").path
             let env = ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "SITEKEEP_AGENT_SOCK=\(agent)", "HOME=\(store.dir.path)", "NO_COLOR=1"]
             pid = try #require(ChildProcess.spawn(sitekeep, ["serve", "--keyring", "file"] + (withAgent ? ["--ssh-agent"] : []), env: env))
             #expect(ChildProcess.waitForPath(run.appendingPathComponent("control.sock").path), "the daemon's control socket did not appear")
+            // The sites' entries are checked against their tags at the first unlock; until then
+            // they bind nothing.
+            let unlocked = ChildProcess.capture(sitekeep, ["unlock", "--passphrase-file", store.passFile, "--keyring", "file"],
+                                                environment: ["SITEKEEP_HOME": store.home, "SITEKEEP_SOCK": sock, "HOME": store.dir.path])
+            #expect(unlocked.status == 0, "\(unlocked.err)")
         }
 
         func stop() { kill(pid, SIGKILL); var st: Int32 = 0; waitpid(pid, &st, 0) }
@@ -185,7 +190,7 @@ import Glibc
             #expect("\(error)".contains("is not a host of Promptugal") && "\(error)".contains("sitekeep site host add"), "\(error)")
         }
         // Removed, it is started no more.
-        #expect(await bed.store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python]).status == 0)
+        #expect(await bed.store.run(["site", "host", "remove", "https://web-summit.sgit.ai", Self.python, "--passphrase-file", bed.store.passFile]).status == 0)
         #expect(throws: (any Error).self) { _ = try TestHost.run(socket: bed.sock, site: "https://web-summit.sgit.ai", script: "print('ran')") }
     }
 
@@ -278,7 +283,7 @@ import Glibc
     @Test func addingAHostNeedsTheUsersApproval() async throws {
         let store = try CLIStore()
         _ = try await store.initialize()
-        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound"]).status == 0)
+        #expect(await store.run(["site", "add", "Summit", "--origin", "https://web-summit.sgit.ai", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
         let refused = await store.run(["site", "host", "add", "https://web-summit.sgit.ai", Self.python], stdin: [])
         #expect(refused.status != 0)
         let listed = await store.run(["site", "host", "list", "--json"])

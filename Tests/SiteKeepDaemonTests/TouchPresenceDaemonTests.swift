@@ -35,7 +35,7 @@ import Glibc
             _ = try await store.initialize()
             #expect(await store.run(["team", "add", "summit", "--name", "Summit team", "--passphrase-file", store.passFile]).status == 0)
             #expect(await store.run(["team", "ssh", "enable", "summit", "--passphrase-file", store.passFile]).status == 0)
-            #expect(await store.run(["site", "add", "Summit", "--origin", TouchPresenceDaemonTests.origin, "--app-bound", "--host", TestHost.runner]).status == 0)
+            #expect(await store.run(["site", "add", "Summit", "--origin", TouchPresenceDaemonTests.origin, "--app-bound", "--passphrase-file", store.passFile, "--host", TestHost.runner]).status == 0)
             let granted = await store.run(["site", "grant", TouchPresenceDaemonTests.origin, "key.sign", "--passphrase-file", store.passFile])
             #expect(granted.status == 0, "\(granted.err)")
             let askpass = try store.file("askpass.sh", Array("#!/bin/sh\nexit 0\n".utf8))
