@@ -353,16 +353,16 @@ enum CoreCommands {
         discussion: """
         The daemon ('sitekeep serve', or the one 'sitekeep unlock' starts) shows it as it shows the \
         agenda's reminders, once, within 30 seconds of its time (late, and marked so, if no daemon \
-        ran then; dropped a day after). --at takes HH:MM (today), 'YYYY-MM-DD HH:MM' (both in \
+        ran then; dropped a day after). --at takes HH:MM (the next one: today, or tomorrow once it has passed), 'YYYY-MM-DD HH:MM' (both in \
         the local zone: TZ, or the system's) or an RFC 3339 time with its offset; --in takes \
         20m, 90s, 2h, 1h30m or 1d. 'sitekeep remind list' shows it with its id; \
         'sitekeep remind remove ID' takes it back.
         """,
         arguments: [ArgumentSpec("TEXT", "what to be reminded of (one line, at most 200 bytes)")],
-        options: [.option("--at", value: "TIME", "when: HH:MM, 'YYYY-MM-DD HH:MM' or RFC 3339"),
+        options: [.option("--at", value: "TIME", "when: HH:MM (the next one), 'YYYY-MM-DD HH:MM' or RFC 3339"),
                   .option("--in", value: "DURATION", "after how long: 20m, 90s, 2h, 1h30m, 1d")],
         examples: [CommandExample("sitekeep remind add 'Stand up and stretch' --in 20m", "in twenty minutes"),
-                   CommandExample("sitekeep remind add 'Call Ana' --at '2026-12-07 09:30'", "at 09:30 local time on 7 December")]
+                   CommandExample("sitekeep remind add 'Call Ana' --at 09:30", "at the next 09:30 local time (tomorrow once it has passed)")]
     ) { inv in
         let text = try inv.requiredArgument("TEXT")
         let at = inv.option("--at"), after = inv.option("--in")

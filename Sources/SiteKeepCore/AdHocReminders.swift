@@ -140,12 +140,13 @@ extension String {
 
 /// Reads the times `remind add` takes.
 public enum ReminderTime {
-    /// `--at`: `HH:MM` (today, in `zone`), `YYYY-MM-DD HH:MM` or `YYYY-MM-DDTHH:MM[:SS]` (in
+    /// `--at`: `HH:MM` (its next occurrence in `zone`: today, or tomorrow once it has passed, as
+    /// `at(1)` reads it), `YYYY-MM-DD HH:MM` or `YYYY-MM-DDTHH:MM[:SS]` (in
     /// `zone`), or RFC 3339 with its own offset (`2026-12-05T09:30:00Z`).
     /// - Throws: naming the text and the forms accepted.
     public static func at(_ text: String, zone: ZoneRules, now: Instant) throws(CoreFieldError) -> Instant {
         let t = text.trimmingSpaces
-        let forms = "give HH:MM (today), 'YYYY-MM-DD HH:MM' (in \(zone.identifier)) or an RFC 3339 time such as 2026-12-05T09:30:00Z"
+        let forms = "give HH:MM (the next one), 'YYYY-MM-DD HH:MM' (in \(zone.identifier)) or an RFC 3339 time such as 2026-12-05T09:30:00Z"
         if let i = try? Instant(rfc3339: t) { return i }
         var local: LocalDateTime?
         let b = Array(t.utf8)
@@ -153,6 +154,11 @@ public enum ReminderTime {
             let today = zone.local(now)
             local = LocalDateTime(year: today.year, month: today.month, day: today.day, hour: h, minute: m)
             guard local != nil else { throw CoreFieldError("--at", "\(printable(t)) is not a time of day; \(forms)") }
+            // Passed today: the same time tomorrow (a day later on the wall clock of `zone`).
+            if let i = local.flatMap({ zone.instant(for: $0) }), i <= now {
+                let tomorrow = zone.local(now.adding(milliseconds: 86_400_000))
+                local = LocalDateTime(year: tomorrow.year, month: tomorrow.month, day: tomorrow.day, hour: h, minute: m)
+            }
         } else if b.count >= 16, b[10] == UInt8(ascii: " ") || b[10] == UInt8(ascii: "T") {
             local = try? LocalDateTime(floating: String(t.prefix(10)) + "T" + String(t.dropFirst(11)))
         }

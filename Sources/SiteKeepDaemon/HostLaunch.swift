@@ -145,6 +145,7 @@ final class HostLauncher: Sendable {
             sites = registry.authenticSites().filter(\.isAppBound)
             guard !sites.isEmpty else {
                 if let (site, standing) = registry.sitesNotAuthentic().first(where: { $0.site.isAppBound }), let problem = standing.problem(of: site) {
+                    log("refused to start the SiteKeep browser: \(problem)")
                     throw Refusal("no_sites", "no app-bound site can bind yet: \(problem)")
                 }
                 throw Refusal("no_sites", "the store has no app-bound sites; add one with 'sitekeep site add NAME --origin https://… --app-bound'")
@@ -167,6 +168,7 @@ final class HostLauncher: Sendable {
             }
             let site = try Self.site(siteText, in: registry)
             if let problem = registry.standing(of: site.id).problem(of: site) {
+                log("refused to start a host for \(site.displayName): \(problem)")
                 throw Refusal("not_authentic", problem)
             }
             guard site.isAppBound else {

@@ -766,13 +766,19 @@ import Glibc
     }
 
     /// The daemon's control op `sites` (how the browser learns where each site's web data goes):
-    /// app-bound sites only, each with a private folder inside its own site folder; it answers
-    /// while locked and carries no secret.
+    /// app-bound sites only, each with a private folder inside its own site folder; it carries
+    /// no secret, names only entries whose tags verified, and answers while locked for those
+    /// checked at an unlock.
     @Test func sitesControlOpNamesAWebFolderInsideEachSite() throws {
         let rig = try BrowserRig()
         try rig.makeStore()
         #expect(try rig.cli(["site", "add", "Plain", "--origin", "https://plain.example", "--keyring", "file"]).status == 0)
         try rig.startDaemon(unlock: false)
+        // Before the first unlock no entry's tag could be checked: none is named.
+        let before = try rig.controlSites()
+        #expect(before["ok"]?.boolValue == true && before["sites"]?.arrayValue?.isEmpty == true, "\(before)")
+        #expect(try rig.cli(["unlock", "--passphrase-file", rig.passFile, "--keyring", "file"]).status == 0)
+        #expect(try rig.cli(["lock"]).status == 0)
         let answer = try rig.controlSites()
         #expect(answer["ok"]?.boolValue == true)
         let sites = answer["sites"]?.arrayValue ?? []

@@ -133,10 +133,12 @@ import SiteKeepTestSupport
             if word == "~/notes" { return work.appendingPathComponent("notes").path }
             return word
         }
-        if spec.path == ["serve"] || spec.path == ["browse"] {
+        if spec.path == ["serve"] || spec.path == ["browse"] || spec.path == ["open"] || spec.path == ["host", "run"] {
             // The daemon runs until a signal (DaemonTests runs it as a process), the browser
-            // until its window closes (SiteKeepBrowserTests runs it): parse only.
-            let parsed = try CommandLineTool.parse(Array(args) + ["--home", work.appendingPathComponent("home").path],
+            // until its window closes (BrowserProcessTests run it), a host until it ends
+            // (HostBindingTests start hosts through a daemon): parse only.
+            // (--home goes first: after `host run … --` it would be the program's argument.)
+            let parsed = try CommandLineTool.parse(["--home", work.appendingPathComponent("home").path] + Array(args),
                                                    environment: [:], io: CapturedIO(), commands: CommandRegistry.all)
             #expect(parsed.0?.path == spec.path, "example '\(example.command)' does not parse")
             return nil

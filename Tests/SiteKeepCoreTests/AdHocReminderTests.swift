@@ -13,6 +13,12 @@ import SiteKeepJSON
     @Test func timesAreReadInTheirZoneAndBadOnesNameTheForms() throws {
         let now = try Instant(rfc3339: "2026-07-01T08:00:00Z")   // 09:00 in Lisbon (WEST)
         #expect(try ReminderTime.at("09:30", zone: Self.lisbon, now: now) == (try Instant(rfc3339: "2026-07-01T08:30:00Z")))
+        // A time of day already passed is tomorrow's (at 09:00, 08:30 and 09:00 are the next day's).
+        #expect(try ReminderTime.at("08:30", zone: Self.lisbon, now: now) == (try Instant(rfc3339: "2026-07-02T07:30:00Z")))
+        #expect(try ReminderTime.at("09:00", zone: Self.lisbon, now: now) == (try Instant(rfc3339: "2026-07-02T08:00:00Z")))
+        // Across a month's end, and across the end of summer time in Lisbon (01:00 UTC on 25 October 2026).
+        #expect(try ReminderTime.at("09:00", zone: Self.lisbon, now: try Instant(rfc3339: "2026-07-31T09:00:00Z")) == (try Instant(rfc3339: "2026-08-01T08:00:00Z")))
+        #expect(try ReminderTime.at("08:00", zone: Self.lisbon, now: try Instant(rfc3339: "2026-10-24T09:00:00Z")) == (try Instant(rfc3339: "2026-10-25T08:00:00Z")))
         #expect(try ReminderTime.at("2026-07-02 09:30", zone: Self.lisbon, now: now) == (try Instant(rfc3339: "2026-07-02T08:30:00Z")))
         #expect(try ReminderTime.at("2026-07-02T09:30:15", zone: Self.lisbon, now: now) == (try Instant(rfc3339: "2026-07-02T08:30:15Z")))
         #expect(try ReminderTime.at("2026-07-02T09:30:00+02:00", zone: Self.lisbon, now: now) == (try Instant(rfc3339: "2026-07-02T07:30:00Z")))

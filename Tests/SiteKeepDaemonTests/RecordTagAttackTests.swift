@@ -61,8 +61,23 @@ import Glibc
 
     static let python = HostBindingTests.python
 
-    /// `hello` from a Python client (a process the user may have added as a host).
-    static func hello(_ rig: Rig, _ origin: String) throws -> JSONValue { try HostBindingTests.pythonHello(rig.sock, origin: origin) }
+    /// `hello` for `origin` from a Python host the daemon started for `site` (Python is a host
+    /// the user may have added); when the daemon refuses to start it, a reply with code
+    /// `not_started` and the refusal as its message.
+    static func hello(_ rig: Rig, _ origin: String, startedFor site: String) throws -> JSONValue {
+        let script = """
+        import sys
+        f = connect().makefile('rwb')
+        f.write(('{"v":1,"id":1,"op":"hello","args":{"origin":"' + sys.argv[1] + '"}}\\n').encode()); f.flush()
+        sys.stdout.write(f.readline().decode())
+        """
+        do {
+            let r = try TestHost.run(socket: rig.sock, site: site, script: script, arguments: [origin])
+            return try JSONParser.parse(Array(r.output.utf8))
+        } catch {
+            return ["ok": false, "error": ["code": "not_started", "message": .string("\(error)")]]
+        }
+    }
 
     /// A host, an origin and a grant written into sites.json by hand bind and open nothing on a
     /// running, unlocked daemon; the log names the entry and the fix; `site approve` (approved
@@ -77,24 +92,26 @@ import Glibc
         #expect(ChildProcess.waitForPath(rig.sock, seconds: 20), "the daemon did not start")
         let added = rig.cli(["site", "host", "add", notes, Self.python, "--passphrase-file", rig.store.passFile])
         #expect(added.status == 0, "\(added.err)")
-        let before = try Self.hello(rig, notes)
+        let before = try Self.hello(rig, notes, startedFor: notes)
         #expect(before["ok"] == true, "the approved host does not bind: \(before)")
         #expect(before["result"]?["ops"]?.arrayValue?.contains(.string("vault.list")) == false, "\(before)")
-        #expect(HostBindingTests.code(try Self.hello(rig, summit)) == "forbidden_host")
+        #expect(HostBindingTests.code(try Self.hello(rig, summit, startedFor: notes)) == "forbidden_host")
+        #expect(HostBindingTests.code(try Self.hello(rig, summit, startedFor: summit)) == "not_started")
 
         // A host written by hand: Python is not Summit's host.
         try rig.editSite(summit) { $0["hosts"] = [["path": Self.python]] }
-        let host = try Self.hello(rig, summit)
+        let host = try Self.hello(rig, summit, startedFor: summit)
         #expect(host["ok"] != true, "a host written into sites.json bound the site: \(host)")
+        #expect(HostBindingTests.message(host).contains("sitekeep site approve"), "\(host)")
 
         // An origin and a grant written by hand into the entry of the site Python is a host of.
         try rig.editSite(notes) { site in
             site["origins"] = ((site["origins"] as? [String]) ?? []) + [planted]
             site["grants"] = ["vault.list"]
         }
-        let origin = try Self.hello(rig, planted)
+        let origin = try Self.hello(rig, planted, startedFor: notes)
         #expect(origin["ok"] != true, "an origin written into sites.json bound a site: \(origin)")
-        let granted = try Self.hello(rig, notes)
+        let granted = try Self.hello(rig, notes, startedFor: notes)
         let ops = granted["result"]?["ops"]?.arrayValue ?? []
         #expect(!ops.contains(.string("vault.list")), "a grant written into sites.json opened an op: \(granted)")
 
@@ -108,7 +125,7 @@ import Glibc
         // The user checks the entry and approves it: now it applies as it stands.
         let approved = rig.cli(["site", "approve", notes, "--passphrase-file", rig.store.passFile])
         #expect(approved.status == 0 && approved.out.contains("vault.list") && approved.err.contains(planted), "\(approved.out)\(approved.err)")
-        let after = try Self.hello(rig, planted)
+        let after = try Self.hello(rig, planted, startedFor: notes)
         #expect(after["ok"] == true, "an approved entry does not apply: \(after)")
     }
 
@@ -128,7 +145,7 @@ import Glibc
         rig.unlock()
         defer { _ = rig.cli(["stop"]) }
         #expect(ChildProcess.waitForPath(rig.sock, seconds: 20), "the daemon did not start")
-        let hello = try Self.hello(rig, summit)
+        let hello = try Self.hello(rig, summit, startedFor: summit)
         #expect(hello["ok"] != true, "an untagged entry bound its site: \(hello)")
     }
 

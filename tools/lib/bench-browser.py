@@ -4,7 +4,8 @@
 Run by tools/bench inside `dbus-run-session -- xvfb-run -a` with GTK_A11Y=none and private
 XDG_RUNTIME_DIR/XDG_CACHE_HOME. A throw-away store, `sitekeep serve`, and a test site on loopback
 (python http.server) are started and stopped by pid. Measures, as medians over ROUNDS runs:
-  - time to first page: process start to the first page's load-finished;
+  - time to first page: `sitekeep open` to the first page's load-finished (the daemon checks
+    and starts the browser in between);
   - memory: PSS of the program and every process under it (web, network processes, bwrap) with
     1 and with 5 views, each view on its own page;
   - a bridge round trip (150 after 20 to warm up: within storage.get's burst of 200) from the page (storage.get through the relay, the host and the daemon),
@@ -42,7 +43,7 @@ origin = f"http://127.0.0.1:{port}"
 def cli(*args):
     subprocess.run([sitekeep, *args], env=env, check=True, stdout=subprocess.DEVNULL)
 cli("init", "--passphrase-file", f"{tmp}/pass", "--argon2-iterations", "2", "--argon2-memory", "19", "--keyring", "file")
-cli("site", "add", "Bench", "--origin", origin, "--app-bound", "--keyring", "file")
+cli("site", "add", "Bench", "--origin", origin, "--app-bound", "--keyring", "file", "--passphrase-file", f"{tmp}/pass")
 os.mkdir(f"{tmp}/www")
 article = "<!DOCTYPE html><title>Article</title><h1>Article</h1>" + "".join(f"<p>Paragraph {i}.</p>" for i in range(200))
 for i in range(5):
@@ -82,9 +83,9 @@ def descendants(pid):
         p = todo.pop(); out.append(p); todo += children.get(p, [])
     return out
 
-def pss_mb(pid):
+def pss_mb(pid, without_root=False):
     total = 0
-    for p in descendants(pid):
+    for p in descendants(pid)[1 if without_root else 0:]:
         try:
             for line in open(f"/proc/{p}/smaps_rollup"):
                 if line.startswith("Pss:"): total += int(line.split()[1])
@@ -92,11 +93,12 @@ def pss_mb(pid):
     return total / 1024
 
 def run_browser(urls, settle=1.5, rtt=False):
-    """Start sitekeep-browser on urls; (seconds to first load, PSS MB once all loaded, rtt ms)."""
+    """Start sitekeep-browser on urls (`sitekeep open`: the daemon starts it, so it is one of the
+    daemon's children); (seconds to first load, PSS MB once all loaded, rtt ms)."""
     benv = dict(env, GTK_A11Y="none", XDG_RUNTIME_DIR=f"{tmp}/xdg", XDG_CACHE_HOME=f"{tmp}/cache")
     os.makedirs(f"{tmp}/xdg", 0o700, exist_ok=True)
     t0 = time.monotonic()
-    p = spawn([browser, "--automation", *urls], env=benv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    p = spawn([sitekeep, "open", "--automation", "--passphrase-file", f"{tmp}/pass", *urls], env=benv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
               stderr=subprocess.DEVNULL, text=True, bufsize=1)
     first, loads, value = None, 0, None
     while loads < len(urls):
@@ -106,7 +108,9 @@ def run_browser(urls, settle=1.5, rtt=False):
             loads += 1
             if first is None: first = time.monotonic() - t0
     time.sleep(settle)
-    mem = pss_mb(p.pid)
+    # The browser and its web, network and bwrap processes: everything under the daemon but
+    # the daemon itself (`sitekeep open` only waits).
+    mem = pss_mb(serve.pid, without_root=True)
     if rtt:
         for i in range(100):
             p.stdin.write(json.dumps({"cmd": "eval", "id": i, "tab": 0, "js": "window.__rtt"}) + "\n"); p.stdin.flush()
