@@ -550,7 +550,7 @@ enum SiteCommands {
         } else {
             inv.io.write(report.renderText())
             if StoreContext.exists(home: inv.settings.home) {
-                var text = "\nWho may bind your app-bound sites (their hosts; 'sitekeep site host add' adds one):\n"
+                var text = "\nWho may act for your app-bound sites (their hosts; 'sitekeep site host add' adds one):\n"
                 if yours.isEmpty { text += "  no app-bound sites\n" }
                 for s in yours {
                     text += "  \(s.displayName) (\(s.origins.first?.serialized ?? s.id.string)): \(SiteHostCommands.describe(s.hosts))\n"

@@ -6,8 +6,9 @@ internal import SiteKeepPartitions
 import SiteKeepVocabulary
 internal import SiteKeepDaemon
 
-/// `site host add|remove|list`: which programs may bind a bridge connection to a site (its
-/// hosts). The SiteKeep browser is every site's host; these add others, one site at a time.
+/// `site host add|remove|list`: which programs the daemon may start as a site's host (`sitekeep
+/// host run`), and whether `sitekeep call` may act for it. The SiteKeep browser is every
+/// app-bound site's host; these add others, one site at a time.
 enum SiteHostCommands {
     static var all: [CommandSpec] { [add, remove, list] }
 
@@ -29,21 +30,26 @@ enum SiteHostCommands {
     }
 
     static func describe(_ hosts: [SiteHost]) -> String {
-        (["the SiteKeep browser"] + hosts.map(\.description)).joined(separator: ", ")
+        let commandLine = try? commandLineProgram()
+        return (["the SiteKeep browser"] + hosts.map { $0.path == commandLine ? "the command line ('sitekeep call')" : $0.description }).joined(separator: ", ")
     }
 
     static let add = CommandSpec(
         path: ["site", "host", "add"],
         summary: "Let a program bind bridge connections to a site (besides the SiteKeep browser)",
         discussion: """
-        The daemon binds a site's bridge connection only for a process that runs one of the \
-        site's hosts: the SiteKeep browser installed beside it, and the executables added here. \
-        It reads what the connecting process runs from the kernel (/proc, under a pidfd), so \
-        another program of yours cannot claim the site. Where you can change the file (it, or a \
-        folder above it, is yours), its SHA-256 is kept and must still match: after updating such \
-        a program, add it again. A program run with LD_PRELOAD, LD_LIBRARY_PATH or another \
-        variable that loads other code is refused. Adding a host widens who may act for the site, \
-        so it needs your approval (the presence prompt, the passphrase typed again, or the current \
+        A site's host is a program the daemon starts for it: the SiteKeep browser ('sitekeep \
+        open') for every app-bound site, and the executables added here ('sitekeep host run SITE \
+        -- PATH'). The daemon opens the file, checks that it is still the one you added (where \
+        you can change the file, it or a folder above it being yours, its SHA-256 is kept and \
+        must still match: after updating such a program, add it again), starts that very file \
+        with an environment it builds (never LD_PRELOAD or another variable that loads other \
+        code), and hands it connections bound to the site; a program started any other way \
+        binds nothing. --command-line adds the command line itself (sitekeep-main), so that \
+        'sitekeep call' may act for the site from your terminal: it is identified from the \
+        kernel (/proc, under a pidfd), which is your explicit opt-in. Adding a host widens who \
+        may act for the site, so it needs your approval (the presence prompt, the passphrase \
+        typed again, or the current \
         secret given for this command); it is in the audit log.
         """,
         arguments: [SiteCommands.siteArgument, pathArgument],
