@@ -378,14 +378,18 @@ final class Browser {
         automationChannel?.emit(["event": "kept", "tab": .int(Int64(tabs.firstIndex { $0 === tab } ?? -1)), "url": .string(url)])
     }
 
-    /// Saves every site's session, waits for the daemon, and quits.
+    /// Quits (Ctrl+Q, a close request, SIGTERM): the window goes at once, then every site's
+    /// session is saved as the window showed it (the daemon's answer awaited, 3 s at most each)
+    /// and the browser ends. Once: a second request while saving finds `quitting` set. The
+    /// window is hidden before the saves, so a close is seen honoured the moment it is asked,
+    /// however long the daemon takes; a session save already on its way is answered by the
+    /// daemon in turn, and a scheduled one is not sent.
     func quit() {
         guard !quitting else { return }
-        for c in contexts.values {
-            let s = session(of: c.site)
-            if !c.saveAndWait(s) { note("\(c.site.name): the session could not be saved") }
-        }
         quitting = true
+        let sessions = contexts.values.map { ($0, session(of: $0.site)) }
+        if let window { gtk_widget_set_visible(window, 0) }
+        for (c, s) in sessions where !c.saveAndWait(s) { note("\(c.site.name): the session could not be saved") }
         for t in tabs { t.close() }
         automationChannel?.emit(["event": "quit"])
         g_application_quit(skb_application(UnsafeMutableRawPointer(app)))
