@@ -179,6 +179,11 @@ typedef void (*skb_async_fn)(GObject *source, GAsyncResult *result, void *contex
 static inline void skb_evaluate(WebKitWebView *view, const char *script, const char *world, skb_async_fn cb, void *ctx) {
     webkit_web_view_evaluate_javascript(view, script, -1, world, NULL, NULL, (GAsyncReadyCallback)cb, ctx);
 }
+/* webkit_web_view_call_async_javascript_function in `world`: `body` is a function body, and a
+ * promise it returns is awaited. */
+static inline void skb_call_async(WebKitWebView *view, const char *body, const char *world, skb_async_fn cb, void *ctx) {
+    webkit_web_view_call_async_javascript_function(view, body, -1, NULL, world, NULL, NULL, (GAsyncReadyCallback)cb, ctx);
+}
 static inline void skb_resource_data(WebKitWebResource *resource, skb_async_fn cb, void *ctx) {
     webkit_web_resource_get_data(resource, NULL, (GAsyncReadyCallback)cb, ctx);
 }
