@@ -8,6 +8,8 @@
 #include <webkit/webkit.h>
 #include <jsc/jsc.h>
 #include <glib-unix.h>
+#include <dlfcn.h>
+#include <string.h>
 
 /* A web view on `session` whose page scripts come from `manager` (both construct-only). */
 static inline WebKitWebView *skb_web_view_new(WebKitNetworkSession *session, WebKitUserContentManager *manager,
@@ -123,6 +125,11 @@ typedef gboolean (*skb_key_fn)(GtkEventControllerKey *controller, guint keyval, 
 static inline gulong skb_connect_key_pressed(GtkEventController *controller, skb_key_fn cb, void *ctx, skb_destroy_fn destroy) {
     return SKB_CONNECT(controller, "key-pressed", cb, ctx, destroy);
 }
+/* GtkEventControllerLegacy::event (controller, event, ctx) -> handled */
+typedef gboolean (*skb_event_fn)(GtkEventControllerLegacy *controller, GdkEvent *event, void *context);
+static inline gulong skb_connect_event(GtkEventController *controller, skb_event_fn cb, void *ctx, skb_destroy_fn destroy) {
+    return SKB_CONNECT(controller, "event", cb, ctx, destroy);
+}
 /* GtkNotebook::switch-page (notebook, page, index, ctx) */
 typedef void (*skb_switch_page_fn)(GtkNotebook *notebook, GtkWidget *page, guint index, void *context);
 static inline gulong skb_connect_switch_page(GtkNotebook *notebook, skb_switch_page_fn cb, void *ctx, skb_destroy_fn destroy) {
@@ -172,6 +179,11 @@ typedef void (*skb_async_fn)(GObject *source, GAsyncResult *result, void *contex
 static inline void skb_evaluate(WebKitWebView *view, const char *script, const char *world, skb_async_fn cb, void *ctx) {
     webkit_web_view_evaluate_javascript(view, script, -1, world, NULL, NULL, (GAsyncReadyCallback)cb, ctx);
 }
+/* webkit_web_view_call_async_javascript_function in `world`: `body` is a function body, and a
+ * promise it returns is awaited. */
+static inline void skb_call_async(WebKitWebView *view, const char *body, const char *world, skb_async_fn cb, void *ctx) {
+    webkit_web_view_call_async_javascript_function(view, body, -1, NULL, world, NULL, NULL, (GAsyncReadyCallback)cb, ctx);
+}
 static inline void skb_resource_data(WebKitWebResource *resource, skb_async_fn cb, void *ctx) {
     webkit_web_resource_get_data(resource, NULL, (GAsyncReadyCallback)cb, ctx);
 }
@@ -202,4 +214,138 @@ static inline gboolean skb_widget_png(GtkWidget *widget, const char *path) {
 /* Calls fn(context) on the main loop when `signum` (SIGTERM, SIGINT) arrives. */
 static inline guint skb_unix_signal_add(int signum, skb_timer_fn fn, void *context) {
     return g_unix_signal_add(signum, (GSourceFunc)fn, context);
+}
+
+/* --- Automation: real input through the X server (XTest), for tests under Xvfb ---------------
+ * `--automation`'s key, click and close commands go through the X server as a keyboard, a mouse
+ * and a window manager would: XTest's fake key and button events (which GDK receives from the
+ * server like any other device's), and WM_DELETE_WINDOW. So a test exercises GDK's translation,
+ * GTK's controllers and WebKit's own handling, never a shortcut call. libX11 and libXtst are
+ * opened at run time, only when such a command comes: the browser links neither. All FALSE (and
+ * nothing sent) when the window is not on an X11 display or the libraries are missing. */
+typedef struct {
+    void *dpy;
+    unsigned char (*keysym_to_keycode)(void *, unsigned long);
+    int (*sync)(void *, int);
+    unsigned long (*intern_atom)(void *, const char *, int);
+    int (*send_event)(void *, unsigned long, int, long, void *);
+    unsigned long (*default_root)(void *);
+    int (*translate)(void *, unsigned long, unsigned long, int, int, int *, int *, unsigned long *);
+    int (*set_focus)(void *, unsigned long, int, unsigned long);
+    int (*raise)(void *, unsigned long);
+    int (*fake_key)(void *, unsigned int, int, unsigned long);
+    int (*fake_button)(void *, unsigned int, int, unsigned long);
+    int (*fake_motion)(void *, int, int, int, unsigned long);
+    unsigned long (*surface_xid)(GdkSurface *);
+    GType (*surface_type)(void);
+} skb_x11;
+
+static inline skb_x11 *skb_x11_get(void) {
+    static skb_x11 x;
+    static int tried = 0;
+    if (tried) return x.dpy ? &x : NULL;
+    tried = 1;
+    void *xlib = dlopen("libX11.so.6", RTLD_NOW | RTLD_LOCAL);
+    void *xtst = dlopen("libXtst.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (!xlib || !xtst) return NULL;
+    void *(*open_display)(const char *) = (void *(*)(const char *))dlsym(xlib, "XOpenDisplay");
+    x.keysym_to_keycode = (unsigned char (*)(void *, unsigned long))dlsym(xlib, "XKeysymToKeycode");
+    x.sync = (int (*)(void *, int))dlsym(xlib, "XSync");
+    x.intern_atom = (unsigned long (*)(void *, const char *, int))dlsym(xlib, "XInternAtom");
+    x.send_event = (int (*)(void *, unsigned long, int, long, void *))dlsym(xlib, "XSendEvent");
+    x.default_root = (unsigned long (*)(void *))dlsym(xlib, "XDefaultRootWindow");
+    x.translate = (int (*)(void *, unsigned long, unsigned long, int, int, int *, int *, unsigned long *))dlsym(xlib, "XTranslateCoordinates");
+    x.set_focus = (int (*)(void *, unsigned long, int, unsigned long))dlsym(xlib, "XSetInputFocus");
+    x.raise = (int (*)(void *, unsigned long))dlsym(xlib, "XRaiseWindow");
+    x.fake_key = (int (*)(void *, unsigned int, int, unsigned long))dlsym(xtst, "XTestFakeKeyEvent");
+    x.fake_button = (int (*)(void *, unsigned int, int, unsigned long))dlsym(xtst, "XTestFakeButtonEvent");
+    x.fake_motion = (int (*)(void *, int, int, int, unsigned long))dlsym(xtst, "XTestFakeMotionEvent");
+    x.surface_xid = (unsigned long (*)(GdkSurface *))dlsym(RTLD_DEFAULT, "gdk_x11_surface_get_xid");
+    x.surface_type = (GType (*)(void))dlsym(RTLD_DEFAULT, "gdk_x11_surface_get_type");
+    if (!open_display || !x.keysym_to_keycode || !x.sync || !x.intern_atom || !x.send_event || !x.default_root || !x.translate
+        || !x.set_focus || !x.raise || !x.fake_key || !x.fake_button || !x.fake_motion || !x.surface_xid || !x.surface_type) return NULL;
+    x.dpy = open_display(NULL);
+    return x.dpy ? &x : NULL;
+}
+
+/* The X window of `window` (a GtkWindow), 0 when it has none on X11. */
+static inline unsigned long skb_x11_window(skb_x11 *x, GtkWidget *window) {
+    GdkSurface *surface = gtk_native_get_surface(GTK_NATIVE(window));
+    if (!surface || !G_TYPE_CHECK_INSTANCE_TYPE(surface, x->surface_type())) return 0;
+    return x->surface_xid(surface);
+}
+
+/* Presses (down TRUE) or releases the modifiers in `mods` (Control, Shift, Alt). */
+static inline void skb_x11_modifiers(skb_x11 *x, GdkModifierType mods, int down) {
+    const guint keysyms[3] = { GDK_KEY_Control_L, GDK_KEY_Shift_L, GDK_KEY_Alt_L };
+    const GdkModifierType masks[3] = { GDK_CONTROL_MASK, GDK_SHIFT_MASK, GDK_ALT_MASK };
+    for (int i = 0; i < 3; i++) {
+        int k = down ? i : 2 - i;
+        if (mods & masks[k]) x->fake_key(x->dpy, x->keysym_to_keycode(x->dpy, keysyms[k]), down, 0);
+    }
+}
+
+/* Gives `window` the X input focus (no window manager runs under Xvfb to do it), then types
+ * `keyval` (an X keysym) with `mods` held: press and release, through XTest. */
+static inline gboolean skb_x11_key(GtkWidget *window, guint keyval, GdkModifierType mods) {
+    skb_x11 *x = skb_x11_get();
+    unsigned long xid = x ? skb_x11_window(x, window) : 0;
+    if (!xid) return FALSE;
+    unsigned char code = x->keysym_to_keycode(x->dpy, keyval);
+    if (!code) return FALSE;
+    x->raise(x->dpy, xid);
+    x->set_focus(x->dpy, xid, 2 /* RevertToParent */, 0 /* CurrentTime */);
+    skb_x11_modifiers(x, mods, TRUE);
+    x->fake_key(x->dpy, code, TRUE, 0);
+    x->fake_key(x->dpy, code, FALSE, 0);
+    skb_x11_modifiers(x, mods, FALSE);
+    x->sync(x->dpy, 0);
+    return TRUE;
+}
+
+/* Moves the pointer to (x, y) in `target`'s coordinates (a widget inside `window`) and clicks
+ * `button` (1 primary, 2 middle, 3 secondary) with `mods` held, through XTest. */
+static inline gboolean skb_x11_click(GtkWidget *window, GtkWidget *target, double px, double py, guint button, GdkModifierType mods) {
+    skb_x11 *x = skb_x11_get();
+    unsigned long xid = x ? skb_x11_window(x, window) : 0;
+    if (!xid) return FALSE;
+    double wx = 0, wy = 0, sx = 0, sy = 0;
+    if (!gtk_widget_translate_coordinates(target, window, px, py, &wx, &wy)) return FALSE;
+    gtk_native_get_surface_transform(GTK_NATIVE(window), &sx, &sy);
+    int rx = 0, ry = 0;
+    unsigned long child = 0;
+    if (!x->translate(x->dpy, xid, x->default_root(x->dpy), (int)(wx + sx), (int)(wy + sy), &rx, &ry, &child)) return FALSE;
+    x->raise(x->dpy, xid);
+    x->set_focus(x->dpy, xid, 2, 0);
+    x->fake_motion(x->dpy, -1, rx, ry, 0);
+    skb_x11_modifiers(x, mods, TRUE);
+    x->fake_button(x->dpy, button, TRUE, 0);
+    x->fake_button(x->dpy, button, FALSE, 0);
+    skb_x11_modifiers(x, mods, FALSE);
+    x->sync(x->dpy, 0);
+    return TRUE;
+}
+
+/* Asks `window` to close as a window manager does: a WM_DELETE_WINDOW client message. */
+static inline gboolean skb_x11_close(GtkWidget *window) {
+    skb_x11 *x = skb_x11_get();
+    unsigned long xid = x ? skb_x11_window(x, window) : 0;
+    if (!xid) return FALSE;
+    /* XClientMessageEvent inside XEvent's 24 longs. */
+    union {
+        struct { int type; unsigned long serial; int send_event; void *display; unsigned long window;
+                 unsigned long message_type; int format; union { char b[20]; short s[10]; long l[5]; } data; } client;
+        long pad[24];
+    } event;
+    memset(&event, 0, sizeof event);
+    event.client.type = 33; /* ClientMessage */
+    event.client.display = x->dpy;
+    event.client.window = xid;
+    event.client.message_type = x->intern_atom(x->dpy, "WM_PROTOCOLS", 0);
+    event.client.format = 32;
+    event.client.data.l[0] = (long)x->intern_atom(x->dpy, "WM_DELETE_WINDOW", 0);
+    event.client.data.l[1] = 0; /* CurrentTime */
+    if (!x->send_event(x->dpy, xid, 0, 0 /* NoEventMask */, &event)) return FALSE;
+    x->sync(x->dpy, 0);
+    return TRUE;
 }

@@ -49,6 +49,14 @@ public struct BrowserSite: Sendable, Hashable {
     /// The page a new view of the site opens: its first origin's root.
     public var startURL: String { (pageOrigins.first ?? "about:blank") + "/" }
 
+    /// The front page a new tab opened from a page at `url` shows (Ctrl+T): the root of that
+    /// page's origin when it is one of the site's, else ``startURL`` (a site served on several
+    /// origins stays on the one the reader is on).
+    public func frontPage(from url: String?) -> String {
+        guard let url, let o = try? Origin(ofURL: url), origins.contains(o) else { return startURL }
+        return o.pageForm + "/"
+    }
+
     /// WebKit's data directory for this site (cookies, localStorage, IndexedDB, service workers).
     public var dataDirectory: String { webFolder + "/data" }
     /// WebKit's cache directory for this site (HTTP disk cache).

@@ -132,26 +132,54 @@ public enum PageScripts {
         """
     }
 
-    /// Host script (isolated world): the kept copy of a page. Parses the page's own HTML as the
-    /// server sent it (an inert document: nothing in it runs), puts the figures (`img`) in as
-    /// `data:` URLs and the style sheets and scripts in as inline text, from `resources`
-    /// (`{absolute URL: {"data": "data:…"} | {"text": "…"}}`), and returns the whole document.
-    /// Shown later at the page's real URL, it runs as the page did: same origin, same storage,
-    /// the bridge still there.
+    /// Host script (isolated world), the body of an async function
+    /// (`webkit_web_view_call_async_javascript_function`): the kept copy of a page. Parses the
+    /// page's own HTML as the server sent it (an inert document: nothing in it runs), puts the
+    /// figures (`img`) in as `data:` URLs and the style sheets and scripts in as inline text, from
+    /// `resources` (`{absolute URL: {"data": "data:…"} | {"text": "…"}}`), and returns the whole
+    /// document. A figure, style sheet or script on the page's origin that `resources` lacks
+    /// (WebKit hands over no body for one the session revalidated, HTTP 304, or served from its
+    /// memory cache: a page followed by a link in the same tab) is taken from the body the
+    /// session already has, its HTTP cache (`fetch` with `force-cache`: the network only for
+    /// what the cache lacks), 8 MiB at most each. Shown later at the page's real URL, it runs as
+    /// the page did: same origin, same storage, the bridge still there.
     public static func inlineDocument(html: String, url: String, resources: JSONValue) -> String {
         """
-        ((raw, base, map) => {
+        return (async (raw, base, map) => {
           "use strict";
           const doc = new DOMParser().parseFromString(raw, "text/html");
           const abs = (v) => { try { return new URL(v, base).href; } catch (_) { return null; } };
-          const get = (v) => { const k = v && abs(v); return k && Object.prototype.hasOwnProperty.call(map, k) ? map[k] : null; };
+          const origin = new URL(base).origin;
+          const cached = async (k, asText) => {
+            try {
+              if (new URL(k).origin !== origin) return null;
+              const res = await fetch(k, { cache: "force-cache", credentials: "same-origin" });
+              if (!res.ok) return null;
+              const blob = await res.blob();
+              if (blob.size === 0 || blob.size > 8388608) return null;
+              if (asText) return { text: await blob.text() };
+              if (!(blob.type || "").startsWith("image/")) return null;
+              const data = await new Promise((done) => {
+                const reader = new FileReader();
+                reader.onload = () => done(reader.result);
+                reader.onerror = () => done(null);
+                reader.readAsDataURL(blob);
+              });
+              return typeof data === "string" ? { data } : null;
+            } catch (_) { return null; }
+          };
+          const get = async (v, asText) => {
+            const k = v && abs(v);
+            if (!k) return null;
+            return Object.prototype.hasOwnProperty.call(map, k) ? map[k] : await cached(k, asText);
+          };
           for (const img of doc.querySelectorAll("img[src]")) {
-            const r = get(img.getAttribute("src"));
+            const r = await get(img.getAttribute("src"), false);
             if (r && r.data) { img.setAttribute("src", r.data); img.removeAttribute("srcset"); img.removeAttribute("loading"); }
           }
           for (const link of doc.querySelectorAll("link[href]")) {
             if (!/(^|\\s)stylesheet(\\s|$)/i.test(link.getAttribute("rel") || "")) continue;
-            const r = get(link.getAttribute("href"));
+            const r = await get(link.getAttribute("href"), true);
             if (r && typeof r.text === "string") {
               const style = doc.createElement("style");
               if (link.media) style.media = link.media;
@@ -160,7 +188,7 @@ public enum PageScripts {
             }
           }
           for (const script of doc.querySelectorAll("script[src]")) {
-            const r = get(script.getAttribute("src"));
+            const r = await get(script.getAttribute("src"), true);
             if (r && typeof r.text === "string" && !/<\\/script/i.test(r.text)) {
               script.removeAttribute("src");
               script.removeAttribute("integrity");

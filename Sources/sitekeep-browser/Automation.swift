@@ -9,13 +9,19 @@ import SiteKeepJSON
 /// ```
 /// {"cmd": "eval", "id": 1, "tab": 0, "js": "document.title"}      page world; "world": "relay" for the relay's
 /// {"cmd": "screenshot", "id": 2, "path": "/tmp/b.png"}             the whole window as PNG
-/// {"cmd": "select", "tab": 1}   {"cmd": "key", "name": "F5"}   {"cmd": "address", "text": "https://…"}
-/// {"cmd": "state", "id": 3}   {"cmd": "quit"}
+/// {"cmd": "select", "tab": 1}   {"cmd": "address", "text": "https://…"}
+/// {"cmd": "key", "name": "ctrl+shift+t"}                           a key typed through the X server
+/// {"cmd": "click", "selector": "#a", "button": 2, "modifiers": "ctrl"}   a click through the X server
+/// {"cmd": "click", "tabLabel": 1}                                  a click on a tab's label on the strip
+/// {"cmd": "close"}     the window manager's close request      {"cmd": "state", "id": 3}   {"cmd": "quit"}
 /// ```
 ///
-/// `state` answers with the tabs (site, url, source, scroll), the index of the one shown
-/// (`active`), the tab strip (`tabStrip`), the address bar (`address`: shown, focused, text,
-/// selection) and the reading list panel (`readingList`: shown, lines):
+/// `key` and `click` are real input: XTest events through the X server (Xvfb), which GDK and
+/// GTK handle as the reader's own, answered once the window has received them. `state`
+/// answers with the tabs (site, url, source, scroll), the index of the one shown (`active`),
+/// the window's `title`, where the keyboard is (`focus`: page, address, strip, other, none),
+/// the tab strip (`tabStrip`), the address bar (`address`: shown, focused, text, selection)
+/// and the reading list panel (`readingList`: shown, lines):
 ///
 /// ```
 /// {"event": "result", "id": 3, "tabStrip": "shown", "active": 0, "address": {"shown": false, …}, …}
@@ -71,8 +77,27 @@ extension Browser {
             select(tabIndex)
             reply(id, ["ok": true])
         case "key":
-            if let name = cmd["name"]?.stringValue { pressKey(name) }
-            reply(id, ["ok": true])
+            // A real key press through the X server; answered once the window has handled it.
+            guard let name = cmd["name"]?.stringValue else { reply(id, error: "no name"); return }
+            typeKey(name) { [weak self] ok in
+                if ok { self?.reply(id, ["ok": true]) } else { self?.reply(id, error: "the key \(name) was not typed into the window") }
+            }
+        case "click":
+            // A real click through the X server on the middle of `selector` in the shown tab.
+            if let label = cmd["tabLabel"]?.intValue {
+                clickTabLabel(Int(label)) { [weak self] ok in
+                    if ok { self?.reply(id, ["ok": true]) } else { self?.reply(id, error: "no click on tab \(label)'s label reached the window") }
+                }
+                return
+            }
+            guard let selector = cmd["selector"]?.stringValue else { reply(id, error: "no selector"); return }
+            let button = UInt32(cmd["button"]?.intValue ?? 1)
+            click(selector: selector, button: button, modifiers: cmd["modifiers"]?.stringValue ?? "") { [weak self] ok in
+                if ok { self?.reply(id, ["ok": true]) } else { self?.reply(id, error: "no click on \(selector) reached the window") }
+            }
+        case "close":
+            // The window manager's close request (WM_DELETE_WINDOW).
+            if requestClose() { reply(id, ["ok": true]) } else { reply(id, error: "no close request reached the window") }
         case "address":
             // As if typed into the address bar (Ctrl+L) and Enter pressed.
             guard let text = cmd["text"]?.stringValue else { reply(id, error: "no text"); return }
@@ -80,6 +105,7 @@ extension Browser {
             reply(id, ["ok": true])
         case "state":
             reply(id, ["tabStrip": .string(tabStripShown ? "shown" : "hidden"), "active": activeIndex.map { .int(Int64($0)) } ?? .null,
+                       "title": .string(windowTitle), "focus": .string(focusState),
                        "address": addressState, "readingList": readingListState, "tabs": .array(tabs.map { t in
                 ["site": .string(t.site.name), "url": .string(t.uri ?? ""), "source": .string(t.source.rawValue), "scroll": .double(t.scroll)]
             })])

@@ -22,9 +22,11 @@ struct BrowserOptions {
     var height: Int32 = 768
 }
 
-/// The window: a tab strip that hides while reading down, no address bar until Ctrl+L, one key
-/// for back (Alt+Left, or WebKit's swipe gesture), F5 to reload (nothing reloads on
-/// its own), F9 for the site's reading list, Ctrl+W to close a tab.
+/// The window: a tab strip that hides while reading down (and shows on a tab switch), no address
+/// bar until Ctrl+L, one key for back (Alt+Left, or WebKit's swipe gesture), F5 to reload
+/// (nothing reloads on its own), F9 for the site's reading list, and the tab keys a reader
+/// expects (``Keys``): Ctrl+T, Ctrl+W, Ctrl+Shift+T, Ctrl+Tab, Ctrl+Q; Ctrl+click and
+/// middle-click open a link in a new tab.
 @MainActor
 final class Browser {
     let link: any DaemonLink
@@ -42,6 +44,12 @@ final class Browser {
     private(set) var tabs: [Tab] = []
     private var saveScheduled: Set<String> = []
     private var quitting = false
+    /// Tabs closed with Ctrl+W, the last one last, for Ctrl+Shift+T (at most 50).
+    private var closedTabs: [(site: BrowserSite, url: String, scroll: Double)] = []
+    /// Key presses (not modifiers) and button presses the window received (automation: a
+    /// synthesized key or click is answered once the window has it).
+    private(set) var keyPressesSeen = 0
+    private(set) var buttonPressesSeen = 0
     private let automationChannel: Automation?
     private var prefetcher: Prefetcher?
 
@@ -108,12 +116,15 @@ final class Browser {
             // The tab being shown is known only after the switch: look once the loop turns.
             after(milliseconds: 0) { [weak self] in
                 guard let self else { return }
+                self.tabShown()
                 self.current?.applyPendingScroll()
                 if gtk_revealer_get_reveal_child(OpaquePointer(self.readingRevealer)) != 0 { self.fillReadingList() }
             }
             self.scheduleSaveAll()
         }).retained, releaseCallback)
         installKeys(win)
+        // A close request is honoured at once: the window goes, the sessions are saved, the
+        // browser quits (``quit()``); TRUE only stops GTK destroying the window under the save.
         Signal.bool(UnsafeMutableRawPointer(win), "close-request") { [unowned self] in self.quit(); return true }
         _ = skb_unix_signal_add(SIGTERM, { ctx in
             MainActor.assumeIsolated { Unmanaged<Browser>.fromOpaque(ctx!).takeUnretainedValue().quit() }
@@ -141,12 +152,70 @@ final class Browser {
             return MainActor.assumeIsolated { f(keyval, state) } ? 1 : 0
         }, Callback(onKey).retained, releaseCallback)
         gtk_widget_add_controller(win, keys)
+        // Sees every key and button press the window gets, before anything handles it, and
+        // handles none: automation answers a synthesized key or click once it has arrived.
+        if automation {
+            let watch = gtk_event_controller_legacy_new()!
+            gtk_event_controller_set_propagation_phase(watch, GTK_PHASE_CAPTURE)
+            typealias Seen = @MainActor (OpaquePointer?) -> Void
+            let onEvent: Seen = { [unowned self] event in
+                guard let event else { return }
+                switch gdk_event_get_event_type(event) {
+                case GDK_KEY_PRESS where gdk_key_event_is_modifier(event) == 0: self.keyPressesSeen += 1
+                case GDK_BUTTON_PRESS: self.buttonPressesSeen += 1
+                default: break
+                }
+            }
+            _ = skb_connect_event(watch, { _, event, ctx in
+                let f = Callback<Seen>.from(ctx)
+                MainActor.assumeIsolated { f(event) }
+                return 0
+            }, Callback(onEvent).retained, releaseCallback)
+            gtk_widget_add_controller(win, watch)
+        }
+    }
+
+    /// After a tab switch (Ctrl+Tab, a click on the strip, a new tab): the strip shows, the
+    /// window is titled for the tab, and the page has the keyboard (not the strip, where Home
+    /// and End would switch tabs), unless the address bar is up (Ctrl+T puts the focus there).
+    private func tabShown() {
+        showTabStrip(true)
+        updateTitle()
+        if gtk_revealer_get_reveal_child(OpaquePointer(addressRevealer)) == 0, let t = current { gtk_widget_grab_focus(t.widget) }
+    }
+
+    private func showTabStrip(_ show: Bool) {
+        guard (gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0) != show else { return }
+        gtk_notebook_set_show_tabs(OpaquePointer(notebook), show ? 1 : 0)
+        automationChannel?.emit(["event": "chrome", "tabStrip": .string(show ? "shown" : "hidden")])
+    }
+
+    /// The window's title: the shown tab's page and site.
+    private func updateTitle() {
+        guard let window else { return }
+        let title = current.map { t in t.title.map { $0.isEmpty ? t.site.name : "\($0) — \(t.site.name)" } ?? t.site.name } ?? "SiteKeep"
+        gtk_window_set_title(skb_window(UnsafeMutableRawPointer(window)), title)
+    }
+
+    var windowTitle: String {
+        window.flatMap { string(gtk_window_get_title(skb_window(UnsafeMutableRawPointer($0)))) } ?? ""
     }
 
     private func key(_ keyval: UInt32, _ state: GdkModifierType) -> Bool {
         let ctrl = state.rawValue & GDK_CONTROL_MASK.rawValue != 0
         let alt = state.rawValue & GDK_ALT_MASK.rawValue != 0
+        let shift = state.rawValue & GDK_SHIFT_MASK.rawValue != 0
         switch (keyval, ctrl, alt) {
+        case (UInt32(GDK_KEY_t), true, false) where !shift:
+            newTab(); return true
+        case (UInt32(GDK_KEY_T), true, false), (UInt32(GDK_KEY_t), true, false):
+            reopenClosedTab(); return true
+        case (UInt32(GDK_KEY_q), true, false):
+            quit(); return true
+        case (UInt32(GDK_KEY_ISO_Left_Tab), true, false):
+            switchTab(by: -1); return true
+        case (UInt32(GDK_KEY_Tab), true, false) where shift:
+            switchTab(by: -1); return true
         case (UInt32(GDK_KEY_l), true, false), (UInt32(GDK_KEY_L), true, false):
             showAddress(); return true
         case (UInt32(GDK_KEY_Escape), false, false) where gtk_revealer_get_reveal_child(OpaquePointer(addressRevealer)) != 0:
@@ -160,9 +229,7 @@ final class Browser {
         case (UInt32(GDK_KEY_w), true, false):
             if let t = current { close(t) }; return true
         case (UInt32(GDK_KEY_Tab), true, false):
-            let n = gtk_notebook_get_n_pages(OpaquePointer(notebook))
-            if n > 0 { gtk_notebook_set_current_page(OpaquePointer(notebook), (gtk_notebook_get_current_page(OpaquePointer(notebook)) + 1) % n) }
-            return true
+            switchTab(by: 1); return true
         default:
             return false
         }
@@ -248,11 +315,7 @@ final class Browser {
     func scrolled(_ tab: Tab, direction: String) {
         if tab === current {
             let shown = gtk_notebook_get_show_tabs(OpaquePointer(notebook)) != 0
-            let show = direction == "up" || tab.scroll <= 0 ? true : (direction == "down" ? false : shown)
-            if show != shown {
-                gtk_notebook_set_show_tabs(OpaquePointer(notebook), show ? 1 : 0)
-                automationChannel?.emit(["event": "chrome", "tabStrip": .string(show ? "shown" : "hidden")])
-            }
+            showTabStrip(direction == "up" || tab.scroll <= 0 ? true : (direction == "down" ? false : shown))
         }
         scheduleSave(tab.site)
     }
@@ -285,7 +348,7 @@ final class Browser {
         tabs.append(tab)
         let index = gtk_notebook_append_page(OpaquePointer(notebook), tab.widget, tab.label)
         gtk_notebook_set_tab_reorderable(OpaquePointer(notebook), tab.widget, 1)
-        gtk_notebook_set_show_tabs(OpaquePointer(notebook), 1)
+        showTabStrip(true)
         if select { gtk_notebook_set_current_page(OpaquePointer(notebook), index) }
         let target = url ?? site.startURL
         if let restoreScroll { tab.restore(target, scroll: restoreScroll) } else { tab.load(target) }
@@ -293,8 +356,31 @@ final class Browser {
         return tab
     }
 
+    /// Ctrl+Tab (1), Ctrl+Shift+Tab (-1): the next or previous tab on the strip, round the ends.
+    private func switchTab(by step: Int32) {
+        let n = gtk_notebook_get_n_pages(OpaquePointer(notebook))
+        guard n > 0 else { return }
+        gtk_notebook_set_current_page(OpaquePointer(notebook), (gtk_notebook_get_current_page(OpaquePointer(notebook)) + n + step) % n)
+    }
+
+    /// Ctrl+T: a new tab on the shown tab's site (the first site when none is shown), at the
+    /// front page of the origin the reader is on, with the address bar up to type where to go.
+    private func newTab() {
+        guard let site = current?.site ?? policy.sites.first else { return }
+        openTab(site: site, url: site.frontPage(from: current?.uri))
+        showAddress()
+    }
+
+    /// Ctrl+Shift+T: the tab closed last, again, at its page and scroll position.
+    private func reopenClosedTab() {
+        guard let last = closedTabs.popLast() else { return }
+        openTab(site: last.site, url: last.url, restoreScroll: last.scroll)
+    }
+
     func close(_ tab: Tab) {
         guard let i = tabs.firstIndex(where: { $0 === tab }) else { return }
+        closedTabs.append((tab.site, tab.uri ?? tab.site.startURL, tab.scroll))
+        if closedTabs.count > 50 { closedTabs.removeFirst() }
         let n = gtk_notebook_page_num(OpaquePointer(notebook), tab.widget)
         if n >= 0 { gtk_notebook_remove_page(OpaquePointer(notebook), n) }
         tab.close()
@@ -363,7 +449,7 @@ final class Browser {
     }
 
     func changed(_ tab: Tab) {
-        if tab === current, let t = tab.title { gtk_window_set_title(skb_window(UnsafeMutableRawPointer(window!)), "\(t) — \(tab.site.name)") }
+        if tab === current { updateTitle() }
         scheduleSave(tab.site)
     }
 
@@ -378,14 +464,18 @@ final class Browser {
         automationChannel?.emit(["event": "kept", "tab": .int(Int64(tabs.firstIndex { $0 === tab } ?? -1)), "url": .string(url)])
     }
 
-    /// Saves every site's session, waits for the daemon, and quits.
+    /// Quits (Ctrl+Q, a close request, SIGTERM): the window goes at once, then every site's
+    /// session is saved as the window showed it (the daemon's answer awaited, 3 s at most each)
+    /// and the browser ends. Once: a second request while saving finds `quitting` set. The
+    /// window is hidden before the saves, so a close is seen honoured the moment it is asked,
+    /// however long the daemon takes; a session save already on its way is answered by the
+    /// daemon in turn, and a scheduled one is not sent.
     func quit() {
         guard !quitting else { return }
-        for c in contexts.values {
-            let s = session(of: c.site)
-            if !c.saveAndWait(s) { note("\(c.site.name): the session could not be saved") }
-        }
         quitting = true
+        let sessions = contexts.values.map { ($0, session(of: $0.site)) }
+        if let window { gtk_widget_set_visible(window, 0) }
+        for (c, s) in sessions where !c.saveAndWait(s) { note("\(c.site.name): the session could not be saved") }
         for t in tabs { t.close() }
         automationChannel?.emit(["event": "quit"])
         g_application_quit(skb_application(UnsafeMutableRawPointer(app)))
@@ -431,14 +521,96 @@ final class Browser {
         if n >= 0 { gtk_notebook_set_current_page(OpaquePointer(notebook), n) }
     }
 
-    /// The keys the window answers, by name (automation): F5, F9, ctrl+l, alt+left, escape.
-    func pressKey(_ name: String) {
-        let keys: [String: (Int32, UInt32)] = [
-            "f5": (GDK_KEY_F5, 0), "f9": (GDK_KEY_F9, 0), "ctrl+l": (GDK_KEY_l, GDK_CONTROL_MASK.rawValue),
-            "alt+left": (GDK_KEY_Left, GDK_ALT_MASK.rawValue), "escape": (GDK_KEY_Escape, 0),
-        ]
-        guard let (k, m) = keys[name.lowercased()] else { return }
-        _ = key(UInt32(k), GdkModifierType(rawValue: m))
+    /// Types a key as the reader would (automation), through the X server (``skb_x11_key``):
+    /// `name` is a key with modifiers, "ctrl+shift+t", "F5", "alt+left", "Home", "ctrl+tab".
+    /// `done` runs with true once the window has received the key press and handled it, false
+    /// when the name is not a key, the display is not X11, or nothing came within 10 s.
+    func typeKey(_ name: String, done: @escaping @MainActor (Bool) -> Void) {
+        guard let window, let (keyval, mods) = Self.parseKey(name) else { done(false); return }
+        let before = keyPressesSeen
+        guard skb_x11_key(window, keyval, mods) != 0 else { done(false); return }
+        waitFor({ [weak self] in (self?.keyPressesSeen ?? .max) > before }, done: done)
+    }
+
+    /// Clicks `button` (1 primary, 2 middle) with `modifiers` ("ctrl", "shift", "alt", joined
+    /// by "+") on the middle of the first element `selector` names in the shown tab's page, as
+    /// a mouse would, through the X server (``skb_x11_click``). `done` runs with true once the
+    /// window has received the button press.
+    func click(selector: String, button: UInt32, modifiers: String, done: @escaping @MainActor (Bool) -> Void) {
+        guard let tab = current, let window, let mods = Self.parseModifiers(modifiers) else { done(false); return }
+        let where_ = "(() => { const e = document.querySelector(\(JSONSerializer.string(.string(selector)))); if (!e) return null; "
+            + "e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        evaluate(tab, where_, world: PageScripts.worldName) { [weak self] json in
+            guard let self, self.current === tab, let json, let point = try? JSONParser.parse(Array(json.utf8), limits: .document),
+                  let x = point.arrayValue?.first?.doubleValue, let y = point.arrayValue?.last?.doubleValue else { done(false); return }
+            let before = self.buttonPressesSeen
+            guard skb_x11_click(window, tab.widget, x, y, button, mods) != 0 else { done(false); return }
+            self.waitFor({ [weak self] in (self?.buttonPressesSeen ?? .max) > before }, done: done)
+        }
+    }
+
+    /// Clicks the label of tab `index` on the tab strip with the primary button, as a mouse
+    /// would (automation); `done` runs with true once the window has received the press.
+    func clickTabLabel(_ index: Int, done: @escaping @MainActor (Bool) -> Void) {
+        guard let window, tabs.indices.contains(index), tabStripShown else { done(false); return }
+        let label = tabs[index].label
+        let before = buttonPressesSeen
+        let x = Double(gtk_widget_get_width(label)) / 2, y = Double(gtk_widget_get_height(label)) / 2
+        guard skb_x11_click(window, label, x, y, 1, GdkModifierType(rawValue: 0)) != 0 else { done(false); return }
+        waitFor({ [weak self] in (self?.buttonPressesSeen ?? .max) > before }, done: done)
+    }
+
+    /// Asks the window to close as a window manager does (automation): WM_DELETE_WINDOW
+    /// through the X server.
+    func requestClose() -> Bool {
+        guard let window else { return false }
+        return skb_x11_close(window) != 0
+    }
+
+    /// Calls `done(true)` once `condition` holds (looked at every 10 ms), `done(false)` after 10 s.
+    private func waitFor(_ condition: @escaping @MainActor () -> Bool, done: @escaping @MainActor (Bool) -> Void) {
+        let deadline = Clocks.monotonicNow().advanced(by: .seconds(10))
+        every(milliseconds: 10) {
+            if condition() { done(true); return false }
+            if Clocks.monotonicNow() >= deadline { done(false); return false }
+            return true
+        }
+    }
+
+    /// A key name ("ctrl+shift+t", "F5", "Home") as an X keysym (GDK keyvals are X keysyms,
+    /// letters lower case: Shift is pressed as a modifier) and its modifiers.
+    static func parseKey(_ name: String) -> (UInt32, GdkModifierType)? {
+        var parts = name.split(separator: "+").map(String.init)
+        guard let key = parts.popLast(), !key.isEmpty, let mods = parseModifiers(parts.joined(separator: "+")) else { return nil }
+        let spellings = key.count == 1 ? [key.lowercased()] : [key, key.prefix(1).uppercased() + key.dropFirst().lowercased(), key.uppercased()]
+        for s in spellings {
+            let keyval = gdk_keyval_from_name(s)
+            if keyval != UInt32(GDK_KEY_VoidSymbol), keyval != 0 { return (keyval, mods) }
+        }
+        return nil
+    }
+
+    static func parseModifiers(_ text: String) -> GdkModifierType? {
+        var mask: UInt32 = 0
+        for m in text.lowercased().split(separator: "+") {
+            switch m {
+            case "ctrl", "control": mask |= GDK_CONTROL_MASK.rawValue
+            case "shift": mask |= GDK_SHIFT_MASK.rawValue
+            case "alt": mask |= GDK_ALT_MASK.rawValue
+            default: return nil
+            }
+        }
+        return GdkModifierType(rawValue: mask)
+    }
+
+    /// Where the keyboard is (automation): "page" (the shown tab's view), "address", "strip"
+    /// (the tab strip), "other" or "none".
+    var focusState: String {
+        guard let window, let focus = gtk_window_get_focus(skb_window(UnsafeMutableRawPointer(window))) else { return "none" }
+        if let t = current, focus == t.widget || gtk_widget_is_ancestor(focus, t.widget) != 0 { return "page" }
+        if focus == address || gtk_widget_is_ancestor(focus, address) != 0 { return "address" }
+        if focus == notebook || gtk_widget_is_ancestor(focus, notebook) != 0 { return "strip" }
+        return "other"
     }
 
     /// Opens `url` in the system's browser (`xdg-open`), never through a shell.

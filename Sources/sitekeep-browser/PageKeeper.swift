@@ -85,7 +85,7 @@ enum PageKeeper {
             }
         }
         let script = PageScripts.inlineDocument(html: String(decoding: main.bytes, as: UTF8.self), url: url, resources: .object(map))
-        runScript(in: view, script, world: PageScripts.worldName) { value in
+        runAsyncScript(in: view, script, world: PageScripts.worldName) { value in
             guard current() else { done(.dropped); return }
             guard let document = text(value) else { done(.notAPage); return }
             do throws(KeptPageError) {
@@ -138,6 +138,25 @@ func runScript(in view: UnsafeMutablePointer<WebKitWebView>, _ script: String, w
         if let value { g_object_unref(UnsafeMutableRawPointer(value)) }
     }
     skb_evaluate(view, script, world, { source, result, ctx in
+        let b = Unmanaged<Callback<Done>>.fromOpaque(ctx!).takeRetainedValue()
+        MainActor.assumeIsolated { b.fn(source, result) }
+    }, Callback(cb).retained)
+}
+
+/// Calls `body` as the body of an async function in `view` (`world` nil: the page's own),
+/// awaiting a promise it returns, and passes the value (nil on an error) to `done`, which must
+/// not keep it.
+@MainActor
+func runAsyncScript(in view: UnsafeMutablePointer<WebKitWebView>, _ body: String, world: String?, done: @escaping @MainActor (OpaquePointer?) -> Void) {
+    typealias Done = @MainActor (UnsafeMutablePointer<GObject>?, OpaquePointer?) -> Void
+    let cb: Done = { source, result in
+        var error: UnsafeMutablePointer<GError>?
+        let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
+        if let error { g_error_free(error) }
+        done(value)
+        if let value { g_object_unref(UnsafeMutableRawPointer(value)) }
+    }
+    skb_call_async(view, body, world, { source, result, ctx in
         let b = Unmanaged<Callback<Done>>.fromOpaque(ctx!).takeRetainedValue()
         MainActor.assumeIsolated { b.fn(source, result) }
     }, Callback(cb).retained)

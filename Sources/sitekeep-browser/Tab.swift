@@ -163,6 +163,26 @@ final class Tab {
         }
     }
 
+    /// Whether a navigation is a link clicked with the middle button, or the primary one with
+    /// Ctrl held: the reader's way to open a link in a new tab.
+    private static func opensInNewTab(_ action: OpaquePointer) -> Bool {
+        guard webkit_navigation_action_get_navigation_type(action) == WEBKIT_NAVIGATION_TYPE_LINK_CLICKED else { return false }
+        let button = webkit_navigation_action_get_mouse_button(action)
+        let ctrl = webkit_navigation_action_get_modifiers(action) & GDK_CONTROL_MASK.rawValue != 0
+        return button == 2 || (button == 1 && ctrl)
+    }
+
+    /// `url` in a new tab behind this one (this site's, another app-bound site's), or the
+    /// system browser, as the navigation policy says.
+    private func navigateInNewTab(to url: String) {
+        switch browser.policy.decide(url, in: site) {
+        case .stay: browser.openTab(site: site, url: url, select: false)
+        case .openSite(let other): browser.openTab(site: other, url: url, select: false)
+        case .external(let u): openExternally(u)
+        case .refuse(let why): browser.note(why)
+        }
+    }
+
     /// Hands `url` to the system browser, only for a navigation the user asked for, at most once
     /// every two seconds (a page cannot start browsers in a loop).
     private func openExternally(_ url: String) {
@@ -281,6 +301,12 @@ final class Tab {
                   let url = string(webkit_uri_request_get_uri(webkit_navigation_action_get_request(action))) else { return false }
             let gesture = webkit_navigation_action_is_user_gesture(action) != 0
             if gesture { gestureURL = url }
+            // Ctrl+click and middle-click on a link: the link in a new tab, this page stays.
+            if Self.opensInNewTab(action) {
+                webkit_policy_decision_ignore(decision)
+                navigateInNewTab(to: url)
+                return true
+            }
             switch browser.policy.decideAction(url, in: site, userGesture: gesture) {
             case .proceed:
                 return false

@@ -29,7 +29,18 @@ default, for each site: every site keeps its pages in its own folder, within its
 each page within --prefetch-timeout (30 s), unless --no-prefetch.
 Links to other sites open in your system browser (xdg-open).
 
-Keys: Ctrl+L address, Alt+Left back, F5 reload, F9 reading list, Ctrl+Tab next tab, Ctrl+W close tab.
+Keys:
+  Ctrl+T                      new tab on the site's front page, the address bar up
+  Ctrl+click, middle-click    the link in a new tab
+  Ctrl+W                      close the tab
+  Ctrl+Shift+T                reopen the tab closed last
+  Ctrl+Tab, Ctrl+Shift+Tab    next, previous tab (the page gets the keyboard)
+  Ctrl+L                      address bar (Enter to go, Escape to close)
+  Alt+Left                    back
+  F5, Ctrl+R                  reload (nothing reloads on its own)
+  F9                          the site's reading list
+  Ctrl+Q                      quit, saving the tabs (closing the window does the same)
+With SITE and URLs ('sitekeep open SITE URL...'), each URL opens in a tab of its own.
 The daemon starts it ('sitekeep open'; run directly, it asks the daemon to through that command), so it needs a running daemon ('sitekeep unlock').
 """
 

@@ -26,6 +26,14 @@ let two = try! BrowserSite(id: "22222222-2222-4222-8222-222222222222", name: "Tw
         #expect(one.pageOrigins == ["https://promptugal.news", "http://127.0.0.1:8001"])
     }
 
+    /// Ctrl+T's front page is the root of the origin the reader is on, on a site served on several.
+    @Test func aNewTabOpensTheFrontPageOfTheOriginTheReaderIsOn() {
+        #expect(one.frontPage(from: "http://127.0.0.1:8001/a/b.html?x#y") == "http://127.0.0.1:8001/")
+        #expect(one.frontPage(from: "https://promptugal.news:443/x") == "https://promptugal.news/")
+        #expect(one.frontPage(from: "http://127.0.0.1:8002/") == one.startURL, "another site's page gives the site's own start")
+        #expect(one.frontPage(from: nil) == "https://promptugal.news/" && one.frontPage(from: "about:blank") == one.startURL)
+    }
+
     @Test func aViewStaysOnItsSite() {
         #expect(policy.decide("http://127.0.0.1:8001/next", in: one) == .stay)
         #expect(policy.decide("http://127.0.0.1:8002/", in: one) == .openSite(two))
