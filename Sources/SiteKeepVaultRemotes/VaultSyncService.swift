@@ -190,6 +190,11 @@ public final class VaultSyncService: Sendable {
 
     /// The store for a remote of `keys`' vault.
     public func store(for r: VaultRemote, keys: SgitKeys) throws(VaultError) -> any VaultObjectStore {
+        try Self.store(for: r, keys: keys, custodian: custodian)
+    }
+
+    /// ``store(for:keys:)`` with the custodian that holds the remote's token.
+    static func store(for r: VaultRemote, keys: SgitKeys, custodian: Custodian) throws(VaultError) -> any VaultObjectStore {
         switch r.kind {
         case .api:
             return try SGSendRemote(baseURL: r.url, vaultID: keys.vaultID,
@@ -476,18 +481,18 @@ extension OpName {
 extension VaultSyncService {
     /// Makes `library` fetch each vault's damaged fetched objects again from the remote they
     /// came from (issue 50): the remote the vault last pulled from (``lastFetchedRemote(root:)``),
-    /// else `origin` or its only remote, with its token from custody. Each object fetched again
-    /// is told to `log` in one line. The library is held weakly: its vaults keep the provider.
+    /// else `origin` or its only remote, with its token from custody and the vault's own keys.
+    /// Each object fetched again is told to `log` in one line.
     public static func installRefetch(on library: VaultLibrary, remotes: VaultRemoteRegistry, custodian: Custodian,
                                       log: @escaping @Sendable (String) -> Void) {
-        let weakly = WeakLibrary(library: library)
         library.setRefetch { name in
-            ObjectRefetch(open: { () throws(VaultError) -> (name: String, store: any VaultObjectStore) in
-                guard let library = weakly.library else { throw .keysUnavailable("the vault library is gone") }
-                let service = VaultSyncService(library: library, remotes: remotes, custodian: custodian)
-                let root = try library.registry.record(named: name).path
-                let r = try service.remote(name, Self.lastFetchedRemote(root: root))
-                return (r.name, try service.store(for: r, keys: try library.keys(named: name)))
+            ObjectRefetch(open: { (keys: SgitKeys, root: String) throws(VaultError) -> (name: String, store: any VaultObjectStore) in
+                let mine = try remotes.all().filter { $0.vault == name }
+                let last = Self.lastFetchedRemote(root: root)
+                guard let r = mine.first(where: { $0.name == last }) ?? mine.first(where: { $0.name == "origin" }) ?? (mine.count == 1 ? mine.first : nil) else {
+                    throw .invalidRemote(mine.isEmpty ? "vault \(name) has no remote; add one with `sitekeep vault remote add \(name) origin URL`" : "vault \(name) has several remotes and none named origin")
+                }
+                return (r.name, try Self.store(for: r, keys: keys, custodian: custodian))
             }, log: log)
         }
     }
@@ -506,9 +511,4 @@ extension VaultSyncService {
     static func recordFetchedFrom(_ remote: String, root: String) {
         _ = try? Durable.write(Array((remote + "\n").utf8), to: root + "/.sg_vault/local/sitekeep-fetched-from")
     }
-}
-
-/// A library held weakly (its vaults hold the refetch that names it).
-private struct WeakLibrary: Sendable {
-    weak var library: VaultLibrary?
 }

@@ -40,7 +40,7 @@ struct FetchedObjectRepairTests {
     /// The vault in `dir/sk` opened afresh (an empty object cache), refetching through `store`.
     func open(_ dir: Scratch, _ k: SgitKeys, store: (any VaultObjectStore)? = nil, log: Log) throws -> Vault {
         let store = try store ?? remote(k)
-        return try Vault.open(path: dir.path + "/sk", keys: k, refetch: ObjectRefetch(open: { () throws(VaultError) -> (name: String, store: any VaultObjectStore) in
+        return try Vault.open(path: dir.path + "/sk", keys: k, refetch: ObjectRefetch(open: { (_: SgitKeys, _: String) throws(VaultError) -> (name: String, store: any VaultObjectStore) in
             log.opens.withLock { $0 += 1 }
             return ("origin", store)
         }, log: { line in log.lines.withLock { $0.append(line) } }))

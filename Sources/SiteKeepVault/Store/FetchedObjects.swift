@@ -1,3 +1,4 @@
+public import SiteKeepCustody
 import SiteKeepSystem
 import SiteKeepCrypto
 import Synchronization
@@ -10,13 +11,13 @@ import Synchronization
 /// (``VaultLibrary/setRefetch(_:)``); a vault without one reports a damaged fetched object
 /// with what to run.
 public struct ObjectRefetch: Sendable {
-    /// Opens the remote the vault's objects came from, and its name (`origin`). Called only
-    /// when an object must be fetched again.
-    public let open: @Sendable () throws(VaultError) -> (name: String, store: any VaultObjectStore)
+    /// Opens the remote the objects of the vault with these keys, in this folder, came from,
+    /// and gives its name (`origin`). Called only when an object must be fetched again.
+    public let open: @Sendable (_ keys: SgitKeys, _ root: String) throws(VaultError) -> (name: String, store: any VaultObjectStore)
     /// Told one line for each object fetched again (the daemon's or the CLI's log).
     public let log: @Sendable (String) -> Void
 
-    public init(open: @escaping @Sendable () throws(VaultError) -> (name: String, store: any VaultObjectStore),
+    public init(open: @escaping @Sendable (_ keys: SgitKeys, _ root: String) throws(VaultError) -> (name: String, store: any VaultObjectStore),
                 log: @escaping @Sendable (String) -> Void) {
         self.open = open
         self.log = log
@@ -102,7 +103,7 @@ extension Vault {
         let remote: (name: String, store: any VaultObjectStore)
         let got: [String: [UInt8]]
         do {
-            remote = try source.open()
+            remote = try source.open(try keys, root)
             got = try remote.store.read([id.fileID])
         } catch {
             throw .damagedFetchedObject(vault: displayName, object: id.fileID, damage: damage,
