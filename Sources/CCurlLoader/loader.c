@@ -370,7 +370,11 @@ done:
         api.easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
         api.easy_setopt(h, CURLOPT_CURLU, (CURLU *)NULL);
         api.easy_setopt(h, CURLOPT_ERRORBUFFER, (char *)NULL);
-        give_back(h);
+        /* A transfer that failed or was stopped mid-body leaves its connection unusable, and
+         * curl may keep it open in the handle until the next request: a hostile server would
+         * go on streaming into the socket buffers. Cleaning the handle closes it now. */
+        if (answer->error == SK_HTTP_OK) give_back(h);
+        else api.easy_cleanup(h);
     }
     if (url != NULL) api.url_cleanup(url);
     free(lines);
