@@ -34,6 +34,16 @@ static inline long long sitekeep_boottime_ns(void) {
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+/* syncfs(2) of the file system holding fd (glibc declares it only under _GNU_SOURCE). */
+static inline int sitekeep_syncfs(int fd) {
+#ifdef SYS_syncfs
+    return (int)syscall(SYS_syncfs, fd);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 static inline int sitekeep_rename_noreplace(const char *from, const char *to) {
 #ifdef SYS_renameat2
     return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1u /* RENAME_NOREPLACE */);

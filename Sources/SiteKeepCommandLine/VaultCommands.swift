@@ -9,9 +9,9 @@ internal import SiteKeepVaultRemotes
 internal import SiteKeepDaemon
 import SiteKeepVocabulary
 
-/// `vault add|list|remove|ls|cat|log|status|verify|trust|assign|policy`.
+/// `vault add|list|remove|ls|cat|log|status|verify|fsck|trust|assign|policy`.
 enum VaultCommands {
-    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify, trust, assign, policy] + VaultWriteCommands.all + VaultSyncCommands.all }
+    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify, VaultFsckCommand.fsck, trust, assign, policy] + VaultWriteCommands.all + VaultSyncCommands.all }
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {
@@ -442,6 +442,7 @@ extension VaultError: CodedError {
         case .unsupportedVault: "vault_unsupported"
         case .recordNotAuthentic: "record_not_authentic"
         case .unknownVault, .signerNotListed, .notFound: "not_found"
+        case .damagedFetchedObject, .damagedLocalObject: "vault_damaged"
         default: "failed"
         }
     }

@@ -17,6 +17,7 @@ import SiteKeepPartitions
 import SiteKeepSocket
 import SiteKeepSystem
 import SiteKeepVault
+import SiteKeepVaultRemotes
 
 /// A store's daemon: the one process that holds the store's unlocked keys and serves it. It
 /// wires the store's custody, site registry, vault library and native core into the bridge's
@@ -91,6 +92,11 @@ public final class Daemon: Sendable {
         // A long-running reader: other processes' vault changes are noticed by inotify, not by
         // looking at five files on every bridge read.
         store.shared?.library.watchForChanges()
+        // A damaged fetched object the daemon fetches again is one line in its log.
+        if let library = store.shared?.library {
+            VaultSyncService.installRefetch(on: library, remotes: VaultRemoteRegistry(file: store.home.path + "/vault-remotes.json"),
+                                            custodian: store.custodian, log: log)
+        }
         // The settings as stored, for `config` (the options already hold them, with this run's
         // overrides: the command line read them before it opened the daemon). Locked, no tag can
         // be checked: values that widen trust wait for the first unlock (settingsAtUnlock).

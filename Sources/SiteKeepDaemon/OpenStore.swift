@@ -8,6 +8,7 @@ public import SiteKeepKeyring
 public import SiteKeepPartitions
 public import SiteKeepVault
 import SiteKeepSystem
+import SiteKeepVaultRemotes
 
 /// One SiteKeep store, opened: the home folder, the keyring its keys live in, and the custodian
 /// over them. The command line opens one per command; a ``Daemon`` opens one for its lifetime.
@@ -74,7 +75,14 @@ public struct OpenStore: Sendable {
         if let shared { return shared.library }
         let registry = VaultRegistry(file: home.path + "/vaults.json")
         let custodian = self.custodian
-        return VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),
-                            signer: { DeviceCommitSigner(custodian: custodian, vaultName: $0) })
+        let library = VaultLibrary(registry: registry, keyStore: CustodianVaultKeyStore(custodian: custodian, registry: registry),
+                                   signer: { DeviceCommitSigner(custodian: custodian, vaultName: $0) })
+        // A damaged fetched object is fetched again from the vault's remote, one line on
+        // stderr each (the CLI's log; the daemon gives its shared library its own log).
+        VaultSyncService.installRefetch(on: library, remotes: VaultRemoteRegistry(file: home.path + "/vault-remotes.json"),
+                                        custodian: custodian) { line in
+            FileHandle.standardError.write(Data(("sitekeep: " + line + "\n").utf8))
+        }
+        return library
     }
 }

@@ -58,9 +58,15 @@ extension AtomicFile {
         ///   - onHelperStarted: called each time a helper thread starts (how a test sees that
         ///     helpers wait between bursts instead of being started again); nil, the default,
         ///     in production.
+        ///   - durable: true (the default): each file is fsynced before it is renamed and each
+        ///     folder after, as above. False, for cache files that can be fetched again (a
+        ///     fetch's objects): no `fsync` of any file or folder; ``commit(order:)`` renames, then
+        ///     syncs the file system of the first target once (``FileIO/syncFileSystem(of:)``), so
+        ///     every file is on disk when it returns, for a fraction of the cost. A crash before
+        ///     that can leave a target missing, empty or torn; its reader must detect and refetch it.
         public init(mode: UInt32 = 0o600, temporaryFolder: String? = nil, width: Int = AtomicFile.syncWidth,
-                    onHelperStarted: (@Sendable () -> Void)? = nil) {
-            core = Core(mode: mode, temporaryFolder: temporaryFolder, width: width, onHelperStarted: onHelperStarted)
+                    durable: Bool = true, onHelperStarted: (@Sendable () -> Void)? = nil) {
+            core = Core(mode: mode, temporaryFolder: temporaryFolder, width: width, durable: durable, onHelperStarted: onHelperStarted)
         }
 
         deinit { core.abandon() }
@@ -73,7 +79,8 @@ extension AtomicFile {
         }
 
         /// Waits for every file to be durable, then puts each in place in `order` and `fsync`s
-        /// each folder once.
+        /// each folder once (a batch made with `durable` false: waits for every file to be
+        /// written, renames, then syncs the file system once).
         ///
         /// - Throws: ``SystemError`` for the first file that could not be written (then nothing
         ///   was put in place) or renamed (then the files before it in `order` are in place,
@@ -139,10 +146,13 @@ extension AtomicFile {
         private let mode: UInt32
         private let temporaryFolder: String?
         private let width: Int
+        /// Whether each file and folder is fsynced (false: one file-system sync at commit).
+        private let durable: Bool
         /// Called for each helper thread started; none in production.
         private let onHelperStarted: (@Sendable () -> Void)?
 
-        init(mode: UInt32, temporaryFolder: String?, width: Int, onHelperStarted: (@Sendable () -> Void)?) {
+        init(mode: UInt32, temporaryFolder: String?, width: Int, durable: Bool, onHelperStarted: (@Sendable () -> Void)?) {
+            self.durable = durable
             self.mode = mode
             self.temporaryFolder = temporaryFolder
             self.width = max(1, width)
@@ -219,7 +229,7 @@ extension AtomicFile {
                 case .write(let j): job = j
                 }
                 do {
-                    let tmp = try AtomicFile.writeTemporary(job.bytes, for: job.path, mode: mode, temporaryFolder: temporaryFolder)
+                    let tmp = try AtomicFile.writeTemporary(job.bytes, for: job.path, mode: mode, temporaryFolder: temporaryFolder, sync: durable)
                     state.withLock { $0.entries[job.index].temporary = tmp }
                 } catch {
                     state.withLock { if $0.failure == nil { $0.failure = error } }
@@ -311,7 +321,11 @@ extension AtomicFile {
                 let dir = AtomicFile.folder(of: e.path)
                 if seenFolders.insert(dir).inserted { folders.append(dir) }
             }
-            for dir in folders { try FileIO.syncFolder(dir) }
+            if durable {
+                for dir in folders { try FileIO.syncFolder(dir) }
+            } else if let first = entries.first {
+                try FileIO.syncFileSystem(of: AtomicFile.folder(of: first.path))
+            }
         }
 
         /// ``Batch/abandon()``: nothing when the batch already ended (committed or abandoned),

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import Synchronization
 
 /// Replaces a file atomically: a reader sees the old content or the new, never a mix, and a
@@ -96,17 +97,20 @@ public enum AtomicFile {
     }
 
     /// A new temporary file for `path` holding `bytes`, fsynced and closed; removed on failure.
-    static func writeTemporary(_ bytes: [UInt8], for path: String, mode: UInt32, temporaryFolder: String?) throws(SystemError) -> String {
+    static func writeTemporary(_ bytes: [UInt8], for path: String, mode: UInt32, temporaryFolder: String?,
+                               sync: Bool = true) throws(SystemError) -> String {
         let result = bytes.withUnsafeBytes { raw in
             Result { () throws(SystemError) -> String in
-                try writeTemporary(raw, for: path, mode: mode, temporaryFolder: temporaryFolder)
+                try writeTemporary(raw, for: path, mode: mode, temporaryFolder: temporaryFolder, sync: sync)
             }
         }
         return try result.get()
     }
 
-    /// The same, for bytes in a buffer.
-    static func writeTemporary(_ bytes: UnsafeRawBufferPointer, for path: String, mode: UInt32, temporaryFolder: String?) throws(SystemError) -> String {
+    /// The same, for bytes in a buffer. Without `sync`, the file is not fsynced (a cache entry:
+    /// the caller syncs the whole file system once, ``FileIO/syncFileSystem(of:)``).
+    static func writeTemporary(_ bytes: UnsafeRawBufferPointer, for path: String, mode: UInt32, temporaryFolder: String?,
+                               sync: Bool = true) throws(SystemError) -> String {
         var tmp = temporaryPath(for: path, in: temporaryFolder)
         var fd: Int32 = -1
         for _ in 0..<8 {
@@ -121,7 +125,7 @@ public enum AtomicFile {
         // The mode given to open is filtered by the umask; set it exactly.
         guard fchmod(fd, mode_t(mode)) == 0 else { throw SystemError.current("set the mode of", tmp) }
         do { try FileIO.writeAll(fd, bytes) } catch { throw SystemError("write", tmp, errno: error) }
-        guard fsync(fd) == 0 else { throw SystemError.current("fsync", tmp) }
+        if sync { guard fsync(fd) == 0 else { throw SystemError.current("fsync", tmp) } }
         keep = true
         return tmp
     }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// Whole-buffer reads and writes on file descriptors, with `EINTR` and short counts handled
 /// once, here.
@@ -178,6 +179,18 @@ public enum FileIO {
     /// - Throws: ``SystemError`` "cannot rename `from` to `to`: …".
     public static func rename(_ from: String, to: String) throws(SystemError) {
         guard Glibc.rename(from, to) == 0 else { throw .current("rename \(from) to", to) }
+    }
+
+    /// `syncfs(2)` of the file system holding `path`: every file written on it so far (data and
+    /// names) is on disk when this returns. One call where a batch of cache files written
+    /// without their own `fsync` must be durable before something refers to them (a fetch's
+    /// objects before the ref moves): one journal commit instead of one per file.
+    /// - Throws: ``SystemError`` "cannot sync the file system of `path`: …".
+    public static func syncFileSystem(of path: String) throws(SystemError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .current("open", path) }
+        defer { close(fd) }
+        guard sitekeep_syncfs(fd) == 0 else { throw .current("sync the file system of", path) }
     }
 
     /// `fsync` of a folder, so a rename or a new entry in it survives a crash.

@@ -127,6 +127,11 @@ public final class Vault: Sendable {
     /// The trust rule in force, and the authenticated registry record it was read from (the
     /// library re-reads the record on every call and checks its tag again when it changed).
     private let trustState: Mutex<(trust: VaultTrust, record: VaultRecord?)>
+    /// Where damaged fetched objects are fetched again from (``setRefetch(_:)``).
+    let refetchSource = Mutex<ObjectRefetch?>(nil)
+    /// The objects reachable from the remote's head as last seen, by that head
+    /// (``isFetched(_:)``): walked once per head, on the first damaged read.
+    let fetchedClosure = Mutex<(head: ObjectID, ids: Set<ObjectID>)?>(nil)
 
     /// The vault's keys, or ``VaultError/keysUnavailable(_:)`` once a lock has wiped them.
     var keys: SgitKeys {
@@ -164,11 +169,14 @@ public final class Vault: Sendable {
     /// - Throws: ``VaultError/notAVault(path:)``, ``VaultError/wrongKey(vaultID:)``,
     ///   ``VaultError/vaultIDMismatch(expected:found:)``, ``VaultError/unsupportedVault(reason:)``,
     ///   or a verification failure.
-    /// - Parameter observer: told what the vault does behind its calls (HEAD resolved, the
-    ///   object cache hit or missed); nil, the default, in production.
+    /// - Parameters:
+    ///   - observer: told what the vault does behind its calls (HEAD resolved, the object cache
+    ///     hit or missed); nil, the default, in production.
+    ///   - refetch: where damaged fetched objects are fetched again from (``setRefetch(_:)``),
+    ///     from the first read on (HEAD's commit too).
     public static func open(path: String, keys: SgitKeys, options: VaultOptions = VaultOptions(),
-                            observer: (any VaultObserver)? = nil) throws(VaultError) -> Vault {
-        let vault = try load(path: path, keys: keys, options: options, observer: observer)
+                            observer: (any VaultObserver)? = nil, refetch: ObjectRefetch? = nil) throws(VaultError) -> Vault {
+        let vault = try load(path: path, keys: keys, options: options, observer: observer, refetch: refetch)
         let head = try vault.resolveHead()
         if let id = head.commitID { _ = try vault.trustedCommit(id, head: head) }
         return vault
@@ -176,11 +184,13 @@ public final class Vault: Sendable {
 
     /// Opens the vault and checks that the keys open it (HEAD resolved, its commit read), without
     /// judging HEAD: every read judges it, and `status` reports it.
-    static func load(path: String, keys: SgitKeys, options: VaultOptions, observer: (any VaultObserver)? = nil) throws(VaultError) -> Vault {
+    static func load(path: String, keys: SgitKeys, options: VaultOptions, observer: (any VaultObserver)? = nil,
+                     refetch: ObjectRefetch? = nil) throws(VaultError) -> Vault {
         var root = path
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         guard FileAccess.isDirectory(root + "/.sg_vault/bare") else { throw .notAVault(path: path) }
         let vault = Vault(root: root, keys: keys, options: options, observer: observer)
+        vault.setRefetch(refetch)
         let head = try vault.resolveHead()
         if let id = head.commitID { _ = try vault.commit(id, index: head.index) }
         return vault
@@ -357,16 +367,14 @@ public final class Vault: Sendable {
 
     // MARK: objects
 
-    /// Reads `bare/data/<id>` and checks its id against SHA-256 of the bytes.
+    /// Reads `bare/data/<id>` and checks its id against SHA-256 of the bytes. An object that is
+    /// missing or fails the check and came from the remote (a cache entry, issue 50) is fetched
+    /// again from it, transparently, with one line in the log; one written here and not pushed
+    /// is ``VaultError/damagedLocalObject(vault:object:damage:)`` (see ``repairOnRead(_:limit:damage:)``).
     func readObject(_ id: ObjectID, limit: Int) throws(VaultError) -> [UInt8] {
-        switch try FileAccess.read(bare + "/data/" + id.rawValue, limit: limit, object: id.fileID) {
-        case .missing: throw .missingObject(object: id.fileID)
-        case .bytes(let b):
-            let digest = String(Hex.encode(SHA256.hash(b)).prefix(id.width))
-            guard digest.utf8.elementsEqual(id.hex.utf8) else {
-                throw .idMismatch(object: id.fileID, actual: "obj-cas-imm-" + digest)
-            }
-            return b
+        do { return try readStoredObject(id, limit: limit) } catch {
+            guard let damage = Self.damage(error) else { throw error }
+            return try repairOnRead(id, limit: limit, damage: damage)
         }
     }
 

@@ -79,6 +79,12 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case serverRefusesVaultID(String)
     /// `vault clone`'s destination cannot take a clone (it is a file, or a folder holding something).
     case cloneDestination(path: String, reason: String)
+    /// An object fetched from the vault's remote (a cache entry) is missing or damaged and
+    /// could not be fetched again (`reason`): no remote known, offline, or the remote lacks it.
+    case damagedFetchedObject(vault: String, object: String, damage: String, reason: String)
+    /// An object written on this machine and not pushed is missing or damaged: no remote has
+    /// it, so it is reported and never fetched again.
+    case damagedLocalObject(vault: String, object: String, damage: String)
 
     public var description: String {
         switch self {
@@ -145,6 +151,10 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             why
         case .invalidRemote(let why):
             "invalid remote: \(why)"
+        case let .damagedFetchedObject(vault, object, damage, reason):
+            "vault \(vault): \(object), fetched from its remote, is \(damage) and could not be fetched again: \(reason). Run `sitekeep vault fsck \(vault) --repair` when the remote can be reached (or `sitekeep vault pull \(vault)` when online)"
+        case let .damagedLocalObject(vault, object, damage):
+            "vault \(vault): \(object) is \(damage), and it was written on this machine and not pushed, so no remote has it and it is not fetched again. Run `sitekeep vault fsck \(vault)` to see everything damaged; restore the folder from a backup, or write the lost files again"
         case let .cloneDestination(path, reason):
             "cannot clone into \(Self.quoted(path)): it \(reason); clone into a new (or empty) folder: `sitekeep vault clone URL NEW-FOLDER`"
         case .serverRefusesVaultID(let id):

@@ -41,6 +41,8 @@ public final class VaultLibrary: Sendable {
     let signer: (@Sendable (String) -> any CommitSigner)?
     /// The daemon's watch on the registry's folder and the open vaults' HEAD folders.
     private let changeWatch = Mutex<ChangeWatch?>(nil)
+    /// Where each vault's damaged fetched objects are fetched again from, by vault name.
+    private let refetchProvider = Mutex<(@Sendable (String) -> ObjectRefetch?)?>(nil)
 
     /// - Parameter signer: who signs the commits written to the vault of a given name (the
     ///   product passes ``DeviceCommitSigner``); nil makes every vault read-only here.
@@ -255,11 +257,19 @@ public final class VaultLibrary: Sendable {
     private func cachedOrLoaded(_ record: VaultRecord) throws(VaultError) -> Vault {
         if let v = self.open.withLock({ $0[record.name] }) { return v }
         let keys = try keyStore.keys(forVault: record.name)
-        let v = try Vault.load(path: record.path, keys: keys, options: options)
+        let v = try Vault.load(path: record.path, keys: keys, options: options, refetch: refetchProvider.withLock({ $0 })?(record.name))
         if let watch = changeWatch.withLock({ $0 }) { v.watch(with: watch) }
         // Not kept when a lock came between the unwrap and now (the vault is then dead anyway).
         _ = self.open.withLock(ifNotClearedSince: keys.lockGeneration) { $0[record.name] = v }
         return v
+    }
+
+    /// Gives every vault this library opens (and every one open now) where its damaged fetched
+    /// objects are fetched again from: `provider(name)` (issue 50, ``ObjectRefetch``).
+    public func setRefetch(_ provider: @escaping @Sendable (_ vaultName: String) -> ObjectRefetch?) {
+        refetchProvider.withLock { $0 = provider }
+        let vaults = open.withLock { $0 }
+        for (name, v) in vaults { v.setRefetch(provider(name)) }
     }
 
     /// The trust rule a record states.

@@ -190,6 +190,11 @@ public final class VaultSyncService: Sendable {
 
     /// The store for a remote of `keys`' vault.
     public func store(for r: VaultRemote, keys: SgitKeys) throws(VaultError) -> any VaultObjectStore {
+        try Self.store(for: r, keys: keys, custodian: custodian)
+    }
+
+    /// ``store(for:keys:)`` with the custodian that holds the remote's token.
+    static func store(for r: VaultRemote, keys: SgitKeys, custodian: Custodian) throws(VaultError) -> any VaultObjectStore {
         switch r.kind {
         case .api:
             return try SGSendRemote(baseURL: r.url, vaultID: keys.vaultID,
@@ -316,9 +321,10 @@ public final class VaultSyncService: Sendable {
         }
         let r = VaultRemote(vault: name, name: "origin", url: url, kind: kind, hasToken: hasToken)
         do {
-            let (_, outcome) = try Vault.clone(from: try store(for: r, keys: keys), into: path, keys: keys,
-                                               signer: try library.commitSigner(for: name),
-                                               trust: FirstLookSignerTrust(allowUnsigned: allowUnsigned, named: Set(trustSigners)))
+            let (cloned, outcome) = try Vault.clone(from: try store(for: r, keys: keys), into: path, keys: keys,
+                                                    signer: try library.commitSigner(for: name),
+                                                    trust: FirstLookSignerTrust(allowUnsigned: allowUnsigned, named: Set(trustSigners)))
+            Self.recordFetchedFrom(r.name, root: cloned.root)
             try library.register(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned,
                                  source: kind == .api ? .authenticatedPull : .vaultAdd, pinHistory: true)
             var all = try remotes.all()
@@ -347,8 +353,10 @@ public final class VaultSyncService: Sendable {
         let keys = try library.keys(named: name)
         _ = try? drainQueue(name: name, force: false)
         do {
-            return try vault.pull(from: try store(for: r, keys: keys), signer: try library.commitSigner(for: name),
-                                  trust: trust(vault: name, remote: r))
+            let outcome = try vault.pull(from: try store(for: r, keys: keys), signer: try library.commitSigner(for: name),
+                                         trust: trust(vault: name, remote: r))
+            if Self.lastFetchedRemote(root: vault.root) != r.name { Self.recordFetchedFrom(r.name, root: vault.root) }
+            return outcome
         } catch .unverifiedCommit(let commit, let t, nil, let byVault) {
             // The fetch does not know the vault's name: give it, so the advice names the command.
             throw .unverifiedCommit(commit: commit, trust: t, vault: name, requiredByVault: byVault)
@@ -468,4 +476,39 @@ struct LibrarySignerTrust: SignerTrust {
 extension OpName {
     /// A vault remote's access token read.
     static let vaultRemote = OpName(known: "vault.remote")
+}
+
+extension VaultSyncService {
+    /// Makes `library` fetch each vault's damaged fetched objects again from the remote they
+    /// came from (issue 50): the remote the vault last pulled from (``lastFetchedRemote(root:)``),
+    /// else `origin` or its only remote, with its token from custody and the vault's own keys.
+    /// Each object fetched again is told to `log` in one line.
+    public static func installRefetch(on library: VaultLibrary, remotes: VaultRemoteRegistry, custodian: Custodian,
+                                      log: @escaping @Sendable (String) -> Void) {
+        library.setRefetch { name in
+            ObjectRefetch(open: { (keys: SgitKeys, root: String) throws(VaultError) -> (name: String, store: any VaultObjectStore) in
+                let mine = try remotes.all().filter { $0.vault == name }
+                let last = Self.lastFetchedRemote(root: root)
+                guard let r = mine.first(where: { $0.name == last }) ?? mine.first(where: { $0.name == "origin" }) ?? (mine.count == 1 ? mine.first : nil) else {
+                    throw .invalidRemote(mine.isEmpty ? "vault \(name) has no remote; add one with `sitekeep vault remote add \(name) origin URL`" : "vault \(name) has several remotes and none named origin")
+                }
+                return (r.name, try Self.store(for: r, keys: keys, custodian: custodian))
+            }, log: log)
+        }
+    }
+
+    /// The remote a vault's objects last came from (`.sg_vault/local/sitekeep-fetched-from`,
+    /// written by each clone and pull), nil when none is recorded.
+    static func lastFetchedRemote(root: String) -> String? {
+        guard let bytes = try? LocalFiles.read(root + "/.sg_vault/local/sitekeep-fetched-from", object: "sitekeep-fetched-from", limit: 256),
+              let text = String(validating: bytes, as: UTF8.self)?.split(separator: "\n").first.map(String.init),
+              VaultRecord.isValidName(text) else { return nil }
+        return text
+    }
+
+    /// Records `remote` as the one `vault`'s objects came from (a hint for the refetch; a
+    /// plain write: losing it falls back to `origin`).
+    static func recordFetchedFrom(_ remote: String, root: String) {
+        _ = try? Durable.write(Array((remote + "\n").utf8), to: root + "/.sg_vault/local/sitekeep-fetched-from")
+    }
 }

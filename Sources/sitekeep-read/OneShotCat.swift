@@ -24,7 +24,9 @@ import SiteKeepRunClient
 /// initialised: each goes to `sitekeep-main`, which runs the command and reports what is wrong
 /// as every command does. From the unlock on (a failed unlock counts towards the back-off and
 /// is audited, so it is never tried twice), an error is reported here as the whole tool words
-/// it without `--json`: `error: …` (and `hint: …`) on standard error, exit status 1.
+/// it without `--json`: `error: …` (and `hint: …`) on standard error, exit status 1. One
+/// exception: a damaged object fetched from the vault's remote goes to `sitekeep-main`, which
+/// fetches it again (this reader knows no remote; the unlock is then audited twice).
 @main
 enum OneShotCat {
     static func main() {
@@ -79,6 +81,10 @@ enum OneShotCat {
                 throw SystemError("write the file to", "standard output", errno: error)
             }
             return 0
+        } catch VaultError.damagedFetchedObject {
+            // A fetched object to fetch again from the vault's remote: the whole tool does that
+            // (this one-shot reader knows no remote).
+            return nil
         } catch let e as StoreOpenError {
             report(e.problem, remedy: e.remedy)
         } catch {
