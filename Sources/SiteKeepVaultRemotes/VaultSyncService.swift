@@ -320,17 +320,26 @@ public final class VaultSyncService: Sendable {
             hasToken = true
         }
         let r = VaultRemote(vault: name, name: "origin", url: url, kind: kind, hasToken: hasToken)
-        do {
+        do throws(VaultError) {
             let (cloned, outcome) = try Vault.clone(from: try store(for: r, keys: keys), into: path, keys: keys,
                                                     signer: try library.commitSigner(for: name),
                                                     trust: FirstLookSignerTrust(allowUnsigned: allowUnsigned, named: Set(trustSigners)))
             Self.recordFetchedFrom(r.name, root: cloned.root)
-            try library.register(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned,
-                                 source: kind == .api ? .authenticatedPull : .vaultAdd, pinHistory: true)
+            // The remote is recorded before the registration, which acknowledges the clone: a
+            // clone killed between the two must not leave a registered vault with no remote to
+            // fetch a damaged object again from (a remote left for a name never registered is
+            // replaced by the next clone of that name).
             var all = try remotes.all()
             all.removeAll { $0.vault == name }
             all.append(r)
             try remotes.save(all)
+            do throws(VaultError) {
+                try library.register(name: name, path: path, keys: keys, siteID: siteID, allowUnsigned: allowUnsigned,
+                                     source: kind == .api ? .authenticatedPull : .vaultAdd, pinHistory: true)
+            } catch {
+                if var left = try? remotes.all() { left.removeAll { $0.vault == name }; try? remotes.save(left) }
+                throw error
+            }
             return CloneOutcome(pull: outcome, pinnedFromHistory: pinnedFromHistory(name))
         } catch {
             if hasToken { _ = try? custodian.deleteVaultSecret(vaultID: tokenItem) }
