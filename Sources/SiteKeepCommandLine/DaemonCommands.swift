@@ -62,7 +62,7 @@ enum DaemonCommands {
             options.idleLockSeconds = try inv.intOption("--idle", default: IdleLock.defaultSeconds / 60, range: 1...24 * 60) * 60
             options.overrides[.idleLock] = "--idle \(minutes)"
         }
-        if !inv.flag("--unlock"), let given = [SecretSource.passphrase, .prf, .recoveryCode].first(where: { inv.option($0.option) != nil }) {
+        if !inv.flag("--unlock"), let given = UnlockKinds.secretSources.first(where: { inv.option($0.option) != nil }) {
             inv.note("warning: \(given.option) is read only with --unlock; the daemon starts locked (add --unlock, or run 'sitekeep unlock' later)")
         }
         options.keyring = KeyringChoice(rawValue: inv.settings.keyring) ?? .auto

@@ -67,38 +67,11 @@ struct DaemonLink: Sendable {
     /// `idleLock`: this run's idle lock (`unlock --idle-lock`), applied by the daemon only when
     /// the unlock succeeds.
     func unlock(_ input: UnlockInput, idleLock: String? = nil) throws {
-        let method: String
-        let secret: SecretBytes
-        switch input.take() {
-        case .passphrase(let s): method = "passphrase"; secret = s
-        case .prf(let s): method = "prf"; secret = s
-        case .recoveryCode(let s): method = "recovery"; secret = s
-        case .tpm2(let pin):
-            method = "tpm2"
-            secret = try Self.pinFrame(pin)
-        case .fido2(let pin):
-            method = "fido2"
-            secret = try Self.pinFrame(pin)
-        }
-        _ = try secret.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
-            try request("unlock", method: method, secret: raw,
+        // The method is the kind's name; a device kind's PIN goes framed (SlotKinds.unlockSecret reads it back).
+        let wire = try input.take().wireForm()
+        _ = try wire.bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
+            try request("unlock", method: wire.method, secret: raw,
                         extra: promptSurroundings + (idleLock.map { [JSONMember(key: "idle_lock", value: .string($0))] } ?? []))
-        }
-    }
-
-    /// A hardware unlock's secret on the wire: one byte says whether a PIN follows (the wire
-    /// carries no empty secret), then the PIN.
-    static func pinFrame(_ pin: consuming SecretBytes?) throws -> SecretBytes {
-        switch consume pin {
-        case .some(let p):
-            return try p.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes in
-                try SecretBytes(count: raw.count + 1) { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
-                    out[0] = 1
-                    UnsafeMutableRawBufferPointer(rebasing: out[1...]).copyMemory(from: raw)
-                }
-            }
-        case .none:
-            return try SecretBytes(copying: [0])
         }
     }
 

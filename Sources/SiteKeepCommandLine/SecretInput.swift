@@ -180,7 +180,7 @@ extension UnlockInput {
     /// typed at the terminal prompt and `attempt` says it is wrong (`isWrong`), asks again, up
     /// to ``promptTries`` times in all; a secret from a file or standard input is tried once.
     static func attempt(_ inv: Invocation, isWrong: (any Error) -> Bool, _ attempt: (UnlockInput) throws -> Void) throws {
-        let prompted = [SecretSource.passphrase, .prf, .recoveryCode].allSatisfy { inv.option($0.option) == nil } && !inv.flag("--tpm2") && !inv.flag("--fido2") && inv.io.canPrompt
+        let prompted = !UnlockKinds.given(inv) && inv.io.canPrompt
         var tries = 0
         while true {
             tries += 1

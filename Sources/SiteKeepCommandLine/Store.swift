@@ -41,7 +41,7 @@ extension OpenStore {
     func unlockOneShot(_ inv: Invocation) throws {
         if custodian.isUnlocked { return }
         guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
-        if inv.hosted != nil, !inv.io.canPrompt, !inv.flag("--tpm2"), !inv.flag("--fido2"), !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
+        if inv.hosted != nil, !inv.io.canPrompt, !UnlockKinds.given(inv), !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
             throw CommandFailure("the daemon serving this store is locked",
                                  remedy: "run 'sitekeep unlock' (once; the daemon then keeps the store unlocked until 'sitekeep lock' or its idle lock)",
                                  code: "locked")
@@ -64,51 +64,116 @@ final class UnlockInput: @unchecked Sendable {
     init(_ secret: consuming UnlockSecret) { self.secret = consume secret }
     func take() -> UnlockSecret { secret.take()! }
 
-    /// The unlock secret of `inv`: `--prf-file`, else `--recovery-file`, else the passphrase
-    /// (`--passphrase-file` or a prompt), each read by the one ``SecretReader``.
+    /// The unlock secret of `inv`, as the slot kinds (``UnlockKinds``) name their inputs: a
+    /// device's flag (`--tpm2`, `--fido2`) with its PIN when one is asked; else the first kind
+    /// whose secret option is given (`--prf-file`, `--recovery-file`); else the default kind's
+    /// (the passphrase: `--passphrase-file` or a prompt), each read by the one ``SecretReader``.
     static func read(_ inv: Invocation) throws -> UnlockInput {
-        if inv.flag("--tpm2") {
-            guard !inv.flag("--fido2") else { throw UsageError("give --tpm2 or --fido2, not both", command: inv.spec.commandLine) }
-            return UnlockInput(.tpm2(pin: try readPIN(inv, noun: "TPM PIN")))
+        let kinds = UnlockKinds.kinds.all
+        // Each kind's input is bound before it is matched (Swift 6.3's SILGen crashes on a
+        // pattern matched straight off an existential metatype's property).
+        let devices = kinds.filter { kind in
+            let input = kind.unlockInput
+            guard case .device(let flag, _, _, _) = input else { return false }
+            return inv.flag(flag)
         }
-        if inv.flag("--fido2") {
-            let pin = try storeNeedsNoKeyPIN(inv) ? readPIN(inv, noun: "Security key PIN") : readKeyPIN(inv)
-            inv.note("Touch the security key when it blinks, to unlock.")
-            return UnlockInput(.fido2(pin: pin))
+        if devices.count > 1 {
+            // Named as they always were: the later kind first ("--tpm2 or --fido2").
+            let flags = devices.reversed().map { kind in kind.unlockInput.trigger }
+            throw UsageError("give \(flags.joined(separator: " or ")), not both", command: inv.spec.commandLine)
         }
-        if inv.option(SecretSource.prf.option) != nil {
-            return UnlockInput(.prf(try inv.secret(.prf, prompt: nil)))
+        if let device = devices.first {
+            let input = device.unlockInput
+            if case .device(_, let pinPrompt, let request, let note) = input {
+                let pin: SecretBytes?
+                switch request {
+                case .whenGiven: pin = try readPIN(inv, prompt: pinPrompt)
+                case .whenTheDeviceHasOne:
+                    pin = try storeNeedsNoKeyPIN(inv, kind: device.stored) ? readPIN(inv, prompt: pinPrompt) : readKeyPIN(inv, prompt: pinPrompt)
+                }
+                if let note { inv.note(note) }
+                return UnlockInput(UnlockSecret(device, secret: pin))
+            }
         }
-        if inv.option(SecretSource.recoveryCode.option) != nil {
-            return UnlockInput(.recoveryCode(try inv.secret(.recoveryCode, prompt: nil)))
+        for kind in kinds {
+            let input = kind.unlockInput
+            if case .secret(let option, nil) = input, inv.option(option) != nil {
+                return UnlockInput(UnlockSecret(kind, secret: try inv.secret(UnlockKinds.source(option), prompt: nil)))
+            }
         }
-        return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: "SiteKeep passphrase: ")))
+        let (kind, source, prompt) = try UnlockKinds.promptedKind()
+        return UnlockInput(UnlockSecret(kind, secret: try inv.secret(source, prompt: prompt)))
     }
 
     /// The PIN of a TPM slot or a security key: from `--pin-file`, typed with `--pin`, else none.
-    static func readPIN(_ inv: Invocation, noun: String) throws -> SecretBytes? {
+    static func readPIN(_ inv: Invocation, prompt: String) throws -> SecretBytes? {
         guard inv.option(SecretSource.pin.option) != nil || inv.flag("--pin") else { return nil }
-        return try inv.secret(.pin, prompt: noun + ": ")
+        return try inv.secret(.pin, prompt: prompt)
     }
 
-    /// Whether every FIDO2 slot of the store was made without the key's PIN (`--no-pin`), so
-    /// `--fido2` asks for no PIN even from a key that has one now (what the slots' headers say;
-    /// false when they cannot be read, or a slot needs or may need the PIN).
-    static func storeNeedsNoKeyPIN(_ inv: Invocation) -> Bool {
+    /// Whether every FIDO2 slot (of `kind`) of the store was made without the key's PIN
+    /// (`--no-pin`), so `--fido2` asks for no PIN even from a key that has one now (what the
+    /// slots' headers say; false when they cannot be read, or a slot needs or may need the PIN).
+    static func storeNeedsNoKeyPIN(_ inv: Invocation, kind: StoredSlotKind) -> Bool {
         guard let slots = try? StoreContext.open(inv).custodian.listSlots() else { return false }
-        let prf = slots.filter { $0.kind == .prf }
+        let prf = slots.filter { $0.kind == kind }
         return !prf.isEmpty && prf.allSatisfy { $0.fido2PIN == false }
     }
 
     /// The security key's PIN: from `--pin-file` or `--pin`; else, on a terminal, typed when the
     /// key says it has one (asked without a touch), as `fido2-assert` and ssh ask; else none.
-    static func readKeyPIN(_ inv: Invocation) throws -> SecretBytes? {
-        if let given = try readPIN(inv, noun: "Security key PIN") { return given }
+    static func readKeyPIN(_ inv: Invocation, prompt: String = "Security key PIN: ") throws -> SecretBytes? {
+        if let given = try readPIN(inv, prompt: prompt) { return given }
         guard inv.io.canPrompt else { return nil }
         // The key this command's custodian will ask: the daemon's when run inside it.
         let environment = inv.hosted == nil ? inv.environment : ProcessEnvironment.current()
         guard let key = try? FIDO2Key.chosen(environment: environment), (try? key.info())?.hasPIN == true else { return nil }
-        return try inv.secret(.pin, prompt: "Security key PIN: ")
+        return try inv.secret(.pin, prompt: prompt)
+    }
+}
+
+/// The command line's view of the slot kinds (``SlotKinds/standard``): the option or flag
+/// that picks each kind's unlock input, and the secret reader for each option.
+enum UnlockKinds {
+    static var kinds: SlotKinds { .standard }
+
+    /// The reader's description of a kind's secret option (`--prf-file`).
+    static func source(_ option: String) throws -> SecretSource {
+        guard let source = SecretSource.all.first(where: { $0.option == option }) else {
+            throw CommandFailure("the command line cannot read '\(option)'", code: "internal")
+        }
+        return source
+    }
+
+    /// The secret options of the kinds that read a secret, in the registry's order.
+    static var secretSources: [SecretSource] {
+        kinds.all.compactMap { kind in
+            let input = kind.unlockInput
+            guard case .secret(let option, _) = input else { return nil }
+            return SecretSource.all.first { $0.option == option }
+        }
+    }
+
+    /// Whether `inv` names any kind's unlock input (a secret option or a device flag), leaving
+    /// out `besides`'s.
+    static func given(_ inv: Invocation, besides: (any SlotKind.Type)? = nil) -> Bool {
+        kinds.all.contains { kind in
+            if let besides, kind.name == besides.name { return false }
+            let input = kind.unlockInput
+            switch input {
+            case .secret(let option, _): return inv.option(option) != nil
+            case .device(let flag, _, _, _): return inv.flag(flag)
+            }
+        }
+    }
+
+    /// The kind asked at the prompt when the command line names none (the passphrase).
+    static func promptedKind() throws -> (any SlotKind.Type, SecretSource, String) {
+        for kind in kinds.all {
+            let input = kind.unlockInput
+            if case .secret(let option, let prompt?) = input { return (kind, try source(option), prompt) }
+        }
+        throw CommandFailure("no slot kind can be typed at a prompt", code: "internal")
     }
 }
 
@@ -126,15 +191,16 @@ enum UnlockOptions {
 /// it against the slots, under the unlock back-off.
 enum CurrentSecret {
     static func read(_ inv: Invocation, prompt: String = "Current SiteKeep passphrase: ") throws -> UnlockInput {
-        if inv.option(SecretSource.prf.option) != nil || inv.option(SecretSource.recoveryCode.option) != nil || inv.flag("--tpm2") || inv.flag("--fido2") {
+        let (kind, source, _) = try UnlockKinds.promptedKind()
+        if UnlockKinds.given(inv, besides: kind) {
             return try UnlockInput.read(inv)
         }
-        guard inv.option(SecretSource.passphrase.option) != nil || inv.io.canPrompt else {
+        guard inv.option(source.option) != nil || inv.io.canPrompt else {
             throw CommandFailure("\(inv.spec.commandLine) changes who can unlock this store, so it needs the current secret, "
                                  + "even with the daemon unlocked; none was given and there is no terminal to ask on",
                                  remedy: "give it for this command: --passphrase-file PATH ('-' for stdin), --prf-file PATH, --recovery-file PATH, --tpm2 or --fido2",
                                  code: "no_secret")
         }
-        return UnlockInput(.passphrase(try inv.secret(.passphrase, prompt: prompt)))
+        return UnlockInput(UnlockSecret(kind, secret: try inv.secret(source, prompt: prompt)))
     }
 }

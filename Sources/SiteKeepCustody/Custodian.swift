@@ -11,29 +11,6 @@ public import SiteKeepNames
 public import SiteKeepTPM
 public import SiteKeepFIDO2
 
-/// The secret that opens an unlock slot. Noncopyable: it stays in guarded memory and is wiped
-/// when the unlock call returns.
-public enum UnlockSecret: ~Copyable {
-    /// A passphrase (its UTF-8 bytes).
-    case passphrase(SecretBytes)
-    /// 32 bytes of WebAuthn PRF / CTAP2 hmac-secret output.
-    case prf(SecretBytes)
-    /// A recovery code as typed (case, `-` and spaces do not matter).
-    case recoveryCode(SecretBytes)
-    /// A TPM 2.0 slot: the TPM unseals its key, with the PIN when the slot has one (the TPM
-    /// checks it, under its own dictionary-attack lock-out).
-    case tpm2(pin: SecretBytes?)
-    /// A FIDO2 security key: the PRF slot whose credential the key holds opens with the key's
-    /// `hmac-secret` for the slot's salt (a touch; the key's PIN when it has one), the same
-    /// bytes a browser's PRF gives for that credential.
-    case fido2(pin: SecretBytes?)
-
-    /// A recovery code typed as text.
-    public static func recoveryCode(_ text: String) throws(CustodyError) -> UnlockSecret {
-        do { return .recoveryCode(try SecretBytes(copying: Array(text.utf8))) } catch { throw .crypto(error) }
-    }
-}
-
 /// Settings of a ``Custodian``.
 public struct CustodianConfiguration: Sendable {
     /// Idle time after which the custodian locks itself (default 15 minutes).
@@ -62,6 +39,9 @@ public struct CustodianConfiguration: Sendable {
     /// Told, just before custody waits for a touch that approves a use, what the touch is for
     /// (the daemon writes it to its log, so a user whose key blinks can read what asked).
     public var touchNotice: (@Sendable (TouchNotice) -> Void)? = nil
+    /// The slot kinds this custodian knows (``SlotKinds/standard``; a test adds its own with
+    /// ``SlotKinds/init(adding:)``): a slot of another kind lists as damaged and opens nothing.
+    public var slotKinds: SlotKinds = .standard
 
     /// Settings; `presenceLifetime` is clamped to ``PresenceProof/maximumLifetime``.
     public init(idleLifetime: Duration = .seconds(15 * 60),
@@ -485,13 +465,13 @@ public final class Custodian: Sendable {
         unlink(marker.path)
         let params = try calibrated(parameters)
         let master = LockedSecret(try cr { () throws(CryptoError) -> SecretBytes in try SecretBytes(randomCount: 32) })
-        let pSlot = try writeSlot(kind: .passphrase, label: "passphrase", master: master, argon2: params,
-                                  secret: .passphrase(passphrase))
+        let pSlot = try writeSlot(kind: .passphrase, label: "passphrase", master: master,
+                                  fields: NewSlotFields(argon2: params), kekInput: passphrase)
         var recoverySlot: SlotInfo? = nil, recoveryCode: RecoveryCode? = nil
         if withRecoveryCode {
             let generated = try RecoveryCode.generate()
             recoveryCode = generated.code
-            recoverySlot = try writeSlot(kind: .recovery, label: "recovery", master: master, secret: .recoveryCode(generated.secret))
+            recoverySlot = try writeSlot(kind: .recovery, label: "recovery", master: master, kekInput: generated.secret)
         }
         let dup = try cr { () throws(CryptoError) -> SecretBytes in
             try master.withLock { (m: borrowing SecretBytes) throws(CryptoError) -> SecretBytes in try m.duplicate() }

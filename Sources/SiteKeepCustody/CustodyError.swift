@@ -23,7 +23,7 @@ public enum CustodyError: Error, Sendable, Equatable {
     /// A recovery code that cannot be right (typo caught by its checksum before any KDF ran).
     case recoveryCodeMistyped(String)
     /// No slot of the kind the unlock secret needs.
-    case noSlotOfKind(SlotKind)
+    case noSlotOfKind(StoredSlotKind)
     /// No slot with this id.
     case slotNotFound(String)
     /// The only remaining slot cannot be removed.
@@ -119,7 +119,7 @@ extension CustodyError: CustomStringConvertible {
         case .recoveryCodeMistyped(let why):
             "that recovery code is mistyped (\(why)); type it again exactly as it was shown, groups separated by '-'"
         case .noSlotOfKind(let kind):
-            "this store has no \(kind.rawValue) slot; use another unlock method or 'sitekeep slot list'"
+            "this store has no \(kind.name) slot; use another unlock method or 'sitekeep slot list'"
         case .slotNotFound(let id):
             "no unlock slot '\(id)'; see 'sitekeep slot list'"
         case .lastSlot:

@@ -66,27 +66,23 @@ enum ControlOps {
             return ["ok": true]
         case "unlock":
             guard let secret, secret.count > 0 else { return ["ok": false, "code": "no_secret", "error": "no unlock secret was sent"] }
-            do {
-                let bytes = try SecretBytes(copying: secret)
+            do throws(CustodyError) {
+                // The method names a slot kind; the kinds say how its secret is framed.
                 let unlockSecret: UnlockSecret
-                switch method {
-                case "passphrase": unlockSecret = .passphrase(bytes)
-                case "prf": unlockSecret = .prf(bytes)
-                case "recovery": unlockSecret = .recoveryCode(bytes)
-                case "tpm2", "fido2":
-                    // A first byte 0: no PIN; 1: the PIN follows.
-                    let flag = secret[0]
-                    guard flag == 0 || (flag == 1 && secret.count > 1) else { return ["ok": false, "error": .string("bad \(method ?? "") unlock request")] }
-                    let pin = flag == 1 ? try SecretBytes(copying: secret[1...]) : nil
-                    unlockSecret = method == "tpm2" ? .tpm2(pin: pin) : .fido2(pin: pin)
-                default: return ["ok": false, "error": "unknown unlock method"]
+                do throws(CustodyError) {
+                    guard let method, let given = try custodian.configuration.slotKinds.unlockSecret(method: method, wireBytes: secret) else {
+                        return ["ok": false, "error": "unknown unlock method"]
+                    }
+                    unlockSecret = given
+                } catch .invalidArgument {
+                    return ["ok": false, "error": .string("bad \(method ?? "") unlock request")]
+                } catch .crypto {
+                    return ["ok": false, "error": "unlock failed"]
                 }
                 try custodian.unlock(unlockSecret)
                 return ["ok": true, "unlocked": true]
-            } catch let e as CustodyError {
-                return ["ok": false, "code": "unlock_failed", "error": .string(e.description)]
             } catch {
-                return ["ok": false, "error": "unlock failed"]
+                return ["ok": false, "code": "unlock_failed", "error": .string(error.description)]
             }
         default:
             return ["ok": false, "code": "bad_request", "error": "unknown control op"]

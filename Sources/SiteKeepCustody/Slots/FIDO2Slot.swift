@@ -21,6 +21,64 @@ internal import SiteKeepSystem
 /// (``SlotInfo/fido2PIN``, authenticated as the whole header is), so unlock asks the key the way
 /// the slot was made; slots made before the header said (nil) are asked as they were: with the
 /// PIN when the key has one.
+public enum FIDO2Slot: SlotKind {
+    public static let name = "fido2"
+    /// FIDO2 slots are PRF slots (a browser's PRF bytes for the same credential open them too).
+    public static let stored = PRFSlot.stored
+    public static let unlockInput = SlotUnlockInput.device(flag: "--fido2", pinPrompt: "Security key PIN: ", pin: .whenTheDeviceHasOne,
+                                                           note: "Touch the security key when it blinks, to unlock.")
+    /// The key counts wrong PINs itself and blocks; there is nothing to guess here.
+    public static let underBackoff = false
+
+    /// Opens a PRF slot among `candidates` with the plugged security key: the key is asked,
+    /// without a touch, which slot's credential it holds; the first it holds is opened with
+    /// its `hmac-secret` for that slot's salt (a touch, and the PIN as the slot's header says:
+    /// always for a PIN slot, never for a PIN-less one, when the key has one for a slot that
+    /// does not say).
+    ///
+    /// Not under the unlock back-off: the bytes come from the key, which counts wrong PINs
+    /// itself and blocks; there is nothing to guess here.
+    /// - Throws: ``CustodyError/fido2(_:)`` (``FIDO2Error/credentialNotOnKey`` when the key
+    ///   holds none of them; no touch, a PIN refused), ``CustodyError/unlockFailed`` when the
+    ///   key's bytes open nothing (an edited slot).
+    public static func open(_ candidates: [SlotCandidate], with pin: borrowing SecretBytes?,
+                            opener: borrowing SlotOpener) throws(CustodyError) -> OpenedSlot {
+        let key = try opener.custodian.fido2Key()
+        for candidate in candidates {
+            let header = candidate.header
+            guard let rp = header.relyingPartyID,
+                  let credentialID = header.credentialID.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
+                  let evalInput = header.prfEvalInput.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
+                  (1...FIDO2Credential.maximumIDLength).contains(credentialID.count) else { continue }
+            // A slot whose relying party or credential id no key could take (an edited header)
+            // is skipped, as a damaged slot is; the key's own failures end the attempt.
+            let held: Bool
+            do throws(FIDO2Error) { held = try key.holds(rp: rp, credentialID: credentialID) } catch {
+                if case .invalidArgument = error { continue }
+                throw .fido2(error)
+            }
+            guard held else { continue }
+            let output = try fido2Call { () throws(FIDO2Error) in
+                try key.prfOutput(rp: rp, credentialID: credentialID, evalInput: evalInput, pin: pin,
+                                  verification: Custodian.fido2Verification(of: header))
+            }
+            // The key's bytes for its own credential: a slot they do not open was edited.
+            guard let opened = opener.unwrap(candidate, kekInput: output) else { throw .unlockFailed }
+            return opened
+        }
+        throw .fido2(.credentialNotOnKey)
+    }
+}
+
+extension UnlockSecret {
+    /// A FIDO2 security key: the PRF slot whose credential the key holds opens with the key's
+    /// `hmac-secret` for the slot's salt (a touch; the key's PIN when it has one), the same
+    /// bytes a browser's PRF gives for that credential.
+    public static func fido2(pin: consuming SecretBytes?) -> UnlockSecret {
+        UnlockSecret(FIDO2Slot.self, secret: pin)
+    }
+}
+
 extension Custodian {
     /// The relying party id of the credentials `slot add fido2` makes. `.invalid` is reserved
     /// (RFC 2606): no origin has it, so no page can name it as its relying party.
@@ -74,52 +132,14 @@ extension Custodian {
             logQuietly(KeyUseContext(op: .slotAdd), key: nil, result: "failed")
             throw .fido2(error)
         }
-        let info = try writeSlot(kind: .prf, label: label, master: master, relyingPartyID: rp,
-                                 credentialID: Base64.encode(credential.id, variant: .urlSafeNoPadding),
-                                 prfEvalInput: Base64.encode(evalInput, variant: .urlSafeNoPadding), fido2PIN: !withoutPIN,
-                                 secret: .prf(output))
+        let info = try writeSlot(kind: .prf, label: label, master: master,
+                                 fields: NewSlotFields(relyingPartyID: rp,
+                                                       credentialID: Base64.encode(credential.id, variant: .urlSafeNoPadding),
+                                                       prfEvalInput: Base64.encode(evalInput, variant: .urlSafeNoPadding),
+                                                       fido2PIN: !withoutPIN),
+                                 kekInput: output)
         try log(KeyUseContext(op: .slotAdd), key: info.id, result: "ok")
         return info
-    }
-
-    /// Opens a PRF slot (any, or `slotID`) with the plugged security key: the key is asked,
-    /// without a touch, which slot's credential it holds; the first it holds is opened with
-    /// its `hmac-secret` for that slot's salt (a touch, and the PIN as the slot's header says:
-    /// always for a PIN slot, never for a PIN-less one, when the key has one for a slot that
-    /// does not say).
-    ///
-    /// Not under the unlock back-off: the bytes come from the key, which counts wrong PINs
-    /// itself and blocks; there is nothing to guess here.
-    /// - Throws: ``CustodyError/noSlotOfKind(_:)`` (no PRF slot), ``CustodyError/fido2(_:)``
-    ///   (``FIDO2Error/credentialNotOnKey`` when the key holds none of them; no touch, a
-    ///   PIN refused), ``CustodyError/unlockFailed`` when the key's bytes open nothing (an
-    ///   edited slot).
-    func openFIDO2Slot(slotID: String?, pin: borrowing SecretBytes?) throws(CustodyError) -> OpenedSlot {
-        let candidates = try candidateSlots(of: .prf, slotID: slotID)
-        let key = try fido2Key()
-        for slot in candidates {
-            guard let header = slot.header, let blob = slot.blob, header.storeID == storeID, header.slotID == slot.id,
-                  let rp = header.relyingPartyID,
-                  let credentialID = header.credentialID.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
-                  let evalInput = header.prfEvalInput.flatMap({ try? Base64.decode($0, variant: .urlSafeNoPadding) }),
-                  (1...FIDO2Credential.maximumIDLength).contains(credentialID.count) else { continue }
-            // A slot whose relying party or credential id no key could take (an edited header)
-            // is skipped, as a damaged slot is; the key's own failures end the attempt.
-            let held: Bool
-            do throws(FIDO2Error) { held = try key.holds(rp: rp, credentialID: credentialID) } catch {
-                if case .invalidArgument = error { continue }
-                throw .fido2(error)
-            }
-            guard held else { continue }
-            let output = try fido2Call { () throws(FIDO2Error) in
-                try key.prfOutput(rp: rp, credentialID: credentialID, evalInput: evalInput, pin: pin,
-                                  verification: Self.fido2Verification(of: header))
-            }
-            // The key's bytes for its own credential: a slot they do not open was edited.
-            guard let opened = Self.unwrapMaster(blob, header: header, input: .prf(output)) else { throw .unlockFailed }
-            return opened
-        }
-        throw .fido2(.credentialNotOnKey)
     }
 
     /// How a PRF slot's bytes are asked of the key: as its header records, else (a slot made
