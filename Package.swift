@@ -172,11 +172,11 @@ let package = Package(
         .target(name: "SiteKeepHTTP", dependencies: ["CCurlLoader", "SiteKeepSecureMemory"]),
         // The native core's domain types and rules: schedule (nr.schedule.v1), agenda, reminders
         // and their leads, calendar export, "what is next", workflows, inbox, identity, tabs,
-        // reading state, capture notes and the partition document of export and rebuild. Swift on
-        // JSON, SiteKeepSystem and Foundation, keeping tabs and reading state in the partitions'
-        // sealed rows (its own namespaces); no custody, SQLite or C of its own. The daemon fills
-        // its interfaces (fetcher, caches, sinks).
-        .target(name: "SiteKeepCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
+        // reading state and capture notes. Swift on JSON, SiteKeepSystem and Foundation only: no
+        // partitions, custody, SQLite or C, so the bridge carries its types without linking them
+        // (SiteKeepWiring keeps tabs and reading state in the partitions' sealed rows, and the
+        // partition document). The daemon fills its interfaces (fetcher, caches, sinks).
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON"]),
         // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
@@ -196,6 +196,7 @@ let package = Package(
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
         // vault library and the native core (the adapters, and the error mapping from each engine's
         // typed errors to the bridge's codes), and the one registry of the modules a store serves.
+        // Also the core's state in a site's partition (TabsStore, ReadingStore, PartitionDocument).
         // The composition root (the daemon), the audit and the command line use it; the bridge
         // itself knows only its protocols.
         .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON", "SiteKeepFIDO2"]),
@@ -280,7 +281,9 @@ let package = Package(
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
-        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
+        // The core's state kept in a partition by SiteKeepWiring: tabs, reading state, the partition document.
+        .testTarget(name: "SiteKeepWiringTests", dependencies: ["SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport", "SiteKeepSoftFIDO2", "SiteKeepFIDO2"]),
