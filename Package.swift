@@ -68,6 +68,7 @@ let package = Package(
     products: [
         .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
+        .library(name: "SiteKeepEncoding", targets: ["SiteKeepEncoding"]),
         .library(name: "SiteKeepVocabulary", targets: ["SiteKeepVocabulary"]),
         .library(name: "SiteKeepNames", targets: ["SiteKeepNames"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
@@ -111,6 +112,11 @@ let package = Package(
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
+        // The byte-to-text encodings: Base64 (standard and URL-safe) and Hex, constant-time, in
+        // Swift, and CryptoError (the one error of the crypto layer, which their decoders throw).
+        // Pure Swift, no dependencies: the bridge and the ssh-agent protocol encode without
+        // linking libsodium; SiteKeepSecureMemory (and so SiteKeepCrypto) re-exports it.
+        .target(name: "SiteKeepEncoding"),
         // The names every layer passes around, each parsed once at the edge into a type: a web
         // origin (`Origin`, the one origin parser: UTS 46 basics and Punycode), a site id, and
         // (re-exported from SiteKeepNames) a key id, a bridge op name, a keyring item kind.
@@ -124,7 +130,7 @@ let package = Package(
         // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
         // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
         // loading was a third of its start-up (BENCHMARKS.md, "The one-shot start-up").
-        .target(name: "SiteKeepSecureMemory", dependencies: ["CSodium", "CLinux"]),
+        .target(name: "SiteKeepSecureMemory", dependencies: ["SiteKeepEncoding", "CSodium", "CLinux"]),
         // Crypto: typed primitives on libsodium, OpenSSL only where libsodium lacks them.
         // Re-exports SiteKeepSecureMemory.
         .target(name: "SiteKeepCrypto", dependencies: ["SiteKeepSecureMemory", "CSodium", "COpenSSL", "CZlib"]),
@@ -191,7 +197,7 @@ let package = Package(
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: the op catalogue, the dispatcher, the service protocols its modules call
         // and the socket servers. The engines behind the protocols are wired in SiteKeepWiring.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCore", "SiteKeepEncoding"],
                 resources: [.copy("ops.json")]),
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
         // vault library and the native core (the adapters, and the error mapping from each engine's
