@@ -152,9 +152,11 @@ let package = Package(
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux", "SiteKeepTPM", "SiteKeepFIDO2"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
-        // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
-        // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
-        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
+        // The ssh-agent protocol (RFC 9987): wire codec, OpenSSH key, signature and SSHSIG
+        // encodings, session bindings, the connection handler, its socket. Over a key source and
+        // the cryptography it declares (AgentKeySource, SSHCryptography), which SiteKeepWiring
+        // implements on custody and the crypto layer: no custody, keyring or crypto library here.
+        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepNames", "SiteKeepEncoding", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
@@ -202,10 +204,11 @@ let package = Package(
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
         // vault library and the native core (the adapters, and the error mapping from each engine's
         // typed errors to the bridge's codes), and the one registry of the modules a store serves.
-        // Also the core's state in a site's partition (TabsStore, ReadingStore, PartitionDocument).
+        // Also the core's state in a site's partition (TabsStore, ReadingStore, PartitionDocument),
+        // and the ssh-agent's key source on custody (CustodyAgentKeys) and its cryptography.
         // The composition root (the daemon), the audit and the command line use it; the bridge
         // itself knows only its protocols.
-        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON", "SiteKeepFIDO2"]),
+        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON", "SiteKeepFIDO2", "SiteKeepAgent", "SiteKeepNames"]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON", "SiteKeepSystem"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
@@ -282,7 +285,7 @@ let package = Package(
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport", "CSodium"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
-        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTPM"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepSystem", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTPM"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
@@ -299,7 +302,7 @@ let package = Package(
         .testTarget(name: "SiteKeepDaemonTests", dependencies: ["SiteKeepDaemon", "SiteKeepBridgeProtocol", "SiteKeepCrypto", "SiteKeepCustody",
                                                                "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepPartitions", "SiteKeepSocket", "SiteKeepTestSupport",
                                                                "SiteKeepSoftFIDO2"]),
-        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepWiring", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [
