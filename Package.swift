@@ -8,16 +8,19 @@
 //   sitekeep (CLI)  ─ SiteKeepCommandLine (command parsing and printing)
 //   SiteKeepDaemon  ─ the composition root: opens a store, wires the bridge's modules, starts the daemon
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
-//   SiteKeepWiring  ─ the bridge's service protocols on the engines (adapters), the one module registry
-//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, service protocols, socket servers
+//   SiteKeepWiring  ─ the bridge's and the agent's protocols on the engines (adapters), the one module registry
+//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, service protocols, the bridge socket server
+//                     (no custody, partitions, keyring, SQLite or OpenSSL in its closure: tools/check-imports)
 //   SiteKeepVaultRemotes ─ vault server HTTP API (over SiteKeepHTTP), folder/static remotes, push queue
 //   SiteKeepHTTP    ─ the one HTTP client: libcurl by dlopen (CCurlLoader), bounded, no redirects
-//   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, documents, ...)
-//   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
+//   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, ...), on JSON alone
+//   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over
+//   a key source it declares: no custody or crypto library in its closure)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID's UUID side; re-exports SiteKeepNames
-//   (SiteID, KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
+//   (SiteID, KeyID, OpName, ItemKind, SigningAlgorithm, SSHAgentPolicy: no Foundation, so custody and
+//   sitekeep-read stay without it); SiteKeepEncoding ─ Base64, Hex, PEM armour, CryptoError (no C)
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers); CTPMLoader
@@ -113,7 +116,8 @@ let package = Package(
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
         // The byte-to-text encodings: Base64 (standard and URL-safe) and Hex, constant-time, in
-        // Swift, and CryptoError (the one error of the crypto layer, which their decoders throw).
+        // Swift, PEM armour, and CryptoError (the one error of the crypto layer, which their decoders
+        // throw).
         // Pure Swift, no dependencies: the bridge and the ssh-agent protocol encode without
         // linking libsodium; SiteKeepSecureMemory (and so SiteKeepCrypto) re-exports it.
         .target(name: "SiteKeepEncoding"),
@@ -123,8 +127,10 @@ let package = Package(
         // Foundation (NFKC, UUID) and SiteKeepNames only.
         .target(name: "SiteKeepVocabulary", dependencies: ["SiteKeepNames"]),
         // The vocabulary's names that need no Foundation: SiteID, KeyID, OpName, ItemKind and their
-        // VocabularyError. Pure Swift, no dependencies: custody names sites, key ids, ops and item
-        // kinds through it, so sitekeep-read (custody, keyring, vault) still loads no Foundation.
+        // VocabularyError, and the signing algorithms and SSH policy custody keeps and the ssh-agent
+        // protocol offers (SigningAlgorithm, SSHAgentPolicy). Pure Swift, no dependencies: custody names
+        // sites, key ids, ops and item kinds through it, so sitekeep-read (custody, keyring, vault)
+        // still loads no Foundation.
         .target(name: "SiteKeepNames"),
         // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
         // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
@@ -198,7 +204,9 @@ let package = Package(
         // web-view host links it without custody, SQLite or OpenSSL.
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: the op catalogue, the dispatcher, the service protocols its modules call
-        // and the socket servers. The engines behind the protocols are wired in SiteKeepWiring.
+        // and the bridge socket server (the control socket's server is the daemon's). The engines
+        // behind the protocols are wired in SiteKeepWiring: nothing of custody, the partitions, the
+        // keyring, SQLite or OpenSSL is in its closure (tools/check-imports).
         .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCore", "SiteKeepEncoding"],
                 resources: [.copy("ops.json")]),
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
