@@ -132,8 +132,8 @@ let package = Package(
         // sites, key ids, ops and item kinds through it, so sitekeep-read (custody, keyring, vault)
         // still loads no Foundation.
         .target(name: "SiteKeepNames"),
-        // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
-        // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
+        // Guarded memory for secrets (SecretBytes), libsodium's start, and the hardening they rely
+        // on (not dumpable, no core dumps); re-exports SiteKeepEncoding (CryptoError, Base64, Hex). libsodium only: the `sitekeep`
         // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
         // loading was a third of its start-up (BENCHMARKS.md, "The one-shot start-up").
         .target(name: "SiteKeepSecureMemory", dependencies: ["SiteKeepEncoding", "CSodium", "CLinux"]),
