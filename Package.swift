@@ -8,16 +8,19 @@
 //   sitekeep (CLI)  ─ SiteKeepCommandLine (command parsing and printing)
 //   SiteKeepDaemon  ─ the composition root: opens a store, wires the bridge's modules, starts the daemon
 //   SiteKeepAudit   ─ isolation audit, importable by other test suites
-//   SiteKeepWiring  ─ the bridge's service protocols on the engines (adapters), the one module registry
-//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, service protocols, socket servers
+//   SiteKeepWiring  ─ the bridge's and the agent's protocols on the engines (adapters), the one module registry
+//   SiteKeepBridge  ─ op catalogue, dispatcher over op modules, service protocols, the bridge socket server
+//                     (no custody, partitions, keyring, SQLite or OpenSSL in its closure: tools/check-imports)
 //   SiteKeepVaultRemotes ─ vault server HTTP API (over SiteKeepHTTP), folder/static remotes, push queue
 //   SiteKeepHTTP    ─ the one HTTP client: libcurl by dlopen (CCurlLoader), bounded, no redirects
-//   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, documents, ...)
-//   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over custody)
+//   SiteKeepCore    ─ domain types and rules (schedule, reminders, tabs, reading, ...), on JSON alone
+//   SiteKeepPartitions (a generic sealed store: open namespaces) │ SiteKeepVault │ SiteKeepAgent (ssh-agent protocol over
+//   a key source it declares: no custody or crypto library in its closure)
 //   SiteKeepCustody ─ master key, slots, team/device keys, presence, audit log
 //   SiteKeepCrypto  │ SiteKeepKeyring
 //   SiteKeepVocabulary ─ the names: Origin (with Punycode), SiteID's UUID side; re-exports SiteKeepNames
-//   (SiteID, KeyID, OpName, ItemKind: no Foundation, so custody and sitekeep-read stay without it)
+//   (SiteID, KeyID, OpName, ItemKind, SigningAlgorithm, SSHAgentPolicy: no Foundation, so custody and
+//   sitekeep-read stay without it); SiteKeepEncoding ─ Base64, Hex, PEM armour, CryptoError (no C)
 //   CSodium · COpenSSL · CZlib · CSQLite  (system libraries); CSecretLoader (libsecret by dlopen;
 //   the CSecret headers are used only by a test that checks the loader against them);
 //   CCurlLoader (libcurl by dlopen, built against libcurl4-openssl-dev's headers); CTPMLoader
@@ -68,6 +71,7 @@ let package = Package(
     products: [
         .library(name: "SiteKeepSystem", targets: ["SiteKeepSystem"]),
         .library(name: "SiteKeepJSON", targets: ["SiteKeepJSON"]),
+        .library(name: "SiteKeepEncoding", targets: ["SiteKeepEncoding"]),
         .library(name: "SiteKeepVocabulary", targets: ["SiteKeepVocabulary"]),
         .library(name: "SiteKeepNames", targets: ["SiteKeepNames"]),
         .library(name: "SiteKeepCrypto", targets: ["SiteKeepCrypto"]),
@@ -111,20 +115,28 @@ let package = Package(
         // Strict JSON: a bounded parser and the exact byte forms (canonical, Python-style) the
         // vault format and the bridge need. Pure Swift, no dependencies.
         .target(name: "SiteKeepJSON"),
+        // The byte-to-text encodings: Base64 (standard and URL-safe) and Hex, constant-time, in
+        // Swift, PEM armour, and CryptoError (the one error of the crypto layer, which their decoders
+        // throw).
+        // Pure Swift, no dependencies: the bridge and the ssh-agent protocol encode without
+        // linking libsodium; SiteKeepSecureMemory (and so SiteKeepCrypto) re-exports it.
+        .target(name: "SiteKeepEncoding"),
         // The names every layer passes around, each parsed once at the edge into a type: a web
         // origin (`Origin`, the one origin parser: UTS 46 basics and Punycode), a site id, and
         // (re-exported from SiteKeepNames) a key id, a bridge op name, a keyring item kind.
         // Foundation (NFKC, UUID) and SiteKeepNames only.
         .target(name: "SiteKeepVocabulary", dependencies: ["SiteKeepNames"]),
         // The vocabulary's names that need no Foundation: SiteID, KeyID, OpName, ItemKind and their
-        // VocabularyError. Pure Swift, no dependencies: custody names sites, key ids, ops and item
-        // kinds through it, so sitekeep-read (custody, keyring, vault) still loads no Foundation.
+        // VocabularyError, and the signing algorithms and SSH policy custody keeps and the ssh-agent
+        // protocol offers (SigningAlgorithm, SSHAgentPolicy). Pure Swift, no dependencies: custody names
+        // sites, key ids, ops and item kinds through it, so sitekeep-read (custody, keyring, vault)
+        // still loads no Foundation.
         .target(name: "SiteKeepNames"),
-        // Guarded memory for secrets (SecretBytes), libsodium's start, CryptoError, and the
-        // hardening they rely on (not dumpable, no core dumps). libsodium only: the `sitekeep`
+        // Guarded memory for secrets (SecretBytes), libsodium's start, and the hardening they rely
+        // on (not dumpable, no core dumps); re-exports SiteKeepEncoding (CryptoError, Base64, Hex). libsodium only: the `sitekeep`
         // front end holds a relayed secret without loading OpenSSL or zlib, whose dynamic
         // loading was a third of its start-up (BENCHMARKS.md, "The one-shot start-up").
-        .target(name: "SiteKeepSecureMemory", dependencies: ["CSodium", "CLinux"]),
+        .target(name: "SiteKeepSecureMemory", dependencies: ["SiteKeepEncoding", "CSodium", "CLinux"]),
         // Crypto: typed primitives on libsodium, OpenSSL only where libsodium lacks them.
         // Re-exports SiteKeepSecureMemory.
         .target(name: "SiteKeepCrypto", dependencies: ["SiteKeepSecureMemory", "CSodium", "COpenSSL", "CZlib"]),
@@ -146,9 +158,11 @@ let package = Package(
         .target(name: "SiteKeepCustody", dependencies: ["SiteKeepNames", "SiteKeepSystem", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepJSON", "CLinux", "SiteKeepTPM", "SiteKeepFIDO2"]),
         // One SQLite partition per site, values sealed through custody.
         .target(name: "SiteKeepPartitions", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "CSQLite", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
-        // The ssh-agent protocol (RFC 9987) over custody's team keys: wire codec, OpenSSH key,
-        // signature and SSHSIG encodings, session bindings, the connection handler, its socket.
-        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepCrypto", "SiteKeepCustody", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
+        // The ssh-agent protocol (RFC 9987): wire codec, OpenSSH key, signature and SSHSIG
+        // encodings, session bindings, the connection handler, its socket. Over a key source and
+        // the cryptography it declares (AgentKeySource, SSHCryptography), which SiteKeepWiring
+        // implements on custody and the crypto layer: no custody, keyring or crypto library here.
+        .target(name: "SiteKeepAgent", dependencies: ["SiteKeepNames", "SiteKeepEncoding", "SiteKeepSocket", "SiteKeepSystem", "CLinux"]),
         // sgit-format vault client.
         .target(name: "SiteKeepVault", dependencies: ["SiteKeepSystem", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON"]),
         // Vault remotes: the vault server's HTTP API, folder and static remotes, clone/pull/push
@@ -172,11 +186,11 @@ let package = Package(
         .target(name: "SiteKeepHTTP", dependencies: ["CCurlLoader", "SiteKeepSecureMemory"]),
         // The native core's domain types and rules: schedule (nr.schedule.v1), agenda, reminders
         // and their leads, calendar export, "what is next", workflows, inbox, identity, tabs,
-        // reading state, capture notes and the partition document of export and rebuild. Swift on
-        // JSON, SiteKeepSystem and Foundation, keeping tabs and reading state in the partitions'
-        // sealed rows (its own namespaces); no custody, SQLite or C of its own. The daemon fills
-        // its interfaces (fetcher, caches, sinks).
-        .target(name: "SiteKeepCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepPartitions"]),
+        // reading state and capture notes. Swift on JSON, SiteKeepSystem and Foundation only: no
+        // partitions, custody, SQLite or C, so the bridge carries its types without linking them
+        // (SiteKeepWiring keeps tabs and reading state in the partitions' sealed rows, and the
+        // partition document). The daemon fills its interfaces (fetcher, caches, sinks).
+        .target(name: "SiteKeepCore", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepJSON"]),
         // Desktop notifications: the freedesktop Notifications D-Bus API through GIO, loaded with
         // dlopen on first use (CGioLoader), with a printing fallback.
         .target(name: "CGioLoader"),
@@ -190,15 +204,19 @@ let package = Package(
         // web-view host links it without custody, SQLite or OpenSSL.
         .target(name: "SiteKeepBridgeProtocol", dependencies: ["SiteKeepJSON", "SiteKeepSocket", "SiteKeepSystem"]),
         // The bridge: the op catalogue, the dispatcher, the service protocols its modules call
-        // and the socket servers. The engines behind the protocols are wired in SiteKeepWiring.
-        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCore", "CLinux", "SiteKeepCrypto"],
+        // and the bridge socket server (the control socket's server is the daemon's). The engines
+        // behind the protocols are wired in SiteKeepWiring: nothing of custody, the partitions, the
+        // keyring, SQLite or OpenSSL is in its closure (tools/check-imports).
+        .target(name: "SiteKeepBridge", dependencies: ["SiteKeepVocabulary", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepSystem", "SiteKeepJSON", "SiteKeepCore", "SiteKeepEncoding"],
                 resources: [.copy("ops.json")]),
         // The bridge's service protocols implemented on the engines: custody, the partitions, the
         // vault library and the native core (the adapters, and the error mapping from each engine's
         // typed errors to the bridge's codes), and the one registry of the modules a store serves.
+        // Also the core's state in a site's partition (TabsStore, ReadingStore, PartitionDocument),
+        // and the ssh-agent's key source on custody (CustodyAgentKeys) and its cryptography.
         // The composition root (the daemon), the audit and the command line use it; the bridge
         // itself knows only its protocols.
-        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON", "SiteKeepFIDO2"]),
+        .target(name: "SiteKeepWiring", dependencies: ["SiteKeepVocabulary", "SiteKeepSystem", "SiteKeepSocket", "SiteKeepBridge", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepCore", "SiteKeepJSON", "SiteKeepFIDO2", "SiteKeepAgent", "SiteKeepNames"]),
         // Isolation audit, importable by other test suites.
         .target(name: "SiteKeepAudit", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepCore", "SiteKeepCustody", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepJSON", "SiteKeepSystem"], swiftSettings: faultsInDebugOnly),
         // The composition root: opens a store and wires custody, the site registry, the vault
@@ -275,12 +293,14 @@ let package = Package(
         .testTarget(name: "SiteKeepCryptoTests", dependencies: ["SiteKeepCrypto", "SiteKeepHardening", "SiteKeepTestSupport", "CSodium"]),
         // Links the real libsecret headers (CSecret) only to check CSecretLoader's declarations against them.
         .testTarget(name: "SiteKeepKeyringTests", dependencies: ["SiteKeepKeyring", "SiteKeepSystem", "SiteKeepTestSupport", "CSecret", "CSecretLoader"]),
-        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTPM"]),
+        .testTarget(name: "SiteKeepCustodyTests", dependencies: ["SiteKeepVocabulary", "SiteKeepCustody", "SiteKeepSystem", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTPM"]),
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
                     exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
-        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
+        // The core's state kept in a partition by SiteKeepWiring: tabs, reading state, the partition document.
+        .testTarget(name: "SiteKeepWiringTests", dependencies: ["SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),
         .testTarget(name: "SiteKeepBridgeTests", dependencies: ["SiteKeepVocabulary", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepTestSupport", "SiteKeepCore", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepKeyring", "SiteKeepPartitions"]),
         .testTarget(name: "SiteKeepAuditTests", dependencies: ["SiteKeepAudit", "SiteKeepTestSupport", "SiteKeepPartitions", "SiteKeepJSON"], swiftSettings: faultsInDebugOnly),
         .testTarget(name: "SiteKeepCommandLineTests", dependencies: ["SiteKeepCommandLine", "SiteKeepDaemon", "SiteKeepDesktop", "SiteKeepBridgeProtocol", "SiteKeepSocket", "SiteKeepJSON", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepCustody", "SiteKeepPartitions", "SiteKeepVault", "SiteKeepBridge", "SiteKeepWiring", "SiteKeepAgent", "SiteKeepRunClient", "SiteKeepTestSupport", "SiteKeepSoftFIDO2", "SiteKeepFIDO2"]),
@@ -290,7 +310,7 @@ let package = Package(
         .testTarget(name: "SiteKeepDaemonTests", dependencies: ["SiteKeepDaemon", "SiteKeepBridgeProtocol", "SiteKeepCrypto", "SiteKeepCustody",
                                                                "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepPartitions", "SiteKeepSocket", "SiteKeepTestSupport",
                                                                "SiteKeepSoftFIDO2"]),
-        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
+        .testTarget(name: "SiteKeepAgentTests", dependencies: ["SiteKeepAgent", "SiteKeepWiring", "SiteKeepSocket", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepKeyring", "SiteKeepTestSupport"]),
         // The adversarial suite (issue 8): leak scan over a full CLI session, permissions, kill -9
         // loops, concurrency stress, hardening checks. Run by tools/test and, repeated, tools/attack.
         .testTarget(name: "SiteKeepAdversarialTests", dependencies: [

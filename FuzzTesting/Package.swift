@@ -53,6 +53,7 @@ let package = Package(
         // key source), key blobs, SSHSIG, login requests and session-bind.
         .executableTarget(name: "FuzzAgent", dependencies: [
             .product(name: "SiteKeepAgent", package: "SiteKeep"),
+            .product(name: "SiteKeepWiring", package: "SiteKeep"),
             .product(name: "SiteKeepCustody", package: "SiteKeep"),
         ]),
     ],

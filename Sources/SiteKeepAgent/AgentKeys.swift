@@ -1,5 +1,5 @@
-public import SiteKeepCustody
-import SiteKeepCrypto
+public import SiteKeepNames
+import SiteKeepSystem
 
 /// Who is at the other end of an agent connection, from `SO_PEERCRED`.
 public struct AgentPeer: Sendable, Equatable {
@@ -64,19 +64,6 @@ public struct AgentIdentity: Sendable, Equatable {
     /// `sitekeep:ID NAME` (just `sitekeep:ID` when the name is the id).
     public static func comment(keyID: String, name: String) -> String {
         name.isEmpty || name == keyID ? "sitekeep:\(keyID)" : "sitekeep:\(keyID) \(name)"
-    }
-
-    /// The identity of a team key's public facts, or nil when its SSH policy is off.
-    public init?(_ info: SigningKeyInfo) {
-        self.init(info, policy: info.ssh)
-    }
-
-    /// The identity of a team key's public facts under `policy` (the one in force, which custody
-    /// checked is bound to the key), or nil when it is off.
-    public init?(_ info: SigningKeyInfo, policy: SSHAgentPolicy?) {
-        guard let policy, policy.enabled, let raw = try? Base64.decode(info.publicKey),
-              let key = try? SSHPublicKey(algorithm: info.algorithm, publicKey: raw) else { return nil }
-        self.init(keyID: info.id, name: info.name, version: info.version, algorithm: info.algorithm, publicKey: key, policy: policy)
     }
 }
 
@@ -192,9 +179,14 @@ public struct AgentSignRequest: Sendable, Equatable {
     }
 }
 
-/// Where the agent's keys come from and where they sign: the seam between the protocol and
-/// custody. ``CustodyAgentKeys`` is the one implementation.
+/// Where the agent's keys come from, where they sign, and what checks what peers send: the seam
+/// between the protocol and custody (Secretive's SecretAgentKit depends on a store protocol
+/// only, never on a key store; so does this target). SiteKeepWiring's `CustodyAgentKeys` is the
+/// one implementation over custody; the agent itself links no custody and no crypto library.
 public protocol AgentKeySource: Sendable {
+    /// What checks the host keys' signatures of a connection's session bindings and makes
+    /// fingerprints (SiteKeepWiring's `CryptoSSHCryptography` on SiteKeep's crypto).
+    var cryptography: any SSHCryptography { get }
     /// The keys to offer now (none while locked).
     func identities() -> [AgentIdentity]
     /// Signs `request.data` with `request.identity` after its policy, presence and custody

@@ -20,8 +20,8 @@ public final class AgentSession {
     private let keys: any AgentKeySource
     /// Who is connected.
     public let peer: AgentPeer
-    /// The connection's session bindings.
-    public private(set) var bindings = SessionBindings()
+    /// The connection's session bindings (checked with the key source's ``AgentKeySource/cryptography``).
+    public private(set) var bindings: SessionBindings
     private var listed: [AgentIdentity] = []
     /// Why the last request was refused, for the daemon's log and for tests.
     public private(set) var lastRefusal: AgentRefusal?
@@ -29,6 +29,7 @@ public final class AgentSession {
     public init(keys: any AgentKeySource, peer: AgentPeer) {
         self.keys = keys
         self.peer = peer
+        bindings = SessionBindings(cryptography: keys.cryptography)
     }
 
     /// The reply to one message's payload.

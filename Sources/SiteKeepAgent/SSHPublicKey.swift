@@ -1,5 +1,5 @@
-public import SiteKeepCrypto
-public import SiteKeepCustody
+public import SiteKeepNames
+import SiteKeepEncoding
 
 /// An SSH public key in the forms OpenSSH uses: the wire blob (RFC 4253 §6.6, RFC 5656 §3.1,
 /// RFC 8709 §4), the `authorized_keys` line and the `SHA256:` fingerprint `ssh-keygen -l` prints.
@@ -11,7 +11,7 @@ public enum SSHPublicKey: Sendable, Hashable {
     /// `ssh-ed25519`: the 32-byte key.
     case ed25519([UInt8])
     /// `ecdsa-sha2-nistpNNN`: the curve and the SEC 1 uncompressed point.
-    case ecdsa(ForeignSignature.Curve, point: [UInt8])
+    case ecdsa(SSHCurve, point: [UInt8])
     /// `ssh-rsa`: exponent and modulus, unsigned big-endian.
     case rsa(exponent: [UInt8], modulus: [UInt8])
 
@@ -66,11 +66,11 @@ public enum SSHPublicKey: Sendable, Hashable {
     }
 
     /// `SHA256:` and the unpadded base64 of SHA-256 of the blob, as `ssh-keygen -l` prints it.
-    public var fingerprint: String { Self.fingerprint(ofBlob: blob) }
+    public func fingerprint(using crypto: any SSHCryptography) -> String { Self.fingerprint(ofBlob: blob, using: crypto) }
 
     /// The `SHA256:` fingerprint of any key blob.
-    public static func fingerprint(ofBlob blob: [UInt8]) -> String {
-        "SHA256:" + String(Base64.encode(SHA256.hash(blob)).prefix { $0 != "=" })
+    public static func fingerprint(ofBlob blob: [UInt8], using crypto: any SSHCryptography) -> String {
+        "SHA256:" + String(Base64.encode(crypto.sha256(blob)).prefix { $0 != "=" })
     }
 
     /// The `authorized_keys` / `allowed_signers` form: type, base64 blob and a comment.
@@ -104,7 +104,7 @@ public enum SSHPublicKey: Sendable, Hashable {
             self = .ed25519(key)
         case "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521":
             let curveName = try r.name("ECDSA curve", limit: 16)
-            guard let curve = ForeignSignature.Curve(rawValue: curveName), type == "ecdsa-sha2-\(curveName)" else {
+            guard let curve = SSHCurve(rawValue: curveName), type == "ecdsa-sha2-\(curveName)" else {
                 throw .invalid(field: "ECDSA curve", reason: "\(curveName) does not match \(type)")
             }
             let point = try r.string("ECDSA point", limit: 1 + 2 * curve.coordinateByteCount)
@@ -136,46 +136,31 @@ public enum SSHPublicKey: Sendable, Hashable {
         return (key, fields.count > 2 ? String(fields[2]).trimmingSpacesAtEnd() : "")
     }
 
-    /// The OpenSSH form of a key custody holds: its public key bytes (32 raw bytes for
-    /// Ed25519, SubjectPublicKeyInfo DER for P-256).
-    /// - Throws: ``SSHWireError/invalid(field:reason:)`` for bytes that are not such a key.
-    public init(algorithm: SigningAlgorithm, publicKey: [UInt8]) throws(SSHWireError) {
-        switch algorithm {
-        case .ed25519:
-            guard publicKey.count == 32 else { throw .invalid(field: "Ed25519 key", reason: "\(publicKey.count) bytes, not 32") }
-            self = .ed25519(publicKey)
-        case .p256:
-            guard let spki = try? P256.Signing.PublicKey(derRepresentation: publicKey) else {
-                throw .invalid(field: "P-256 key", reason: "not a P-256 SubjectPublicKeyInfo")
-            }
-            self = .ecdsa(.p256, point: Array(spki.derRepresentation.suffix(65)))
-        }
-    }
-
     /// Whether `signatureBlob` (an SSH signature: algorithm name and signature, RFC 4253 §6.6)
     /// is a valid signature of `data` by this key. RSA must be `rsa-sha2-256` or `rsa-sha2-512`
-    /// (`ssh-rsa`, SHA-1, is refused); ECDSA's name must match the key's curve.
-    public func isValidSignature(_ signatureBlob: [UInt8], for data: [UInt8]) -> Bool {
+    /// (`ssh-rsa`, SHA-1, is refused); ECDSA's name must match the key's curve. The signature
+    /// itself is checked by `crypto`.
+    public func isValidSignature(_ signatureBlob: [UInt8], for data: [UInt8], using crypto: any SSHCryptography) -> Bool {
         var r = SSHReader(signatureBlob)
         guard let name = try? r.name("signature algorithm", limit: 64), let sig = try? r.string("signature", limit: 4096),
               r.isAtEnd else { return false }
         switch self {
         case .ed25519(let key):
-            guard name == "ssh-ed25519", let pk = try? Ed25519.PublicKey(rawRepresentation: key) else { return false }
-            return pk.isValidSignature(sig, for: data)
+            guard name == "ssh-ed25519" else { return false }
+            return crypto.isValidEd25519(signature: sig, of: data, publicKey: key)
         case let .ecdsa(curve, point):
             guard name == typeName else { return false }
             var inner = SSHReader(sig)
             guard let rr = try? inner.mpint("ECDSA r", limit: 67), let ss = try? inner.mpint("ECDSA s", limit: 67), inner.isAtEnd else { return false }
-            return ForeignSignature.isValidECDSA(curve: curve, point: point, r: rr, s: ss, message: data)
+            return crypto.isValidECDSA(curve: curve, point: point, r: rr, s: ss, message: data)
         case let .rsa(exponent, modulus):
-            let hash: ForeignSignature.RSAHash
+            let hash: SSHRSAHash
             switch name {
             case "rsa-sha2-256": hash = .sha256
             case "rsa-sha2-512": hash = .sha512
             default: return false
             }
-            return ForeignSignature.isValidRSA(modulus: modulus, exponent: exponent, signature: sig, message: data, hash: hash)
+            return crypto.isValidRSA(modulus: modulus, exponent: exponent, signature: sig, message: data, hash: hash)
         }
     }
 }

@@ -1,4 +1,4 @@
-import SiteKeepCrypto
+import SiteKeepEncoding
 
 /// OpenSSH's signature format for files and git commits (`ssh-keygen -Y sign`, OpenSSH's
 /// `PROTOCOL.sshsig`): the key signs a small blob naming a namespace (`git`, `file`, ...) and a
@@ -20,9 +20,9 @@ public enum SSHSIG {
         /// The digest length.
         public var byteCount: Int { self == .sha512 ? 64 : 32 }
 
-        /// The digest of `message`.
-        public func digest(_ message: [UInt8]) -> [UInt8] {
-            self == .sha512 ? SHA512.hash(message) : SHA256.hash(message)
+        /// The digest of `message`, made by `crypto`.
+        public func digest(_ message: [UInt8], using crypto: any SSHCryptography) -> [UInt8] {
+            self == .sha512 ? crypto.sha512(message) : crypto.sha256(message)
         }
     }
 
@@ -119,11 +119,11 @@ public enum SSHSIG {
             try r.expectEnd("SSHSIG signature")
         }
 
-        /// Whether this is a valid signature of `message` in `namespace`.
-        public func isValid(for message: [UInt8], namespace expected: String) -> Bool {
+        /// Whether this is a valid signature of `message` in `namespace`, hashed and checked by `crypto`.
+        public func isValid(for message: [UInt8], namespace expected: String, using crypto: any SSHCryptography) -> Bool {
             guard namespace == expected else { return false }
-            let data = SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message))
-            return publicKey.isValidSignature(signature, for: data)
+            let data = SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message, using: crypto))
+            return publicKey.isValidSignature(signature, for: data, using: crypto)
         }
     }
 }

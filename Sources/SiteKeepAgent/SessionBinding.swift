@@ -133,8 +133,13 @@ public struct SessionBindings: Sendable {
     public private(set) var bindings: [Binding] = []
     /// Whether a bind was ever attempted on this connection.
     public private(set) var attempted = false
+    /// What checks the host keys' signatures and makes their fingerprints.
+    public let cryptography: any SSHCryptography
 
-    public init() {}
+    /// No bindings yet; signatures checked and fingerprints made by `cryptography`.
+    public init(cryptography: any SSHCryptography) {
+        self.cryptography = cryptography
+    }
 
     /// Whether a bind was attempted and none succeeded: such a connection signs nothing.
     public var bindFailed: Bool { attempted && bindings.isEmpty }
@@ -157,8 +162,8 @@ public struct SessionBindings: Sendable {
         guard !sid.isEmpty, sid.count <= Self.maximumSessionIDBytes else {
             throw .binding("a session identifier of \(sid.count) bytes (at most \(Self.maximumSessionIDBytes))")
         }
-        guard hostKey.isValidSignature(signature, for: sid) else {
-            throw .binding("the host key's signature of the session identifier does not verify (\(hostKey.typeName) \(hostKey.fingerprint))")
+        guard hostKey.isValidSignature(signature, for: sid, using: cryptography) else {
+            throw .binding("the host key's signature of the session identifier does not verify (\(hostKey.typeName) \(hostKey.fingerprint(using: cryptography)))")
         }
         for b in bindings {
             guard b.forwarding else { throw .binding("the connection was already bound for authentication") }
@@ -189,12 +194,12 @@ public struct SessionBindings: Sendable {
                     throw .binding("the login request names another host key than the bound session's")
                 }
             }
-            return AgentDestination(hostKeyFingerprint: last.hostKey.fingerprint, hostKeyFamily: last.hostKey.family,
-                                    forwardedThrough: bindings.dropLast().map(\.hostKey.fingerprint))
+            return AgentDestination(hostKeyFingerprint: last.hostKey.fingerprint(using: cryptography), hostKeyFamily: last.hostKey.family,
+                                    forwardedThrough: bindings.dropLast().map { $0.hostKey.fingerprint(using: cryptography) })
         }
         guard !bindings.contains(where: { $0.sessionID == request.sessionID }) else {
             throw .binding("the login request is for a session this connection forwards, not one beyond it")
         }
-        return AgentDestination(hostKeyFingerprint: nil, hostKeyFamily: nil, forwardedThrough: bindings.map(\.hostKey.fingerprint))
+        return AgentDestination(hostKeyFingerprint: nil, hostKeyFamily: nil, forwardedThrough: bindings.map { $0.hostKey.fingerprint(using: cryptography) })
     }
 }

@@ -1,6 +1,7 @@
 public import Foundation
 public import SiteKeepPartitions
 import SiteKeepCore
+import SiteKeepWiring
 import SiteKeepCustody
 public import SiteKeepJSON
 import Synchronization

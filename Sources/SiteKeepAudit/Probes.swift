@@ -1,6 +1,7 @@
 import Foundation
 import SiteKeepPartitions
 import SiteKeepCore
+import SiteKeepWiring
 import SiteKeepVocabulary
 import SiteKeepSystem
 

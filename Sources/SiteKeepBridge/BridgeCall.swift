@@ -1,7 +1,7 @@
 import SiteKeepSystem
 public import SiteKeepVocabulary
 public import SiteKeepJSON
-import SiteKeepCrypto
+import SiteKeepEncoding
 
 /// The site a connection is bound to, as the site registry describes it.
 public struct BridgeSite: Sendable, Hashable {

@@ -4,7 +4,6 @@ internal import SiteKeepJSON
 internal import SiteKeepSocket
 public import SiteKeepBridgeProtocol
 import SiteKeepSystem
-import SiteKeepCrypto
 
 /// The daemon's bridge socket server: newline-delimited JSON over a Unix socket, one thread per
 /// connection (the shared ``SocketListener``), each connection bound to one site by its `hello`.
@@ -92,7 +91,7 @@ public final class BridgeServer: Sendable {
         var reader = FrameReader(maxFrame: maxFrame)
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         // What a page sent (a `vault.save`'s plaintext) is wiped, not only freed.
-        defer { SecureMemory.zero(&chunk) }
+        defer { wipe(&chunk) }
         while true {
             let n = chunk.withUnsafeMutableBytes { socket.receive(into: $0) }
             if n == 0 { return }   // EOF, error, or (draining) nothing more buffered
@@ -117,7 +116,7 @@ public final class BridgeServer: Sendable {
             }
             let sent = out.send(reply)
             // A reply may carry vault plaintext (`vault.load`): wiped once sent, not only freed.
-            SecureMemory.zero(&reply)
+            wipe(&reply)
             guard sent else { return false }
             // A connection whose site was removed or changed got its refusal; close it.
             if connection.isRevoked { return false }
@@ -152,5 +151,14 @@ public enum BridgeDaemon {
         ready(server.path)
         _ = signals.wait()
         server.shutdown()
+    }
+}
+
+/// Overwrites `bytes` with zeros where the compiler cannot elide it: glibc's `explicit_bzero`,
+/// which is what `SecureMemory.zero` (`sodium_memzero`) calls on glibc, so the bridge wipes what
+/// a page sent and what a reply carried without linking libsodium.
+private func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { buffer in
+        if let p = buffer.baseAddress { explicit_bzero(p, buffer.count) }
     }
 }

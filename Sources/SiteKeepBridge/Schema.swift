@@ -1,5 +1,5 @@
 public import SiteKeepJSON
-import SiteKeepCrypto
+import SiteKeepEncoding
 import SiteKeepSystem
 
 /// The JSON type a field of an op's args or result must have.

@@ -1,5 +1,6 @@
 import Foundation
 internal import SiteKeepAgent
+internal import SiteKeepWiring
 internal import SiteKeepCrypto
 internal import SiteKeepCustody
 internal import SiteKeepJSON

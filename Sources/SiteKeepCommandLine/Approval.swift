@@ -4,6 +4,7 @@
 internal import SiteKeepCustody
 internal import SiteKeepCrypto
 internal import SiteKeepAgent
+internal import SiteKeepWiring
 internal import SiteKeepDaemon
 
 /// The command line's side of the one gate: the approval a command needs before custody uses a

@@ -1,4 +1,5 @@
 internal import SiteKeepCore
+internal import SiteKeepWiring
 internal import SiteKeepPartitions
 internal import SiteKeepVault
 import SiteKeepVocabulary

@@ -18,7 +18,7 @@ public struct CoreFieldError: Error, Sendable, Equatable, CustomStringConvertibl
 
 /// A short, printable rendering of text from outside (for messages): control characters
 /// escaped, at most 40 characters.
-func printable(_ text: String) -> String {
+package func printable(_ text: String) -> String {
     var out = ""
     for scalar in text.unicodeScalars.prefix(40) {
         if scalar.value < 0x20 || scalar.value == 0x7f { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }

@@ -209,14 +209,6 @@ public struct KeyScope: ~Copyable {
 @available(*, unavailable)
 extension KeyScope: Sendable {}
 
-/// The algorithms of signing keys custody holds.
-public enum SigningAlgorithm: String, Sendable, CaseIterable {
-    /// Ed25519 (RFC 8032); 64-byte signatures.
-    case ed25519
-    /// ECDSA P-256 with SHA-256; 64-byte raw `r || s` signatures.
-    case p256 = "p256"
-}
-
 /// A signing key held by custody. `sign` returns a signature; the key cannot be read.
 public final class SigningKeyHandle: Sendable {
     private let key: SharedSigningKey

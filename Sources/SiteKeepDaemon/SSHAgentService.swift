@@ -1,6 +1,7 @@
 import Synchronization
 import SiteKeepAgent
 import SiteKeepCustody
+import SiteKeepWiring
 
 /// The daemon's ssh-agent socket over its custodian.
 enum SSHAgentService {

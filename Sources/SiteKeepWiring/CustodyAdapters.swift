@@ -1,6 +1,7 @@
 public import SiteKeepBridge
 public import SiteKeepCustody
 internal import SiteKeepFIDO2
+import SiteKeepSystem
 
 // Adapters from the bridge's service protocols to custody. Each maps custody's typed errors to
 // the bridge's stable codes; no custody error text with key material exists to leak.

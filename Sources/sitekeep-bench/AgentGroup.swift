@@ -6,6 +6,7 @@
 import Foundation
 import Synchronization
 import SiteKeepAgent
+import SiteKeepWiring
 import SiteKeepCrypto
 import SiteKeepCustody
 import SiteKeepKeyring

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SiteKeepAgent
+import SiteKeepWiring
 import SiteKeepCrypto
 import SiteKeepTestSupport
 

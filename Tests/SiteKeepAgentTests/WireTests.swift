@@ -1,5 +1,6 @@
 import Testing
 @testable import SiteKeepAgent
+import SiteKeepWiring
 
 /// The agent protocol's framing and request decoder: what a malformed client can send.
 @Suite struct WireTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepAgent
+import SiteKeepWiring
 import SiteKeepTestSupport
 #if canImport(Glibc)
 import Glibc

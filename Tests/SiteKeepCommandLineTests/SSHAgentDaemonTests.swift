@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SiteKeepCommandLine
 import SiteKeepAgent
+import SiteKeepWiring
 import SiteKeepJSON
 import SiteKeepTestSupport
 #if canImport(Glibc)

@@ -181,6 +181,35 @@ import SiteKeepTestSupport
         }
     }
 
+    /// Hex is written in Swift (SiteKeepEncoding, below libsodium) with `sodium_bin2hex` /
+    /// `sodium_hex2bin`'s constant-time rule: it must write and accept exactly what libsodium
+    /// does, for every byte value and every pair of characters.
+    @Test func hexMatchesLibsodium() throws {
+        func sodiumEncode(_ bytes: [UInt8]) -> String {
+            var out = [CChar](repeating: 0, count: bytes.count * 2 + 1)
+            _ = sodium_bin2hex(&out, out.count, bytes, bytes.count)
+            return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        func sodiumDecode(_ chars: [UInt8]) -> [UInt8]? {
+            var out = [UInt8](repeating: 0, count: chars.count / 2)
+            var written = 0
+            var end: UnsafePointer<CChar>? = nil
+            let rc = chars.withUnsafeBufferPointer { src in
+                src.withMemoryRebound(to: CChar.self) { c in sodium_hex2bin(&out, out.count, c.baseAddress, c.count, nil, &written, &end) }
+            }
+            return rc == 0 && written == out.count ? out : nil
+        }
+        let all = Array(UInt8.min...UInt8.max)
+        #expect(Hex.encode(all) == sodiumEncode(all))
+        for a in UInt8.min...UInt8.max {
+            for b in UInt8.min...UInt8.max {
+                let pair = [a, b]
+                #expect((try? Hex.decode(String(decoding: pair, as: UTF8.self))) == (String(validating: pair, as: UTF8.self) == nil ? nil : sodiumDecode(pair)),
+                        "\(pair)")
+            }
+        }
+    }
+
     @Test func base64RoundTrips() throws {
         for n in 0..<20 {
             let data = SecureRandom.bytes(count: n)

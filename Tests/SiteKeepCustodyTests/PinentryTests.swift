@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SiteKeepCustody
+import SiteKeepSystem
 import SiteKeepCrypto
 import SiteKeepTestSupport
 

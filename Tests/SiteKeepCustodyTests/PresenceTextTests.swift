@@ -1,6 +1,7 @@
 import Testing
 import SiteKeepTestSupport
 @testable import SiteKeepCustody
+import SiteKeepSystem
 
 /// ``PresenceText``: how prompts quote, escape and bound what a peer chose (issue 32), and the
 /// prompt's order (key, op, then what it is for).

@@ -1,9 +1,11 @@
 import SiteKeepAgent
+import SiteKeepWiring
 import SiteKeepCustody
 
 /// A key source with one fixed Ed25519 identity whose "signature" is a fixed blob: the fuzzer
 /// exercises the protocol (framing, decoding, classification, session binding), not custody.
 struct FixedKeys: AgentKeySource {
+    var cryptography: any SSHCryptography { CryptoSSHCryptography() }
     static let key = SSHPublicKey.ed25519([UInt8](repeating: 0x2a, count: 32))
     static let identity = AgentIdentity(keyID: "fuzz", name: "Fuzz", version: 1, algorithm: .ed25519, publicKey: key,
                                         policy: SSHAgentPolicy(namespaces: ["git"]))

@@ -1,5 +1,5 @@
 internal import SiteKeepJSON
-import SiteKeepCrypto
+import SiteKeepEncoding
 
 /// Opens content sealed to the user's team key, after custody's gate has approved the use for
 /// this site (`sealed.open`, no key id).

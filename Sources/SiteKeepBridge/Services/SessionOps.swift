@@ -1,7 +1,7 @@
 internal import SiteKeepJSON
 public import SiteKeepCore
 
-/// The site's saved session, in its partition (the core's ``TabSession``, ``TabsStore``).
+/// The site's saved session, in its partition (the core's ``TabSession``; SiteKeepWiring keeps it in the `tabs` namespace).
 public protocol TabsService: Sendable {
     func session(site: BridgeSite) async throws(BridgeFailure) -> TabSession
     func setSession(_ session: TabSession, site: BridgeSite) async throws(BridgeFailure)
@@ -23,7 +23,7 @@ enum TabsOps {
     }
 }
 
-/// Reading state per article, in the site's partition (the core's ``ArticleReading``, ``ReadingStore``).
+/// Reading state per article, in the site's partition (the core's ``ArticleReading``; SiteKeepWiring keeps it in the `reading` namespace).
 public protocol ReadingService: Sendable {
     func readingStates(site: BridgeSite) async throws(BridgeFailure) -> [ArticleReading]
     /// Merges `articles` by id; returns how many were recorded.

@@ -1,5 +1,5 @@
 internal import SiteKeepJSON
-import SiteKeepCrypto
+import SiteKeepEncoding
 
 /// A signature and the facts needed to check it; never the key.
 public struct BridgeSignature: Sendable, Equatable {

@@ -1,6 +1,6 @@
 internal import SiteKeepJSON
 import SiteKeepCore
-import SiteKeepCrypto
+import SiteKeepEncoding
 
 /// The state of a site's vault.
 public struct BridgeVaultStatus: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SiteKeepCore
+import SiteKeepWiring
 import SiteKeepJSON
 import SiteKeepPartitions
 import SiteKeepTestSupport

@@ -1,5 +1,8 @@
 /// The one error type of the crypto layer.
 ///
+/// It lives in SiteKeepEncoding, below libsodium, because the encodings' decoders (``Base64``,
+/// ``Hex``) throw it; SiteKeepSecureMemory and SiteKeepCrypto re-export it.
+///
 /// Descriptions name what was wrong and never contain key material, plaintext or
 /// library-internal buffers. Authentication failure is deliberately a single opaque case:
 /// a wrong key, a flipped tag byte and a truncated ciphertext all look the same to a caller.

@@ -1,4 +1,6 @@
 public import SiteKeepCustody
+public import SiteKeepAgent
+import SiteKeepCrypto
 
 /// The agent's keys from custody: the team keys whose SSH policy is on, signing through
 /// custody's one gate, ``Custodian/signature(keyID:version:message:context:)``, which admits the
@@ -35,6 +37,9 @@ public final class CustodyAgentKeys: AgentKeySource {
     /// The agent's kept approvals and the verifier that asks (in the custodian's lock scope, so
     /// lock forgets them).
     public let presence: PresenceWindow
+
+    /// SiteKeep's crypto, for the connections' session bindings and fingerprints.
+    public var cryptography: any SSHCryptography { CryptoSSHCryptography() }
 
     /// Keys of `custodian`, approved through `presence`.
     public init(custodian: Custodian, presence: PresenceWindow) {
@@ -94,5 +99,20 @@ public final class CustodyAgentKeys: AgentKeySource {
 
     private func refuse(_ identity: AgentIdentity, _ result: String, _ detail: String) {
         try? custodian.auditLog.append(client: Self.client, op: Self.op, key: "\(identity.keyID)@v\(identity.version)", result: result, detail: detail)
+    }
+}
+
+extension AgentIdentity {
+    /// The identity of a team key's public facts, or nil when its SSH policy is off.
+    public init?(_ info: SigningKeyInfo) {
+        self.init(info, policy: info.ssh)
+    }
+
+    /// The identity of a team key's public facts under `policy` (the one in force, which custody
+    /// checked is bound to the key), or nil when it is off.
+    public init?(_ info: SigningKeyInfo, policy: SSHAgentPolicy?) {
+        guard let policy, policy.enabled, let raw = try? Base64.decode(info.publicKey),
+              let key = try? SSHPublicKey(algorithm: info.algorithm, publicKey: raw) else { return nil }
+        self.init(keyID: info.id, name: info.name, version: info.version, algorithm: info.algorithm, publicKey: key, policy: policy)
     }
 }

@@ -1,5 +1,6 @@
 public import SiteKeepJSON
 public import SiteKeepPartitions
+public import SiteKeepCore
 import Foundation
 import SiteKeepVocabulary
 
