@@ -1,5 +1,4 @@
 import Foundation
-public import SiteKeepBridge
 public import SiteKeepKeyring
 public import SiteKeepSocket
 
