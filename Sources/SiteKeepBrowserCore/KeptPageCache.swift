@@ -35,9 +35,14 @@ public struct KeptPage: Sendable, Equatable {
 /// Every article a site's views open is kept here, in the site's own web folder, so it can be
 /// shown offline. Content-addressed: a document is stored once under the SHA-256 of its bytes
 /// (`objects/<2 hex>/<64 hex>`), and each URL has a small manifest naming its object
-/// (`pages/<SHA-256 of the URL>.json`). A copy whose bytes no longer match its name is treated as
-/// absent and removed. The cache keeps within a size budget by dropping the least recently
-/// used pages first. Files are 0600 in 0700 folders and replaced atomically.
+/// (`pages/<SHA-256 of the URL>.json`). A part the document inlines that is big enough to be
+/// worth sharing (a figure's `data:` URI, a style sheet's text: the masthead and the style every
+/// page of a site shows) is stored once as an object of its own, its place in the document
+/// holding ``partMarker`` and its name, so it is kept and counted against the budget once per
+/// site however many pages show it, and put back in place when the page is shown. A copy
+/// whose bytes (or a part's) no longer match its name is treated as absent and removed. The
+/// cache keeps within a size budget by dropping the least recently used pages first. Files are
+/// 0600 in 0700 folders and replaced atomically.
 public final class KeptPageCache: Sendable {
     /// The cache's folder.
     public let folder: String
@@ -61,6 +66,88 @@ public final class KeptPageCache: Sendable {
         return url
     }
 
+    /// What stands in a stored document for a shared part, followed by the part's object name.
+    public static let partMarker = "sitekeep-kept-part:"
+    /// The smallest inlined part stored on its own (smaller ones stay in the document).
+    public static let partThreshold = 2048
+
+    /// `document` with each inlined part of ``partThreshold`` bytes or more (the value of a
+    /// double-quoted attribute that starts `data:`, the text of a `<style>` element) replaced by
+    /// ``partMarker`` and its name; and the parts, by name. The replacement is undone byte for
+    /// byte by ``join(_:parts:)``, whatever the ranges hold, so the reading need not be a parser's.
+    /// A document that already contains the marker is left whole (nothing in it can name a part).
+    func split(_ document: [UInt8]) -> (document: [UInt8], parts: [String: [UInt8]]) {
+        let marker = Array(Self.partMarker.utf8)
+        guard Self.find(marker, in: document, from: 0) == nil else { return (document, [:]) }
+        var out: [UInt8] = []
+        out.reserveCapacity(document.count)
+        var parts: [String: [UInt8]] = [:]
+        var at = 0
+        let dataOpen = Array("\"data:".utf8), styleOpen = Array("<style".utf8), styleClose = Array("</style>".utf8)
+        while at < document.count {
+            let d = Self.find(dataOpen, in: document, from: at)
+            let st = Self.find(styleOpen, in: document, from: at)
+            guard d != nil || st != nil else { break }
+            var range: Range<Int>?
+            var next: Int
+            if let d, st.map({ d < $0 }) ?? true {
+                let start = d + 1
+                let end = document[start...].firstIndex(of: UInt8(ascii: "\"")) ?? document.count
+                range = start..<end
+                next = end
+            } else {
+                let s0 = st!
+                guard let gt = document[s0...].firstIndex(of: UInt8(ascii: ">")) else { break }
+                let end = Self.find(styleClose, in: document, from: gt + 1) ?? document.count
+                range = (gt + 1)..<end
+                next = end
+            }
+            if let r = range, r.count >= Self.partThreshold {
+                let bytes = Array(document[r])
+                let name = digest(bytes)
+                parts[name] = bytes
+                out += document[at..<r.lowerBound]
+                out += marker + Array(name.utf8)
+                at = r.upperBound
+            } else {
+                out += document[at..<next]
+                at = next
+            }
+            if next >= document.count { break }
+        }
+        if at < document.count { out += document[at...] }
+        return (out, parts)
+    }
+
+    /// The document `split(_:)` made, with each marked part put back; nil when one is not in `parts`.
+    static func join(_ document: [UInt8], parts: [String: [UInt8]]) -> [UInt8]? {
+        let marker = Array(partMarker.utf8)
+        var out: [UInt8] = []
+        var at = 0
+        while let m = find(marker, in: document, from: at) {
+            let nameStart = m + marker.count
+            guard nameStart + 64 <= document.count, let part = parts[String(decoding: document[nameStart..<(nameStart + 64)], as: UTF8.self)] else { return nil }
+            out += document[at..<m]
+            out += part
+            at = nameStart + 64
+        }
+        out += document[at...]
+        return out
+    }
+
+    /// The first index of `needle` in `haystack` at or after `from`.
+    static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+        guard let first = needle.first, haystack.count >= needle.count else { return nil }
+        var i = from
+        let last = haystack.count - needle.count
+        while i <= last {
+            guard let j = haystack[i...last].firstIndex(of: first) else { return nil }
+            if haystack[j..<(j + needle.count)].elementsEqual(needle) { return j }
+            i = j + 1
+        }
+        return nil
+    }
+
     private func manifestPath(_ url: String) -> String { folder + "/pages/" + digest(Array(Self.key(for: url).utf8)) + ".json" }
     private func objectPath(_ name: String) -> String { folder + "/objects/" + name.prefix(2) + "/" + name }
 
@@ -69,28 +156,33 @@ public final class KeptPageCache: Sendable {
     ///   that fits only by dropping others, instead of dropping them (a prefetch).
     public func keep(url: String, title: String?, document: [UInt8], now: Date = Date(timeIntervalSince1970: Clocks.wallSeconds()), makeRoom: Bool = true) throws(KeptPageError) {
         guard Int64(document.count) <= budget else { throw .tooLarge(bytes: document.count, budget: budget) }
+        let (stored, parts) = split(document)
         try lock.withLock { _ throws(KeptPageError) in
-            let name = digest(document)
-            guard name.count == 64, name.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
+            let name = digest(stored)
+            guard ([name] + parts.keys).allSatisfy({ $0.count == 64 && $0.allSatisfy { $0.isHexDigit && !$0.isUppercase } }) else {
                 throw .storage("the digest function did not return 64 hex digits")
             }
-            let object = objectPath(name)
+            let objects = [(name, stored)] + parts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             if !makeRoom {
                 let others = entries().filter { KeptPageCache.key(for: $0.url) != Self.key(for: url) }
-                var seen = Set<String>()
-                let used = others.reduce(Int64(0)) { seen.insert($1.object).inserted ? $0 + $1.bytes : $0 }
-                let adds = seen.contains(name) ? 0 : Int64(document.count)
-                if used + adds > budget { throw .full(bytes: document.count, used: used, budget: budget) }
+                let used = Self.total(others)
+                var seen = Set(others.flatMap { $0.objects.map(\.name) })
+                let adds = objects.reduce(Int64(0)) { seen.insert($1.0).inserted ? $0 + Int64($1.1.count) : $0 }
+                if used + adds > budget { throw .full(bytes: Int(adds), used: used, budget: budget) }
             }
-            if !FileManager.default.fileExists(atPath: object) {
-                try Self.makeFolder(folder + "/objects/" + name.prefix(2))
-                try Self.writeAtomically(object, document)
+            for (object, bytes) in objects where !FileManager.default.fileExists(atPath: objectPath(object)) {
+                try Self.makeFolder(folder + "/objects/" + object.prefix(2))
+                try Self.writeAtomically(objectPath(object), bytes)
             }
-            let manifest: JSONValue = [
+            var manifest: JSONValue = [
                 "v": 1, "url": .string(Self.key(for: url)), "title": title.map { .string($0) } ?? .null,
-                "object": .string(name), "bytes": .int(Int64(document.count)),
+                "object": .string(name), "bytes": .int(Int64(stored.count)),
                 "keptAt": .double(now.timeIntervalSince1970), "usedAt": .double(now.timeIntervalSince1970),
             ]
+            if !parts.isEmpty, case .object(var members) = manifest {
+                members.append(JSONMember(key: "parts", value: .array(parts.sorted { $0.key < $1.key }.map { ["object": .string($0.key), "bytes": .int(Int64($0.value.count))] })))
+                manifest = .object(members)
+            }
             try Self.makeFolder(folder + "/pages")
             try Self.writeAtomically(manifestPath(url), Array(JSONSerializer.string(manifest, style: .compact).utf8))
             try enforceBudgetLocked()
@@ -101,10 +193,20 @@ public final class KeptPageCache: Sendable {
     public func page(for url: String, now: Date = Date(timeIntervalSince1970: Clocks.wallSeconds())) -> KeptPage? {
         lock.withLock { _ -> KeptPage? in
             guard let entry = readManifest(manifestPath(url)), entry.url == Self.key(for: url) else { return nil }
-            guard case .bytes(let bytes)? = try? FileIO.readRegularFile(objectPath(entry.object), limit: Int(clamping: budget)),
-                  digest(bytes) == entry.object else {
+            var read: [String: [UInt8]] = [:]
+            for (object, _) in entry.objects {
+                guard case .bytes(let bytes)? = try? FileIO.readRegularFile(objectPath(object), limit: Int(clamping: budget)),
+                      digest(bytes) == object else {
+                    // Damaged: the page is gone, and the object (a part other pages name is
+                    // gone for them too: each of those finds it missing and is dropped the same way).
+                    unlink(manifestPath(url))
+                    unlink(objectPath(object))
+                    return nil
+                }
+                read[object] = bytes
+            }
+            guard let stored = read[entry.object], let bytes = Self.join(stored, parts: read) else {
                 unlink(manifestPath(url))
-                unlink(objectPath(entry.object))
                 return nil
             }
             var used = entry.json
@@ -144,7 +246,7 @@ public final class KeptPageCache: Sendable {
         }
     }
 
-    /// Bytes the kept documents use (each object counted once).
+    /// Bytes the kept documents and their shared parts use (each object counted once).
     public func usage() -> Int64 {
         lock.withLock { _ in usageLocked() }
     }
@@ -155,6 +257,8 @@ public final class KeptPageCache: Sendable {
         var title: String?
         var object: String
         var bytes: Int64
+        /// The document's object, then each shared part's: (name, bytes).
+        var objects: [(name: String, bytes: Int64)]
         var keptAt: Double
         var usedAt: Double
         var json: JSONValue
@@ -165,7 +269,13 @@ public final class KeptPageCache: Sendable {
               let v = try? JSONParser.parse(data, limits: .document),
               v["v"]?.intValue == 1, let url = v["url"]?.stringValue, let object = v["object"]?.stringValue,
               object.count == 64, object.allSatisfy({ $0.isHexDigit }), let bytes = v["bytes"]?.intValue else { return nil }
-        return Entry(path: path, url: url, title: v["title"]?.stringValue, object: object, bytes: bytes,
+        var objects: [(name: String, bytes: Int64)] = [(object, bytes)]
+        for part in v["parts"]?.arrayValue ?? [] {
+            guard let name = part["object"]?.stringValue, name.count == 64, name.allSatisfy({ $0.isHexDigit }),
+                  let n = part["bytes"]?.intValue else { return nil }
+            objects.append((name, n))
+        }
+        return Entry(path: path, url: url, title: v["title"]?.stringValue, object: object, bytes: bytes, objects: objects,
                      keptAt: v["keptAt"]?.doubleValue ?? 0, usedAt: v["usedAt"]?.doubleValue ?? 0, json: v)
     }
 
@@ -175,24 +285,25 @@ public final class KeptPageCache: Sendable {
         return names.filter { $0.hasSuffix(".json") }.compactMap { readManifest(dir + "/" + $0) }
     }
 
-    private func usageLocked() -> Int64 {
+    private func usageLocked() -> Int64 { Self.total(entries()) }
+
+    /// The bytes of the objects `list` names, each counted once (a shared part once for all).
+    private static func total(_ list: [Entry]) -> Int64 {
         var seen = Set<String>()
         var total: Int64 = 0
-        for e in entries() where seen.insert(e.object).inserted { total += e.bytes }
+        for e in list {
+            for o in e.objects where seen.insert(o.name).inserted { total += o.bytes }
+        }
         return total
     }
 
     /// Drops least recently used pages until the budget holds, then objects no page names.
     private func enforceBudgetLocked() throws(KeptPageError) {
         var list = entries().sorted { $0.usedAt < $1.usedAt }
-        func total(_ l: [Entry]) -> Int64 {
-            var seen = Set<String>()
-            return l.reduce(0) { seen.insert($1.object).inserted ? $0 + $1.bytes : $0 }
-        }
-        while total(list) > budget, !list.isEmpty {
+        while Self.total(list) > budget, !list.isEmpty {
             unlink(list.removeFirst().path)
         }
-        let live = Set(list.map(\.object))
+        let live = Set(list.flatMap { $0.objects.map(\.name) })
         let objects = folder + "/objects"
         for sub in (try? FileManager.default.contentsOfDirectory(atPath: objects)) ?? [] {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: objects + "/" + sub)) ?? [] where !live.contains(name) {

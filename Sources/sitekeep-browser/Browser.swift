@@ -190,10 +190,12 @@ final class Browser {
         automationChannel?.emit(["event": "chrome", "tabStrip": .string(show ? "shown" : "hidden")])
     }
 
-    /// The window's title: the shown tab's page and site.
+    /// The window's title: the shown tab's page and site, and "kept copy" when the page is shown
+    /// from its kept copy (offline, or restored at launch: nothing was fetched; F5 fetches it).
     private func updateTitle() {
         guard let window else { return }
-        let title = current.map { t in t.title.map { $0.isEmpty ? t.site.name : "\($0) — \(t.site.name)" } ?? t.site.name } ?? "SiteKeep"
+        var title = current.map { t in t.title.map { $0.isEmpty ? t.site.name : "\($0) — \(t.site.name)" } ?? t.site.name } ?? "SiteKeep"
+        if current?.source == .kept { title += " · kept copy" }
         gtk_window_set_title(skb_window(UnsafeMutableRawPointer(window)), title)
     }
 
@@ -454,6 +456,7 @@ final class Browser {
     }
 
     func loaded(_ tab: Tab, source: PageSource) {
+        if tab === current { updateTitle() }
         scheduleSave(tab.site)
         automationChannel?.emit(["event": "loaded", "tab": .int(Int64(tabs.firstIndex { $0 === tab } ?? -1)),
                                  "site": .string(tab.site.name), "url": .string(tab.uri ?? ""),

@@ -140,7 +140,11 @@ final class Tab {
     func restore(_ url: String, scroll: Double) {
         pendingScroll = scroll
         self.scroll = scroll
-        if !showKept(url) { load(url) }
+        if showKept(url) {
+            browser.note("\(site.name): \(url) is shown from its kept copy, as it was when kept; F5 fetches it again")
+        } else {
+            load(url)
+        }
     }
 
     /// F5: fetch the page again from the network.

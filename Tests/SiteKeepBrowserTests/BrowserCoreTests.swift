@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import SiteKeepBrowserCore
+@testable import SiteKeepBrowserCore
 import SiteKeepCrypto
 import SiteKeepJSON
 import SiteKeepTestSupport
@@ -352,5 +352,78 @@ extension KeptPageCacheTests {
         usleep(200_000)
         #expect(control.connections(atLeast: 0, timeout: 0.1).allSatisfy { $0 == 0 }, "the fake control socket received bytes")
         #expect(bridge.connections(atLeast: 0, timeout: 0.1).allSatisfy { $0 == 0 }, "the fake bridge socket received bytes")
+    }
+}
+
+extension KeptPageCacheTests {
+    static func sharedPage(_ body: String, figure: String, style: String) -> [UInt8] {
+        Array("<!DOCTYPE html><html><head><style media=\"screen\">\(style)</style></head><body><img src=\"\(figure)\" alt=\"masthead\"><p>\(body)</p></body></html>".utf8)
+    }
+
+    /// Issue 51: a figure and a style sheet that every page of a site shows are kept once for
+    /// the site and counted once against its budget, and each page comes back byte for byte.
+    @Test func sharedPartsAreKeptOnceAndCountedOnce() throws {
+        let (c, dir) = try cache()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let figure = "data:image/png;base64," + String(repeating: "QUJD", count: 4000)   // 16 KB
+        let style = "body { background: #f4f1ea } " + String(repeating: "p { margin: 0 } ", count: 400)
+        let pages = (1...5).map { Self.sharedPage("article \($0) " + String(repeating: "text ", count: 50), figure: figure, style: style) }
+        for (i, p) in pages.enumerated() { try c.keep(url: "http://x/\(i)", title: nil, document: p) }
+        for (i, p) in pages.enumerated() { #expect(c.page(for: "http://x/\(i)")?.document == p, "page \(i) did not come back whole") }
+        let shared = Int64(figure.utf8.count + style.utf8.count)
+        let whole = pages.reduce(Int64(0)) { $0 + Int64($1.count) }
+        #expect(c.usage() < whole - 3 * shared, "the shared parts are counted more than once: \(c.usage()) of \(whole)")
+        #expect(c.usage() > shared, "the shared parts are not counted at all")
+        let objects = try FileManager.default.subpathsOfDirectory(atPath: dir + "/kept/objects").filter { $0.count > 3 }
+        #expect(objects.count == 5 + 2, "\(objects.count) objects for 5 pages sharing 2 parts")
+    }
+
+    /// A damaged shared part is never shown: the pages that name it are dropped; pages that do
+    /// not are untouched. A dropped page's shared part stays while another page names it.
+    @Test func aDamagedSharedPartDropsItsPagesAndALivePartIsKept() throws {
+        let (c, dir) = try cache()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let figure = "data:image/svg+xml;base64," + String(repeating: "PHN2", count: 1000)
+        let a = Self.sharedPage("A", figure: figure, style: "p{}"), b = Self.sharedPage("B", figure: figure, style: "p{}")
+        let plain = Array("<p>no parts</p>".utf8)
+        try c.keep(url: "http://x/a", title: nil, document: a)
+        try c.keep(url: "http://x/b", title: nil, document: b)
+        try c.keep(url: "http://x/plain", title: nil, document: plain)
+        let part = Self.digest(Array(figure.utf8))
+        let path = "\(dir)/kept/objects/\(part.prefix(2))/\(part)"
+        #expect(FileManager.default.fileExists(atPath: path), "the figure is not an object of its own")
+        try Data("torn".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(c.page(for: "http://x/a") == nil && c.page(for: "http://x/b") == nil)
+        #expect(c.page(for: "http://x/plain")?.document == plain)
+
+        // Budget: dropping the older of two pages sharing a part keeps the part for the other.
+        let (d, dir2) = try cache(budget: Int64(figure.utf8.count + 600))
+        defer { try? FileManager.default.removeItem(atPath: dir2) }
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        try d.keep(url: "http://x/a", title: nil, document: a, now: t0)
+        try d.keep(url: "http://x/b", title: nil, document: b, now: t0.addingTimeInterval(1))
+        try d.keep(url: "http://x/c", title: nil, document: Array(repeating: 0x41, count: 400), now: t0.addingTimeInterval(2))
+        #expect(!d.contains(url: "http://x/a"), "the least recently used page was not dropped")
+        #expect(d.page(for: "http://x/b")?.document == b, "the part the remaining page shares was dropped with the other")
+    }
+
+    /// A page whose own text holds the marker is kept whole: nothing in a page can name a part.
+    /// And split/join give back any document byte for byte, whatever its quotes and tags.
+    @Test func theMarkerInAPageNamesNothingAndSplittingIsExact() throws {
+        let (c, dir) = try cache()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let figure = "data:image/png;base64," + String(repeating: "QUJD", count: 1000)
+        try c.keep(url: "http://x/a", title: nil, document: Self.sharedPage("A", figure: figure, style: ""))
+        let sneaky = Array("<p>\(KeptPageCache.partMarker)\(Self.digest(Array(figure.utf8)))</p><img src=\"\(figure)\">".utf8)
+        try c.keep(url: "http://x/s", title: nil, document: sneaky)
+        #expect(c.page(for: "http://x/s")?.document == sneaky)
+
+        var g = SystemRandomNumberGenerator()
+        let pieces = ["\"data:", "\"", "<style", ">", "</style>", "<style media=x>", "a", String(repeating: "z", count: 3000), "'"]
+        for _ in 0..<300 {
+            let doc = Array((0..<Int.random(in: 0..<12, using: &g)).map { _ in pieces.randomElement(using: &g)! }.joined().utf8)
+            let (stored, parts) = c.split(doc)
+            #expect(KeptPageCache.join(stored, parts: parts) == doc, "split/join changed \(String(decoding: doc.prefix(80), as: UTF8.self))")
+        }
     }
 }

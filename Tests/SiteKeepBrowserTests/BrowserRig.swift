@@ -142,6 +142,44 @@ final class BrowserRig {
         throw RigError("the endless test server on port \(port) did not start")
     }
 
+    /// Serves `www(port)` on 127.0.0.1:port with `no-cache` and ETags (``TestSites/revalidatingServer``).
+    func startRevalidatingServer(_ port: Int) throws {
+        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.revalidatingServer, String(port), www(port)],
+                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
+        for _ in 0..<100 {
+            if canConnect(port: port) { return }
+            usleep(50_000)
+        }
+        throw RigError("the revalidating test server on port \(port) did not start")
+    }
+
+    /// The requests the test server on `port` has logged so far ("GET /a.html", ...).
+    func serverRequests(_ port: Int) -> [String] {
+        serverLog(port).split(separator: "\n").compactMap { line in
+            guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else { return nil }
+            let words = line[line.index(after: open)..<close].split(separator: " ")
+            return words.count >= 2 ? "\(words[0]) \(words[1])" : nil
+        }
+    }
+
+    /// The colours of a screenshot (``png_colours.py``): quantized "r,g,b" → fraction of the image.
+    static func colours(ofPNG path: String) throws -> [String: Double] {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("png_colours.py").path
+        let r = ChildProcess.capture("/usr/bin/python3", [script, path])
+        guard r.status == 0, let json = try? JSONParser.parse(r.out), let colours = json["colours"]?.objectValue else {
+            throw RigError("could not read the colours of \(path): \(r.err)")
+        }
+        var out: [String: Double] = [:]
+        for member in colours { out[member.key] = member.value.doubleValue }
+        return out
+    }
+
+    /// Where ``screenshot(_:name:tab:)`` writes `name`.
+    func screenshotPath(_ name: String) -> String {
+        let target = ProcessInfo.processInfo.environment["SITEKEEP_BROWSER_SCREENSHOTS"] ?? dir.appendingPathComponent("shots").path
+        return (target as NSString).appendingPathComponent(name)
+    }
+
     /// Serves `www(port)` on 127.0.0.1:port as ``startServer(_:)`` does, and files that ask to
     /// be downloaded (``TestSites/downloadServer``).
     func startDownloadServer(_ port: Int) throws {

@@ -204,6 +204,37 @@ enum TestSites {
         server.serve_forever()
         """#
 
+    /// Serves a folder (argv: PORT FOLDER) with `Cache-Control: no-cache` and an ETag on every
+    /// file, answering a matching `If-None-Match` with 304 and no body: what makes WebKit
+    /// revalidate a style sheet or figure a page shares with the page before it. Every request
+    /// is logged (stderr) as http.server logs it.
+    static let revalidatingServer = #"""
+        import functools, hashlib, http.server, mimetypes, os, sys, urllib.parse
+        port, folder = int(sys.argv[1]), sys.argv[2]
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):
+                name = os.path.join(folder, urllib.parse.urlsplit(self.path).path.lstrip("/"))
+                if not os.path.isfile(name):
+                    return self.send_error(404)
+                body = open(name, "rb").read()
+                tag = '"%s"' % hashlib.sha256(body).hexdigest()[:16]
+                if self.headers.get("If-None-Match") == tag:
+                    self.send_response(304)
+                    self.send_header("ETag", tag)
+                    self.send_header("Cache-Control", "no-cache")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", mimetypes.guess_type(name)[0] or "application/octet-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("ETag", tag)
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                self.wfile.write(body)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=folder))
+        server.serve_forever()
+        """#
+
     static let style = "body { background: #f4f1ea; color: #222; font: 16px/1.5 serif; max-width: 44em; margin: 1em auto } h1 { color: #5a3d1e }"
     static let figure = ##"<svg xmlns="http://www.w3.org/2000/svg" width="160" height="60"><rect width="160" height="60" rx="8" fill="#b5452f"/><text x="80" y="38" font-size="20" text-anchor="middle" fill="#fff" font-family="sans-serif">figure</text></svg>"##
 }
