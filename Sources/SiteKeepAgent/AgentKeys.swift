@@ -127,19 +127,6 @@ extension AgentSignPurpose {
     }
 }
 
-extension SSHAgentPolicy {
-    /// Why this policy does not allow `purpose`, or nil when it does.
-    public func refusal(of purpose: AgentSignPurpose) -> String? {
-        guard enabled else { return "SSH use of this key is off" }
-        switch purpose {
-        case .login: return login ? nil : "this key does not log in over SSH (enable it again without --no-login)"
-        case .sshsig(let ns):
-            return permits(namespace: ns) ? nil : "this key does not sign in SSHSIG namespace \(ns) (allowed: \(namespaces?.joined(separator: ", ") ?? "any"))"
-        case .other: return otherData ? nil : "this key signs only SSH logins and SSHSIG signatures ('--other-data' allows more)"
-        }
-    }
-}
-
 /// One signature an agent client asks for, ready for the key source.
 public struct AgentSignRequest: Sendable, Equatable {
     /// The key.

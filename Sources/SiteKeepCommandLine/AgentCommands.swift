@@ -265,19 +265,20 @@ enum AgentCommands {
                  JSONMember(key: "openssh", value: .string((try? sshLine(info)) ?? ""))])
     }
 
-    /// An armoured SSHSIG signature of `message` in `namespace` by team key `id`, made through
-    /// custody (`team sign --ssh-namespace`).
-    static func sshsig(_ message: [UInt8], namespace: String, keyID id: String, custodian: Custodian, approval: PresenceProof?) throws -> String {
-        guard SSHAgentPolicy.isValidNamespace(namespace) else {
-            throw CommandFailure("--ssh-namespace '\(namespace.prefix(64))' is not an SSH namespace", remedy: "use 1-64 characters from a-z A-Z 0-9 . _ - @ +, e.g. file or git", code: "usage")
-        }
-        let info = try custodian.teamKeyInfo(id: id)
-        let key = try sshKey(info)
+    /// The SSHSIG signed data of `message` in `namespace` (SHA-512), what `team sign
+    /// --ssh-namespace` has custody sign (custody checks the namespace against the key's policy).
+    static func sshsigSignedData(_ message: [UInt8], namespace: String) -> [UInt8] {
         let hash = SSHSIG.Hash.sha512
-        let data = SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message))
-        let signed = try custodian.signature(keyID: id, message: data, context: KeyUseContext(client: .commandLine, op: .teamSign,
-                                                                                              presence: approval, detail: "sshsig namespace \(namespace)"))
-        let blob = SSHSIG.blob(publicKey: key.blob, namespace: namespace, hash: hash,
+        return SSHSIG.signedData(namespace: namespace, hash: hash, messageDigest: hash.digest(message))
+    }
+
+    /// The armoured SSHSIG signature of `signed` (custody's signature of
+    /// ``sshsigSignedData(_:namespace:)``), with the public key that signed it.
+    static func sshsigArmor(_ signed: TeamSignature, namespace: String) throws -> String {
+        guard let key = try? SSHPublicKey(algorithm: signed.algorithm, publicKey: signed.publicKey) else {
+            throw CommandFailure("key \(signed.keyID)'s public key is damaged", remedy: "check 'sitekeep team list'", code: "damaged")
+        }
+        let blob = SSHSIG.blob(publicKey: key.blob, namespace: namespace, hash: .sha512,
                                signature: try SSHSignatureBlob.make(algorithm: signed.algorithm, raw: signed.signature))
         return SSHSIG.armor(blob)
     }

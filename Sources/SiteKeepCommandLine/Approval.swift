@@ -7,95 +7,81 @@ internal import SiteKeepAgent
 internal import SiteKeepWiring
 internal import SiteKeepDaemon
 
-/// The command line's side of the one gate: the approval a command needs before custody uses a
-/// key for it, or changes what a key may do or which signers are trusted.
+/// The command line's side of the one gate: it describes how the user approves a command's use
+/// of a key (or a change of what a key may do or which signers are trusted), and custody's gate
+/// (`Custodian+Gate.swift`) checks that approval and mints its proof. The command line mints
+/// none and asks no verifier itself.
 ///
 /// The command line is one more client: an unlocked daemon does not let it use a key unasked,
 /// whichever process sent the command. An approval is one of:
 /// - **the current secret given for this command**: `--passphrase-file`, `--prf-file`,
 ///   `--recovery-file`, or the passphrase typed when asked. On its own (no daemon) the command
-///   unlocks with it, which is the approval; inside an unlocked daemon the secret is checked
-///   against the slots (under the unlock back-off) and not used to unlock;
+///   unlocks with it, and that unlock is the approval; inside an unlocked daemon the gate checks
+///   the secret against the slots (under the unlock back-off) and does not unlock with it
+///   (``PresenceApproval/init(secretGiven:)``);
 /// - **the user's answer to the daemon's presence prompt** (`SITEKEEP_ASKPASS` of the daemon),
 ///   naming the requesting process, the op and the key;
-/// - else, on the client's terminal, **the passphrase typed again**.
+/// - else, on the client's terminal, **the passphrase typed again**
+///   (``PresenceApproval/init(asking:label:)`` either way).
 ///
 /// Each gives a ``PresenceProof`` for the client ``KeyUseClient/commandLine``, this op and this
-/// key only, which custody checks again at the use.
+/// key only.
 enum Approval {
-    /// A proof that the user approved `op` with `keyID` for this command, or a failure saying
-    /// what to give. `what` says the use in a few words for the prompt ("sign with team key summit").
+    /// How the user approves this command's use: described for custody's gate, which checks it.
     /// `subject`, when given, is shown after the requesting process (what a trust change is
     /// about: "grant key.sign to Notes (https://notes.example)").
-    static func approve(_ inv: Invocation, store: StoreContext, op: OpName, keyID: KeyID?, subject: String? = nil) throws -> PresenceProof {
-        let site = KeyUseClient.commandLine
+    static func request(_ inv: Invocation, store: StoreContext, op: OpName, keyID: KeyID?, subject: String? = nil) throws -> PresenceApproval {
         let custodian = store.custodian
-        let givesSecret = SecretSource.all.contains { inv.option($0.option) != nil }
-        func bySecret() -> PresenceProof {
-            PresenceProof(client: site, op: op, keyID: keyID, method: .secret, issuedAtNanoseconds: BootClock.system.nanoseconds())
-        }
-        guard inv.hosted != nil else {
+        if inv.hosted == nil {
             // On its own, this process unlocks for this command alone, with the secret it gives
-            // or types now: that is the approval.
-            try store.unlockOneShot(inv)
-            return bySecret()
+            // or types now: that unlock (now or earlier in this command) is the approval.
+            return PresenceApproval(secretGiven: try store.unlockOneShot(inv) ?? custodian.currentUnlockGiven())
         }
-        if !custodian.isUnlocked {
+        if !custodian.isUnlocked, let unlocked = try store.unlockOneShot(inv) {
             // The daemon is locked: unlocking it with the secret given or typed for this command
             // is the approval of this use too.
-            try store.unlockOneShot(inv)
-            return bySecret()
+            return PresenceApproval(secretGiven: unlocked)
         }
-        if givesSecret {
-            try UnlockInput.attempt(inv, isWrong: { ($0 as? CustodyError) == .unlockFailed }) { secret in
-                try custodian.verifySecret(secret.take(), op: .presenceSecret)
-            }
-            return bySecret()
+        if SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
+            return PresenceApproval(secretGiven: GivenSecret(try UnlockInput.read(inv).take()))
         }
-        let asker = inv.client ?? "a process of yours"
-        let label = "\(asker) on the command line" + (subject.map { ": \($0)" } ?? "")
-        if let verifier = store.shared?.presence {
-            switch ask(verifier, site: site, label: label, op: op, keyID: keyID) {
-            case .success(let proof): return proof
-            case .failure(.presenceUnavailable(let why)):
-                guard inv.io.canPrompt else { throw refusal(op: op, keyID: keyID, why: why) }
-                inv.note("(no presence prompt: \(why); asking for the passphrase instead)")
-            case .failure(.presenceDenied):
-                refused(custodian, op: op, keyID: keyID, asker: asker)
-                throw CommandFailure("\(describe(op: op, keyID: keyID)) was not approved", code: "presence_denied")
-            case .failure(let other): throw other
-            }
+        let label = "\(asker(inv)) on the command line" + (subject.map { ": \($0)" } ?? "")
+        let typed: (any PresenceVerifier)? = inv.io.canPrompt ? TypedPassphrase(custodian: custodian, io: inv.io) : nil
+        if let daemon = store.shared?.presence {
+            return PresenceApproval(asking: DaemonPromptOrTyped(daemon: daemon, typed: typed, inv: inv), label: label, requester: asker(inv))
         }
-        guard inv.io.canPrompt else {
+        guard let typed else {
             throw refusal(op: op, keyID: keyID, why: "the daemon has no presence prompt ('sitekeep doctor' says why)")
         }
-        let verifier = PassphrasePresenceVerifier(custodian: custodian) { (prompt: String) throws(CustodyError) -> SecretBytes in
-            do { return try SecretReader.prompt(.passphrase, prompt: prompt + " ", confirm: false, io: inv.io) } catch {
-                throw .presenceDenied
-            }
-        }
-        switch ask(verifier, site: site, label: label, op: op, keyID: keyID) {
-        case .success(let proof): return proof
-        case .failure(.presenceDenied):
-            refused(custodian, op: op, keyID: keyID, asker: asker)
-            throw CommandFailure("\(describe(op: op, keyID: keyID)) was not approved: the passphrase typed does not open this store",
-                                 code: "presence_denied")
-        case .failure(let other): throw other
-        }
+        return PresenceApproval(asking: typed, label: label, requester: asker(inv))
     }
 
-    private static func ask(_ verifier: any PresenceVerifier, site: KeyUseClient, label: String, op: OpName, keyID: KeyID?) -> Result<PresenceProof, CustodyError> {
-        do throws(CustodyError) {
-            return .success(try verifier.requestPresence(client: site, siteLabel: label, op: op, keyID: keyID))
+    /// A proof that the user approved `op` with `keyID` for this command (``request(_:store:op:keyID:subject:)``,
+    /// checked by custody's gate), or a failure saying what to give.
+    static func approve(_ inv: Invocation, store: StoreContext, op: OpName, keyID: KeyID?, subject: String? = nil) throws -> PresenceProof {
+        let approval = try request(inv, store: store, op: op, keyID: keyID, subject: subject)
+        let context = KeyUseContext(client: .commandLine, op: op, approval: approval)
+        do {
+            return try store.custodian.approval(of: context, keyID: keyID)
         } catch {
-            return .failure(error)
+            throw failure(error, op: op, keyID: keyID)
         }
     }
 
-    /// A denied use is in the audit log too, naming who asked (as the agent logs its refusals).
-    static func refused(_ custodian: Custodian, op: OpName, keyID: KeyID?, asker: String) {
-        try? custodian.auditLog.append(client: .commandLine, op: op, key: keyID?.string, result: "presence-refused",
-                                       detail: "asked by \(asker)")
+    /// Who asked, for the prompt and the audit line of a refusal.
+    static func asker(_ inv: Invocation) -> String { inv.client ?? "a process of yours" }
+
+    /// The command's failure for a refusal of the gate's approval: what to give, or that the user
+    /// did not approve; other errors as they are.
+    static func failure(_ error: CustodyError, op: OpName, keyID: KeyID?) -> any Error {
+        switch error {
+        case .presenceUnavailable(let why): return refusal(op: op, keyID: keyID, why: why)
+        case .presenceDenied: return CommandFailure("\(describe(op: op, keyID: keyID)) was not approved", code: "presence_denied")
+        case .presenceRequired(TypedPassphrase.wrong):
+            return CommandFailure("\(describe(op: op, keyID: keyID)) was not approved: the passphrase typed does not open this store",
+                                  code: "presence_denied")
+        default: return error
+        }
     }
 
     static func describe(op: OpName, keyID: KeyID?) -> String {
@@ -107,6 +93,53 @@ enum Approval {
                        remedy: "run it at a terminal, give the current passphrase for this command (--passphrase-file PATH, '-' for stdin), "
                            + "or let the daemon show a prompt ('sitekeep doctor' says which it would use and what it needs)",
                        code: "presence_required")
+    }
+}
+
+/// The passphrase typed again at the command line's terminal, checked by custody's
+/// ``PassphrasePresenceVerifier`` (which mints the proof). A wrong one is
+/// ``CustodyError/presenceRequired(_:)`` with ``wrong``, so the command can say so.
+struct TypedPassphrase: PresenceVerifier {
+    static let wrong = "the passphrase typed does not open this store"
+    let custodian: Custodian
+    let io: any ToolIO
+
+    func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
+    }
+
+    func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        let io = io
+        let verifier = PassphrasePresenceVerifier(custodian: custodian) { (prompt: String) throws(CustodyError) -> SecretBytes in
+            do { return try SecretReader.prompt(.passphrase, prompt: prompt + " ", confirm: false, io: io) } catch {
+                throw .presenceDenied
+            }
+        }
+        do { return try verifier.requestPresence(client: client, siteLabel: siteLabel, op: op, keyID: keyID) } catch .presenceDenied {
+            throw .presenceRequired(Self.wrong)
+        }
+    }
+}
+
+/// The daemon's presence prompt, or, when it has none that works and the command has a
+/// terminal, the passphrase typed there (saying why).
+struct DaemonPromptOrTyped: PresenceVerifier {
+    let daemon: any PresenceVerifier
+    let typed: (any PresenceVerifier)?
+    let inv: Invocation
+
+    func requestPresence(client: KeyUseClient, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: client.auditName, op: op, keyID: keyID)
+    }
+
+    func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        do {
+            return try daemon.requestPresence(client: client, siteLabel: siteLabel, op: op, keyID: keyID)
+        } catch .presenceUnavailable(let why) {
+            guard let typed else { throw .presenceUnavailable(why) }
+            inv.note("(no presence prompt: \(why); asking for the passphrase instead)")
+            return try typed.requestPresence(client: client, siteLabel: siteLabel, op: op, keyID: keyID)
+        }
     }
 }
 

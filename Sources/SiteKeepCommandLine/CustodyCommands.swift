@@ -516,30 +516,42 @@ enum CustodyCommands {
         }
         let message = try readMessage(path, inv: inv)
         let store = try StoreContext.open(inv)
-        // The one gate: the key exists and every argument can be honoured for it (no prompt,
-        // and no key use, for a request that cannot run), then the user's approval of this use,
-        // then custody's own checks of it and of the key's policy.
-        let before = try store.custodian.teamKeyInfo(id: id)
-        if inv.flag("--der"), before.algorithm != .p256 {
-            throw UsageError("--der applies to P-256 keys only; \(id) is \(before.algorithm.rawValue) (its signature is printed raw, "
-                             + "64 bytes in base64: leave out --der)", command: inv.spec.commandLine)
+        let keyID = try Approval.keyID(id)
+        // The command describes the request; custody's one gate decides it in one call, reading
+        // the key's record once: the key exists and its policy allows the bytes, every argument
+        // can be honoured for it (``KeyUseContext/beforeAsking``: no prompt, and no key use, for
+        // a request that cannot run), then the approval (a key that needs a touch is approved by
+        // the touch alone), the signature and the audit line.
+        let namespace = inv.option("--ssh-namespace")
+        let der = inv.flag("--der")
+        let derRefusal = "--der applies to P-256 keys only"
+        let approval = try Approval.request(inv, store: store, op: .teamSign, keyID: keyID)
+        let context = KeyUseContext(client: .commandLine, op: .teamSign, approval: approval,
+                                    detail: namespace.map { "sshsig namespace \($0)" }) { [inv] (key: KeyUseFacts) throws(CustodyError) in
+            if der, key.algorithm != .p256 {
+                throw .invalidArgument("\(derRefusal); \(id) is \(key.algorithm.rawValue) (its signature is printed raw, "
+                                       + "64 bytes in base64: leave out --der)")
+            }
+            if key.needsTouch { inv.note("Touch the security key when it blinks, to approve this signature with \(id).") }
         }
-        let touch = before.touch != nil
-        // A key that needs a touch is approved by the touch alone: an unlocked daemon asks no
-        // prompt first (on its own, the command still unlocks with the secret it is given).
-        let approval = touch && inv.hosted != nil && store.custodian.isUnlocked
-            ? nil : try Approval.approve(inv, store: store, op: .teamSign, keyID: Approval.keyID(id))
-        if touch { inv.note("Touch the security key when it blinks, to approve this signature with \(id).") }
-        if let namespace = inv.option("--ssh-namespace") {
-            let armored = try AgentCommands.sshsig(message, namespace: namespace, keyID: id, custodian: store.custodian, approval: approval)
+        let data = namespace.map { AgentCommands.sshsigSignedData(message, namespace: $0) } ?? message
+        let signed: TeamSignature
+        do {
+            signed = try store.custodian.signature(keyID: id, message: data, context: context)
+        } catch CustodyError.invalidArgument(let why) where why.hasPrefix(derRefusal) {
+            throw UsageError(why, command: inv.spec.commandLine)
+        } catch let error as CustodyError {
+            throw Approval.failure(error, op: .teamSign, keyID: keyID)
+        }
+        if let namespace {
+            let armored = try AgentCommands.sshsigArmor(signed, namespace: namespace)
             inv.emit(.object([JSONMember(key: "key", value: .string(id)), JSONMember(key: "namespace", value: .string(namespace)),
                               JSONMember(key: "sshsig", value: .string(armored))])) { armored }
             return
         }
-        let info = try store.custodian.teamKeyInfo(id: id)
-        var signature = try store.custodian.sign(keyID: id, message: message,
-                                                 context: KeyUseContext(client: .commandLine, op: .teamSign, presence: approval))
-        if inv.flag("--der") {
+        var signature = signed.signature
+        let info = signed
+        if der {
             // Checked before the key was used; a key rotated to another algorithm since is not possible (rotation keeps it).
             signature = try P256.Signing.Signature(rawRepresentation: signature).derRepresentation
         }

@@ -38,19 +38,24 @@ extension OpenStore {
     /// Inside the daemon this unlocks the daemon itself (as `gpg-agent` caches a key its client
     /// unlocked): with the secret the command gives, or typed at the client's terminal; with
     /// neither, it fails saying the daemon is locked.
-    func unlockOneShot(_ inv: Invocation) throws {
-        if custodian.isUnlocked { return }
+    /// - Returns: The unlock, as the approval of this command's uses
+    ///   (``PresenceApproval/init(secretGiven:)``); nil when the custodian was unlocked already.
+    @discardableResult
+    func unlockOneShot(_ inv: Invocation) throws -> GivenSecret? {
+        if custodian.isUnlocked { return nil }
         guard try custodian.isInitialized() else { throw CustodyError.notInitialized }
         if inv.hosted != nil, !inv.io.canPrompt, !UnlockKinds.given(inv), !SecretSource.all.contains(where: { inv.option($0.option) != nil }) {
             throw CommandFailure("the daemon serving this store is locked",
                                  remedy: "run 'sitekeep unlock' (once; the daemon then keeps the store unlocked until 'sitekeep lock' or its idle lock)",
                                  code: "locked")
         }
+        var unlocked: GivenSecret?
         try UnlockInput.attempt(inv, isWrong: { ($0 as? CustodyError) == .unlockFailed }) { secret in
-            try inv.withProgress("Unlocking") { () throws in
+            unlocked = try inv.withProgress("Unlocking") { () throws in
                 try custodian.unlock(secret.take())
             }
         }
+        return unlocked
     }
 }
 

@@ -7,7 +7,7 @@ import Synchronization
 public import SiteKeepCrypto
 public import SiteKeepKeyring
 public import SiteKeepSystem
-public import SiteKeepNames
+import SiteKeepNames
 public import SiteKeepTPM
 public import SiteKeepFIDO2
 
@@ -101,38 +101,6 @@ public struct NewRecoverySlot: Sendable {
     public let slot: SlotInfo
     /// The code.
     public let code: RecoveryCode
-}
-
-/// Who is asking for a key use, for the audit log and presence checks.
-public struct KeyUseContext: Sendable {
-    /// Who asks: a site, the command line, the ssh-agent, or SiteKeep itself (``KeyUseClient/local``).
-    public var client: KeyUseClient
-    /// The operation name logged (`sign`, `key.sign`, `vault.commit`, ...).
-    public var op: OpName
-    /// A presence proof the caller already has (the command line's approval). Custody's gate
-    /// checks it, once, at use: it must be for this `client`, this `op` and the key used, young
-    /// enough, and taken in the current unlock.
-    public var presence: PresenceProof?
-    /// Where the gate gets the approval when ``presence`` is nil (the bridge, the ssh-agent): a
-    /// kept one for this exact use, else the user is asked, after custody has checked the use
-    /// could run.
-    public var approval: PresenceApproval?
-    /// What is being signed, in a few words, for the audit line (no secrets, at most 200
-    /// characters are kept): for the SSH agent the kind of data and the destination.
-    public var detail: String?
-
-    /// A context; the client is SiteKeep itself (``KeyUseClient/local``) unless given.
-    public init(client: KeyUseClient = .local, op: OpName = .sign, presence: PresenceProof? = nil, approval: PresenceApproval? = nil,
-                detail: String? = nil) {
-        self.client = client
-        self.op = op
-        self.presence = presence
-        self.approval = approval
-        self.detail = detail
-    }
-
-    /// SiteKeep itself, for the local user, op `sign`.
-    public static let local = KeyUseContext()
 }
 
 /// The custodian: the one place unwrapped keys live.
@@ -392,7 +360,9 @@ public final class Custodian: Sendable {
                                unlockBackoffSeconds: try backoff.remaining(now: configuration.wallClockSeconds()))
     }
 
-    func becomeUnlocked(_ master: consuming SecretBytes) {
+    /// Unlocks with `master`; returns when, on the boot clock (the unlock's ``Unlocked/unlockedAtNs``).
+    @discardableResult
+    func becomeUnlocked(_ master: consuming SecretBytes) -> UInt64 {
         let locked = LockedSecret(master)
         let now = configuration.bootClock.nanoseconds()
         let epoch: UInt64 = state.withLock { s in
@@ -405,6 +375,7 @@ public final class Custodian: Sendable {
         // proof a prompt returns during the unlock is refused by its holder's generation check.
         lockScope.clear()
         scheduleAutoLock(epoch: epoch, after: idleLifetime)
+        return now
     }
 
     func scheduleAutoLock(epoch: UInt64, after delay: Duration) {

@@ -29,6 +29,9 @@ public struct TeamSignature: Sendable, Equatable {
     public let algorithm: SigningAlgorithm
     /// The signature: 64 bytes, Ed25519 or raw `r || s` for P-256.
     public let signature: [UInt8]
+    /// The public key of that version (raw: 32 bytes Ed25519, 65 bytes uncompressed P-256), so
+    /// a caller that wraps the signature (an SSHSIG) needs no second look at the key.
+    public let publicKey: [UInt8]
 }
 
 /// Public facts of a team key or the device key (what `sitekeep team list` prints).

@@ -105,7 +105,7 @@ extension Custodian {
     }
 
     /// The unwrapped signing key of a version, cached for this unlock in the ``lockScope``.
-    /// Presence is not its business: the gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``)
+    /// Presence is not its business: the gate (``admit(_:keyID:unlockedAtNs:waited:)``)
     /// has admitted the use before a key is unwrapped for it.
     func signer(kind: SiteKeepNames.ItemKind, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int) {
         let (handle, v, _) = try signerAndPolicy(kind: kind, id: id, version: version, forSigning: forSigning)
@@ -114,14 +114,18 @@ extension Custodian {
 
     /// ``signer(kind:id:version:forSigning:)``, also giving the key's SSH policy as its
     /// record says (kept with the cached signer, so the signing gate reads no keyring item).
-    func signerAndPolicy(kind: SiteKeepNames.ItemKind, id: String, version: Int?, forSigning: Bool) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
+    /// `record`, when given, is the key's record as the caller just read it (the gate's
+    /// ``keyFacts(kind:id:version:)``): it is not read again.
+    func signerAndPolicy(kind: SiteKeepNames.ItemKind, id: String, version: Int?, forSigning: Bool,
+                         record given: KeyRecord? = nil) throws(CustodyError) -> (SigningKeyHandle, Int, SSHAgentPolicy?) {
         // Recorded before the master key is read: a key unwrapped across a lock is not cached.
         let generation = lockScope.generation
         let master = try currentUnlock().master
         // Fast path: the current version, unwrapped earlier in this unlock (no keyring read).
         let currentKey = "\(kind)/\(id)"
         if version == nil, let hit = signers.withLock({ $0.current[currentKey] }) { return (hit.handle, hit.version, hit.ssh) }
-        let record = try loadRecord(kind: kind, id: id)
+        let record: KeyRecord
+        if let given { record = given } else { record = try loadRecord(kind: kind, id: id) }
         let current = record.versions.count
         let v = version ?? current
         guard (1...current).contains(v) else { throw .versionNotFound(keyID: id, version: v) }
@@ -286,110 +290,6 @@ extension Custodian {
         try log(KeyUseContext(op: .teamDelete), key: id, result: "ok")
     }
 
-    /// Signs `message` with a team key's current version (Ed25519, or P-256 raw `r || s`).
-    ///
-    /// This is the one gate every team-key signature passes, whichever client asks (a page
-    /// through the bridge, `ssh` through the agent socket, the command line inside the daemon
-    /// or on its own):
-    /// - `context.presence` is required: a proof for `context.client` (a site, the ssh-agent,
-    ///   the command line: ``KeyUseClient``), `context.op` and `keyID`, younger than the presence
-    ///   lifetime and issued in the current unlock; without one, ``CustodyError/presenceRequired(_:)``.
-    /// - The key's policy, read from what the bytes are (``SignedDataKind``), not from what the
-    ///   caller says: an SSHSIG is signed only in a namespace the key's SSH policy allows; an SSH
-    ///   login request only for the ssh-agent socket (op `ssh.sign`, which has checked the
-    ///   destination) and a key whose policy allows logins; other data through the agent only
-    ///   when the policy allows other data. Otherwise ``CustodyError/policyRefused(_:)``.
-    ///
-    /// The use is in the audit log, with the id of the prompt that approved it, before the
-    /// signature is returned; a refused use is logged with its reason word.
-    /// - Parameters:
-    ///   - version: nil for the current version; an older version is refused
-    ///     (``CustodyError/versionVerifyOnly(keyID:version:)``).
-    public func sign(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> [UInt8] {
-        try signature(keyID: keyID, version: version, message: message, context: context).signature
-    }
-
-    /// ``sign(keyID:version:message:context:)``, also saying which algorithm and version signed.
-    /// The bridge answers `key.sign` with this: the key's record is not read again per
-    /// signature (a Secret Service round trip) once the key is unwrapped in this unlock.
-    public func signature(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> TeamSignature {
-        return try signWith(kind: .teamKey, key: Self.keyID(keyID), version: version, message: message, context: context)
-    }
-
-    func signWith(kind: SiteKeepNames.ItemKind, key: KeyID, version: Int?, message: [UInt8], context: KeyUseContext) throws(CustodyError) -> TeamSignature {
-        let keyID = key.string
-        let signature: [UInt8]
-        let algorithm: SigningAlgorithm
-        let signedVersion: Int
-        var logKey = keyID
-        var used = context
-        do throws(CustodyError) {
-            // The approval is checked against this unlock: a lock or unlock between that check
-            // and the key's use (another thread) voids it, as custody refuses a proof taken
-            // before its last unlock.
-            let generation = lockScope.generation
-            let unlockedAt = try currentUnlock().unlockedAtNs
-            // Before anyone is asked: the key must exist and its policy allow this data, so a
-            // use that cannot run never prompts (or waits for a touch). A refusal is logged
-            // with the version it would have used.
-            let dataKind = SignedDataKind(message)
-            let facts = try keyFacts(kind: kind, id: keyID, version: version)
-            logKey = "\(keyID)@v\(facts.version)"
-            if kind == .teamKey {
-                do throws(CustodyError) {
-                    try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: facts.ssh)
-                } catch .policyRefused(let why) where facts.sshUnbound {
-                    throw .policyRefused(why + "; the SSH policy in key \(keyID)'s keyring record is not the one SiteKeep bound to the key "
-                        + "(it was written before SiteKeep bound SSH policies, or edited outside SiteKeep), so SSH use is off: "
-                        + "turn it on again with 'sitekeep team ssh enable \(keyID)'")
-                }
-            }
-            // The one presence check: a touch of the key's security key for each use when its
-            // policy says so (no proof brought or kept counts), else ``admit``.
-            if let touch = facts.touch {
-                used.presence = try touchApproval(context, keyID: key, credential: touch)
-            } else {
-                used.presence = try admit(context, keyID: key, unlockedAtNs: unlockedAt, beforeAsking: {})
-            }
-            if used.presence == nil, kind == .teamKey {
-                throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
-                    + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
-            }
-            let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true)
-            if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
-            logKey = "\(keyID)@v\(v)"
-            if kind == .teamKey, ssh != facts.ssh {
-                // Again when the policy changed while the user was asked (the new one is in force).
-                try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: ssh)
-            }
-            signature = try cr { () throws(CryptoError) in try handle.sign(message) }
-            algorithm = handle.algorithm
-            signedVersion = v
-        } catch {
-            logQuietly(used, key: logKey, result: Self.resultWord(error))
-            throw error
-        }
-        try log(used, key: logKey, result: "ok")
-        return TeamSignature(keyID: keyID, version: signedVersion, algorithm: algorithm, signature: signature)
-    }
-
-    /// What the gate needs to know of a key before anyone is asked: the version a use would
-    /// take, its SSH policy and whether a touch approves it. From the signer cache when the
-    /// current version was unwrapped in this unlock, else from its record (which must exist).
-    ///
-    /// A record that names an SSH policy has its current version opened first (while unlocked):
-    /// the policy that counts is the one bound to the key, so a policy a keyring edit added or
-    /// widened lets no request through to a prompt (`sshUnbound` then says the record names one
-    /// that is not in force).
-    func keyFacts(kind: SiteKeepNames.ItemKind, id: String,
-                  version: Int?) throws(CustodyError) -> (version: Int, ssh: SSHAgentPolicy?, touch: FIDO2Credential?, sshUnbound: Bool) {
-        if version == nil, let hit = signers.withLock({ $0.current["\(kind)/\(id)"] }) { return (hit.version, hit.ssh, hit.touch, false) }
-        let record = try loadRecord(kind: kind, id: id)
-        guard record.sshToBind != nil else { return (version ?? record.versions.count, nil, record.touch, false) }
-        let ssh = try boundSSH(of: record, kind: kind)
-        return (version ?? record.versions.count, ssh, record.touch, ssh == nil)
-    }
-
     /// The SSH policy in force for team key `id`: the one its record names when it is bound to
     /// the key (custody wrote it with the key's versions, ``setSSHAgentPolicy(keyID:_:context:)``),
     /// else nil, as for a key whose SSH use is off. The ssh-agent offers only keys whose policy
@@ -400,19 +300,6 @@ extension Custodian {
         _ = try currentMaster()
         return try keyFacts(kind: .teamKey, id: id, version: nil).ssh
     }
-
-    static func resultWord(_ e: CustodyError) -> String {
-        switch e {
-        case .locked: "locked"
-        case .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceRequired,
-             .presenceDenied, .presenceTimedOut, .presenceUnavailable, .fido2(.noTouch), .fido2(.denied): "presence-refused"
-        case .policyRefused: "policy-refused"
-        case .keyNotFound, .versionNotFound: "no-such-key"
-        case .versionVerifyOnly: "verify-only"
-        default: "failed"
-        }
-    }
-
 
     /// Verifies a signature of a team key: against `version`, or against any version when nil.
     /// Needs no unlock (public keys only).

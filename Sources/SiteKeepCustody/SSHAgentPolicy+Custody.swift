@@ -62,8 +62,8 @@ extension Custodian {
                     logged.presence = try touchApproval(logged, keyID: key, credential: touch)
                 }
             } else {
-                // Through the one gate (``admit(_:keyID:unlockedAtNs:beforeAsking:)``), as a key use.
-                guard let proof = try admit(logged, keyID: key, unlockedAtNs: unlockedAt, beforeAsking: {}) else {
+                // Through the one gate (``admit(_:keyID:unlockedAtNs:waited:)``), as a key use.
+                guard let proof = try admit(logged, keyID: key, unlockedAtNs: unlockedAt) else {
                     throw .presenceRequired("changing what key \(id) may sign over SSH needs the user's approval; "
                         + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
                 }

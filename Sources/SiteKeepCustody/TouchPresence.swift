@@ -15,18 +15,16 @@ extension Custodian {
     /// The op a change of a key's presence policy is approved and logged under.
     public static let presencePolicyOp = OpName(known: "team.presence")
 
-    /// A fresh touch of `credential`'s security key, as the proof of this use.
+    /// The device part of a touch approval (the gate's ``touchApproval(_:keyID:credential:)``
+    /// decides and mints the proof): the plugged security key signs a fresh random challenge
+    /// for `credential`, whose signature, relying party and presence flag are checked.
     /// - Throws: ``CustodyError/fido2(_:)``: not touched in time (``FIDO2Error/noTouch``), the
     ///   key absent or not holding the credential, a reply that does not verify.
-    func touchApproval(_ context: KeyUseContext, keyID: KeyID, credential: FIDO2Credential) throws(CustodyError) -> PresenceProof {
+    func touchDevice(_ credential: FIDO2Credential) throws(CustodyError) {
         let key = try fido2Key()
-        configuration.touchNotice?(TouchNotice(client: context.client, op: context.op, keyID: keyID,
-                                               requester: context.approval?.label))
         try fido2Call { () throws(FIDO2Error) in
             try key.touch(rp: credential.relyingPartyID, credentialID: credential.id, publicKey: credential.publicKey)
         }
-        return PresenceProof(client: context.client, op: context.op, keyID: keyID, method: .touch,
-                             issuedAtNanoseconds: configuration.bootClock.nanoseconds())
     }
 
     /// Makes team key `id` need a touch of the plugged security key for each use: the key makes
@@ -49,7 +47,7 @@ extension Custodian {
             var record = try loadRecord(kind: .teamKey, id: id)
             guard record.touch == nil else { return record.info() }
             let unlockedAt = try currentUnlock().unlockedAtNs
-            guard let proof = try admit(logged, keyID: key, unlockedAtNs: unlockedAt, beforeAsking: {}) else {
+            guard let proof = try admit(logged, keyID: key, unlockedAtNs: unlockedAt) else {
                 throw .presenceRequired("making key \(id) need a touch of a security key needs the user's approval; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }

@@ -16,14 +16,13 @@ extension BridgeFailure {
         // Refused by the gate before any prompt: a page cannot put its own words there.
         case .invalidKeyID: self.init(.badRequest, "args.key must be a key id (\(KeyID.rule)); see `sitekeep team list`")
         case .presenceDenied: self.init(.presenceDenied, "the user refused")
-        case .presenceTimedOut, .presenceExpired, .presenceWrongSite, .presenceWrongUse, .presenceBeforeUnlock, .presenceUnavailable, .presenceRequired:
-            self.init(.presenceRequired, error.description)
-        case .policyRefused: self.init(.notAllowed, error.description)
         // The key needs a touch of the user's security key: the page learns that it was not
         // given, never which device or path.
         case .fido2(.noTouch), .fido2(.denied(_)):
             self.init(.presenceRequired, "the key needs a touch of the user's security key, and it was not touched in time")
         case .fido2: self.init(.presenceRequired, "the key needs a touch of the user's security key, which could not be reached")
+        case _ where error.isPresenceRefusal: self.init(.presenceRequired, error.description)
+        case .policyRefused: self.init(.notAllowed, error.description)
         default: self.init(.internal, "custody failed; see `sitekeep status` and the daemon log")
         }
     }

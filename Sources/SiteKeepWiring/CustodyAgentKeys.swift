@@ -25,8 +25,10 @@ import SiteKeepCrypto
 /// data (SSH user-auth with the bound host, SSHSIG with its namespace, or other). Which keys an
 /// agent may use is the keys' own SSH policy (`sitekeep team ssh enable`), not a site list.
 ///
-/// A use the policy refuses, or one refused because SiteKeep is locked or presence was denied,
-/// is logged too, with that result.
+/// **Policy.** The agent checks no policy of its own and writes no audit line: custody's gate
+/// applies the key's SSH policy to what the bytes are and logs every use, refused ones too
+/// (the policy, SiteKeep locked, presence denied), with the detail this request gives. Its
+/// refusal text is what the daemon's log shows the ssh client's request was refused for.
 public final class CustodyAgentKeys: AgentKeySource {
     /// The client agent connections act as.
     public static let client = KeyUseClient.sshAgent
@@ -61,14 +63,10 @@ public final class CustodyAgentKeys: AgentKeySource {
     public func sign(_ request: AgentSignRequest) throws(AgentRefusal) -> [UInt8] {
         let identity = request.identity
         let detail = request.purpose.auditDetail
-        if let why = identity.policy.refusal(of: request.purpose) {
-            refuse(identity, "policy-refused", detail)
-            throw .policy(why)
-        }
         let signed: TeamSignature
         do {
-            // The gate admits the use (kept approval or prompt), signs, and writes the audit
-            // line, approved or refused, before returning.
+            // The gate checks the key's policy, admits the use (kept approval or prompt), signs,
+            // and writes the audit line, approved or refused, before returning.
             // Kept only for a use the approval names, and only for the process that asked.
             let approval = PresenceApproval(window: presence, label: request.presenceLabel,
                                             scope: request.presenceScope ?? "", keep: request.presenceScope != nil)
@@ -76,7 +74,9 @@ public final class CustodyAgentKeys: AgentKeySource {
                                              context: KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail))
         } catch .locked {
             throw .locked
-        } catch where Self.isPresenceRefusal(error) {
+        } catch .policyRefused(let why) {
+            throw .policy(why)
+        } catch where error.isPresenceRefusal {
             throw .presence(error.description)
         } catch {
             throw .custody(error.description)
@@ -89,17 +89,6 @@ public final class CustodyAgentKeys: AgentKeySource {
         }
     }
 
-    static func isPresenceRefusal(_ e: CustodyError) -> Bool {
-        switch e {
-        case .presenceDenied, .presenceTimedOut, .presenceUnavailable, .presenceExpired, .presenceWrongSite, .presenceWrongUse,
-             .presenceBeforeUnlock, .presenceRequired: true
-        default: false
-        }
-    }
-
-    private func refuse(_ identity: AgentIdentity, _ result: String, _ detail: String) {
-        try? custodian.auditLog.append(client: Self.client, op: Self.op, key: "\(identity.keyID)@v\(identity.version)", result: result, detail: detail)
-    }
 }
 
 extension AgentIdentity {

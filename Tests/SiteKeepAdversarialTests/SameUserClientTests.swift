@@ -43,16 +43,23 @@ import SiteKeepTestSupport
         let newPass = try s.folder.file("new-pass.txt", Array("the attacker's passphrase\n".utf8))
         var tried: [String] = []
 
-        // The control socket: every key use asks the user, and a denial signs nothing.
-        for (what, args) in [("SSHSIG in a namespace the policy forbids", ["team", "sign", "summit", "--ssh-namespace", "file", "--message-file", message]),
-                             ("SSHSIG in the allowed namespace", ["team", "sign", "summit", "--ssh-namespace", "git", "--message-file", message]),
-                             ("raw signature", ["team", "sign", "summit", "--message-file", message]),
-                             ("raw signature of an SSH login request", ["team", "sign", "summit", "--message-file", login])] {
+        // The control socket: every key use that could run asks the user, and a denial signs
+        // nothing; one the key's policy forbids is refused by custody's gate before anyone is
+        // asked (issue 46, item 2: the command line describes the request, the gate decides).
+        for (what, args, policy) in [("SSHSIG in a namespace the policy forbids", ["team", "sign", "summit", "--ssh-namespace", "file", "--message-file", message], "namespace file"),
+                                     ("SSHSIG in the allowed namespace", ["team", "sign", "summit", "--ssh-namespace", "git", "--message-file", message], nil),
+                                     ("raw signature", ["team", "sign", "summit", "--message-file", message], nil),
+                                     ("raw signature of an SSH login request", ["team", "sign", "summit", "--message-file", login], "SSH login request")] {
             let asked = s.prompts.count
             let r = try attacker(args)
             #expect(r.code == 1 && r.out.isEmpty, "\(what): \(r.out) \(r.err)")
-            #expect(!r.out.contains("SSH SIGNATURE") && r.err.contains("not approved"), "\(what): \(r.err)")
-            #expect(s.prompts.count == asked + 1 && s.prompts.last?.op == "team.sign", "\(what): the user was asked")
+            if let policy {
+                #expect(r.err.contains(policy), "\(what): \(r.err)")
+                #expect(s.prompts.count == asked, "\(what): refused before the user was asked")
+            } else {
+                #expect(!r.out.contains("SSH SIGNATURE") && r.err.contains("not approved"), "\(what): \(r.err)")
+                #expect(s.prompts.count == asked + 1 && s.prompts.last?.op == "team.sign", "\(what): the user was asked")
+            }
             tried.append("team sign (\(what))")
         }
         // Even approved, the key's policy holds and a login request is the agent's alone.
@@ -116,7 +123,9 @@ import SiteKeepTestSupport
         #expect(!entries.contains { ($0.op == "team.sign" || $0.op == "key.sign" || $0.op == "ssh.sign") && $0.result == "ok" })
         #expect(!entries.contains { $0.op.hasPrefix("slot.") && $0.result == "ok" })
         let refused = entries.filter { $0.op == "team.sign" && $0.result == "presence-refused" && $0.site == "command-line" }
-        #expect(refused.count == 4 && refused.allSatisfy { $0.detail?.contains("pid") == true }, "each denied use is logged with who asked")
+        #expect(refused.count == 2 && refused.allSatisfy { $0.detail?.contains("pid") == true }, "each denied use is logged with who asked")
+        #expect(entries.filter { $0.op == "team.sign" && $0.result == "policy-refused" && $0.site == "command-line" }.count == 4,
+                "each use the policy forbids is logged, denied or approved")
         Attack.report("same-user client", "\(tried.count) uses through the control, bridge and agent sockets of an unlocked daemon, askpass denying: "
                       + tried.joined(separator: "; ") + "; none signed or changed anything")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import SiteKeepTestSupport
 import SiteKeepCrypto
@@ -133,5 +134,48 @@ import SiteKeepCrypto
         _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: "key.sign"))
         _ = try f.custodian.setSSHAgentPolicy(keyID: "t", SSHAgentPolicy(otherData: true), context: f.approved("t", op: Custodian.sshPolicyOp))
         _ = try f.custodian.sign(keyID: "t", message: [1, 2], context: f.approved("t", op: OpName.sshSign))
+    }
+
+    /// `team sign` on its own (issue 46, item 2): the command unlocks with the secret it was
+    /// given, and that unlock is its approval, which the gate checks and turns into a proof
+    /// itself; the one call then reads the key's record once (the keyring's load counter), and
+    /// the unlock serves one use only.
+    @Test func teamSignEntersTheGateOnceAndReadsTheKeyOnce() throws {
+        let f = try Fixture()
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        let oneShot = try f.reopened()
+        let given = try oneShot.unlock(.passphrase(secret(Fixture.passphrase)))
+        let context = KeyUseContext(client: .commandLine, op: .teamSign, approval: PresenceApproval(secretGiven: given))
+        let before = f.keyring.loads.withLock { $0 }
+        let signed = try oneShot.signature(keyID: "t", message: [1, 2, 3], context: context)
+        #expect(f.keyring.loads.withLock { $0 } - before == 1, "one keyring read per signature")
+        #expect(try oneShot.verify(keyID: "t", signature: signed.signature, message: [1, 2, 3]))
+        #expect(signed.publicKey.count == 32)
+        #expect(throws: CustodyError.presenceRequired("the secret given for this command has already approved a use")) {
+            try oneShot.signature(keyID: "t", message: [4], context: context)
+        }
+    }
+
+    /// The secret given for a command inside an unlocked custodian is checked by the gate
+    /// against the slots (a wrong one is refused and logged), and what the caller needs of the
+    /// key (`beforeAsking`) refuses a use before any approval is asked for or checked.
+    @Test func theGateChecksAGivenSecretAndTheCallersNeedsItself() throws {
+        let f = try Fixture()
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        func given(_ passphrase: String) throws -> PresenceApproval {
+            PresenceApproval(secretGiven: GivenSecret(.passphrase(try secret(passphrase))))
+        }
+        #expect(throws: CustodyError.unlockFailed) {
+            try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: .commandLine, op: .teamSign, approval: try given("wrong")))
+        }
+        _ = try f.custodian.sign(keyID: "t", message: [1], context: KeyUseContext(client: .commandLine, op: .teamSign,
+                                                                                 approval: try given(Fixture.passphrase)))
+        let refusing = KeyUseContext(client: .commandLine, op: .teamSign, approval: try given("never checked")) { (key: KeyUseFacts) throws(CustodyError) in
+            #expect(key.algorithm == .ed25519 && key.keyID == "t" && !key.needsTouch)
+            throw .invalidArgument("not this key")
+        }
+        #expect(throws: CustodyError.invalidArgument("not this key")) { try f.custodian.sign(keyID: "t", message: [2], context: refusing) }
     }
 }

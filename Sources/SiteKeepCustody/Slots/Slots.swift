@@ -175,11 +175,16 @@ extension Custodian {
     /// same ``CustodyError/unlockFailed`` and extend the back-off (4th failure 1 s, doubling to
     /// 5 min; kept in the keyring, checked and updated under a lock shared by every process).
     /// A mistyped recovery code is caught by its checksum first.
-    public func unlock(_ secret: consuming UnlockSecret, slotID: String? = nil) throws(CustodyError) {
+    /// - Returns: This unlock as the approval of the command that gave the secret
+    ///   (``PresenceApproval/init(secretGiven:)``): it serves while it is the current unlock
+    ///   and younger than the presence lifetime.
+    @discardableResult
+    public func unlock(_ secret: consuming UnlockSecret, slotID: String? = nil) throws(CustodyError) -> GivenSecret {
         let opened = try authorize(secret, op: .unlock, slotID: slotID)
         let slotUsed = opened.header.slotID
-        becomeUnlocked(opened.master)
+        let at = becomeUnlocked(opened.master)
         try log(KeyUseContext(op: .unlock), key: slotUsed, result: "ok")
+        return GivenSecret(unlockedAtNanoseconds: at)
     }
 
     /// Checks a passphrase against the passphrase slots without changing the lock state
