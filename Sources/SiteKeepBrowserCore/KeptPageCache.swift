@@ -205,7 +205,8 @@ public final class KeptPageCache: Sendable {
                 }
                 read[object] = bytes
             }
-            guard let stored = read[entry.object], let bytes = Self.join(stored, parts: read) else {
+            // A document with no parts was stored whole (one that held the marker text is never split).
+            guard let stored = read[entry.object], let bytes = entry.objects.count == 1 ? stored : Self.join(stored, parts: read) else {
                 unlink(manifestPath(url))
                 return nil
             }

@@ -525,6 +525,13 @@ enum CustodyCommands {
         let namespace = inv.option("--ssh-namespace")
         let der = inv.flag("--der")
         let derRefusal = "--der applies to P-256 keys only"
+        // --der is checked against the key's public record before anything is asked (the
+        // passphrase of a one-shot command included): a form the key cannot give never prompts.
+        // Only this form reads the record here; the gate still reads it once for the signature.
+        if der, let info = try? store.custodian.teamKeyInfo(id: id), info.algorithm != .p256 {
+            throw UsageError("\(derRefusal); \(id) is \(info.algorithm.rawValue) (its signature is printed raw, "
+                             + "64 bytes in base64: leave out --der)", command: inv.spec.commandLine)
+        }
         let approval = try Approval.request(inv, store: store, op: .teamSign, keyID: keyID)
         let context = KeyUseContext(client: .commandLine, op: .teamSign, approval: approval,
                                     detail: namespace.map { "sshsig namespace \($0)" }) { [inv] (key: KeyUseFacts) throws(CustodyError) in

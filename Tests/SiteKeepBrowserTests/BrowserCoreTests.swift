@@ -369,7 +369,7 @@ extension KeptPageCacheTests {
         let style = "body { background: #f4f1ea } " + String(repeating: "p { margin: 0 } ", count: 400)
         let pages = (1...5).map { Self.sharedPage("article \($0) " + String(repeating: "text ", count: 50), figure: figure, style: style) }
         for (i, p) in pages.enumerated() { try c.keep(url: "http://x/\(i)", title: nil, document: p) }
-        for (i, p) in pages.enumerated() { #expect(c.page(for: "http://x/\(i)")?.document == p, "page \(i) did not come back whole") }
+        for (i, p) in pages.enumerated() { #expect(c.page(for: "http://x/\(i)")?.document.elementsEqual(p) == true, "page \(i) did not come back whole") }
         let shared = Int64(figure.utf8.count + style.utf8.count)
         let whole = pages.reduce(Int64(0)) { $0 + Int64($1.count) }
         #expect(c.usage() < whole - 3 * shared, "the shared parts are counted more than once: \(c.usage()) of \(whole)")
@@ -394,17 +394,17 @@ extension KeptPageCacheTests {
         #expect(FileManager.default.fileExists(atPath: path), "the figure is not an object of its own")
         try Data("torn".utf8).write(to: URL(fileURLWithPath: path))
         #expect(c.page(for: "http://x/a") == nil && c.page(for: "http://x/b") == nil)
-        #expect(c.page(for: "http://x/plain")?.document == plain)
+        #expect(c.page(for: "http://x/plain")?.document.elementsEqual(plain) == true)
 
         // Budget: dropping the older of two pages sharing a part keeps the part for the other.
-        let (d, dir2) = try cache(budget: Int64(figure.utf8.count + 600))
+        let (d, dir2) = try cache(budget: Int64(figure.utf8.count + 700))
         defer { try? FileManager.default.removeItem(atPath: dir2) }
         let t0 = Date(timeIntervalSince1970: 1_000_000)
         try d.keep(url: "http://x/a", title: nil, document: a, now: t0)
         try d.keep(url: "http://x/b", title: nil, document: b, now: t0.addingTimeInterval(1))
         try d.keep(url: "http://x/c", title: nil, document: Array(repeating: 0x41, count: 400), now: t0.addingTimeInterval(2))
         #expect(!d.contains(url: "http://x/a"), "the least recently used page was not dropped")
-        #expect(d.page(for: "http://x/b")?.document == b, "the part the remaining page shares was dropped with the other")
+        #expect(d.page(for: "http://x/b")?.document.elementsEqual(b) == true, "the part the remaining page shares was dropped with the other")
     }
 
     /// A page whose own text holds the marker is kept whole: nothing in a page can name a part.
@@ -416,14 +416,14 @@ extension KeptPageCacheTests {
         try c.keep(url: "http://x/a", title: nil, document: Self.sharedPage("A", figure: figure, style: ""))
         let sneaky = Array("<p>\(KeptPageCache.partMarker)\(Self.digest(Array(figure.utf8)))</p><img src=\"\(figure)\">".utf8)
         try c.keep(url: "http://x/s", title: nil, document: sneaky)
-        #expect(c.page(for: "http://x/s")?.document == sneaky)
+        #expect(c.page(for: "http://x/s")?.document.elementsEqual(sneaky) == true, "a page holding the marker text did not come back whole")
 
         var g = SystemRandomNumberGenerator()
         let pieces = ["\"data:", "\"", "<style", ">", "</style>", "<style media=x>", "a", String(repeating: "z", count: 3000), "'"]
         for _ in 0..<300 {
             let doc = Array((0..<Int.random(in: 0..<12, using: &g)).map { _ in pieces.randomElement(using: &g)! }.joined().utf8)
             let (stored, parts) = c.split(doc)
-            #expect(KeptPageCache.join(stored, parts: parts) == doc, "split/join changed \(String(decoding: doc.prefix(80), as: UTF8.self))")
+            #expect(KeptPageCache.join(stored, parts: parts)?.elementsEqual(doc) == true, "split/join changed \(String(decoding: doc.prefix(80), as: UTF8.self))")
         }
     }
 }

@@ -36,6 +36,11 @@ import SiteKeepTestSupport
             let used = try Self.signLines(store)
             #expect(used.isEmpty, "\(extra) used the key: \(used)")
         }
+        // A one-shot command asks for nothing first: --der on an Ed25519 key is refused before
+        // the passphrase would be asked (no --passphrase-file, no terminal here).
+        let asked = await store.run(["team", "sign", "summit", "--message-file", message, "--der"])
+        #expect(asked.status != 0 && asked.err.contains("--der applies to P-256 keys only"), "\(asked.err)")
+        #expect(try Self.signLines(store).isEmpty)
         // What it can honour still signs, once, and says so.
         let ok = await store.run(["team", "sign", "summit", "--message-file", message, "--passphrase-file", store.passFile])
         #expect(ok.status == 0, "\(ok.err)")
