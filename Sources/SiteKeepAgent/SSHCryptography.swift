@@ -1,3 +1,5 @@
+public import SiteKeepEncoding
+
 /// The cryptography the agent's formats need and do not implement: the SHA-2 digests of
 /// fingerprints and SSHSIG, and the checks of signatures made by keys SiteKeep does not hold (a
 /// server's host key signing its session identifier, an SSHSIG signer). The agent links no
@@ -21,24 +23,8 @@ public protocol SSHCryptography: Sendable {
     func isValidRSA(modulus: [UInt8], exponent: [UInt8], signature: [UInt8], message: [UInt8], hash: SSHRSAHash) -> Bool
 }
 
-/// The NIST curves of `ecdsa-sha2-nistpNNN` keys (RFC 5656), each with the hash it is paired with.
-public enum SSHCurve: String, Sendable, CaseIterable {
-    /// P-256 with SHA-256.
-    case p256 = "nistp256"
-    /// P-384 with SHA-384.
-    case p384 = "nistp384"
-    /// P-521 with SHA-512.
-    case p521 = "nistp521"
-
-    /// The length of one coordinate, in bytes.
-    public var coordinateByteCount: Int {
-        switch self {
-        case .p256: 32
-        case .p384: 48
-        case .p521: 66
-        }
-    }
-}
+/// The NIST curves of `ecdsa-sha2-nistpNNN` keys (RFC 5656): the encoding target's, shared with the crypto layer.
+public typealias SSHCurve = ECDSACurve
 
 /// The hashes an `ssh-rsa` key's signature may use here: `rsa-sha2-256` and `rsa-sha2-512`
 /// (SHA-1, `ssh-rsa` signatures, is refused).

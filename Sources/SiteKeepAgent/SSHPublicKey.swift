@@ -1,5 +1,5 @@
 public import SiteKeepNames
-import SiteKeepEncoding
+public import SiteKeepEncoding
 
 /// An SSH public key in the forms OpenSSH uses: the wire blob (RFC 4253 §6.6, RFC 5656 §3.1,
 /// RFC 8709 §4), the `authorized_keys` line and the `SHA256:` fingerprint `ssh-keygen -l` prints.

@@ -1,4 +1,5 @@
 internal import COpenSSL
+public import SiteKeepSecureMemory
 
 /// Verification of signatures made by keys SiteKeep does not hold: another party's public key,
 /// such as an SSH server's host key signing its session identifier. Nothing here signs or holds
@@ -8,42 +9,7 @@ internal import COpenSSL
 /// as in ``P256``: they skip the provider decoder framework, which costs milliseconds on first use.
 public enum ForeignSignature: Sendable {
     /// The NIST curves ECDSA is verified on, each with the hash RFC 5656 pairs it with.
-    public enum Curve: String, Sendable, CaseIterable {
-        /// P-256 with SHA-256.
-        case p256 = "nistp256"
-        /// P-384 with SHA-384.
-        case p384 = "nistp384"
-        /// P-521 with SHA-512.
-        case p521 = "nistp521"
-
-        /// The length of one coordinate, in bytes.
-        public var coordinateByteCount: Int {
-            switch self {
-            case .p256: 32
-            case .p384: 48
-            case .p521: 66
-            }
-        }
-
-        var nid: Int32 {
-            switch self {
-            case .p256: NID_X9_62_prime256v1
-            case .p384: NID_secp384r1
-            case .p521: NID_secp521r1
-            }
-        }
-
-        func digest(_ message: [UInt8]) -> [UInt8] {
-            switch self {
-            case .p256: return SHA256.hash(message)
-            case .p384:
-                var out = [UInt8](repeating: 0, count: 48)
-                message.withUnsafeBufferPointer { _ = COpenSSL.SHA384($0.baseAddress, $0.count, &out) }
-                return out
-            case .p521: return SHA512.hash(message)
-            }
-        }
-    }
+    public typealias Curve = ECDSACurve
 
     /// The hashes an RSA PKCS#1 v1.5 signature may use here (SHA-1, `ssh-rsa`, is refused).
     public enum RSAHash: String, Sendable {
@@ -104,5 +70,26 @@ public enum ForeignSignature: Sendable {
         let rc = RSA_verify(nid, digest, UInt32(digest.count), padded, UInt32(padded.count), rsa)
         if rc != 1 { ERR_clear_error() }
         return rc == 1
+    }
+}
+
+extension ECDSACurve {
+    var nid: Int32 {
+        switch self {
+        case .p256: NID_X9_62_prime256v1
+        case .p384: NID_secp384r1
+        case .p521: NID_secp521r1
+        }
+    }
+
+    func digest(_ message: [UInt8]) -> [UInt8] {
+        switch self {
+        case .p256: return SHA256.hash(message)
+        case .p384:
+            var out = [UInt8](repeating: 0, count: 48)
+            message.withUnsafeBufferPointer { _ = COpenSSL.SHA384($0.baseAddress, $0.count, &out) }
+            return out
+        case .p521: return SHA512.hash(message)
+        }
     }
 }

@@ -1,5 +1,5 @@
 public import SiteKeepAgent
-import SiteKeepCrypto
+public import SiteKeepCrypto
 
 /// The agent's ``SSHCryptography`` on SiteKeepCrypto: SHA-256 and SHA-512 and Ed25519 through
 /// libsodium, ECDSA on the NIST curves and RSA through OpenSSL (``ForeignSignature``). What the
@@ -17,12 +17,7 @@ public struct CryptoSSHCryptography: SSHCryptography {
     }
 
     public func isValidECDSA(curve: SSHCurve, point: [UInt8], r: [UInt8], s: [UInt8], message: [UInt8]) -> Bool {
-        let named: ForeignSignature.Curve = switch curve {
-        case .p256: .p256
-        case .p384: .p384
-        case .p521: .p521
-        }
-        return ForeignSignature.isValidECDSA(curve: named, point: point, r: r, s: s, message: message)
+        ForeignSignature.isValidECDSA(curve: curve, point: point, r: r, s: s, message: message)
     }
 
     public func isValidRSA(modulus: [UInt8], exponent: [UInt8], signature: [UInt8], message: [UInt8], hash: SSHRSAHash) -> Bool {

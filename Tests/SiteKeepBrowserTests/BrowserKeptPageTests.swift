@@ -7,10 +7,9 @@ import Glibc
 #endif
 
 extension BrowserProcessTests {
-    /// A page followed by a link in the same tab, whose style sheet and figure the session already
-    /// has (revalidated, HTTP 304, or from the cache): its kept copy still holds both, inlined,
-    /// and shows them offline.
-    @Test func aPageFollowedByALinkIsKeptWithItsCachedStyleAndFigure() throws {
+    /// A store, the daemon, and two articles A and B on the first test site, each linking to
+    /// the other (`#next`), sharing the site's style sheet and figure.
+    static func linkedPagesRig() throws -> BrowserRig {
         let rig = try BrowserRig()
         try rig.makeStore()
         for (name, next) in [("a", "b"), ("b", "a")] {
@@ -20,6 +19,14 @@ extension BrowserProcessTests {
         try rig.write(rig.ports[0], "style.css", TestSites.style)
         try rig.write(rig.ports[0], "fig.svg", TestSites.figure)
         try rig.startDaemon()
+        return rig
+    }
+
+    /// A page followed by a link in the same tab, whose style sheet and figure the session already
+    /// has (revalidated, HTTP 304, or from the cache): its kept copy still holds both, inlined,
+    /// and shows them offline.
+    @Test func aPageFollowedByALinkIsKeptWithItsCachedStyleAndFigure() throws {
+        let rig = try Self.linkedPagesRig()
         try rig.startServer(rig.ports[0])
         let a = rig.origins[0] + "/a.html", b = rig.origins[0] + "/b.html"
         let p = try rig.launch(["--no-prefetch", a])
@@ -46,15 +53,7 @@ extension BrowserProcessTests {
     /// page as it showed online: its screenshot has the same colours (the style sheet's
     /// background, the figure's red) in the same shares as the online one.
     @Test func aFollowedPageComesBackOfflineAsItShowedOnlineAndARelaunchAsksNothing() throws {
-        let rig = try BrowserRig()
-        try rig.makeStore()
-        for (name, next) in [("a", "b"), ("b", "a")] {
-            let html = TestSites.article(name.uppercased()).replacingOccurrences(of: "<body>", with: "<body><p><a id=\"next\" href=\"\(next).html\">Next</a></p>")
-            try rig.write(rig.ports[0], "\(name).html", html)
-        }
-        try rig.write(rig.ports[0], "style.css", TestSites.style)
-        try rig.write(rig.ports[0], "fig.svg", TestSites.figure)
-        try rig.startDaemon()
+        let rig = try Self.linkedPagesRig()
         try rig.startRevalidatingServer(rig.ports[0])
         let a = rig.origins[0] + "/a.html", b = rig.origins[0] + "/b.html"
         let first = try rig.launch(["--no-prefetch", a])

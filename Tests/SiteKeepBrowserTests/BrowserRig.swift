@@ -121,36 +121,30 @@ final class BrowserRig {
 
     /// Serves `www(port)` on 127.0.0.1:port (python3 -m http.server), waiting until it answers.
     func startServer(_ port: Int) throws {
-        servers[port] = try Spawned("/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", String(port), "--directory", www(port)],
-                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
+        try serve(port, ["-m", "http.server", "--bind", "127.0.0.1", String(port), "--directory", www(port)], what: "the test HTTP server")
+    }
+
+    /// Starts python3 with `arguments` as the server of `port`, logging to `http-PORT.log`,
+    /// and waits until the port answers.
+    private func serve(_ port: Int, _ arguments: [String], what: String) throws {
+        servers[port] = try Spawned("/usr/bin/python3", arguments, env: ["PATH": "/usr/bin:/bin"],
+                                    log: dir.appendingPathComponent("http-\(port).log").path)
         for _ in 0..<100 {
             if canConnect(port: port) { return }
             usleep(50_000)
         }
-        throw RigError("the test HTTP server on port \(port) did not start")
+        throw RigError("\(what) on port \(port) did not start")
     }
 
     /// Serves `www(port)` on 127.0.0.1:port as ``startServer(_:)`` does, and `/endless.html` as a
     /// page that never ends and `/away.html` as a redirect to `away` (``TestSites/endlessServer``).
     func startEndlessServer(_ port: Int, away: String) throws {
-        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.endlessServer, String(port), www(port), away],
-                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
-        for _ in 0..<100 {
-            if canConnect(port: port) { return }
-            usleep(50_000)
-        }
-        throw RigError("the endless test server on port \(port) did not start")
+        try serve(port, ["-c", TestSites.endlessServer, String(port), www(port), away], what: "the endless test server")
     }
 
     /// Serves `www(port)` on 127.0.0.1:port with `no-cache` and ETags (``TestSites/revalidatingServer``).
     func startRevalidatingServer(_ port: Int) throws {
-        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.revalidatingServer, String(port), www(port)],
-                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
-        for _ in 0..<100 {
-            if canConnect(port: port) { return }
-            usleep(50_000)
-        }
-        throw RigError("the revalidating test server on port \(port) did not start")
+        try serve(port, ["-c", TestSites.revalidatingServer, String(port), www(port)], what: "the revalidating test server")
     }
 
     /// The requests the test server on `port` has logged so far ("GET /a.html", ...).
@@ -183,13 +177,7 @@ final class BrowserRig {
     /// Serves `www(port)` on 127.0.0.1:port as ``startServer(_:)`` does, and files that ask to
     /// be downloaded (``TestSites/downloadServer``).
     func startDownloadServer(_ port: Int) throws {
-        servers[port] = try Spawned("/usr/bin/python3", ["-c", TestSites.downloadServer, String(port), www(port)],
-                                    env: ["PATH": "/usr/bin:/bin"], log: dir.appendingPathComponent("http-\(port).log").path)
-        for _ in 0..<100 {
-            if canConnect(port: port) { return }
-            usleep(50_000)
-        }
-        throw RigError("the download test server on port \(port) did not start")
+        try serve(port, ["-c", TestSites.downloadServer, String(port), www(port)], what: "the download test server")
     }
 
     /// Every file under the test's folder (the browser's HOME: the store with each site's
