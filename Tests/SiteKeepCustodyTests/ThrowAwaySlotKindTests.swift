@@ -4,8 +4,10 @@ import SiteKeepKeyring
 import SiteKeepCustody
 
 /// A sixth slot kind that exists only in this test target: 32 bytes of a throw-away token
-/// through HKDF-SHA256. Everything it says is here, against the public ``SlotKind`` protocol
-/// (this file imports custody without `@testable`); the generic path does the rest.
+/// through HKDF-SHA256. Everything it says is here, against the ``SlotKind`` protocol (package
+/// access: a kind is added inside SiteKeep, and its `prepare` turns a secret into key-encryption
+/// input, which no public API hands out; this file imports custody without `@testable`); the
+/// generic path does the rest.
 enum ThrowAwaySlot: SlotKind {
     static let name = "throwaway"
     static let stored = StoredSlotKind(name: "throwaway", code: 0xF0, kdf: .hkdfSHA256(info: "sitekeep.test.slot.throwaway.v1"))

@@ -13,7 +13,7 @@ public enum PRFSlot: SlotKind {
     public static let underBackoff = true
 
     /// Checks that there are exactly ``WebAuthnPRF/outputByteCount`` bytes.
-    public static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? {
+    package static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? {
         switch consume secret {
         case .some(let bytes):
             guard bytes.count == WebAuthnPRF.outputByteCount else {

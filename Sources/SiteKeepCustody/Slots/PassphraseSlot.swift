@@ -12,7 +12,7 @@ public enum PassphraseSlot: SlotKind {
     public static let underBackoff = true
 
     /// Refuses a missing passphrase.
-    public static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? {
+    package static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? {
         switch consume secret {
         case .some(let p): return p
         case .none: throw .invalidArgument("no passphrase was given")

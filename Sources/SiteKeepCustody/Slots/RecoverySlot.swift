@@ -10,7 +10,7 @@ public enum RecoverySlot: SlotKind {
 
     /// The code's 16 bytes, from the text as typed (case, `-` and spaces do not matter).
     /// - Throws: ``CustodyError/recoveryCodeMistyped(_:)`` when its length or checksum is wrong.
-    public static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? {
+    package static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? {
         switch consume secret {
         case .some(let typed): return try RecoveryCode.parse(typed)
         case .none: throw .recoveryCodeMistyped("a recovery code has \(RecoveryCode.symbolCount) characters, this has 0")

@@ -24,7 +24,7 @@ public import SiteKeepCrypto
 ///     static let unlockInput = SlotUnlockInput.secret(option: "--prf-file", prompt: nil)
 /// }
 /// ```
-public protocol SlotKind: Sendable {
+package protocol SlotKind: Sendable {
     /// The kind's name: the `KIND` of `slot add`, the unlock method on the control wire
     /// (`passphrase`, `prf`, `fido2`, `recovery`, `tpm2`).
     static var name: String { get }
@@ -62,10 +62,10 @@ public protocol SlotKind: Sendable {
 
 extension SlotKind {
     /// Passes the secret on unchanged.
-    public static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? { secret }
+    package static func prepare(_ secret: consuming SecretBytes?) throws(CustodyError) -> SecretBytes? { secret }
 
     /// Tries `input` as the KEK input of each candidate in turn.
-    public static func open(_ candidates: [SlotCandidate], with input: borrowing SecretBytes?,
+    package static func open(_ candidates: [SlotCandidate], with input: borrowing SecretBytes?,
                             opener: borrowing SlotOpener) throws(CustodyError) -> OpenedSlot {
         switch input {
         case .some(let bytes):
@@ -79,7 +79,7 @@ extension SlotKind {
     }
 
     /// Adds nothing.
-    public static func describe(_ header: SlotHeader, into info: inout SlotInfo) {}
+    package static func describe(_ header: SlotHeader, into info: inout SlotInfo) {}
 }
 
 /// What a slot header says about its kind: the kind's name, the byte that names it on disk,
@@ -192,11 +192,11 @@ extension SlotOpener: Sendable {}
 /// `.tpm2(pin:)`, `.fido2(pin:)`).
 public struct UnlockSecret: ~Copyable {
     /// The kind this secret opens.
-    public let kind: any SlotKind.Type
+    package let kind: any SlotKind.Type
     let secret: SecretBytes?
 
     /// A secret for `kind`.
-    public init(_ kind: any SlotKind.Type, secret: consuming SecretBytes?) {
+    package init(_ kind: any SlotKind.Type, secret: consuming SecretBytes?) {
         self.kind = kind
         self.secret = secret
     }

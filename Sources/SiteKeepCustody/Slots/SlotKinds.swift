@@ -10,7 +10,7 @@ public import SiteKeepCrypto
 /// ``init(adding:)``.
 public struct SlotKinds: Sendable {
     /// Every kind, in order.
-    public let all: [any SlotKind.Type]
+    package let all: [any SlotKind.Type]
 
     /// SiteKeep's kinds. A new kind is one new file under `Slots/` and one more entry here.
     public static let standard = SlotKinds(checked: [
@@ -22,7 +22,7 @@ public struct SlotKinds: Sendable {
     /// The standard kinds and `extra` after them.
     /// - Throws: ``CustodyError/invalidArgument(_:)`` when two kinds share a name, or two
     ///   stored kinds a header code.
-    public init(adding extra: [any SlotKind.Type]) throws(CustodyError) {
+    package init(adding extra: [any SlotKind.Type]) throws(CustodyError) {
         let kinds = Self.standard.all + extra
         var names: Set<String> = [], codes: [UInt8: String] = [:]
         for kind in kinds {
@@ -39,7 +39,7 @@ public struct SlotKinds: Sendable {
     public var names: [String] { all.map { $0.name } }
 
     /// The kind named `name` (`slot add KIND`, the control wire's unlock method).
-    public func named(_ name: String) -> (any SlotKind.Type)? {
+    package func named(_ name: String) -> (any SlotKind.Type)? {
         all.first { $0.name == name }
     }
 
@@ -50,12 +50,12 @@ public struct SlotKinds: Sendable {
 
     /// The kind whose own slots are of `stored` kind (not one that opens another kind's
     /// slots): the one that describes them.
-    public func owner(of stored: StoredSlotKind) -> (any SlotKind.Type)? {
+    package func owner(of stored: StoredSlotKind) -> (any SlotKind.Type)? {
         all.first { $0.stored == stored && $0.name == stored.name }
     }
 
     /// The kinds whose unlock input the command line picks with an option or flag.
-    public func kind(triggeredBy option: String) -> (any SlotKind.Type)? {
+    package func kind(triggeredBy option: String) -> (any SlotKind.Type)? {
         all.first { $0.unlockInput.trigger == option }
     }
 

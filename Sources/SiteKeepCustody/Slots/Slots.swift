@@ -79,7 +79,7 @@ extension Custodian {
     /// - Throws: ``CustodyError/invalidArgument(_:)`` for a kind this custodian's
     ///   ``CustodianConfiguration/slotKinds`` does not list, or one that opens another kind's
     ///   slots; the errors of checking `current`.
-    public func addSlot(_ kind: any SlotKind.Type, kekInput: consuming SecretBytes, label: String,
+    package func addSlot(_ kind: any SlotKind.Type, kekInput: consuming SecretBytes, label: String,
                         current: consuming UnlockSecret) throws(CustodyError) -> SlotInfo {
         guard configuration.slotKinds.owner(of: kind.stored) != nil, kind.stored.name == kind.name else {
             throw .invalidArgument("this store does not know the slot kind '\(kind.name)'")
