@@ -280,7 +280,15 @@ import Glibc
         let uiRoot = URL(fileURLWithPath: ui).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path   // v0.2.3/
         let started = ChildProcess.capture(vaultServer, ["start", serverDir], environment: ["SEND__VAULT_STATIC_DIR": uiRoot, "PATH": "/usr/bin:/bin"])
         #expect(started.status == 0, "tools/vault-server start: \(started.err)")
-        defer { _ = ChildProcess.capture(vaultServer, ["stop", serverDir], environment: ["PATH": "/usr/bin:/bin"]) }
+        let serverPid = (try? String(contentsOfFile: serverDir + "/server.pid", encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        defer {
+            // The rig (whose folder holds the server's pid file) must outlive the stop: ARC may
+            // release it after its last use, before this runs, and the script would then find no
+            // pid to stop (the uvicorn left running after a whole run). And by pid, whatever the script did.
+            withExtendedLifetime(rig) { _ = ChildProcess.capture(vaultServer, ["stop", serverDir], environment: ["PATH": "/usr/bin:/bin"]) }
+            if let serverPid, serverPid > 0, let line = try? String(contentsOfFile: "/proc/\(serverPid)/cmdline", encoding: .utf8),
+               line.contains("uvicorn") { kill(serverPid, SIGKILL) }
+        }
         let server = try String(contentsOfFile: serverDir + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let tokenFile = serverDir + "/token"
         let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
