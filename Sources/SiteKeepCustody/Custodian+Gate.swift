@@ -320,9 +320,10 @@ extension Custodian {
     /// The current unlock as the approval of the command that made it, for a custodian that
     /// serves one command in that command's own process (the command line on its own: every
     /// unlock it has is that command's, with the secret it was given). The gate still checks
-    /// it is the current unlock and younger than the presence lifetime.
+    /// it is the current unlock and younger than the presence lifetime. Package access: inside
+    /// the daemon an unlock is not an approval, so no library user of custody may turn one into it.
     /// - Throws: ``CustodyError/locked``.
-    public func currentUnlockGiven() throws(CustodyError) -> GivenSecret {
+    package func currentUnlockGiven() throws(CustodyError) -> GivenSecret {
         GivenSecret(unlockedAtNanoseconds: try currentUnlock(touch: false).unlockedAtNs)
     }
 
