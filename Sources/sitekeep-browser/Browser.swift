@@ -555,12 +555,22 @@ final class Browser {
     /// Clicks the label of tab `index` on the tab strip with the primary button, as a mouse
     /// would (automation); `done` runs with true once the window has received the press.
     func clickTabLabel(_ index: Int, done: @escaping @MainActor (Bool) -> Void) {
-        guard let window, tabs.indices.contains(index), tabStripShown else { done(false); return }
-        let label = tabs[index].label
-        let before = buttonPressesSeen
-        let x = Double(gtk_widget_get_width(label)) / 2, y = Double(gtk_widget_get_height(label)) / 2
-        guard skb_x11_click(window, label, x, y, 1, GdkModifierType(rawValue: 0)) != 0 else { done(false); return }
-        waitFor({ [weak self] in (self?.buttonPressesSeen ?? .max) > before }, done: done)
+        guard window != nil, tabs.indices.contains(index), tabStripShown else { done(false); return }
+        // A strip shown a moment ago is laid out at the next frame (later on a busy machine):
+        // the click waits for the label to have its place, or it lands where the label is not.
+        // The label is looked up each time: the tab may close meanwhile.
+        let placedLabel: @MainActor () -> UnsafeMutablePointer<GtkWidget>? = { [weak self] in
+            guard let self, self.tabs.indices.contains(index) else { return nil }
+            let label = self.tabs[index].label
+            return gtk_widget_get_mapped(label) != 0 && gtk_widget_get_width(label) > 0 ? label : nil
+        }
+        waitFor({ placedLabel() != nil }) { [weak self] placed in
+            guard let self, placed, let window = self.window, let label = placedLabel() else { done(false); return }
+            let before = self.buttonPressesSeen
+            let x = Double(gtk_widget_get_width(label)) / 2, y = Double(gtk_widget_get_height(label)) / 2
+            guard skb_x11_click(window, label, x, y, 1, GdkModifierType(rawValue: 0)) != 0 else { done(false); return }
+            self.waitFor({ [weak self] in (self?.buttonPressesSeen ?? .max) > before }, done: done)
+        }
     }
 
     /// Asks the window to close as a window manager does (automation): WM_DELETE_WINDOW

@@ -104,6 +104,10 @@ extension BrowserProcessTests {
         #expect(s["active"]?.intValue == 2, "End switched tabs")
         try p.command(["cmd": "key", "name": "Home"])
         _ = try p.evalUntil(2, "scrollY === 0 ? true : null")
+        // Back at the top the strip shows again; the click waits for it (on a busy machine the
+        // scroll's event can come after the page reached the top, and a click on a hidden strip
+        // lands in the page).
+        _ = try p.stateUntil("the tab strip shown again at the top") { $0["tabStrip"]?.stringValue == "shown" }
         // A click on the strip: the tab it names, and the keyboard in its page.
         try p.command(["cmd": "click", "tabLabel": 1])
         s = try p.stateUntil("tab 1 shown after a click on the strip, the page focused") { $0["active"]?.intValue == 1 && $0["focus"]?.stringValue == "page" }
