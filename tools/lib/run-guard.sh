@@ -34,6 +34,18 @@ os.execv("/bin/bash", ["bash"] + sys.argv[1:])' "$@"
     export SITEKEEP_RUN_MARK
 }
 
+# run_guard_exec_tied PROGRAM [ARG...] — in a subshell started with `( … ) &`: execs PROGRAM with
+# a parent-death signal (prctl PR_SET_PDEATHSIG, SIGTERM, kept across execve), so a server the
+# script starts ends with the script even when no trap can run (SIGKILL, a CI timeout). PROGRAM
+# is a path; its environment is the subshell's (no secret goes on the command line).
+run_guard_exec_tied() {
+    exec python3 -c 'import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):  # the script is gone already
+    sys.exit(1)
+os.execv(sys.argv[2], sys.argv[2:])' "$$" "$@"
+}
+
 # run_guard_leftovers — "PID COMMAND" per line for every live process of this run (zombies and
 # the scan itself left out).
 run_guard_leftovers() {
