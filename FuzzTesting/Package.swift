@@ -23,7 +23,7 @@ let package = Package(
         ]),
         // Site origins (`Origin(parsing:)`): what a page or a site list hands the registry.
         .executableTarget(name: "FuzzOrigin", dependencies: [
-            .product(name: "SiteKeepPartitions", package: "SiteKeep"),
+            .product(name: "SiteKeepVocabulary", package: "SiteKeep"),
         ]),
         // Slot headers read back from the keyring, through the custodian's public API.
         .executableTarget(name: "FuzzSlotHeader", dependencies: [

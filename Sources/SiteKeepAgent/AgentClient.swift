@@ -1,4 +1,5 @@
 import Glibc
+import CLinux
 internal import SiteKeepSocket
 public import SiteKeepSystem
 

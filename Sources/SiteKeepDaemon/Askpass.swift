@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import CLinux
 
 /// The presence program (`SITEKEEP_ASKPASS`), checked before the daemon starts.
 public enum Askpass {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import Synchronization
 
 /// Serialises writes to one socket (replies from its own thread, events from others) and makes

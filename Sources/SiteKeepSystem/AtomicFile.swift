@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import Synchronization
 
 /// Replaces a file atomically: a reader sees the old content or the new, never a mix, and a

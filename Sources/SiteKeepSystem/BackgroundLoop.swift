@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// A named background thread running one loop until it is stopped: what the daemon's periodic
 /// services (background vault sync, reminder delivery) share.

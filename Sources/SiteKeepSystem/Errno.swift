@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// A C error number as a value (the `errno` a failed system call left), in the shape of
 /// swift-system's `Errno`: compare with the named constants, print with its meaning.

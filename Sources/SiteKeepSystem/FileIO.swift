@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// Whole-buffer reads and writes on file descriptors, with `EINTR` and short counts handled
 /// once, here.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// An advisory lock (`flock`) on a lock file, held for the duration of a closure: how SiteKeep
 /// processes (a daemon and one-shot commands) take turns on one store's files.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// What `lstat` says of a file that changes when its contents do: device, inode, size and the
 /// modification and change times to the nanosecond. A file replaced atomically (rename) gets a

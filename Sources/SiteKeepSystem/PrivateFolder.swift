@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// Folders only this user may enter: SiteKeep's store home, its sites' folders and its socket
 /// folders.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// SIGTERM and SIGINT, blocked so that a serving process can wait for them with `sigwait` and
 /// stop cleanly, instead of dying mid-request.

@@ -1,4 +1,4 @@
-import SiteKeepPartitions
+import SiteKeepVocabulary
 
 /// libFuzzer entry point: `Origin(parsing:)` on any text. It must return or throw an
 /// `OriginError`, never crash; what parses must be canonical (its serialisation parses back to
