@@ -40,10 +40,11 @@ os.execv("/bin/bash", ["bash"] + sys.argv[1:])' "$@"
 # is a path; its environment is the subshell's (no secret goes on the command line).
 run_guard_exec_tied() {
     exec python3 -c 'import ctypes, os, signal, sys
+parent = os.getppid()
 ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-if os.getppid() != int(sys.argv[1]):  # the script is gone already
+if os.getppid() != parent:  # the shell that started it is gone already
     sys.exit(1)
-os.execv(sys.argv[2], sys.argv[2:])' "$$" "$@"
+os.execv(sys.argv[1], sys.argv[1:])' "$@"
 }
 
 # run_guard_leftovers — "PID COMMAND" per line for every live process of this run (zombies and
