@@ -18,13 +18,19 @@
 # one. Only processes of this run are ever signalled, by pid: never by name, never the process
 # group the script itself runs in.
 
+# The system Python, run by exec in this very process: a python3 found first on PATH may be a
+# wrapper (a pyenv shim) that runs Python as a child, which would be the subreaper (or the
+# parent-death watcher) instead of the script.
+RUN_GUARD_PYTHON=/usr/bin/python3
+[ -x "$RUN_GUARD_PYTHON" ] || RUN_GUARD_PYTHON=python3
+
 # run_guard_init SCRIPT [ARG...] — call before anything else is started.
 run_guard_init() {
     if [ "${SITEKEEP_RUN_GUARD_PID:-}" != "$$" ]; then
         # Not yet a subreaper: become one (Python's ctypes reaches prctl), and exec the script
         # again, under the same pid; the guard's own pid marks that it is done.
         export SITEKEEP_RUN_GUARD_PID=$$
-        exec python3 -c 'import ctypes, os, sys
+        exec "$RUN_GUARD_PYTHON" -c 'import ctypes, os, sys
 if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
     sys.stderr.write("run-guard: prctl(PR_SET_CHILD_SUBREAPER) failed; orphans go to init\n")
 os.execv("/bin/bash", ["bash"] + sys.argv[1:])' "$@"
@@ -39,7 +45,7 @@ os.execv("/bin/bash", ["bash"] + sys.argv[1:])' "$@"
 # script starts ends with the script even when no trap can run (SIGKILL, a CI timeout). PROGRAM
 # is a path; its environment is the subshell's (no secret goes on the command line).
 run_guard_exec_tied() {
-    exec python3 -c 'import ctypes, os, signal, sys
+    exec "$RUN_GUARD_PYTHON" -c 'import ctypes, os, signal, sys
 parent = os.getppid()
 ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 if os.getppid() != parent:  # the shell that started it is gone already
@@ -50,7 +56,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$@"
 # run_guard_leftovers — "PID COMMAND" per line for every live process of this run (zombies and
 # the scan itself left out).
 run_guard_leftovers() {
-    python3 - "$$" <<'PY'
+    "$RUN_GUARD_PYTHON" - "$$" <<'PY'
 import os, sys
 root = int(sys.argv[1])
 mark = ("SITEKEEP_RUN_MARK=" + os.environ.get("SITEKEEP_RUN_MARK", "")).encode()
@@ -97,6 +103,22 @@ for pid, (state, _) in sorted(procs.items()):
             continue
         print(pid, (cmd or "?")[:160])
 PY
+}
+
+# run_guard_end_all — ends every process of this run still alive (TERM, 3 s, KILL), silently:
+# for a script interrupted while its children run, before its teardown and its check.
+run_guard_end_all() {
+    local pid i
+    for pid in $(run_guard_leftovers | cut -d' ' -f1); do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for i in $(seq 1 30); do
+        [ -n "$(run_guard_leftovers)" ] || return 0
+        sleep 0.1
+    done
+    for pid in $(run_guard_leftovers | cut -d' ' -f1); do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
 }
 
 # run_guard_reap WHO — after the script's own teardown: what of this run is still alive is a
