@@ -8,6 +8,9 @@
 # The tests reach it through SITEKEEP_TPM_TCTI=swtpm:host=127.0.0.1,port=P, the same tpm2-tss
 # TCTI loader a machine's /dev/tpmrm0 goes through.
 
+# shellcheck source=tools/lib/run-guard.sh
+. "$(dirname "${BASH_SOURCE[0]}")/run-guard.sh"   # run_guard_exec_tied: swtpm ends with the script
+
 SWTPM_PID=""
 
 swtpm_start() {
@@ -24,8 +27,8 @@ for _ in range(50):
     except OSError:
         pass')
     [ -n "$port" ] || { echo "swtpm: no free port pair" >&2; return 1; }
-    swtpm socket --tpm2 --server "type=tcp,port=$port,bindaddr=127.0.0.1" --ctrl "type=tcp,port=$((port + 1)),bindaddr=127.0.0.1" \
-        --tpmstate "dir=$dir" --flags not-need-init,startup-clear >"$dir/swtpm.log" 2>&1 &
+    (run_guard_exec_tied "$(command -v swtpm)" socket --tpm2 --server "type=tcp,port=$port,bindaddr=127.0.0.1" --ctrl "type=tcp,port=$((port + 1)),bindaddr=127.0.0.1" \
+        --tpmstate "dir=$dir" --flags not-need-init,startup-clear >"$dir/swtpm.log" 2>&1) &
     SWTPM_PID=$!
     for i in $(seq 1 100); do
         if python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2).close()" 2>/dev/null; then

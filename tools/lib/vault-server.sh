@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tools/lib/vault-server.sh — start and stop the real vault server (SG/Send's FastAPI app,
 # sgraph-ai-app-send 0.34.0 in .venv-server) on loopback ports, for the vault sync tests.
 # Sourced by tools/test (and usable by hand):
@@ -15,6 +16,9 @@
 # server's environment is exported by the subshell that execs it, never given to `env`, and
 # curl reads the access token's header from its config on stdin (-K -), written by printf, a
 # builtin. tools/check-argv-secrets holds every script in tools/ to that.
+
+# shellcheck source=tools/lib/run-guard.sh
+. "$(dirname "${BASH_SOURCE[0]}")/run-guard.sh"   # run_guard_exec_tied: the servers end with the script
 
 VAULT_SERVER_VENV="${VAULT_SERVER_VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv-server}"
 VAULT_SERVER_PIDS=()
@@ -46,7 +50,7 @@ vault_server_start() {
         # moto: a mock of the S3 API (not S3), on its own loopback port.
         local mport
         mport=$(vault_free_port)
-        "$VAULT_SERVER_VENV/bin/moto_server" -H 127.0.0.1 -p "$mport" >"$dir/moto.log" 2>&1 &
+        (run_guard_exec_tied "$VAULT_SERVER_VENV/bin/moto_server" -H 127.0.0.1 -p "$mport" >"$dir/moto.log" 2>&1) &
         MOTO_PID=$!
         VAULT_SERVER_PIDS+=("$MOTO_PID")
         MOTO_URL="http://127.0.0.1:$mport"
@@ -61,7 +65,7 @@ vault_server_start() {
     fi
     # shellcheck disable=SC2163 # each element is NAME=VALUE: export it as such
     (cd "$dir" && unset AWS_PROFILE && export "${env[@]}" && export SGRAPH_SEND__ACCESS_TOKEN="$VAULT_SERVER_TOKEN" \
-        && exec "$VAULT_SERVER_VENV/bin/uvicorn" \
+        && run_guard_exec_tied "$VAULT_SERVER_VENV/bin/uvicorn" \
         sgraph_ai_app_send__docker.app:create_app --factory --host 127.0.0.1 --port "$port" >"$dir/server.log" 2>&1) &
     VAULT_SERVER_PID=$!
     VAULT_SERVER_PIDS+=("$VAULT_SERVER_PID")
@@ -70,12 +74,23 @@ vault_server_start() {
         tail -20 "$dir/server.log" >&2; return 1; }
 }
 
+# vault_server_stop — SIGTERM to each process started here, by pid; what has not exited 10 s
+# later (uvicorn's graceful shutdown waits for open connections) gets SIGKILL. Then reaped.
 vault_server_stop() {
-    local pid
+    local pid i alive
     for pid in "${VAULT_SERVER_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
     done
+    for i in $(seq 1 100); do
+        alive=0
+        for pid in "${VAULT_SERVER_PIDS[@]}"; do
+            kill -0 "$pid" 2>/dev/null && alive=1
+        done
+        [ "$alive" -eq 1 ] || break
+        [ "$i" -eq 100 ] || sleep 0.1
+    done
     for pid in "${VAULT_SERVER_PIDS[@]}"; do
+        kill -0 "$pid" 2>/dev/null && { echo "vault-server: pid $pid did not stop on SIGTERM within 10 s; SIGKILL" >&2; kill -9 "$pid" 2>/dev/null; }
         wait "$pid" 2>/dev/null || true
     done
     VAULT_SERVER_PIDS=()
