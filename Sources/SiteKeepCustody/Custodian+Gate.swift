@@ -112,8 +112,8 @@ extension Custodian {
             if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
             if kind == .teamKey, ssh != facts.ssh {
-                // Again if the policy signed under is not the one checked (the signer cache
-                // changed between the two: a lock and unlock, a rotation by another thread).
+                // Again if the policy signed under is not the one checked: the cached signer
+                // changed while the user was asked (`team ssh` updates it at once; a rotation).
                 try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: ssh)
             }
             let signature = try cr { () throws(CryptoError) in try handle.sign(message) }
