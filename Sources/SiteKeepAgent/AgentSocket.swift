@@ -61,29 +61,20 @@ public final class AgentSocketServer: Sendable {
     public func shutdown() { listener.shutdown() }
 
     private func serve(_ connection: SocketConnection) {
-        guard let cred = connection.peer, connection.isSameUser else { return }
-        UnixSocket.setSendTimeout(connection.fd, seconds: 5)
+        guard let cred = connection.admit(sendTimeout: 5) else { return }
         let peer = AgentPeer(pid: cred.pid, uid: cred.uid, command: Self.command(of: cred.pid),
                              startTime: Self.startTime(ofPeerOf: connection.fd, pid: cred.pid))
         let session = AgentSession(keys: keys, peer: peer)
-        var reader = AgentFrameReader()
         // An agent request is small (a sign request: a key blob and the data); a longer one
         // arrives in several reads, which the frame reader joins.
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { connection.receive(into: $0) }
-            if n == 0 { return }   // end of stream (a partial message is dropped with it)
-            let events = chunk.withUnsafeBytes { reader.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            for event in events {
-                guard case .message(let payload) = event else {
-                    onRefusal(peer, .malformed("a message longer than 256 KiB; the connection was closed"))
-                    return
-                }
-                let reply = session.reply(to: payload)
-                if let why = session.lastRefusal { onRefusal(peer, why) }
-                guard connection.writer.send(reply.framed, terminator: nil) else { return }
+        connection.serveFrames(splitting: AgentFrames(), chunkBytes: 16 << 10) { event in
+            guard case .message(let payload) = event else {
+                onRefusal(peer, .malformed("a message longer than 256 KiB; the connection was closed"))
+                return false
             }
-            connection.answered()
+            let reply = session.reply(to: payload)
+            if let why = session.lastRefusal { onRefusal(peer, why) }
+            return connection.writer.send(reply.framed, terminator: nil)
         }
     }
 
@@ -126,4 +117,11 @@ public final class AgentSocketServer: Sendable {
         while let last = bytes.last, last == 0x0a || last == 0x20 || last == 0 { bytes.removeLast() }
         return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
     }
+}
+
+/// The agent's messages (``AgentFrameReader``: length-prefixed, at most 256 KiB) through the
+/// sockets' one serve loop.
+private struct AgentFrames: FrameSplitter {
+    var reader = AgentFrameReader()
+    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [AgentFrameReader.Event] { reader.feed(bytes) }
 }

@@ -79,50 +79,44 @@ public final class BridgeServer: Sendable {
 
     private func serve(_ socket: SocketConnection, host: HostCheck) {
         let out = socket.writer
-        UnixSocket.setSendTimeout(socket.fd, seconds: 5)
-        guard let peer = socket.peer, socket.isSameUser else {
+        guard let peer = socket.admit(sendTimeout: 5, refusingStrangers: { out in
             let f = BridgeFailure(.forbiddenPeer, "the SiteKeep daemon serves only its own user")
             _ = out.send(BridgeMessage.failure(id: .null, f).bytes)
-            return
-        }
+        }) else { return }
         let connection = BridgeConnection(peer: peer, host: host) { bytes in _ = out.send(bytes) }
         defer { dispatcher.disconnect(connection) }
         let executor = ConnectionExecutor()
-        var reader = FrameReader(maxFrame: maxFrame)
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
         // What a page sent (a `vault.save`'s plaintext) is wiped, not only freed.
-        defer { wipe(&chunk) }
-        while true {
-            let n = chunk.withUnsafeMutableBytes { socket.receive(into: $0) }
-            if n == 0 { return }   // EOF, error, or (draining) nothing more buffered
-            guard handle(chunk, count: n, reader: &reader, connection: connection, executor: executor, out: out) else { return }
-            socket.answered()
+        socket.serveFrames(splitting: BridgeFrames(reader: FrameReader(maxFrame: maxFrame)), chunkBytes: 64 << 10, wipingReads: true) { frame in
+            answer(frame, connection: connection, executor: executor, out: out)
         }
     }
 
-    /// Answers every whole frame in the first `count` bytes of `chunk`; false when the peer is gone.
-    private func handle(_ chunk: [UInt8], count n: Int, reader: inout FrameReader, connection: BridgeConnection,
-                        executor: ConnectionExecutor, out: SocketWriter) -> Bool {
-        let frames = chunk.withUnsafeBytes { reader.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-        for frame in frames {
-            var reply: [UInt8]
-            switch frame {
-            case .oversized:
-                reply = BridgeMessage.failure(id: .null, BridgeFailure(.tooLarge, "a frame is longer than \(maxFrame) bytes; it was skipped")).bytes
-            case .frame(let bytes):
-                let d = dispatcher
-                reply = executor.run { await d.handle(bytes, connection: connection) }
-                    ?? BridgeMessage.failure(id: .null, BridgeFailure(.internal, "the request did not complete")).bytes
-            }
-            let sent = out.send(reply)
-            // A reply may carry vault plaintext (`vault.load`): wiped once sent, not only freed.
-            wipe(&reply)
-            guard sent else { return false }
-            // A connection whose site was removed or changed got its refusal; close it.
-            if connection.isRevoked { return false }
+    /// Answers one frame; false when the peer is gone or the connection was revoked.
+    private func answer(_ frame: FrameReader.Frame, connection: BridgeConnection, executor: ConnectionExecutor, out: SocketWriter) -> Bool {
+        var reply: [UInt8]
+        switch frame {
+        case .oversized:
+            reply = BridgeMessage.failure(id: .null, BridgeFailure(.tooLarge, "a frame is longer than \(maxFrame) bytes; it was skipped")).bytes
+        case .frame(let bytes):
+            let d = dispatcher
+            reply = executor.run { await d.handle(bytes, connection: connection) }
+                ?? BridgeMessage.failure(id: .null, BridgeFailure(.internal, "the request did not complete")).bytes
         }
-        return true
+        let sent = out.send(reply)
+        // A reply may carry vault plaintext (`vault.load`): wiped once sent, not only freed.
+        wipe(&reply)
+        guard sent else { return false }
+        // A connection whose site was removed or changed got its refusal; close it.
+        return !connection.isRevoked
     }
+}
+
+/// The bridge's newline-delimited frames (``FrameReader``, bounded by the request limit)
+/// through the sockets' one serve loop.
+private struct BridgeFrames: FrameSplitter {
+    var reader: FrameReader
+    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [FrameReader.Frame] { reader.feed(bytes) }
 }
 
 /// Runs the daemon until SIGTERM or SIGINT: socket activation when systemd passed a socket

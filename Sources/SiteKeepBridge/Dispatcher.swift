@@ -218,13 +218,10 @@ public final class BridgeDispatcher: Sendable {
     /// it is malformed or refused (opaque, `file:`, …).
     static func canonical(_ origin: String) -> String? { (try? Origin(parsing: origin))?.serialized }
 
-    /// A canonical origin as people type it: without the scheme's default port.
+    /// A canonical origin as people type it (``Origin/pageForm``: without the scheme's default port).
     static func shortOrigin(_ origin: String?) -> String? {
         guard let origin else { return nil }
-        for (scheme, port) in [("https://", ":443"), ("http://", ":80")] where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
-            return String(origin.dropLast(port.count))
-        }
-        return origin
+        return (try? Origin(parsing: origin))?.pageForm ?? origin
     }
 
     /// Refuses every message on a connection whose site was removed, or whose origins or

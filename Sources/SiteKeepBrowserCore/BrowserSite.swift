@@ -64,12 +64,3 @@ public struct BrowserSite: Sendable, Hashable {
     /// The kept-page cache (``KeptPageCache``).
     public var keptDirectory: String { webFolder + "/kept" }
 }
-
-extension Origin {
-    /// `scheme://host[:port]` as a page's `location.origin` gives it: the default port left out
-    /// (``serialized`` always writes it).
-    public var pageForm: String {
-        let h = host.contains(":") ? "[\(host)]" : host
-        return port == scheme.defaultPort ? "\(scheme.rawValue)://\(h)" : "\(scheme.rawValue)://\(h):\(port)"
-    }
-}

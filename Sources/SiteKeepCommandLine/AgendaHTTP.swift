@@ -1,5 +1,6 @@
 import SiteKeepCore
 import SiteKeepHTTP
+import SiteKeepSystem
 
 /// Fetches agenda URLs with `If-None-Match` through SiteKeep's one HTTP client (SiteKeepHTTP:
 /// libcurl, loaded on the first fetch).
@@ -42,8 +43,9 @@ struct HTTPAgendaFetcher: AgendaFetcher {
         }
     }
 
-    /// `text` cut to `limit` characters, control characters left out (it goes into a message).
+    /// `text` cut to `limit` characters, hidden characters escaped by SiteKeep's one display
+    /// escaper (``DisplayText``: it goes into a message).
     static func printable(_ text: String, _ limit: Int) -> String {
-        String(text.prefix(limit).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.map(Character.init))
+        DisplayText.escaped(text, limit: limit)
     }
 }

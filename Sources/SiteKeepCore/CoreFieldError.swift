@@ -1,3 +1,5 @@
+import SiteKeepSystem
+
 /// A document the core refused, naming the JSON path of the bad field and what is wrong with it.
 ///
 /// Every validator of the core (schedules, agendas, workflows, read marks) throws this, so a
@@ -16,14 +18,11 @@ public struct CoreFieldError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { "\(path) \(problem)" }
 }
 
-/// A short, printable rendering of text from outside (for messages): control characters
-/// escaped, at most 40 characters.
+/// A short, printable rendering of text from outside (for messages), quoted: hidden characters,
+/// quotes and backslashes escaped by SiteKeep's one display escaper (``DisplayText``), at most 40
+/// characters.
 package func printable(_ text: String) -> String {
-    var out = ""
-    for scalar in text.unicodeScalars.prefix(40) {
-        if scalar.value < 0x20 || scalar.value == 0x7f { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
-    }
-    return "\"" + out + (text.unicodeScalars.count > 40 ? "…" : "") + "\""
+    "\"" + DisplayText.escaped(text, limit: 40) + "\""
 }
 
 /// Whether `text` has a C0 control character or DEL (refused in ids and titles: they would break

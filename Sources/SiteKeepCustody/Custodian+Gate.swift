@@ -21,7 +21,8 @@ import Synchronization
 //    secret the command gave, a kept approval, or the user asked now; each checked once by
 //    ``Custodian/checkProof(_:client:op:keyID:unlockedAtNs:lifetime:)``. The gate mints the
 //    proofs of the secret and the touch itself; the verifiers mint the prompts'.
-// 5. Sign, with the policy checked again if it changed while the user was asked.
+// 5. Sign with the key read in 2 (the keyring is not read again after the user answered:
+//    what they approved is that record's use).
 // 6. Audit: the use is in the log, approved or refused (``CustodyError/auditResult``), with the
 //    key's version, before the signature is returned.
 
@@ -56,8 +57,8 @@ extension Custodian {
 
     /// ``sign(keyID:version:message:context:)``, also saying which algorithm, version and public
     /// key signed. The bridge, the agent and `team sign` answer with this: the key's record is
-    /// read at most once per signature (none once the key is unwrapped in this unlock), and
-    /// again only after the user was asked (it may have changed meanwhile).
+    /// read at most once per signature, the user asked or not (none once the key is unwrapped
+    /// in this unlock), and a key is opened at most once.
     public func signature(keyID: String, version: Int? = nil, message: [UInt8], context: KeyUseContext = .local) throws(CustodyError) -> TeamSignature {
         return try signWith(kind: .teamKey, key: Self.keyID(keyID), version: version, message: message, context: context)
     }
@@ -103,14 +104,16 @@ extension Custodian {
                 throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
-            // 5. Sign. The record read for the facts serves unless the user was asked: it may
-            // have changed while they answered.
+            // 5. Sign, with the record read for the facts (one keyring read per signature, the
+            // user asked or not): what was decided, and what the user approved, is that record's.
+            // A key with an SSH policy was opened by that read and is taken from the cache.
             let (handle, v, ssh) = try signerAndPolicy(kind: kind, id: keyID, version: version, forSigning: true,
-                                                       record: waited ? nil : facts.record)
+                                                       record: facts.record)
             if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
             if kind == .teamKey, ssh != facts.ssh {
-                // Again when the policy changed while the user was asked (the new one is in force).
+                // Again if the policy signed under is not the one checked: the cached signer
+                // changed while the user was asked (`team ssh` updates it at once; a rotation).
                 try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: ssh)
             }
             let signature = try cr { () throws(CryptoError) in try handle.sign(message) }
@@ -161,7 +164,9 @@ extension Custodian {
         guard record.sshToBind != nil else {
             return KeyFacts(version: v, ssh: nil, touch: record.touch, sshUnbound: false, algorithm: record.algorithm, record: record)
         }
-        let ssh = try boundSSH(of: record, kind: kind)
+        // The current version is opened to see the policy bound to it, and kept in the signer
+        // cache (as any opened key is, for this unlock), so the signature does not open it again.
+        let (_, _, ssh) = try signerAndPolicy(kind: kind, id: id, version: nil, forSigning: false, record: record)
         return KeyFacts(version: v, ssh: ssh, touch: record.touch, sshUnbound: ssh == nil, algorithm: record.algorithm, record: record)
     }
 

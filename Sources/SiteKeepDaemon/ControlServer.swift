@@ -84,12 +84,11 @@ public final class ControlServer: Sendable {
 
     private func serve(_ connection: SocketConnection) {
         let fd = connection.fd
-        UnixSocket.setReceiveTimeout(fd, seconds: 10)
-        UnixSocket.setSendTimeout(fd, seconds: 10)
-        guard connection.isSameUser else {
-            Self.refuse(connection, "forbidden_peer", "the SiteKeep daemon serves only its own user")
-            return
-        }
+        // Admitted as the bridge and the agent admit; the request is then one header line
+        // (read here: descriptors ride on it), not a stream of frames.
+        guard connection.admit(sendTimeout: 10, receiveTimeout: 10, refusingStrangers: { out in
+            _ = out.send(JSONSerializer.bytes(["ok": false, "code": "forbidden_peer", "error": "the SiteKeep daemon serves only its own user"]))
+        }) != nil else { return }
         guard let (header, descriptors) = Self.readHeader(fd) else {
             Self.refuse(connection, "bad_request", "the control request is not one JSON object line")
             return

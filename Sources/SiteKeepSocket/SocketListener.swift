@@ -82,6 +82,65 @@ public final class SocketConnection: @unchecked Sendable {
     }
 }
 
+/// How a protocol splits its byte stream into frames: the bridge's newline-delimited JSON
+/// (`FrameReader`) and the ssh-agent's length-prefixed messages (`AgentFrameReader`). The
+/// splitter bounds a frame's length and says what an oversized one is (a frame of its own kind,
+/// which the protocol answers or closes on); the loop only carries bytes to it.
+public protocol FrameSplitter {
+    /// One unit the protocol answers: a whole frame, or the splitter's word for one it refused.
+    associatedtype Frame
+    /// Adds bytes and returns the frames they complete, in order.
+    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Frame]
+}
+
+extension SocketConnection {
+    /// Admits the peer and sets the connection's time-outs, the first step of every server's
+    /// connection (bridge, control, ssh-agent): the send time-out (and the receive time-out,
+    /// when given) in seconds, then the peer's credentials if it runs as this process's user.
+    /// A stranger (or a peer whose credentials could not be read) gets `refuse`'s words, if the
+    /// protocol has any, and nil: the handler then returns and the listener closes the connection.
+    public func admit(sendTimeout: Int, receiveTimeout: Int? = nil,
+                      refusingStrangers refuse: (SocketWriter) -> Void = { _ in }) -> PeerCredentials? {
+        if let receiveTimeout { UnixSocket.setReceiveTimeout(fd, seconds: receiveTimeout) }
+        UnixSocket.setSendTimeout(fd, seconds: sendTimeout)
+        guard let peer, isSameUser else {
+            refuse(writer)
+            return nil
+        }
+        return peer
+    }
+
+    /// The one per-connection serve loop of the Unix-socket servers: receives up to `chunkBytes`
+    /// at a time (``receive(into:)``: the look-before-sleeping window, the drain on shutdown),
+    /// has `splitter` cut the bytes into frames, and calls `answer` for each frame in order;
+    /// `answer` writes the reply and says whether the connection goes on. Returns at end of
+    /// stream (bytes of an unfinished frame are dropped with it), when the listener has drained,
+    /// or when `answer` returns false; the listener then closes the connection.
+    /// - Parameter wipingReads: overwrite the receive buffer with zeros when the loop ends (what
+    ///   a page sends may be a vault's plaintext), not only free it.
+    public func serveFrames<Splitter: FrameSplitter>(splitting splitter: Splitter, chunkBytes: Int, wipingReads: Bool = false,
+                                                     _ answer: (Splitter.Frame) -> Bool) {
+        var splitter = splitter
+        var chunk = [UInt8](repeating: 0, count: chunkBytes)
+        defer {
+            if wipingReads {
+                chunk.withUnsafeMutableBytes { buffer in
+                    if let p = buffer.baseAddress { explicit_bzero(p, buffer.count) }
+                }
+            }
+        }
+        while true {
+            let n = chunk.withUnsafeMutableBytes { receive(into: $0) }
+            if n == 0 { return }   // end of stream, an error, or (draining) nothing more buffered
+            let frames = chunk.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            for frame in frames {
+                guard answer(frame) else { return }
+            }
+            answered()
+        }
+    }
+}
+
 /// A Unix-socket server's accept loop, shared by the bridge, the control socket and the
 /// ssh-agent socket: one thread per connection, peers' credentials read at accept, and a
 /// graceful stop.

@@ -209,6 +209,14 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { serialized }
+
+    /// `scheme://host[:port]` as a page's `location.origin` gives it and as people type it: the
+    /// scheme's default port left out (``serialized`` always writes it). The one short form of
+    /// an origin (the browser's page origins, the bridge's refusals).
+    public var pageForm: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return port == scheme.defaultPort ? "\(scheme.rawValue)://\(h)" : "\(scheme.rawValue)://\(h):\(port)"
+    }
 }
 
 /// Host canonicalisation: IPv4 check, UTS 46 basics, Punycode.

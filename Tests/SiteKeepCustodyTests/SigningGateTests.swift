@@ -157,6 +157,30 @@ import SiteKeepCrypto
         }
     }
 
+    /// A first signature the user is asked for reads the key's record once (issue 46, item 5):
+    /// the record the gate read for the key's facts is the one signed with after the prompt,
+    /// for a plain key and for one with an SSH policy (whose facts read already opens the key
+    /// to see the policy bound to it, and keeps it for the signature).
+    @Test func aSignatureTheUserIsAskedForReadsTheKeyOnce() throws {
+        let f = try Fixture()
+        try f.initialize(recovery: false)
+        _ = try f.custodian.generateTeamKey(id: "t", name: "T")
+        _ = try f.custodian.generateTeamKey(id: "s", name: "S")
+        _ = try f.custodian.setSSHAgentPolicy(keyID: "s", SSHAgentPolicy(otherData: true), context: f.approved("s", op: Custodian.sshPolicyOp))
+        for (key, client, op) in [("t", KeyUseClient.commandLine, OpName.teamSign), ("s", KeyUseClient.sshAgent, OpName.sshSign)] {
+            // A custodian that has not seen the key in this unlock: nothing cached or parsed.
+            let fresh = try f.reopened()
+            _ = try fresh.unlock(.passphrase(secret(Fixture.passphrase)))
+            let verifier = CountingVerifier(clock: f.clock.boot)
+            let context = KeyUseContext(client: client, op: op, approval: PresenceApproval(asking: verifier, label: "a test"))
+            let before = f.keyring.loads.withLock { $0 }
+            let signed = try fresh.signature(keyID: key, message: [1, 2, 3], context: context)
+            #expect(f.keyring.loads.withLock { $0 } - before == 1, "key \(key): one keyring read for a signature the user was asked for")
+            #expect(verifier.asked.withLock { $0 } == 1)
+            #expect(try fresh.verify(keyID: key, signature: signed.signature, message: [1, 2, 3]))
+        }
+    }
+
     /// The secret given for a command inside an unlocked custodian is checked by the gate
     /// against the slots (a wrong one is refused and logged), and what the caller needs of the
     /// key (`beforeAsking`) refuses a use before any approval is asked for or checked.

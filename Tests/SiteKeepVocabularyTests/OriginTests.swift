@@ -115,6 +115,16 @@ import Testing
         #expect(a != (try Origin(parsing: "https://example.com.newsroom.sgit.ai")))
     }
 
+    /// The one short form: the scheme's default port left out, any other port and an IPv6
+    /// host's brackets kept (the bridge's refusals and the browser's page origins use it).
+    @Test func pageFormLeavesOutOnlyTheDefaultPort() throws {
+        #expect(try Origin(parsing: "https://newsroom.sgit.ai:443").pageForm == "https://newsroom.sgit.ai")
+        #expect(try Origin(parsing: "https://newsroom.sgit.ai:8443").pageForm == "https://newsroom.sgit.ai:8443")
+        #expect(try Origin(parsing: "http://localhost:80").pageForm == "http://localhost")
+        #expect(try Origin(parsing: "http://127.0.0.1:443").pageForm == "http://127.0.0.1:443")
+        #expect(try Origin(parsing: "http://[::1]:8001").pageForm == "http://[::1]:8001")
+    }
+
     @Test func errorsSayWhatToDo() {
         #expect(OriginError.insecureScheme(host: "a.example").description.contains("use https"))
         #expect(OriginError.nonCanonicalIPv4("127.1").description.contains("dotted-decimal"))
