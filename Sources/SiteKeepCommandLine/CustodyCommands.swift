@@ -638,8 +638,9 @@ enum CustodyCommands {
         let entries = Array(try store.custodian.auditLog.entries().suffix(limit))
         inv.emit(.array(entries.map { e in
             .object([JSONMember(key: "seq", value: .integer(e.seq)), JSONMember(key: "time", value: .string(e.time)),
-                     JSONMember(key: "site", value: .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
-                     JSONMember(key: "key", value: .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
+                     // The log file writes "-" where a line has no site or key; JSON says null.
+                     JSONMember(key: "site", value: e.site == "-" ? .null : .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
+                     JSONMember(key: "key", value: e.key == "-" ? .null : .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
                      JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null),
                      JSONMember(key: "prompt", value: e.prompt.map { .string($0) } ?? .null),
                      JSONMember(key: "detail", value: e.detail.map { .string($0) } ?? .null)])
