@@ -187,6 +187,8 @@ enum CustodyCommands {
             if let pid = daemon.pid { members.append(JSONMember(key: "daemonPid", value: .int(pid))) }
         }
         if let other { members.append(JSONMember(key: "otherStoreDaemon", value: .string(other))) }
+        let places = StatusAgentAndLog(home: s.home, environment: inv.environment)
+        members += places.json
         inv.emit(.object(members)) {
             [
                 "store      \(s.storeID) (\(s.home))",
@@ -194,7 +196,7 @@ enum CustodyCommands {
                 "daemon     \(daemon.map { "running (pid \($0.pid.map(String.init) ?? "?"), \($0.controlPath))" } ?? (other.map { "none for this store (the daemon running serves \($0))" } ?? "not running"))",
                 "keyring    \(s.keyringKind.rawValue): \(s.keyringLocation)",
                 "slots      \(s.slotCount)",
-            ].joined(separator: "\n") + (s.unlockBackoffSeconds > 0 ? "\nback-off   next unlock attempt in \(s.unlockBackoffSeconds) s" : "")
+            ].joined(separator: "\n") + "\n" + places.lines(daemonRuns: daemon != nil).joined(separator: "\n") + (s.unlockBackoffSeconds > 0 ? "\nback-off   next unlock attempt in \(s.unlockBackoffSeconds) s" : "")
         }
     }
 
