@@ -8,6 +8,7 @@ internal import SiteKeepHardening
 internal import SiteKeepKeyring
 internal import SiteKeepJSON
 internal import SiteKeepDaemon
+internal import SiteKeepPartitions
 
 /// The `sitekeep` command line: global options, a tree of subcommands, help, exit statuses.
 ///
@@ -114,6 +115,10 @@ public enum CommandLineTool {
         } catch let failure as CommandFailure {
             report(code: failure.code, problem: failure.problem, remedy: failure.remedy, json: wantsJSON, io: io)
             return ExitStatus.failure.rawValue
+        } catch PartitionError.invalidOrigin(let why) {
+            // An origin that is not one is a malformed argument: a usage error (64), as the others.
+            report(code: "invalid_origin", problem: "invalid origin: \(why)", remedy: nil, json: wantsJSON, io: io)
+            return ExitStatus.usage.rawValue
         } catch let coded as any CodedError {
             report(code: coded.code, problem: coded.description, remedy: coded.remedy, json: wantsJSON, io: io)
             return ExitStatus.failure.rawValue

@@ -40,6 +40,16 @@ import SiteKeepTestSupport
         #expect(option.status == 64 && option.err.contains("unknown option '--frob'"), "\(option.err)")
     }
 
+    /// A malformed origin is a malformed argument: exit 64, as every usage error, with the reason.
+    @Test func aBadOriginIsAUsageError() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let r = await store.run(["site", "add", "X", "--origin", "https://news example", "--app-bound", "--passphrase-file", store.passFile])
+        #expect(r.status == 64 && r.err.contains("invalid origin") && r.err.contains("U+0020"), "\(r.status) \(r.err)")
+        let json = await store.run(["site", "add", "X", "--origin", "https://news example", "--app-bound", "--passphrase-file", store.passFile, "--json"])
+        #expect(json.status == 64 && json.err.contains("\"invalid_origin\""), "\(json.err)")
+    }
+
     @Test func aCPUFeatureTheMachineLacksIsADashNotACheckMark() async throws {
         let store = try CLIStore()
         let doctor = await store.run(["doctor"])
