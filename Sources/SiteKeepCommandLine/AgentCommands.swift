@@ -33,6 +33,9 @@ enum AgentCommands {
             // --ssh-agent` would only meet the running one).
             if (try? DaemonLink.find(inv)) != nil {
                 inv.note("note: the daemon runs without the ssh-agent socket; turn it on with 'sitekeep config set ssh-agent on' (applied at once)")
+            } else if let stored = try? DaemonSettings.load(home: inv.settings.home), stored[.sshAgent] == "on", !stored.untagged.contains(.sshAgent) {
+                // The setting is on already: what is missing is the daemon.
+                inv.note("note: nothing answers on \(path): no daemon runs; start it with 'sitekeep unlock' (the ssh-agent setting is on)")
             } else {
                 inv.note("note: nothing answers on \(path) yet; turn the agent on with 'sitekeep config set ssh-agent on', then start the daemon with 'sitekeep unlock'")
             }

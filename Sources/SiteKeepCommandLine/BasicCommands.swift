@@ -51,7 +51,8 @@ enum BasicCommands {
         checks.append(DoctorCheck(group: "hardening", name: "OpenSSL secure heap", ok: true,
                                   detail: hardening.secureHeap ? "on (P-256 keys in locked memory)" : "off", warning: !hardening.secureHeap))
         for feature in CPUFeatures.all {
-            checks.append(DoctorCheck(group: "cpu", name: feature.name, ok: true, detail: feature.present ? "yes" : "no"))
+            // A feature the CPU lacks is no failure, and no success either: a plain dash, not a ✓.
+            checks.append(DoctorCheck(group: "cpu", name: feature.name, ok: true, detail: feature.present ? "yes" : "no", neutral: !feature.present))
         }
         let gcm = AES256GCM.automaticBackend == .libsodium ? "libsodium (AES-NI)" : "OpenSSL (portable)"
         checks.append(DoctorCheck(group: "cpu", name: "AES-256-GCM backend", ok: true, detail: gcm))
@@ -67,7 +68,7 @@ enum BasicCommands {
             var group = ""
             for c in checks {
                 if c.group != group { group = c.group; lines.append(inv.style(group, .bold)) }
-                let mark = !c.ok ? inv.style("✗", .red) : (c.warning ? inv.style("!", .yellow) : inv.style("✓", .green))
+                let mark = !c.ok ? inv.style("✗", .red) : (c.warning ? inv.style("!", .yellow) : (c.neutral ? "-" : inv.style("✓", .green)))
                 lines.append("  \(mark) \(c.name): \(c.detail)")
             }
             return lines.joined(separator: "\n")
@@ -89,6 +90,8 @@ struct DoctorCheck: Sendable {
     var ok: Bool
     var detail: String
     var warning = false
+    /// Neither good nor bad (a CPU feature this machine lacks): shown with a dash.
+    var neutral = false
 
     var json: JSONValue {
         .object([JSONMember(key: "group", value: .string(group)), JSONMember(key: "name", value: .string(name)),

@@ -8,6 +8,7 @@ internal import SiteKeepHardening
 internal import SiteKeepKeyring
 internal import SiteKeepJSON
 internal import SiteKeepDaemon
+internal import SiteKeepPartitions
 
 /// The `sitekeep` command line: global options, a tree of subcommands, help, exit statuses.
 ///
@@ -114,6 +115,10 @@ public enum CommandLineTool {
         } catch let failure as CommandFailure {
             report(code: failure.code, problem: failure.problem, remedy: failure.remedy, json: wantsJSON, io: io)
             return ExitStatus.failure.rawValue
+        } catch PartitionError.invalidOrigin(let why) {
+            // An origin that is not one is a malformed argument: a usage error (64), as the others.
+            report(code: "invalid_origin", problem: "invalid origin: \(why)", remedy: nil, json: wantsJSON, io: io)
+            return ExitStatus.usage.rawValue
         } catch let coded as any CodedError {
             report(code: coded.code, problem: coded.description, remedy: coded.remedy, json: wantsJSON, io: io)
             return ExitStatus.failure.rawValue
@@ -184,22 +189,25 @@ public enum CommandLineTool {
         let spec = commands.first { $0.path == words }
         if helpAsked {
             if let spec { return (nil, nil, Help.command(spec)) }
+            // The top level is a short usage, as git's; every command under `help --all`.
+            if words.isEmpty, !rest.contains("--all") { return (nil, nil, Help.short(commands: commands)) }
             return (nil, nil, Help.group(words, commands: commands))
         }
         guard let spec else {
             let tail = rest.dropFirst(leading.count)
             if words.isEmpty, tail.isEmpty {
-                throw UsageError("no command given\n\n" + Help.group([], commands: commands), command: "sitekeep")
+                throw UsageError("no command given\n\n" + Help.short(commands: commands), command: "sitekeep")
             }
             if words.isEmpty, let first = tail.first {
-                if first == "--version" { return (nil, nil, "sitekeep \(SiteKeepVersion.current)\n") }
-                throw UsageError(first.hasPrefix("-") ? "unknown option \(first) before a command" : "unknown command '\(first)'" + suggestion(first, among: commands.map { $0.path[0] }),
+                if first == "--version" || first == "-v" || first == "-V" { return (nil, nil, "sitekeep \(SiteKeepVersion.current)\n") }
+                // One quoting style for every unknown word: the word as typed, in single quotes.
+                throw UsageError(first.hasPrefix("-") ? "unknown option '\(first)' before a command" : "unknown command '\(first)'" + suggestion(first, among: commands.map { $0.path[0] }),
                                  command: "sitekeep")
             }
             let group = (["sitekeep"] + words).joined(separator: " ")
             if let next = tail.first, !next.hasPrefix("-") {
                 let options = Set(commands.filter { $0.path.starts(with: words) && $0.path.count > words.count }.map { $0.path[words.count] })
-                throw UsageError("unknown command '\(group) \(next)'" + suggestion(next, among: Array(options)), command: group)
+                throw UsageError("unknown command '\(next)' in '\(group)'" + suggestion(next, among: Array(options)), command: group)
             }
             throw UsageError("'\(group)' needs a subcommand\n\n" + Help.group(words, commands: commands), command: group)
         }
@@ -229,7 +237,7 @@ public enum CommandLineTool {
                 throw UsageError("secrets are never taken from the command line (they would show in `ps` and shell history); use \(fix)", command: spec.commandLine)
             }
             guard let option = known.first(where: { $0.name == name || ($0.short != nil && $0.short == name) }) else {
-                throw UsageError("unknown option \(name)" + suggestion(name, among: known.map(\.name)), command: spec.commandLine)
+                throw UsageError("unknown option '\(name)'" + suggestion(name, among: known.map(\.name)), command: spec.commandLine)
             }
             if option.value != nil {
                 let value: String

@@ -56,7 +56,7 @@ enum ConfigCommands {
     static let get = CommandSpec(
         path: ["config", "get"],
         summary: "Print one of the daemon's settings (the stored value, else its default)",
-        arguments: [ArgumentSpec("KEY", "ssh-agent, ssh-agent-socket, idle-lock, lock-on-session-lock, sync-interval, metered or prompt")],
+        arguments: [ArgumentSpec("KEY", "ssh-agent, ssh-agent-socket, idle-lock, lock-on-session-lock, sync-interval, metered, prompt, tpm-tcti or fido2-device")],
         examples: [CommandExample("sitekeep config get idle-lock", "the idle lock the daemon starts with")]
     ) { inv in
         let key = try DaemonSettings.key(try inv.requiredArgument("KEY"))
@@ -71,10 +71,12 @@ enum ConfigCommands {
         summary: "Store one of the daemon's settings; a running daemon applies it at once where it can",
         discussion: """
         A change that widens what may use or approve a key (turning the ssh-agent on or moving \
-        its socket, changing the prompt, turning lock-on-session-lock off, a longer idle lock) \
+        its socket, changing the prompt or a device (tpm-tcti, fido2-device), turning \
+        lock-on-session-lock off, a longer idle lock) \
         needs your approval, as slot and SSH-policy changes do: the current secret given for this \
         command, the presence prompt, or the passphrase typed again. Narrowing needs none. A \
-        running daemon applies idle-lock, lock-on-session-lock and ssh-agent at once; \
+        running daemon applies idle-lock, lock-on-session-lock, ssh-agent, tpm-tcti and \
+        fido2-device at once; \
         sync-interval, metered and prompt take effect at its next start ('sitekeep stop', then \
         'sitekeep unlock'), which the command says. The settings: \(keyList).
         """,

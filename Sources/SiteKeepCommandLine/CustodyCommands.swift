@@ -187,6 +187,8 @@ enum CustodyCommands {
             if let pid = daemon.pid { members.append(JSONMember(key: "daemonPid", value: .int(pid))) }
         }
         if let other { members.append(JSONMember(key: "otherStoreDaemon", value: .string(other))) }
+        let places = StatusAgentAndLog(home: s.home, environment: inv.environment)
+        members += places.json
         inv.emit(.object(members)) {
             [
                 "store      \(s.storeID) (\(s.home))",
@@ -194,7 +196,7 @@ enum CustodyCommands {
                 "daemon     \(daemon.map { "running (pid \($0.pid.map(String.init) ?? "?"), \($0.controlPath))" } ?? (other.map { "none for this store (the daemon running serves \($0))" } ?? "not running"))",
                 "keyring    \(s.keyringKind.rawValue): \(s.keyringLocation)",
                 "slots      \(s.slotCount)",
-            ].joined(separator: "\n") + (s.unlockBackoffSeconds > 0 ? "\nback-off   next unlock attempt in \(s.unlockBackoffSeconds) s" : "")
+            ].joined(separator: "\n") + "\n" + places.lines(daemonRuns: daemon != nil).joined(separator: "\n") + (s.unlockBackoffSeconds > 0 ? "\nback-off   next unlock attempt in \(s.unlockBackoffSeconds) s" : "")
         }
     }
 
@@ -225,15 +227,15 @@ enum CustodyCommands {
         new slot's secret: for passphrase, --new-passphrase-file or a prompt; for prf, \
         --new-prf-file with the 32 bytes the passkey returned for --eval-input, plus --rp-id and \
         --credential-id so SiteKeep can tell you which passkey to use; fido2 makes a credential \
-        with hmac-secret on the plugged security key (SITEKEEP_FIDO2_DEVICE names one when \
-        several are plugged) and writes a PRF slot from its output with the key's PIN: touch the \
+        with hmac-secret on the plugged security key ('sitekeep config set fido2-device \
+        /dev/hidrawN' names one when several are plugged) and writes a PRF slot from its output with the key's PIN: touch the \
         key twice and give its PIN (--pin-file, or --pin to type it); a key with no PIN is refused \
         (set one with 'fido2-token -S /dev/hidrawN'), because a key gives its output without the \
         PIN to any program of yours that asks, with no touch; --no-pin makes a PIN-less slot on a \
         key without a PIN anyway, as strong as your login while the key is plugged in; 'unlock \
         --fido2' opens it, and so does --prf-file with the same bytes; recovery prints a new code once; \
-        tpm2 seals the slot's key to this machine's TPM (SITEKEEP_TPM_TCTI, default \
-        device:/dev/tpmrm0), with a PIN the TPM checks and rate-limits (--new-pin-file, --new-pin, \
+        tpm2 seals the slot's key to this machine's TPM (default device:/dev/tpmrm0; 'sitekeep \
+        config set tpm-tcti swtpm:host=127.0.0.1,port=2321' names another, see docs/tpm.md), with a PIN the TPM checks and rate-limits (--new-pin-file, --new-pin, \
         or --pin-file/--pin when the current secret is not itself a TPM slot) and, with --pcrs, \
         bound to those PCRs' current values.
         """,
@@ -254,7 +256,7 @@ enum CustodyCommands {
                    CommandExample("sitekeep slot add prf --passphrase-file pass.txt --new-prf-file prf.bin --rp-id newsroom.sgit.ai --credential-id AAAA --eval-input c2l0ZWtlZXA",
                                   "add a passkey slot from PRF output"),
                    CommandExample("sitekeep slot add fido2 --passphrase-file pass.txt --pin-file key-pin.txt", "let the plugged security key unlock the store with its PIN (touch it twice)"),
-                   CommandExample("sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7", "seal a slot to this machine's TPM, with a PIN, bound to Secure Boot's PCR 7")]
+                   CommandExample("sitekeep slot add tpm2 --passphrase-file pass.txt --new-pin-file pin.txt --pcrs 7", "seal a slot to this machine's TPM, with a PIN, bound to Secure Boot's PCR 7")]
     ) { inv in
         let kind = try inv.requiredArgument("KIND")
         let names = UnlockKinds.kinds.names
@@ -638,8 +640,9 @@ enum CustodyCommands {
         let entries = Array(try store.custodian.auditLog.entries().suffix(limit))
         inv.emit(.array(entries.map { e in
             .object([JSONMember(key: "seq", value: .integer(e.seq)), JSONMember(key: "time", value: .string(e.time)),
-                     JSONMember(key: "site", value: .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
-                     JSONMember(key: "key", value: .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
+                     // The log file writes "-" where a line has no site or key; JSON says null.
+                     JSONMember(key: "site", value: e.site == "-" ? .null : .string(e.site)), JSONMember(key: "op", value: .string(e.op)),
+                     JSONMember(key: "key", value: e.key == "-" ? .null : .string(e.key)), JSONMember(key: "result", value: .string(e.result)),
                      JSONMember(key: "presenceAgeMs", value: e.presenceAgeMs.map { .integer($0) } ?? .null),
                      JSONMember(key: "prompt", value: e.prompt.map { .string($0) } ?? .null),
                      JSONMember(key: "detail", value: e.detail.map { .string($0) } ?? .null)])

@@ -141,7 +141,11 @@ struct DaemonLink: Sendable {
         var arguments = [executable, "serve", "--home", inv.settings.home, "--keyring", inv.settings.keyring]
         if let idle = inv.option("--idle-lock") { arguments += ["--idle-lock", idle] }
         let log = inv.settings.home + "/daemon.log"
-        let pid = try DaemonSpawn.detached(arguments, environment: inv.environment, log: log)
+        // tpm2-tss writes WARNING:esys lines of its own to stderr (daemon.log) on every TPM use;
+        // SiteKeep reports the TPM's errors itself, in words. A TSS2_LOG the user set is kept.
+        var environment = inv.environment
+        if environment["TSS2_LOG"] == nil { environment["TSS2_LOG"] = "all+none" }
+        let pid = try DaemonSpawn.detached(arguments, environment: environment, log: log)
         // Wait (up to 10 s) for its control socket to answer for this store.
         let deadline = Clocks.monotonicNow() + .seconds(10)
         while Clocks.monotonicNow() < deadline {

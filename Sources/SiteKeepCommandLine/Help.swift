@@ -31,6 +31,33 @@ enum Help {
         return zip(labels, options).map { "  \($0.0.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.1.help)\n" }.joined()
     }
 
+    /// The everyday commands `sitekeep help` shows, in the order of a day's use (git's short
+    /// usage, not the whole list: `help --all` prints that).
+    static let everyday: [[String]] = [["init"], ["unlock"], ["lock"], ["status"], ["stop"], ["config"], ["doctor"],
+                                       ["team", "add"], ["team", "sign"], ["agent", "env"], ["site", "add"], ["site", "list"],
+                                       ["vault", "clone"], ["vault", "pull"], ["vault", "push"], ["log", "show"]]
+
+    /// `sitekeep help`: the everyday commands and the command groups, one screen.
+    static func short(commands: [CommandSpec]) -> String {
+        let picked = everyday.compactMap { path in commands.first { $0.path == path } }
+        let width = picked.map { $0.path.joined(separator: " ").count }.max() ?? 0
+        var out = "sitekeep: a sandboxed multi-site state store with key custody\n\nUsage: sitekeep COMMAND [options]\n\nEveryday commands:\n"
+        for spec in picked {
+            out += "  \(spec.path.joined(separator: " ").padding(toLength: width, withPad: " ", startingAt: 0))  \(spec.summary)\n"
+        }
+        var groups: [String] = []
+        for spec in commands where !groups.contains(spec.path[0]) { groups.append(spec.path[0]) }
+        out += "\nAll commands, by the word they start with:\n"
+        var line = " "
+        for g in groups {
+            if line.count + g.count + 1 > 78 { out += line + "\n"; line = " " }
+            line += " " + g
+        }
+        out += line + "\n"
+        out += "\nRun 'sitekeep help --all' for every command with its summary, 'sitekeep COMMAND --help' for a command's options and examples.\n"
+        return out
+    }
+
     static func group(_ words: [String], commands: [CommandSpec]) -> String {
         let members = commands.filter { $0.path.starts(with: words) && $0.path.count > words.count }
         let title = words.isEmpty

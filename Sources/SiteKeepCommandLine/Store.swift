@@ -28,6 +28,9 @@ extension OpenStore {
         if configuration.fido2Key == nil, let device = inv.environment[FIDO2Key.environmentVariable], !device.isEmpty {
             configuration.fido2Key = FIDO2Key(path: device)
         }
+        // The TPM and the security key the store's settings name (`config set tpm-tcti|fido2-device`).
+        let home = inv.settings.home
+        configuration.deviceSettings = { DaemonSettings.devices(home: home) }
         return try open(home: inv.settings.home, keyring: KeyringChoice(rawValue: inv.settings.keyring) ?? .auto,
                         configuration: configuration, creating: creating)
     }

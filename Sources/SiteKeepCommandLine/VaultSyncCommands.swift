@@ -157,6 +157,7 @@ enum VaultSyncCommands {
             JSONMember(key: "name", value: .string(name)), JSONMember(key: "path", value: .string(path)),
             JSONMember(key: "head", value: .string(outcome.remoteHead.map { "\($0)" })),
             JSONMember(key: "objects", value: .integer(outcome.fetched.objects)),
+            JSONMember(key: "remoteHeldNothing", value: .bool(outcome.remoteHeldNothing)),
             JSONMember(key: "pinnedFromHistory", value: .array(fromHistory.map { s in
                 .object([JSONMember(key: "keyID", value: .string(s.keyID)), JSONMember(key: "fingerprint", value: .string(s.fingerprint)),
                          JSONMember(key: "commits", value: .array(s.commits.map { .string("\($0)") }))])
@@ -168,6 +169,8 @@ enum VaultSyncCommands {
                     + "and the branch index does not list it (the sites' web client rewrites the index). If you do not know this signer, "
                     + "`sitekeep vault remove \(name)` and clone again with --trust-signer naming the signer you expect"
             }.joined()
+            + (outcome.remoteHeldNothing ? "\n  note     \(url) holds nothing under vault id \(cloned.vaultID): a new, empty vault. "
+                + "If you expected files, check the vault id (the part of the key after ':') and clone again" : "")
             + (inv.flag("--allow-unsigned") ? "\n  policy   unsigned commits and unpinned signers allowed (--allow-unsigned); change it with `sitekeep vault policy \(name) --require-signed`" : "") }
     }
 

@@ -29,13 +29,17 @@ public struct CustodianConfiguration: Sendable {
     public var bootClock: BootClock
     /// Wall-clock seconds since the epoch, for the persisted back-off (tests inject one).
     public var wallClockSeconds: @Sendable () -> Int64
-    /// Where TPM 2.0 slots reach the TPM; nil: `SITEKEEP_TPM_TCTI`, else `device:/dev/tpmrm0`
-    /// (``TPMConnection/configured(environment:)``, read at each use).
-    public var tpmConnection: TPMConnection? = nil
-    /// The FIDO2 security key for `--fido2` slots and keys that need a touch; nil: the one
-    /// `SITEKEEP_FIDO2_DEVICE` names, else the one plugged in (``FIDO2Key/chosen(environment:)``,
+    /// Where TPM 2.0 slots reach the TPM; nil: `SITEKEEP_TPM_TCTI`, else the stored `tpm-tcti`
+    /// setting (``deviceSettings``), else `device:/dev/tpmrm0` (``Custodian/tpmConnection``,
     /// at each use).
+    public var tpmConnection: TPMConnection? = nil
+    /// The FIDO2 security key for `--fido2` slots and keys that need a touch; nil: the stored
+    /// `fido2-device` setting (``deviceSettings``), else the one `SITEKEEP_FIDO2_DEVICE` names,
+    /// else the one plugged in (``FIDO2Key/chosen(environment:)``, at each use).
     public var fido2Key: FIDO2Key? = nil
+    /// The device settings the store keeps (`config set tpm-tcti|fido2-device`), read at each
+    /// use so a change applies at once; a value applies only with its tag (``TaggedDeviceSetting``).
+    public var deviceSettings: @Sendable () -> DeviceSettings = { DeviceSettings() }
     /// Told, just before custody waits for a touch that approves a use, what the touch is for
     /// (the daemon writes it to its log, so a user whose key blinks can read what asked).
     public var touchNotice: (@Sendable (TouchNotice) -> Void)? = nil

@@ -82,6 +82,8 @@ public final class Daemon: Sendable {
         if let device = options.environment[FIDO2Key.environmentVariable], !device.isEmpty {
             configuration.fido2Key = FIDO2Key(path: device)
         }
+        // The TPM and the security key the store's settings name, read at each use.
+        configuration.deviceSettings = { DaemonSettings.devices(home: home) }
         let log = options.log
         configuration.touchNotice = { notice in log("waiting: \(notice)") }
         var store = try OpenStore.open(home: home, keyring: options.keyring, configuration: configuration)
@@ -349,6 +351,9 @@ public final class Daemon: Sendable {
         case .syncInterval: return String(options.syncIntervalSeconds)
         case .metered: return options.metered ? "on" : "off"
         case .prompt: return options.prompt ?? "auto"
+        case .tpmTCTI: return String(describing: store.custodian.tpmConnection)
+        case .fido2Device: return options.environment[FIDO2Key.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+            ?? store.custodian.configuration.deviceSettings().fido2Device?.value ?? ""
         }
     }
 
@@ -454,6 +459,9 @@ public final class Daemon: Sendable {
                 if let outcome { result.failed.append(outcome) } else { result.applied.append(key) }
             case .syncInterval, .metered, .prompt:
                 result.atNextStart.append(key)
+            case .tpmTCTI, .fido2Device:
+                // Custody reads the stored device settings at each use.
+                result.applied.append(key)
             }
         }
         return result

@@ -44,6 +44,10 @@ public struct DaemonSettings: Sendable, Equatable {
         case metered
         /// How a key use is approved: `auto`, `pinentry`, `pinentry:/ABS/PATH`, `terminal`, `askpass:/ABS/PATH`.
         case prompt
+        /// Where TPM 2.0 slots reach the TPM, a tpm2-tss TCTI: `device:/dev/tpmrm0`, `swtpm:host=…,port=…`.
+        case tpmTCTI = "tpm-tcti"
+        /// The FIDO2 security key to use, a libfido2 device path such as `/dev/hidraw3`.
+        case fido2Device = "fido2-device"
 
         public static func < (a: Key, b: Key) -> Bool {
             allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -59,6 +63,7 @@ public struct DaemonSettings: Sendable, Equatable {
             case .syncInterval: "300"
             case .metered: "off"
             case .prompt: "auto"
+            case .tpmTCTI, .fido2Device: ""
             }
         }
 
@@ -70,6 +75,8 @@ public struct DaemonSettings: Sendable, Equatable {
             case .idleLock: "a duration from 1s to 1d such as 90s, 15m or 2h (a bare number is minutes)"
             case .syncInterval: "seconds from 0 (never) to 86400, or a duration such as 5m or 1h"
             case .prompt: "auto, pinentry, pinentry:/ABSOLUTE/PATH, terminal or askpass:/ABSOLUTE/PATH"
+            case .tpmTCTI: "a tpm2-tss TCTI: device:/dev/tpmrm0, swtpm:host=127.0.0.1,port=2321, mssim:… or tabrmd:… (unset: $SITEKEEP_TPM_TCTI, else device:/dev/tpmrm0)"
+            case .fido2Device: "the absolute path of a security key's device, such as /dev/hidraw3 (unset: $SITEKEEP_FIDO2_DEVICE, else the one plugged in)"
             }
         }
 
@@ -79,7 +86,7 @@ public struct DaemonSettings: Sendable, Equatable {
         public func widensTrust(from old: String, to new: String) -> Bool {
             switch self {
             case .sshAgent: new == "on" && old != "on"
-            case .sshAgentSocket, .prompt: new != old
+            case .sshAgentSocket, .prompt, .tpmTCTI, .fido2Device: new != old
             case .lockOnSessionLock: new == "off" && old != "off"
             case .idleLock: (IdleLock.seconds(parsing: new) ?? 0) > (IdleLock.seconds(parsing: old) ?? 0)
             case .syncInterval, .metered: false
@@ -201,7 +208,28 @@ public struct DaemonSettings: Sendable, Equatable {
                 return value
             }
             throw bad()
+        case .tpmTCTI:
+            // Only the TCTIs that reach a TPM: `cmd` (runs a program) and the rest are refused.
+            let name = value.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            guard ["device", "swtpm", "mssim", "tabrmd"].contains(name) else { throw bad("the TCTI must be device, swtpm, mssim or tabrmd") }
+            guard isPrintable(value), !value.contains(" "), value.utf8.count <= 1024 else { throw bad("it holds a space or an unprintable character") }
+            return value
+        case .fido2Device:
+            guard value.hasPrefix("/"), !value.hasSuffix("/"), isPrintable(value), value.utf8.count <= 4096 else { throw bad("it is not an absolute path") }
+            return value
         }
+    }
+
+    /// The device settings of the store in `home` (`tpm-tcti`, `fido2-device`) with their tags,
+    /// for custody to read at each use (``CustodianConfiguration/deviceSettings``); none when the
+    /// file cannot be read (a daemon or command never starts on such a file anyway).
+    public static func devices(home: String) -> DeviceSettings {
+        guard let loaded = try? load(home: home) else { return DeviceSettings() }
+        func setting(_ key: Key) -> TaggedDeviceSetting? {
+            guard let value = loaded.stored[key], let tag = loaded.tags[key] else { return nil }
+            return TaggedDeviceSetting(value: value, tag: tag, taggedBytes: taggedBytes(key, value))
+        }
+        return DeviceSettings(tpmTCTI: setting(.tpmTCTI), fido2Device: setting(.fido2Device))
     }
 
     /// Seconds of a sync interval: a bare number of seconds (0: never), or a duration with a unit.

@@ -148,7 +148,7 @@ public enum TPMError: Error, Sendable, Equatable, CustomStringConvertible {
             return why
         case .noDevice(let path):
             return "no TPM: \(path) does not exist (this machine has no TPM 2.0, or it is off in the firmware settings); "
-                + "set \(TPMConnection.environmentVariable) to reach another (e.g. swtpm:host=127.0.0.1,port=2321)"
+                + "name another with 'sitekeep config set tpm-tcti swtpm:host=127.0.0.1,port=2321' (or \(TPMConnection.environmentVariable) for one run)"
         case .noAccess(let path):
             return "no access to the TPM at \(path): it belongs to the group 'tss'; join it with 'sudo usermod -aG tss $USER' and log in again"
         case let .unreachable(tcti, detail):

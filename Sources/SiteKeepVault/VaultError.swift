@@ -12,6 +12,9 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case vaultIDMismatch(expected: String, found: String)
     /// The read key opens nothing in this vault.
     case wrongKey(vaultID: String)
+    /// A clone's remote holds refs under the key's vault id, but the key opens neither the
+    /// vault's branch index nor its named ref: a mistyped passphrase (it derives other ids).
+    case wrongKeyForRemote(vaultID: String, remote: String)
     /// A requested path is unsafe or malformed.
     case invalidPath(String, reason: String)
     /// No file or folder at this path in HEAD.
@@ -94,6 +97,9 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             "the key is for vault \(expected) but this folder holds vault \(found); use that vault's key"
         case .wrongKey(let id):
             "the key for vault \(id) opens nothing in this folder: wrong vault key (or the vault's index and refs were damaged)"
+        case let .wrongKeyForRemote(id, remote):
+            "wrong vault key: \(remote) holds vault \(id), but this key opens none of its refs (a mistyped passphrase, the part "
+                + "before ':', finds nothing); nothing was written. Check the key with whoever shared the vault and clone again"
         case let .invalidPath(path, reason):
             "invalid vault path \(Self.quoted(path)): \(reason); give a relative path like docs/a.txt"
         case .notFound(let path):

@@ -340,7 +340,7 @@ public final class VaultSyncService: Sendable {
                 if var left = try? remotes.all() { left.removeAll { $0.vault == name }; try? remotes.save(left) }
                 throw error
             }
-            return CloneOutcome(pull: outcome, pinnedFromHistory: pinnedFromHistory(name))
+            return CloneOutcome(pull: outcome, pinnedFromHistory: pinnedFromHistory(name), vaultID: keys.vaultID)
         } catch {
             if hasToken { _ = try? custodian.deleteVaultSecret(vaultID: tokenItem) }
             throw error
@@ -429,6 +429,8 @@ public struct CloneOutcome: Sendable {
     /// Signers pinned at first use from HEAD's history (key id, fingerprint, the commits they
     /// signed), not from the branch index.
     public let pinnedFromHistory: [HistorySigner]
+    /// The vault id the key names (shown when the remote held nothing under it).
+    public let vaultID: String
 }
 
 /// The first look's rule (`vault clone`): a signer whose signatures verified under its key file

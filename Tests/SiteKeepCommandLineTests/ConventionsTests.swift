@@ -33,7 +33,7 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], promptAnswers: [[UInt8]
     @Test func unknownOptionIsAUsageError() async {
         let r = await runTool(["version", "--frobnicate"])
         #expect(r.status == 64)
-        #expect(r.err.contains("unknown option --frobnicate"))
+        #expect(r.err.contains("unknown option '--frobnicate'"))
     }
 
     @Test(arguments: ["--passphrase", "--password", "--prf", "--key", "--recovery-code"])

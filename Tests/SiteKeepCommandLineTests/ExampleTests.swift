@@ -13,7 +13,7 @@ import SiteKeepTestSupport
         "sitekeep call storage.get --site https://promptugal.news --args '{\"key\":\"nr.schedule.v1\"}'": "needs a running daemon (DaemonTests runs one)",
         "sitekeep call hello --site https://promptugal.news": "needs a running daemon (DaemonTests runs one)",
         "sitekeep site host remove https://newsroom.sgit.ai --command-line": "the fixture's sites have no hosts to remove (HostBindingTests add and remove one)",
-        "sitekeep slot add tpm2 --passphrase-file pass.txt --pin-file pin.txt --pcrs 7": "needs a PIN file and a TPM (TPMCommandTests add a TPM slot through the swtpm tools/test starts)",
+        "sitekeep slot add tpm2 --passphrase-file pass.txt --new-pin-file pin.txt --pcrs 7": "needs a PIN file and a TPM (TPMCommandTests add a TPM slot through the swtpm tools/test starts)",
         "sitekeep slot add fido2 --passphrase-file pass.txt --pin-file key-pin.txt": "needs a security key (FIDO2CommandTests add a slot with the software authenticator)",
         "sitekeep team ssh enable summit --presence fido2 --passphrase-file pass.txt": "needs a security key (TouchPresenceDaemonTests use the software authenticator)",
         "sitekeep team presence summit fido2 --passphrase-file pass.txt": "needs a security key (FIDO2CommandTests use the software authenticator)",

@@ -17,7 +17,7 @@ import SiteKeepPartitions
         let unknown = await store.run(["site", "storage", "get", "https://c.example", "k"])
         #expect(unknown.status == 1 && unknown.err.contains("no site has the origin"))
         let bad = await store.run(["site", "add", "C", "--origin", "http://c.example"])
-        #expect(bad.status == 1, "plain http to a non-loopback host must be refused")
+        #expect(bad.status == 64, "plain http to a non-loopback host must be refused, as a usage error")
     }
 
     @Test func aDamagedPartitionIsReportedAndRebuiltFromTheSitesOwnVault() async throws {

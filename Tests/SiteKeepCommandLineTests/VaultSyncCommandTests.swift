@@ -117,6 +117,8 @@ import SiteKeepTestSupport
         let token = try String(contentsOfFile: dir + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(url.hasPrefix("http://127.0.0.1:") && started.1.contains(url) && started.1.contains(dir + "/token"), "\(started.1)")
         #expect(!started.1.contains(token), "the token is in DIR/token only, never printed: \(started.1)")
+        // The stop command it prints works from any folder (issue 47: it printed tools/vault-server, relative).
+        #expect(started.1.contains("Stop it with: \(script) stop \(dir)"), "\(started.1)")
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/token")[.posixPermissions] as? Int
         #expect(mode == 0o600, "the token file is the owner's only")
         let pid = try #require(Int32(try String(contentsOfFile: dir + "/server.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))

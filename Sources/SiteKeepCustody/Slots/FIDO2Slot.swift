@@ -84,11 +84,12 @@ extension Custodian {
     /// (RFC 2606): no origin has it, so no page can name it as its relying party.
     public static let fido2RelyingPartyID = "sitekeep.invalid"
 
-    /// The security key to use now (``CustodianConfiguration/fido2Key``, else the one
-    /// `SITEKEEP_FIDO2_DEVICE` names, else the one plugged in).
+    /// The security key to use now (``CustodianConfiguration/fido2Key``, else the stored
+    /// `fido2-device` setting, else the one `SITEKEEP_FIDO2_DEVICE` names, else the one plugged in).
     /// - Throws: ``CustodyError/fido2(_:)``: no key, several keys, libfido2 missing.
     func fido2Key() throws(CustodyError) -> FIDO2Key {
         if let configured = configuration.fido2Key { return configured }
+        if let stored = fido2DeviceSetting { return stored }
         return try fido2Call { () throws(FIDO2Error) in try FIDO2Key.chosen(environment: ProcessEnvironment.current()) }
     }
 

@@ -68,6 +68,9 @@ public enum TPM2Slot: SlotKind {
     public static func describe(_ header: SlotHeader, into info: inout SlotInfo) {
         info.tpmPIN = header.tpmPIN
         info.tpmPCRs = header.tpmPCRs.indices
+        // The plain listing says it too, not only --json: what unlock will ask, what can refuse it.
+        let pcrs = header.tpmPCRs.indices
+        info.details = (header.tpmPIN ? "TPM PIN" : "no PIN") + (pcrs.isEmpty ? ", no PCRs" : ", PCRs " + pcrs.map(String.init).joined(separator: ","))
     }
 }
 
@@ -85,9 +88,6 @@ extension UnlockSecret {
 }
 
 extension Custodian {
-    /// Where TPM slots reach the TPM now.
-    var tpmConnection: TPMConnection { configuration.tpmConnection ?? .configured() }
-
     /// The TPM authorization value for `pin` in the slot with `salt`.
     static func tpmAuth(pin: borrowing SecretBytes, salt: [UInt8]) throws(CustodyError) -> TPMAuthValue {
         .value(try cryptoCall { () throws(CryptoError) -> SecretBytes in

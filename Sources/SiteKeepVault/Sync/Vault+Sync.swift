@@ -14,6 +14,10 @@ public struct PullOutcome: Sendable, Equatable {
     /// does on every push) and dropped it there. It is still in this clone branch, so the merge
     /// brings it back and the next push publishes it again.
     public var droppedByRemote: ObjectID? = nil
+    /// True when the remote held nothing at all under the vault's id (no branch index, no ref):
+    /// a vault it has never seen, so a clone of it starts empty. A remote holding refs this
+    /// key does not open is never this: the clone fails with ``VaultError/wrongKeyForRemote(vaultID:remote:)``.
+    public var remoteHeldNothing = false
 }
 
 /// What a push did.
@@ -243,12 +247,19 @@ extension Vault {
             }
         }
         let made = !FileAccess.exists(root)
-        do {
+        do throws(VaultError) {
             for sub in ["bare/data", "bare/refs", "bare/indexes", "bare/keys", "bare/branches", "bare/pending", "local"] {
                 try FileAccess.makeFolders(root + "/.sg_vault/" + sub)
             }
             let vault = try Vault.open(path: root, keys: keys, options: options)
             let state = try vault.remoteState(remote)
+            // A key that finds neither the index nor the named ref on a remote that holds refs
+            // under this vault id is the wrong key (a mistyped passphrase derives other ids),
+            // never an empty vault: fail, and the catch below leaves no folder behind.
+            let heldNothing = state.indexBytes == nil && state.head == nil
+            if heldNothing, !(try remote.list(prefix: "bare/refs/")).isEmpty {
+                throw VaultError.wrongKeyForRemote(vaultID: keys.vaultID, remote: remote.label)
+            }
             if let bytes = state.indexBytes {
                 try FileAccess.writeDurably(bytes, to: root + "/.sg_vault/bare/indexes/" + keys.branchIndexFileID, tempFolder: vault.tempFolder)
             }
@@ -273,7 +284,7 @@ extension Vault {
             let head = try vault.resolveHead()
             _ = try vault.ensureCloneBranch(head: head, signer: signer, checkout: false)
             let outcome = MergeOutcome(kind: .fastForward, head: state.head, conflicts: [])
-            return (vault, PullOutcome(remoteHead: state.head, fetched: report, merge: outcome))
+            return (vault, PullOutcome(remoteHead: state.head, fetched: report, merge: outcome, remoteHeldNothing: heldNothing))
         } catch {
             if made { removeTree(root) } else { for n in FileAccess.names(in: root) { removeTree(root + "/" + n) } }
             throw error
