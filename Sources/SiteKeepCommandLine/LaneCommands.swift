@@ -147,7 +147,7 @@ enum LaneCommands {
         options: VaultCommands.unlockOptions + [remoteOption, .option("--label", value: "NAME", "who the token is for"),
                                                 .option("--expires", value: "DAYS", "days until it is dropped")],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep inbox token add notes --label brief-bot --passphrase-file pass.txt > brief.token", "a token for the brief agent")]
+        examples: [CommandExample("sitekeep inbox token add notes --label brief-bot --passphrase-file pass.txt", "a token for the brief agent (give what it prints to the agent as a file)")]
     ) { inv in
         let vault = try inv.requiredArgument("VAULT")
         guard let label = inv.option("--label") else { throw UsageError("give --label NAME (who the token is for)", command: inv.spec.commandLine) }
