@@ -298,7 +298,7 @@ let package = Package(
         .testTarget(name: "SiteKeepPartitionsTests", dependencies: ["SiteKeepVocabulary", "SiteKeepPartitions", "SiteKeepTestSupport", "SiteKeepCustody"]),
         .testTarget(name: "SiteKeepVaultTests", dependencies: ["SiteKeepVault", "SiteKeepTestSupport", "SiteKeepCrypto", "SiteKeepCustody", "SiteKeepJSON", "SiteKeepKeyring", "SiteKeepSystem"]),
         .testTarget(name: "SiteKeepVaultRemotesTests", dependencies: ["SiteKeepVaultRemotes", "SiteKeepHTTP", "SiteKeepVault", "SiteKeepCustody", "SiteKeepCrypto", "SiteKeepJSON", "SiteKeepTestSupport"],
-                    exclude: ["bad_vault_server.py", "hostile_http_server.py"]),
+                    exclude: ["bad_vault_server.py", "hostile_http_server.py", "hostile_lane_server.py"]),
         .testTarget(name: "SiteKeepCoreTests", dependencies: ["SiteKeepCore", "SiteKeepJSON", "SiteKeepTestSupport"]),
         // The core's state kept in a partition by SiteKeepWiring: tabs, reading state, the partition document.
         .testTarget(name: "SiteKeepWiringTests", dependencies: ["SiteKeepWiring", "SiteKeepCore", "SiteKeepJSON", "SiteKeepPartitions", "SiteKeepTestSupport"]),

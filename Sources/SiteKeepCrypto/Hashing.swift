@@ -31,6 +31,11 @@ public enum SHA256: Sendable {
                 _ = crypto_hash_sha256_update(&state, src.baseAddress ?? UnsafePointer(bitPattern: 1)!, UInt64(src.count))
             }
         }
+        /// Adds bytes read in place, with no copy (for key material in guarded memory).
+        public mutating func update(borrowing bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), !bytes.isEmpty else { return }
+            _ = crypto_hash_sha256_update(&state, base, UInt64(bytes.count))
+        }
         /// Returns the digest. The hasher must not be used afterwards.
         public mutating func finalize() -> [UInt8] {
             var out = [UInt8](repeating: 0, count: SHA256.byteCount)

@@ -11,6 +11,8 @@ extension Custodian {
         case siteRecord = "site-record"
         /// One value in `daemon.json` (the daemon's settings).
         case daemonSetting = "daemon-setting"
+        /// A vault's append-lane tokens in `append-lanes.json`: their labels and anchors, which `inbox lane open` configures the server with.
+        case appendLanes = "append-lanes"
     }
 
     static func recordTagInfo(_ purpose: RecordTagPurpose) -> String { "record-tag:\(purpose.rawValue)" }

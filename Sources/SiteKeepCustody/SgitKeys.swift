@@ -274,6 +274,47 @@ public final class SgitKeys: Sendable {
         }
     }
 
+    /// The vault server's append-lane enumeration key, `hex(SHA-256("sg-inbox-enum:" ‖ read_key))`
+    /// (the derivation of the web client's `SGAppend.deriveEnumKey`), as the 64 lowercase hex
+    /// characters the `x-sgraph-vault-enum-key` header carries. A server credential only: it
+    /// lists, fetches and marks the lane's messages, never decrypts them or the vault. For
+    /// SiteKeep's lane client only: the caller puts it in a request header and drops it.
+    package func appendEnumKeyHex() -> String {
+        readSecret.withLock { (r: borrowing SecretBytes) -> String in
+            r.withUnsafeBytes { raw in
+                var hasher = SHA256.Hasher()
+                hasher.update(Array("sg-inbox-enum:".utf8))
+                hasher.update(borrowing: raw)   // the key is read in place, never copied
+                return Hex.encode(hasher.finalize())
+            }
+        }
+    }
+
+    /// The HKDF info that makes the seed of this vault's append-lane key pair from its read key.
+    static let laneSeedInfo = Array("sitekeep:append-lane:sealed-box-seed:v1".utf8)
+
+    /// The public half of this vault's append-lane key pair (X25519, for libsodium's sealed box):
+    /// what an agent seals its messages to. The pair is made from
+    /// `HKDF-SHA256(read_key, info "sitekeep:append-lane:sealed-box-seed:v1")`, so its secret
+    /// half is never stored: whoever holds the read key (and so reads the vault) can open the
+    /// lane's messages, and nobody else.
+    package func appendLanePublicKey() throws(CryptoError) -> [UInt8] {
+        try readSecret.withLock { (r: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            let seed = try HKDF.deriveKey(inputKeyMaterial: r, info: Self.laneSeedInfo)
+            return try SealedBox.publicKey(fromSeed: seed)
+        }
+    }
+
+    /// Opens a message sealed to ``appendLanePublicKey()``; the secret half lives in guarded
+    /// memory for this call only.
+    /// - Throws: ``CryptoError/authenticationFailed`` for bytes not sealed to this lane.
+    package func openAppendLaneMessage(_ sealed: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try readSecret.withLock { (r: borrowing SecretBytes) throws(CryptoError) -> [UInt8] in
+            let seed = try HKDF.deriveKey(inputKeyMaterial: r, info: Self.laneSeedInfo)
+            return try SealedBox.open(sealed, seed: seed)
+        }
+    }
+
     /// The sgit file-id tail of `domain`: `hex(HMAC(read_key, utf8(domain)))[:12]` (§1.2). The
     /// names built on it (which domain, which prefix) are the vault format's: SiteKeepVault's
     /// `Format/SgitFileIDs.swift`.
