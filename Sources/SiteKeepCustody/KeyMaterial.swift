@@ -71,6 +71,8 @@ public enum TeamKeyMaterial: ~Copyable {
     case ed25519Seed(SecretBytes)
     /// A P-256 private key as PKCS#8, PEM or DER.
     case p256PKCS8(SecretBytes)
+    /// A P-256 private scalar, 32 big-endian bytes (from an OpenSSH key file).
+    case p256Scalar(SecretBytes)
 
     /// Parses a web link of the form `https://host/path#key=<base64url>` carrying a 32-byte
     /// Ed25519 seed.

@@ -231,8 +231,8 @@ extension Custodian {
         return info
     }
 
-    /// Imports a team key (Ed25519 seed, P-256 PKCS#8, or a `#key=` link through
-    /// ``TeamKeyMaterial/webLink(_:)``).
+    /// Imports a team key (Ed25519 seed, P-256 PKCS#8 or scalar, or a `#key=` link through
+    /// ``TeamKeyMaterial/webLink(_:)``; key files through ``TeamKeyMaterial/detect(_:kind:)``).
     public func importTeamKey(id: String, name: String, material: consuming TeamKeyMaterial) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
         try Self.validateName(name)
@@ -245,7 +245,11 @@ extension Custodian {
             }
         case .p256PKCS8(let pkcs8):
             do { handle = SigningKeyHandle(p256: try P256.Signing.PrivateKey(pkcs8: pkcs8)) } catch {
-                throw .invalidKeyMaterial("not a P-256 PKCS#8 private key (PEM 'PRIVATE KEY' or DER)")
+                throw .invalidKeyMaterial("not a P-256 PKCS#8 private key (PEM 'PRIVATE KEY' or DER) nor an Ed25519 one")
+            }
+        case .p256Scalar(let scalar):
+            do { handle = SigningKeyHandle(p256: try P256.Signing.PrivateKey(rawScalar: scalar)) } catch {
+                throw .invalidKeyMaterial("not a usable P-256 private key")
             }
         }
         let info = try newRecord(kind: .teamKey, id: id, name: name, handle: handle)
