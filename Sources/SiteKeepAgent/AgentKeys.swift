@@ -31,7 +31,16 @@ public struct AgentPeer: Sendable, Equatable {
     public var label: String { "\(command.map { PresenceText.escaped($0, limit: 32) } ?? "a process") (pid \(pid))" }
 }
 
-/// A team key the agent offers: one whose SSH policy is on.
+/// Where a key the agent offers comes from.
+public enum AgentKeyOrigin: Sendable, Equatable {
+    /// A SiteKeep team key whose SSH policy is on (`sitekeep team ssh enable`).
+    case team
+    /// A key the user added through the agent socket (`ssh-add`), with the comment it was
+    /// given and whether each use is confirmed (`ssh-add -c`: no approval is kept).
+    case added(comment: String, confirm: Bool)
+}
+
+/// A key the agent offers: a team key whose SSH policy is on, or a key added with `ssh-add`.
 public struct AgentIdentity: Sendable, Equatable {
     /// The team key's id.
     public let keyID: String
@@ -47,8 +56,11 @@ public struct AgentIdentity: Sendable, Equatable {
     public let policy: SSHAgentPolicy
     /// The key's wire blob (computed once: every sign request is looked up by it).
     public let blob: [UInt8]
+    /// A team key, or one added with `ssh-add`.
+    public let origin: AgentKeyOrigin
 
-    public init(keyID: String, name: String, version: Int, algorithm: SigningAlgorithm, publicKey: SSHPublicKey, policy: SSHAgentPolicy) {
+    public init(keyID: String, name: String, version: Int, algorithm: SigningAlgorithm, publicKey: SSHPublicKey, policy: SSHAgentPolicy,
+                origin: AgentKeyOrigin = .team) {
         self.keyID = keyID
         self.name = name
         self.version = version
@@ -56,10 +68,17 @@ public struct AgentIdentity: Sendable, Equatable {
         self.publicKey = publicKey
         self.policy = policy
         self.blob = publicKey.blob
+        self.origin = origin
     }
 
-    /// The comment `ssh-add -L` shows: `sitekeep:ID` and the display name.
-    public var comment: String { Self.comment(keyID: keyID, name: name) }
+    /// The comment `ssh-add -L` shows: for a team key `sitekeep:ID` and the display name; for a
+    /// key added with `ssh-add`, the comment it was added with (as ssh-agent shows it).
+    public var comment: String {
+        switch origin {
+        case .team: Self.comment(keyID: keyID, name: name)
+        case .added(let comment, _): comment
+        }
+    }
 
     /// `sitekeep:ID NAME` (just `sitekeep:ID` when the name is the id).
     public static func comment(keyID: String, name: String) -> String {
@@ -161,7 +180,13 @@ public struct AgentSignRequest: Sendable, Equatable {
     /// `this process only` (the same use by the same process, within the window) or `this
     /// signature only` (none is kept, ``presenceScope``).
     public var presenceLabel: String {
-        "\(purpose.prompt); asked by \(PresenceText.quoted(peer.command ?? "?", limit: 32)) (pid \(peer.pid), "
+        let added: String
+        if case .added(let comment, _) = identity.origin {
+            added = " with your key added by ssh-add, \(PresenceText.quoted(comment, limit: 64)),"
+        } else {
+            added = ""
+        }
+        return "\(purpose.prompt);\(added) asked by \(PresenceText.quoted(peer.command ?? "?", limit: 32)) (pid \(peer.pid), "
             + (presenceScope == nil ? "this signature only" : "this process only") + ") on the SSH agent socket"
     }
 }
@@ -179,4 +204,23 @@ public protocol AgentKeySource: Sendable {
     /// Signs `request.data` with `request.identity` after its policy, presence and custody
     /// allow it; returns the SSH signature blob.
     func sign(_ request: AgentSignRequest) throws(AgentRefusal) -> [UInt8]
+    /// Takes a key `ssh-add` gives (`SSH2_AGENTC_ADD_IDENTITY`) into custody, with its
+    /// constraints; the source wipes the key's private bytes. The default refuses.
+    func add(_ key: AgentNewKey, peer: AgentPeer) throws(AgentRefusal)
+    /// Removes the added key with this blob (`ssh-add -d`); a team key is refused. The default refuses.
+    func remove(blob: [UInt8], peer: AgentPeer) throws(AgentRefusal)
+    /// Removes every added key (`ssh-add -D`), never a team key. The default refuses.
+    func removeAll(peer: AgentPeer) throws(AgentRefusal)
+}
+
+extension AgentKeySource {
+    public func add(_ key: AgentNewKey, peer: AgentPeer) throws(AgentRefusal) {
+        throw .policy("this agent takes no keys from ssh-add")
+    }
+    public func remove(blob: [UInt8], peer: AgentPeer) throws(AgentRefusal) {
+        throw .policy("this agent removes no keys")
+    }
+    public func removeAll(peer: AgentPeer) throws(AgentRefusal) {
+        throw .policy("this agent removes no keys")
+    }
 }

@@ -22,13 +22,11 @@ public enum AgentMessageType {
     /// before the protocol 2 request.
     public static let removeAllRSAIdentities: UInt8 = 9
 
-    /// The requests that manage the agent's keys or lock it. SiteKeep answers them all with
-    /// `SSH_AGENT_FAILURE`: keys enter only through `sitekeep team`, and locking is `sitekeep lock`.
-    /// (`ssh-add -D`'s protocol 1 request is one of them, not a malformed message.)
+    /// The requests that manage the agent in ways SiteKeep does not: smartcard keys, and
+    /// locking (which is `sitekeep lock`). SiteKeep answers them with `SSH_AGENT_FAILURE`. Adding
+    /// and removing keys (`ssh-add`, `-d`, `-D`) are requests of their own.
     public static let keyManagement: Set<UInt8> = [
-        removeAllRSAIdentities,
-        addIdentity, removeIdentity, removeAllIdentities, addSmartcardKey, removeSmartcardKey,
-        lock, unlock, addIdentityConstrained, addSmartcardKeyConstrained,
+        addSmartcardKey, removeSmartcardKey, lock, unlock, addSmartcardKeyConstrained,
     ]
 }
 
@@ -49,8 +47,20 @@ public enum AgentRequest: Sendable, Equatable {
     case requestIdentities
     /// `SSH_AGENTC_SIGN_REQUEST`: key blob, data, flags.
     case sign(keyBlob: [UInt8], data: [UInt8], flags: UInt32)
-    /// An add, remove, remove-all, smartcard, lock or unlock request (its contents unread).
+    /// A smartcard, lock or unlock request (its contents unread).
     case keyManagement(type: UInt8)
+    /// `SSH2_AGENTC_ADD_IDENTITY` or `ADD_ID_CONSTRAINED` of a key SiteKeep can hold.
+    case addIdentity(AgentNewKey)
+    /// An add of a key of another type (RSA, DSA, other curves, security keys, certificates):
+    /// its type name; the rest is unread.
+    case addUnsupported(keyType: String)
+    /// `SSH2_AGENTC_REMOVE_IDENTITY`: the key blob.
+    case removeIdentity(keyBlob: [UInt8])
+    /// `SSH2_AGENTC_REMOVE_ALL_IDENTITIES`.
+    case removeAllIdentities
+    /// `SSH_AGENTC_REMOVE_ALL_RSA_IDENTITIES` of protocol 1, which `ssh-add -D` sends after the
+    /// protocol 2 request and whose answer it ignores: there are no protocol 1 keys to remove.
+    case removeAllProtocol1
     /// `SSH_AGENTC_EXTENSION`: the extension's name and its contents (the rest of the message,
     /// as OpenSSH sends them).
     case `extension`(name: String, contents: [UInt8])
@@ -75,6 +85,21 @@ public enum AgentRequest: Sendable, Equatable {
             let flags = try r.uint32("flags")
             try r.expectEnd("sign request")
             return .sign(keyBlob: blob, data: data, flags: flags)
+        case AgentMessageType.addIdentity, AgentMessageType.addIdentityConstrained:
+            let keyType = try r.name("key type", limit: 256)
+            guard let key = try AgentNewKey.decode(type: keyType, from: &r, constrained: type == AgentMessageType.addIdentityConstrained) else {
+                return .addUnsupported(keyType: keyType)
+            }
+            return .addIdentity(key)
+        case AgentMessageType.removeIdentity:
+            let blob = try r.string("key blob", limit: SSHPublicKey.maximumBlobBytes)
+            try r.expectEnd("remove request")
+            return .removeIdentity(keyBlob: blob)
+        case AgentMessageType.removeAllIdentities:
+            try r.expectEnd("remove-all request")
+            return .removeAllIdentities
+        case AgentMessageType.removeAllRSAIdentities:
+            return .removeAllProtocol1
         case AgentMessageType.extension:
             let name = try r.name("extension name", limit: 256)
             return .extension(name: name, contents: r.rest())

@@ -1,3 +1,5 @@
+import SiteKeepSystem
+
 /// One agent connection's protocol state: turns each request into its reply over an
 /// ``AgentKeySource``. Not thread-safe; its connection's thread owns it.
 ///
@@ -9,7 +11,10 @@
 ///   login whose user name holds a control, bidi or zero-width character (it could make the
 ///   prompt read as another destination), and hands the rest to the source. Flags: the two the protocol defines are for RSA keys and so change
 ///   nothing here; any other bit is refused.
-/// - Add, remove, remove-all, smartcard, lock and unlock requests get `SSH_AGENT_FAILURE`.
+/// - Add (`ssh-add`, with `-c` and `-t`), remove (`-d`) and remove-all (`-D`) go to the source,
+///   which keeps added keys in custody beside the team keys and never removes a team key; an
+///   add of a type SiteKeep cannot hold (RSA, DSA, P-384, security keys, certificates) is
+///   refused naming it. Smartcard, lock and unlock requests get `SSH_AGENT_FAILURE`.
 /// - Extensions: `session-bind@openssh.com` (``SessionBindings``) and `query`; any other gets
 ///   `SSH_AGENT_EXTENSION_FAILURE`.
 /// - Malformed requests and unknown message types get `SSH_AGENT_FAILURE`.
@@ -53,7 +58,25 @@ public final class AgentSession {
         case let .sign(blob, data, flags):
             return .signature(try sign(blob: blob, data: data, flags: flags))
         case .keyManagement:
-            throw .policy("keys enter SiteKeep only through 'sitekeep team'; lock it with 'sitekeep lock'")
+            throw .policy("SiteKeep's agent holds no smartcard keys and is not locked through ssh-add; lock it with 'sitekeep lock'")
+        case .addIdentity(var key):
+            defer { key.wipe() }
+            try keys.add(key, peer: peer)
+            listed = []
+            return .success
+        case .addUnsupported(let type):
+            throw .policy("a \(PresenceText.quoted(type, limit: 64)) key was not added: SiteKeep's agent holds ssh-ed25519 and "
+                + "ecdsa-sha2-nistp256 keys only (make one with 'ssh-keygen -t ed25519')")
+        case .removeIdentity(let blob):
+            try keys.remove(blob: blob, peer: peer)
+            listed = []
+            return .success
+        case .removeAllIdentities:
+            try keys.removeAll(peer: peer)
+            listed = []
+            return .success
+        case .removeAllProtocol1:
+            return .success
         case let .extension(name, contents):
             switch name {
             case "session-bind@openssh.com":

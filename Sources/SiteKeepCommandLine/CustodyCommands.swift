@@ -414,8 +414,11 @@ enum CustodyCommands {
 
     static let teamImport = CommandSpec(
         path: ["team", "import"],
-        summary: "Import a team key: an Ed25519 seed, a P-256 PKCS#8 key, or a '#key=' web link",
-        discussion: "The key is read from --key-file (or '-' for stdin), never from the command line; it is wrapped under the master key at once.",
+        summary: "Import a team key: an OpenSSH private key, a PKCS#8 PEM key, a 32-byte seed, or a '#key=' web link",
+        discussion: "The key is read from --key-file (or '-' for stdin), never from the command line; it is wrapped under the master key at once. "
+            + "It takes an OpenSSH private key ('-----BEGIN OPENSSH PRIVATE KEY-----', Ed25519 or ECDSA P-256, without a passphrase: "
+            + "remove it on a copy with 'ssh-keygen -p', or add the key with ssh-add instead), a PKCS#8 PEM or DER key (Ed25519 or P-256), "
+            + "an Ed25519 seed as 32 raw bytes, 64 hex characters or 43 base64url characters, or a '#key=' web link; it says which it got.",
         arguments: [ArgumentSpec("ID", "the key id")],
         options: [UnlockOptions.recoveryFile, .option("--name", value: "TEXT", "a display name")],
         secretInputs: [.passphrase, .prf, .key],
@@ -428,9 +431,10 @@ enum CustodyCommands {
         let store = try StoreContext.open(inv)
         try store.unlockOneShot(inv)
         let contents = try inv.readSecret(.key, prompt: "Team key: ")
-        let material = try TeamKeyMaterial.detect(contents)
+        var kind = KeyFileKind(description: "a key")
+        let material = try TeamKeyMaterial.detect(contents, kind: &kind)
         let info = try store.custodian.importTeamKey(id: id, name: inv.option("--name") ?? id, material: material)
-        inv.emit(keyJSON(info)) { describe(info) }
+        inv.emit(keyJSON(info)) { "Imported \(kind), as team key \(info.id).\n" + describe(info) }
     }
 
     static let teamList = CommandSpec(

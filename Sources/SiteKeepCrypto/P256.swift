@@ -162,6 +162,27 @@ extension P256.Signing {
             try self.init(taking: pkey)
         }
 
+        /// Imports a private scalar: 32 big-endian bytes (`d`, as an OpenSSH agent or key file
+        /// carries it), through ``init(pkcs8:)`` of the RFC 5915 `ECPrivateKey` that holds it
+        /// without its public key (OpenSSL's `d2i_ECPrivateKey` computes `d·G`). The DER is
+        /// built in guarded memory and wiped.
+        /// - Throws: ``CryptoError/invalidKeyLength(expected:actual:)``, or
+        ///   ``CryptoError/invalidKeyEncoding(_:)`` for a scalar that is not a P-256 private key.
+        public init(rawScalar scalar: borrowing SecretBytes) throws(CryptoError) {
+            guard scalar.count == 32 else { throw .invalidKeyLength(expected: 32, actual: scalar.count) }
+            // PKCS#8 { version 0, { id-ecPublicKey, prime256v1 }, OCTET STRING { ECPrivateKey { 1, d } } }.
+            let prefix: [UInt8] = [0x30, 0x41, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+                                   0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x27, 0x30, 0x25, 0x02, 0x01,
+                                   0x01, 0x04, 0x20]
+            let der = try scalar.withUnsafeBytes { (d: UnsafeRawBufferPointer) throws(CryptoError) -> SecretBytes in
+                try SecretBytes(count: prefix.count + 32, initializingWith: { (out: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+                    for (i, b) in prefix.enumerated() { out[i] = b }
+                    for i in 0..<32 { out[prefix.count + i] = d[i] }
+                })
+            }
+            try self.init(pkcs8: der)
+        }
+
         private init(taking pkey: OpaquePointer) throws(CryptoError) {
             // get1, not get0: OpenSSL 3 keeps get0's EC_KEY in a cache it may drop when the key is
             // exported (pkcs8DER), which would leave a dangling pointer here.

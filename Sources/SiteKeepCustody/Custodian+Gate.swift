@@ -77,13 +77,14 @@ extension Custodian {
             let unlockedAt = try currentUnlock().unlockedAtNs
             // 2. The key and its facts. A refusal from here on is logged with the version the
             // use would have taken.
+            if kind == .agentKey { try checkAgentKeyLifetime(id: keyID) }
             let facts = try keyFacts(kind: kind, id: keyID, version: version)
             logKey = "\(keyID)@v\(facts.version)"
             // 3. The client and op against the key's policy, for what the bytes are, and what
             // the caller needs of the key: before anyone is asked, so a use that cannot run
             // never prompts (or waits for a touch).
             let dataKind = SignedDataKind(message)
-            if kind == .teamKey { try checkPolicy(dataKind, op: context.op, keyID: keyID, facts: facts) }
+            if kind != .deviceKey { try checkPolicy(dataKind, op: context.op, keyID: keyID, facts: facts) }
             do throws(CustodyError) {
                 try context.beforeAsking?(KeyUseFacts(keyID: keyID, version: facts.version, algorithm: facts.algorithm, needsTouch: facts.touch != nil))
             } catch {
@@ -100,7 +101,7 @@ extension Custodian {
             } else {
                 used.presence = try admit(context, keyID: key, unlockedAtNs: unlockedAt, waited: &waited)
             }
-            if used.presence == nil, kind == .teamKey {
+            if used.presence == nil, kind != .deviceKey {
                 throw CustodyError.presenceRequired("signing with team key \(keyID) needs the user's approval of this use; "
                     + "approve it when asked, or give the current passphrase (--passphrase-file) for this command")
             }
@@ -111,7 +112,7 @@ extension Custodian {
                                                        record: facts.record)
             if used.presence != nil, lockScope.generation != generation { throw CustodyError.presenceBeforeUnlock }
             logKey = "\(keyID)@v\(v)"
-            if kind == .teamKey, ssh != facts.ssh {
+            if kind != .deviceKey, ssh != facts.ssh {
                 // Again if the policy signed under is not the one checked: the cached signer
                 // changed while the user was asked (`team ssh` updates it at once; a rotation).
                 try Self.checkPolicy(dataKind, op: context.op, keyID: keyID, ssh: ssh)

@@ -18,5 +18,7 @@ extension Custodian {
         public static let storageKeyWhenUnlocked = SiteKeepNames.ItemKind.storageKeyWhenUnlocked.rawValue
         /// ``SiteKeepNames/ItemKind/vaultKey``.
         public static let vaultKey = SiteKeepNames.ItemKind.vaultKey.rawValue
+        /// ``SiteKeepNames/ItemKind/agentKey``.
+        public static let agentKey = SiteKeepNames.ItemKind.agentKey.rawValue
     }
 }

@@ -8,7 +8,11 @@ extension Custodian {
     // MARK: - Records
 
     func wrapInfo(kind: SiteKeepNames.ItemKind, id: String) -> String {
-        kind == .deviceKey ? "device" : "team:\(id)"
+        switch kind {
+        case .deviceKey: "device"
+        case .agentKey: "agent-key:\(id)"
+        default: "team:\(id)"
+        }
     }
 
     func loadRecord(kind: SiteKeepNames.ItemKind, id: String) throws(CustodyError) -> KeyRecord {
@@ -18,7 +22,11 @@ extension Custodian {
     /// The stored record and its public facts, parsed again only when its bytes changed.
     func loadParsed(kind: SiteKeepNames.ItemKind, id: String) throws(CustodyError) -> ParsedRecord {
         let bytes: [UInt8]
-        do { bytes = try keyring.load(item(kind, id)) } catch .itemMissing { throw .keyNotFound(id) } catch { throw .keyring(error) }
+        if kind == .agentKey, let held = heldAgentKeyRecord(id: id) {
+            bytes = held
+        } else {
+            do { bytes = try keyring.load(item(kind, id)) } catch .itemMissing { throw .keyNotFound(id) } catch { throw .keyring(error) }
+        }
         let name = kind.rawValue + "/" + id
         if let parsed = parsedRecords.withLock({ $0[name] }), parsed.bytes == bytes { return parsed }
         let record = try KeyRecord.parse(bytes, kind: kind, id: id)
@@ -31,17 +39,21 @@ extension Custodian {
     }
 
     func storeRecord(_ record: KeyRecord, kind: SiteKeepNames.ItemKind) throws(CustodyError) {
-        let label = kind == .deviceKey ? "SiteKeep device key" : "SiteKeep team key \(record.id)"
+        let label = switch kind {
+        case .deviceKey: "SiteKeep device key"
+        case .agentKey: "SiteKeep key added by ssh-add \(record.id)"
+        default: "SiteKeep team key \(record.id)"
+        }
         try kr { () throws(KeyringError) in try keyring.store(record.encoded(), for: item(kind, record.id), label: label) }
     }
 
     /// Wraps a new signing key as version `version` of a record.
     func makeVersion(_ handle: SigningKeyHandle, kind: SiteKeepNames.ItemKind, id: String, version: Int, master: LockedSecret,
-                     touch: FIDO2Credential? = nil, ssh: SSHAgentPolicy? = nil) throws(CustodyError) -> KeyRecord.Version {
+                     touch: FIDO2Credential? = nil, ssh: SSHAgentPolicy? = nil, confirm: Bool = false) throws(CustodyError) -> KeyRecord.Version {
         let wrapKey = try derive(master, info: wrapInfo(kind: kind, id: id))
         let pk = Base64.encode(handle.publicKey)
         let ad = KeyRecord.associatedData(store: storeID, kind: kind, id: id, version: version, algorithm: handle.algorithm, publicKey: pk,
-                                          touch: touch, ssh: ssh)
+                                          touch: touch, ssh: ssh, confirm: confirm)
         let wrapped = try cr { () throws(CryptoError) -> [UInt8] in
             let secret = try handle.exportForWrapping()
             return try wrapKey.wrap(secret, authenticating: ad)
@@ -59,7 +71,7 @@ extension Custodian {
                        sshBound: inout Bool) throws(CustodyError) -> SecretBytes {
         func ad(_ ssh: SSHAgentPolicy?) -> [UInt8] {
             KeyRecord.associatedData(store: storeID, kind: kind, id: record.id, version: version.version, algorithm: record.algorithm,
-                                     publicKey: version.publicKey, touch: record.touch, ssh: ssh)
+                                     publicKey: version.publicKey, touch: record.touch, ssh: ssh, confirm: record.confirm)
         }
         let notOpened = CustodyError.damagedItem("\(kind)/\(record.id) version \(version.version) does not unwrap under this store's master key")
         guard let wrapped = try? Base64.decode(version.wrapped) else { throw .damagedItem("\(kind)/\(record.id) version \(version.version) is not base64") }
@@ -219,8 +231,8 @@ extension Custodian {
         return info
     }
 
-    /// Imports a team key (Ed25519 seed, P-256 PKCS#8, or a `#key=` link through
-    /// ``TeamKeyMaterial/webLink(_:)``).
+    /// Imports a team key (Ed25519 seed, P-256 PKCS#8 or scalar, or a `#key=` link through
+    /// ``TeamKeyMaterial/webLink(_:)``; key files through ``TeamKeyMaterial/detect(_:kind:)``).
     public func importTeamKey(id: String, name: String, material: consuming TeamKeyMaterial) throws(CustodyError) -> SigningKeyInfo {
         try Self.validateID(id)
         try Self.validateName(name)
@@ -233,7 +245,11 @@ extension Custodian {
             }
         case .p256PKCS8(let pkcs8):
             do { handle = SigningKeyHandle(p256: try P256.Signing.PrivateKey(pkcs8: pkcs8)) } catch {
-                throw .invalidKeyMaterial("not a P-256 PKCS#8 private key (PEM 'PRIVATE KEY' or DER)")
+                throw .invalidKeyMaterial("not a P-256 PKCS#8 private key (PEM 'PRIVATE KEY' or DER) nor an Ed25519 one")
+            }
+        case .p256Scalar(let scalar):
+            do { handle = SigningKeyHandle(p256: try P256.Signing.PrivateKey(rawScalar: scalar)) } catch {
+                throw .invalidKeyMaterial("not a usable P-256 private key")
             }
         }
         let info = try newRecord(kind: .teamKey, id: id, name: name, handle: handle)

@@ -187,6 +187,10 @@ public final class Custodian: Sendable {
     /// bytes are the same skips the JSON decode (the ssh-agent lists every team key on each
     /// connection). Public facts and wrapped keys only, as stored; nothing a lock must wipe.
     let parsedRecords = Mutex<[String: ParsedRecord]>([:])
+    /// The keys `ssh-add -t` added: their records (wrapped under the master key, as a stored
+    /// record is) held in memory only, by id, with when they expire on the boot clock. Gone when
+    /// the daemon stops; removed at expiry (``checkAgentKeyLifetime(id:)``).
+    let heldAgentKeys = Mutex<[String: HeldAgentKey]>([:])
 
     func didLock(_ how: OpName) {
         lockScope.clear()

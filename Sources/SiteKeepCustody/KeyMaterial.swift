@@ -71,6 +71,8 @@ public enum TeamKeyMaterial: ~Copyable {
     case ed25519Seed(SecretBytes)
     /// A P-256 private key as PKCS#8, PEM or DER.
     case p256PKCS8(SecretBytes)
+    /// A P-256 private scalar, 32 big-endian bytes (from an OpenSSH key file).
+    case p256Scalar(SecretBytes)
 
     /// Parses a web link of the form `https://host/path#key=<base64url>` carrying a 32-byte
     /// Ed25519 seed.
@@ -182,6 +184,9 @@ struct KeyRecord: Equatable {
     /// The security-key credential a touch of which approves each use; absent when the presence
     /// prompt does (and in every record written before it existed).
     var touch: FIDO2Credential? = nil
+    /// A key added through the ssh-agent socket with `ssh-add -c`: each use is asked, none is
+    /// kept. Bound in the versions' associated data; absent (false) everywhere else.
+    var confirm: Bool = false
 
     struct Version: Equatable {
         var version: Int
@@ -208,6 +213,7 @@ struct KeyRecord: Equatable {
             policy.append(JSONMember(key: "otherData", value: .bool(ssh.otherData)))
             members.append(JSONMember(key: "ssh", value: .object(policy)))
         }
+        if confirm { members.insert(JSONMember(key: "confirm", value: .bool(true)), at: 1) }
         if let touch {
             members.append(JSONMember(key: "touch", value: .object([
                 JSONMember(key: "credentialID", value: .string(Base64.encode(touch.id, variant: .urlSafeNoPadding))),
@@ -262,7 +268,12 @@ struct KeyRecord: Equatable {
                 guard (1...253).contains(rp.utf8.count) else { return nil }
                 touch = FIDO2Credential(relyingPartyID: rp, id: credentialID, publicKey: publicKey)
             }
-            return KeyRecord(format: format, id: id, name: name, algorithm: algorithm, versions: versions, ssh: ssh, touch: touch)
+            var confirm = false
+            if let value = r.optional("confirm"), !value.isNull {
+                guard let flag = value.boolValue else { return nil }
+                confirm = flag
+            }
+            return KeyRecord(format: format, id: id, name: name, algorithm: algorithm, versions: versions, ssh: ssh, touch: touch, confirm: confirm)
         } catch {
             return nil
         }
@@ -308,7 +319,7 @@ struct KeyRecord: Equatable {
     /// unwrap with it; a key with neither has the bytes it always had. A policy that is off
     /// allows nothing and is not bound.
     static func associatedData(store: String, kind: SiteKeepNames.ItemKind, id: String, version: Int, algorithm: SigningAlgorithm,
-                               publicKey: String, touch: FIDO2Credential?, ssh: SSHAgentPolicy? = nil) -> [UInt8] {
+                               publicKey: String, touch: FIDO2Credential?, ssh: SSHAgentPolicy? = nil, confirm: Bool = false) -> [UInt8] {
         var ad = Array("sitekeep.key.v1\0\(store)\0\(kind.rawValue)\0\(id)\0\(version)\0\(algorithm.rawValue)\0\(publicKey)".utf8)
         if let touch {
             ad += Array("\0touch\0\(touch.relyingPartyID)\0".utf8) + Array(Base64.encode(touch.id, variant: .urlSafeNoPadding).utf8)
@@ -319,6 +330,7 @@ struct KeyRecord: Equatable {
             let namespaces = ssh.namespaces.map { list in list.map { "\($0.utf8.count):\($0)" }.joined() } ?? "any"
             ad += Array("\0ssh\0login=\(ssh.login ? 1 : 0)\0otherData=\(ssh.otherData ? 1 : 0)\0namespaces=\(ssh.namespaces?.count ?? -1)\0\(namespaces)".utf8)
         }
+        if confirm { ad += Array("\0confirm".utf8) }
         return ad
     }
 

@@ -78,6 +78,10 @@ extension OpName {
     /// A signature through the ssh-agent socket (its client checked the destination and the
     /// session binding of a login before asking).
     public static let sshSign = OpName(known: "ssh.sign")
+    /// A key added through the ssh-agent socket (`ssh-add`).
+    public static let agentAdd = OpName(known: "agent.add")
+    /// A key added through the ssh-agent socket removed (`ssh-add -d`, `-D`, or its lifetime ended).
+    public static let agentRemove = OpName(known: "agent.remove")
     /// A site's storage key opened (or made).
     public static let storageKey = OpName(known: "storage-key")
     /// A site's storage key destroyed.

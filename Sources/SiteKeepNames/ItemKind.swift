@@ -13,6 +13,8 @@ public enum ItemKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
     case storageKeyWhenUnlocked = "storage-key-wu"
     /// A vault's key.
     case vaultKey = "vault-key"
+    /// A key the user added through the ssh-agent socket (`ssh-add`), wrapped under the master key.
+    case agentKey = "agent-key"
 
     /// Parses a stored kind.
     /// - Throws: ``VocabularyError/unknownItemKind(_:)``.

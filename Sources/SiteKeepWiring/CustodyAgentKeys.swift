@@ -52,11 +52,62 @@ public final class CustodyAgentKeys: AgentKeySource {
     /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none). A key is
     /// listed with the policy in force (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``):
     /// one its keyring record names but custody did not bind to the key (a keyring edit) is not.
+    ///
+    /// After them, the keys added with `ssh-add` (``SiteKeepCustody/Custodian/listAgentKeys()``:
+    /// a key whose `-t` lifetime has ended is removed first), commented as they were added.
     public func identities() -> [AgentIdentity] {
         guard custodian.isUnlocked, let keys = try? custodian.listTeamKeys() else { return [] }
-        return keys.compactMap { info in
+        let team: [AgentIdentity] = keys.compactMap { info in
             guard info.ssh?.enabled == true, let policy = try? custodian.sshPolicyInForce(keyID: info.id) else { return nil }
             return AgentIdentity(info, policy: policy)
+        }
+        let added: [AgentIdentity] = ((try? custodian.listAgentKeys()) ?? []).compactMap { AgentIdentity(added: $0) }
+        return team + added
+    }
+
+    /// Takes the key into custody (``SiteKeepCustody/Custodian/addAgentKey(algorithm:privateKey:publicKey:comment:confirm:lifetimeSeconds:)``,
+    /// which wipes the private bytes it is given); adding needs SiteKeep unlocked.
+    public func add(_ key: AgentNewKey, peer: AgentPeer) throws(AgentRefusal) {
+        var secret = key.privateKey
+        defer { for i in secret.indices { secret[i] = 0 } }
+        let raw: [UInt8]
+        switch key.publicKey {
+        case .ed25519(let pk): raw = pk
+        case .ecdsa(_, let point): raw = point
+        case .rsa: throw .policy("an ssh-rsa key was not added: SiteKeep's agent holds ssh-ed25519 and ecdsa-sha2-nistp256 keys only")
+        }
+        do {
+            _ = try custodian.addAgentKey(algorithm: key.algorithm, privateKey: &secret, publicKey: raw, comment: key.comment,
+                                          confirm: key.confirm, lifetimeSeconds: key.lifetimeSeconds)
+        } catch .locked {
+            throw .policy("SiteKeep is locked, so ssh-add cannot add a key: run 'sitekeep unlock', then ssh-add again")
+        } catch {
+            throw .custody("the key was not added: \(error.description)")
+        }
+    }
+
+    /// Removes the added key with this blob; a team key's blob is refused, naming the command
+    /// that stops offering it.
+    public func remove(blob: [UInt8], peer: AgentPeer) throws(AgentRefusal) {
+        guard custodian.isUnlocked else { throw .policy("SiteKeep is locked, so ssh-add cannot remove a key: run 'sitekeep unlock' first") }
+        if let added = ((try? custodian.listAgentKeys()) ?? []).first(where: { AgentIdentity(added: $0)?.blob == blob }) {
+            do { try custodian.removeAgentKey(id: added.key.id) } catch { throw .custody(error.description) }
+            return
+        }
+        if let team = identities().first(where: { $0.blob == blob && $0.origin == .team }) {
+            throw .policy("\(team.keyID) is a SiteKeep team key, which ssh-add does not remove: "
+                + "'sitekeep team ssh disable \(team.keyID)' stops offering it to ssh")
+        }
+        throw .unknownKey
+    }
+
+    /// Removes every key added with `ssh-add`; team keys stay (they are SiteKeep's, offered by
+    /// their SSH policy).
+    public func removeAll(peer: AgentPeer) throws(AgentRefusal) {
+        do { try custodian.removeAllAgentKeys() } catch .locked {
+            throw .policy("SiteKeep is locked, so ssh-add cannot remove keys: run 'sitekeep unlock' first")
+        } catch {
+            throw .custody(error.description)
         }
     }
 
@@ -68,12 +119,21 @@ public final class CustodyAgentKeys: AgentKeySource {
             // The gate checks the key's policy, admits the use (kept approval or prompt), signs,
             // and writes the audit line, approved or refused, before returning.
             // Kept only for a use the approval names, and only for the process that asked.
+            // A key added with `ssh-add -c` keeps no approval: each use is asked.
+            var keep = request.presenceScope != nil
+            if case .added(_, let confirm) = identity.origin, confirm { keep = false }
             let approval = PresenceApproval(window: presence, label: request.presenceLabel,
-                                            scope: request.presenceScope ?? "", keep: request.presenceScope != nil)
-            signed = try custodian.signature(keyID: identity.keyID, message: request.data,
-                                             context: KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail))
+                                            scope: request.presenceScope ?? "", keep: keep)
+            let context = KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail)
+            if case .added = identity.origin {
+                signed = try custodian.agentKeySignature(keyID: identity.keyID, message: request.data, context: context)
+            } else {
+                signed = try custodian.signature(keyID: identity.keyID, message: request.data, context: context)
+            }
         } catch .locked {
             throw .locked
+        } catch .keyNotFound where identity.origin != .team {
+            throw .policy("the key \(identity.keyID) added by ssh-add is gone (removed, or its lifetime ended); list the keys again")
         } catch .policyRefused(let why) {
             throw .policy(why)
         } catch where error.isPresenceRefusal {
@@ -92,6 +152,16 @@ public final class CustodyAgentKeys: AgentKeySource {
 }
 
 extension AgentIdentity {
+    /// The identity of a key added with `ssh-add`, or nil for a record whose public key is not
+    /// readable.
+    public init?(added info: AgentKeyInfo) {
+        guard let raw = try? Base64.decode(info.key.publicKey),
+              let key = try? SSHPublicKey(algorithm: info.key.algorithm, publicKey: raw) else { return nil }
+        self.init(keyID: info.key.id, name: info.key.name, version: info.key.version, algorithm: info.key.algorithm, publicKey: key,
+                  policy: SSHAgentPolicy(enabled: true, login: true, namespaces: nil, otherData: true),
+                  origin: .added(comment: info.comment, confirm: info.confirm))
+    }
+
     /// The identity of a team key's public facts, or nil when its SSH policy is off.
     public init?(_ info: SigningKeyInfo) {
         self.init(info, policy: info.ssh)
