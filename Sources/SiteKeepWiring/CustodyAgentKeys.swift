@@ -49,11 +49,17 @@ public final class CustodyAgentKeys: AgentKeySource {
         self.presence = presence
     }
 
-    /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none). A key is
-    /// listed with the policy in force (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``):
-    /// one its keyring record names but custody did not bind to the key (a keyring edit) is not.
+    /// The SSH-enabled team keys. Unlocked, a key is listed with the policy in force
+    /// (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``): one its keyring record names
+    /// but custody did not bind to the key (a keyring edit) is not. Locked, the keys whose
+    /// records name SSH use are listed (public facts, as gpg-agent lists keys whose passphrase
+    /// it does not hold), so ssh and git ask to sign: the request then asks for the unlock
+    /// (``SiteKeepCustody/Custodian/unlocksOnUse``), or is refused with the daemon's log line and
+    /// a notice on the asker's terminal naming `sitekeep unlock`; custody's gate checks the
+    /// policy bound to the key as for every use.
     public func identities() -> [AgentIdentity] {
-        guard custodian.isUnlocked, let keys = try? custodian.listTeamKeys() else { return [] }
+        guard let keys = try? custodian.listTeamKeys() else { return [] }
+        guard custodian.isUnlocked else { return keys.compactMap { AgentIdentity($0) } }
         return keys.compactMap { info in
             guard info.ssh?.enabled == true, let policy = try? custodian.sshPolicyInForce(keyID: info.id) else { return nil }
             return AgentIdentity(info, policy: policy)
@@ -68,8 +74,10 @@ public final class CustodyAgentKeys: AgentKeySource {
             // The gate checks the key's policy, admits the use (kept approval or prompt), signs,
             // and writes the audit line, approved or refused, before returning.
             // Kept only for a use the approval names, and only for the process that asked.
-            let approval = PresenceApproval(window: presence, label: request.presenceLabel,
+            var approval = PresenceApproval(window: presence, label: request.presenceLabel,
                                             scope: request.presenceScope ?? "", keep: request.presenceScope != nil)
+            // The peer's own terminal is told where the prompt asks (never asked itself).
+            approval.askerPID = request.peer.pid
             signed = try custodian.signature(keyID: identity.keyID, message: request.data,
                                              context: KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail))
         } catch .locked {
