@@ -113,7 +113,9 @@ import Glibc
         #expect(fromA.status == 0, "\(fromA.err)")
         let first = signFrom(b.name)
         let notice = "SiteKeep: approve on \(short(a.name)), or run `sitekeep unlock` here to answer here"
-        #expect(Self.waitUntil(seconds: 5) { b.drawn.contains(notice) }, "B was not told where to approve: \(b.drawn.suffix(400))")
+        // At once: while the prompt on A waits (nobody answers there until B has the notice),
+        // not after its 60 s time-out. (Generous for a loaded machine.)
+        #expect(Self.waitUntil(seconds: 20) { b.drawn.contains(notice) }, "B was not told where to approve: \(b.drawn.suffix(400))")
         a.answer("\r", after: "Allow")
         #expect(await first.value == 0, "\(Self.read(log)) \(a.drawn.suffix(400))")
         #expect(verified())
