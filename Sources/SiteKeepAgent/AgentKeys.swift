@@ -199,7 +199,7 @@ public protocol AgentKeySource: Sendable {
     /// What checks the host keys' signatures of a connection's session bindings and makes
     /// fingerprints (SiteKeepWiring's `CryptoSSHCryptography` on SiteKeep's crypto).
     var cryptography: any SSHCryptography { get }
-    /// The keys to offer now (none while locked).
+    /// The keys to offer now (custody's lists them while locked too: a sign request then asks for the unlock).
     func identities() -> [AgentIdentity]
     /// Signs `request.data` with `request.identity` after its policy, presence and custody
     /// allow it; returns the SSH signature blob.

@@ -129,7 +129,10 @@ enum CustodyCommands {
             daemon = started
         } else if let daemon {
             // The daemon checks the secret itself (and keeps the back-off); the secret is read once.
-            try daemon.unlock(inv)
+            // From a new terminal, the prompts move there: said, so the user knows where to answer.
+            if let prompt = try daemon.unlock(inv) {
+                inv.note("Prompts now ask here: \(prompt).")
+            }
             // Never silently ignored: the running daemon takes it for this run, and says how to keep it.
             if let idle = inv.option("--idle-lock") {
                 inv.note("note: the running daemon now locks after \(idle) unused, until it stops; 'sitekeep config set idle-lock \(idle)' keeps it for every start")

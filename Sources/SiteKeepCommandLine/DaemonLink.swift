@@ -56,23 +56,31 @@ struct DaemonLink: Sendable {
 
     /// Hands the daemon the invocation's unlock secret, read as for a one-shot unlock (a wrong
     /// passphrase typed at a terminal is asked again, up to three tries).
-    func unlock(_ inv: Invocation) throws {
+    /// - Returns: where the daemon's prompts ask from now on, when this unlock moved them there
+    ///   (it named a terminal or a display).
+    @discardableResult
+    func unlock(_ inv: Invocation) throws -> String? {
         let wrong = CustodyError.unlockFailed.description
+        var moved: String? = nil
         try UnlockInput.attempt(inv, isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
-            try unlock(input, idleLock: inv.option("--idle-lock"))
+            moved = try unlock(input, idleLock: inv.option("--idle-lock"))
         }
+        return moved
     }
 
     /// Hands the daemon an unlock secret (it checks it itself and keeps the back-off).
     /// `idleLock`: this run's idle lock (`unlock --idle-lock`), applied by the daemon only when
     /// the unlock succeeds.
-    func unlock(_ input: UnlockInput, idleLock: String? = nil) throws {
+    /// - Returns: where the daemon's prompts ask from now on, when this unlock moved them there.
+    @discardableResult
+    func unlock(_ input: UnlockInput, idleLock: String? = nil) throws -> String? {
         // The method is the kind's name; a device kind's PIN goes framed (SlotKinds.unlockSecret reads it back).
         let wire = try input.take().wireForm()
-        _ = try wire.bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
+        let reply = try wire.bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws -> JSONValue in
             try request("unlock", method: wire.method, secret: raw,
                         extra: promptSurroundings + (idleLock.map { [JSONMember(key: "idle_lock", value: .string($0))] } ?? []))
         }
+        return reply["promptMoved"] == .bool(true) ? reply["prompt"]?.stringValue : nil
     }
 
     /// Where the daemon's presence prompts may appear from now on: this client's terminal (its

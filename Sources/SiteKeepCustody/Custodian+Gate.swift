@@ -10,7 +10,8 @@ import Synchronization
 // use custody holds no key for (``Custodian/approve(_:keyID:)``). The order, as OpenSSH's
 // `process_sign_request2` reads:
 //
-// 1. SiteKeep is unlocked; the unlock an approval must belong to is noted.
+// 1. SiteKeep is unlocked (or, with unlock on use, unlocked now by the secret asked on the
+//    prompt: ``Custodian/unlockOnUse(_:)``); the unlock an approval must belong to is noted.
 // 2. The key: it exists, the version a use takes, its SSH policy in force and whether a touch
 //    approves it (``Custodian/keyFacts(kind:id:version:)``, one keyring read at most).
 // 3. The client and op against the key's policy, read from what the bytes are
@@ -70,9 +71,12 @@ extension Custodian {
         var callerRefused = false
         let signed: TeamSignature
         do throws(CustodyError) {
-            // 1. Unlocked. The approval is checked against this unlock: a lock or unlock
-            // between that check and the key's use (another thread) voids it, as custody
+            // 1. Unlocked, or unlocked now through the prompt (``unlockOnUse(_:)``: the secret
+            // asked where the approval would be, opening a slot under the back-off, as
+            // `sitekeep unlock` does). The approval is checked against this unlock: a lock or
+            // unlock between that check and the key's use (another thread) voids it, as custody
             // refuses a proof taken before its last unlock.
+            try unlockOnUse(context)
             let generation = lockScope.generation
             let unlockedAt = try currentUnlock().unlockedAtNs
             // 2. The key and its facts. A refusal from here on is logged with the version the
@@ -249,7 +253,7 @@ extension Custodian {
             return proof
         case .ask(let verifier):
             waited = true
-            let fresh = try verifier.requestPresence(client: client, siteLabel: approval.label, op: context.op, keyID: keyID)
+            let fresh = try verifier.requestPresence(client: client, siteLabel: approval.label, op: context.op, keyID: keyID, askerPID: approval.askerPID)
             try checkProof(fresh, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: configuration.presenceLifetime)
             return fresh
         case .window(let window):
@@ -265,7 +269,7 @@ extension Custodian {
             }
             waited = true
             let generation = window.generation
-            let fresh = try window.ask(use, label: approval.label)
+            let fresh = try window.ask(use, label: approval.label, askerPID: approval.askerPID)
             try checkProof(fresh, client: client, op: context.op, keyID: keyID, unlockedAtNs: unlockedAtNs, lifetime: lifetime)
             if approval.keep { window.keep(fresh, for: use, ifNotClearedSince: generation) }
             return fresh
@@ -345,6 +349,7 @@ extension Custodian {
     ///   brings no way to approve, or the verifier's or the check's refusal.
     public func approval(of context: KeyUseContext, keyID: KeyID? = nil) throws(CustodyError) -> PresenceProof {
         do throws(CustodyError) {
+            try unlockOnUse(context)
             let unlockedAt = try currentUnlock().unlockedAtNs
             guard let proof = try admit(context, keyID: keyID, unlockedAtNs: unlockedAt) else {
                 throw .presenceRequired("\(context.op) needs the user's approval")
@@ -494,6 +499,9 @@ public struct PresenceApproval: Sendable {
     public let keep: Bool
     /// Who asked, for the audit line of a refused approval (nil: the client says it).
     public private(set) var requester: String? = nil
+    /// The process that asked, when the caller knows it (the ssh-agent's peer): a prompt shown
+    /// elsewhere tells that process's own terminal where to answer, and never asks there.
+    public var askerPID: Int32? = nil
     private let makeLabel: @Sendable () -> String
 
     /// Approval through `window`: kept, else asked.

@@ -182,6 +182,8 @@ public final class Custodian: Sendable {
     /// signing-key cache, the bridge's open partitions, the vault library and its vaults, the
     /// presence window). ``lock()``, the idle auto-lock and every unlock clear it.
     public let lockScope = LockScope()
+    /// Whether a locked use asks for the unlock (``unlocksOnUse``), and one such prompt at a time.
+    let unlockOnUseState = UnlockOnUseState()
     let signers: LockBound<SignerCache>
     /// The last key records parsed, by item, with the bytes they were parsed from: a lookup whose
     /// bytes are the same skips the JSON decode (the ssh-agent lists every team key on each

@@ -11,8 +11,9 @@ package import SiteKeepCrypto
 /// The program is run directly (no shell), in its own process group, with its standard input
 /// and output on one end of a socket pair and its standard error on `/dev/null`. Every read is
 /// bounded (a line is at most ``maximumLine`` bytes, a conversation at most ``maximumLines``
-/// lines) and the whole conversation must end within ``timeout``; past that the program's
-/// process group is killed. A `GETPIN` answer is decoded straight into guarded memory
+/// lines). The program is told ``timeout`` (`SETTIMEOUT`), so it closes its dialog itself and
+/// a text-mode pinentry restores the screen it drew over; a program still silent ``grace``
+/// after that has its process group killed. A `GETPIN` answer is decoded straight into guarded memory
 /// (``SecretBytes``) and every buffer that held it is wiped; it is never logged or put in an
 /// error.
 public struct PinentryClient: Sendable {
@@ -36,6 +37,13 @@ public struct PinentryClient: Sendable {
     public static let cancelled = 83886179
     /// `GPG_ERR_NOT_CONFIRMED`: the user did not confirm.
     public static let notConfirmed = 83886194
+    /// `GPG_ERR_TIMEOUT`: the pinentry's own time limit (`SETTIMEOUT`) passed; it closed its
+    /// dialog (a text-mode one restoring the screen it drew over) and answered.
+    public static let timedOut = 83886142
+    /// How long past the pinentry's own time limit it may take to answer before its process
+    /// group is killed: a pinentry that ends by itself restores the terminal it drew on, a
+    /// killed `pinentry-curses` leaves its dialog on the screen.
+    public static let grace: Duration = .seconds(2)
 
     /// The dialog's words: a title, the description (lines separated by `\n`), and the buttons.
     public struct Dialog: Sendable {
@@ -76,6 +84,7 @@ public struct PinentryClient: Sendable {
         switch try session.command("CONFIRM", data: nil) {
         case .ok: return true
         case .err(let code, _) where code == Self.cancelled || code == Self.notConfirmed: return false
+        case .err(let code, _) where code == Self.timedOut: throw .presenceTimedOut(seconds: Int(timeout.components.seconds))
         case .err(let code, let text): throw .presenceUnavailable("the pinentry \(program) failed to ask (\(code) \(text))")
         }
     }
@@ -96,6 +105,7 @@ public struct PinentryClient: Sendable {
                 throw .presenceUnavailable("no guarded memory for the answer")
             }
         case .err(let code, _) where code == Self.cancelled || code == Self.notConfirmed: return nil
+        case .err(let code, _) where code == Self.timedOut: throw .presenceTimedOut(seconds: Int(timeout.components.seconds))
         case .err(let code, let text): throw .presenceUnavailable("the pinentry \(program) failed to ask (\(code) \(text))")
         }
     }
@@ -159,7 +169,9 @@ public struct PinentryClient: Sendable {
         init(_ client: PinentryClient) throws(CustodyError) {
             program = client.program
             timeoutSeconds = Int(client.timeout.components.seconds)
-            deadline = Clocks.monotonicNow() + client.timeout
+            // The pinentry ends its own dialog at the time limit (SETTIMEOUT); it is killed only
+            // if it has not answered a little after that.
+            deadline = Clocks.monotonicNow() + client.timeout + PinentryClient.grace
             var pair: [Int32] = [-1, -1]
             guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
                 throw .presenceUnavailable("cannot make a socket pair for the pinentry")
@@ -168,8 +180,11 @@ public struct PinentryClient: Sendable {
             if let tty = client.ttyName { arguments += ["--ttyname", tty] }
             if let type = client.ttyType { arguments += ["--ttytype", type] }
             do {
+                // No signal blocked: its time limit is an alarm (SIGALRM), which the thread that
+                // asks may block (a Dispatch worker does).
                 child = try ChildProcess.spawn(client.program, arguments: arguments, environment: client.environment,
-                                               stdin: .descriptor(pair[1]), stdout: .descriptor(pair[1]), stderr: .null)
+                                               stdin: .descriptor(pair[1]), stdout: .descriptor(pair[1]), stderr: .null,
+                                               unblockingSignals: true)
             } catch {
                 Glibc.close(pair[0]); Glibc.close(pair[1])
                 throw .presenceUnavailable("cannot run the pinentry \(client.program): \(error.cause)")
@@ -193,12 +208,14 @@ public struct PinentryClient: Sendable {
             var commands = ["SETTITLE " + escape(dialog.title), "SETDESC " + escape(dialog.description),
                             "SETOK " + escape(dialog.ok), "SETCANCEL " + escape(dialog.cancel)]
             if let prompt = dialog.prompt { commands.append("SETPROMPT " + escape(prompt)) }
+            // Its own time limit, so it closes its dialog and restores the screen itself.
+            if timeoutSeconds > 0 { commands.append("SETTIMEOUT \(timeoutSeconds)") }
             if let tty = client.ttyName { commands.append("OPTION ttyname=" + escape(tty)) }
             if let type = client.ttyType { commands.append("OPTION ttytype=" + escape(type)) }
             commands.append("OPTION lc-ctype=C.UTF-8")
             for c in commands {
                 // An OPTION a pinentry does not know is answered ERR; the dialog still works.
-                if case .err(let code, let text) = try command(c, data: nil), !c.hasPrefix("OPTION ") {
+                if case .err(let code, let text) = try command(c, data: nil), !c.hasPrefix("OPTION "), !c.hasPrefix("SETTIMEOUT ") {
                     throw .presenceUnavailable("the pinentry \(program) refused \(c.prefix(while: { $0 != " " })) (\(code) \(text))")
                 }
             }
@@ -251,6 +268,12 @@ public struct PinentryClient: Sendable {
                         throw .presenceUnavailable("the pinentry \(program) sent a malformed or oversized data line")
                     }
                     continue
+                }
+                // pinentry-curses 1.2 says its own time limit passed in a status line
+                // (`S ERROR curses.? 83886142`), having closed its dialog, and answers nothing more.
+                if line.starts(with: Array("S ERROR ".utf8)),
+                   line.split(separator: 0x20).last.map({ Int(String(decoding: $0, as: UTF8.self)) == PinentryClient.timedOut }) == true {
+                    return .err(PinentryClient.timedOut, "Timeout")
                 }
                 if line.first == UInt8(ascii: "#") || line.starts(with: Array("S ".utf8)) || line == Array("S".utf8) { continue }
                 throw .presenceUnavailable("the pinentry \(program) broke the Assuan protocol (a line starting "

@@ -117,11 +117,20 @@ public protocol PresenceVerifier: Sendable {
     /// command line or the agent socket) where it names the client; the proof is still bound to
     /// `client`. The default shows the client's ``KeyUseClient/auditName``.
     func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof
+
+    /// The same, for a request from the process `askerPID` (the ssh-agent's peer), whose own
+    /// terminal a verifier may tell where the user answers (never asking there). The default
+    /// ignores the pid.
+    func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?, askerPID: Int32?) throws(CustodyError) -> PresenceProof
 }
 
 extension PresenceVerifier {
     public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
         try requestPresence(client: client, op: op, keyID: keyID)
+    }
+
+    public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?, askerPID: Int32?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: siteLabel, op: op, keyID: keyID)
     }
 }
 
@@ -302,7 +311,8 @@ public final class PresenceWindow: Sendable {
 
     /// The effective lifetime (the configured value clamped to ``PresenceProof/maximumLifetime``).
     public let lifetime: Duration
-    private let verifier: any PresenceVerifier
+    /// The verifier that asks (custody's unlock on use asks it for the secret too).
+    let verifier: any PresenceVerifier
     private let proofs: LockBound<[Use: PresenceProof]>
 
     /// A window over `verifier` whose proofs `lockScope` clears (the custodian's
@@ -323,9 +333,9 @@ public final class PresenceWindow: Sendable {
     /// Forgets the proof kept for `use`.
     func forget(_ use: Use) { _ = proofs.withLock { $0.removeValue(forKey: use) } }
 
-    /// Asks the user to approve `use`, showing `label`.
-    func ask(_ use: Use, label: String) throws(CustodyError) -> PresenceProof {
-        try verifier.requestPresence(client: use.client, siteLabel: label, op: use.op, keyID: use.keyID)
+    /// Asks the user to approve `use`, showing `label`, for the process `askerPID` when known.
+    func ask(_ use: Use, label: String, askerPID: Int32? = nil) throws(CustodyError) -> PresenceProof {
+        try verifier.requestPresence(client: use.client, siteLabel: label, op: use.op, keyID: use.keyID, askerPID: askerPID)
     }
 
     /// Keeps `proof` for `use` unless a lock or unlock happened since `generation`.

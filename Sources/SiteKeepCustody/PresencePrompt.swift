@@ -5,6 +5,7 @@ import CLinux
 import Synchronization
 internal import SiteKeepSystem
 public import SiteKeepNames
+public import SiteKeepCrypto
 
 /// Which prompt asks the user to approve a key use, chosen from the `prompt` setting and the
 /// daemon's surroundings (its environment, and the terminal and display the last `unlock`
@@ -131,8 +132,10 @@ public struct PromptPlan: Sendable, Equatable, CustomStringConvertible {
                                   problem: "no pinentry is installed and SSH_ASKPASS is not set, so nothing can ask on the display",
                                   remedy: "install a pinentry (Debian: apt install pinentry-gnome3 or pinentry-gtk2), or set SSH_ASKPASS")
             }
+            // Installing a pinentry is advice only where none is installed: with one there, the
+            // cause is that the daemon knows no terminal of the user's.
             return PromptPlan(kind: .unavailable, reason: "auto", problem: ttyProblem ?? noWhere,
-                              remedy: noWhereRemedy + "; install pinentry-curses for a terminal dialog")
+                              remedy: noWhereRemedy + (locate(terminalPinentries) == nil ? "; install pinentry-curses for a terminal dialog" : ""))
         case "pinentry":
             if let found = pinentry("pinentry") { return found }
             let installed = locate(graphicalPinentries + terminalPinentries) != nil
@@ -188,7 +191,12 @@ public struct PromptPlan: Sendable, Equatable, CustomStringConvertible {
 /// The daemon's one presence verifier: asks through the prompt the `prompt` setting and the
 /// surroundings choose (``PromptPlan``) at each request, so a terminal or display adopted after
 /// an `unlock` is used from the next prompt on.
-public final class PromptPresenceVerifier: PresenceVerifier {
+///
+/// A request whose process is known (the ssh-agent's peer) and whose own terminal is not where
+/// the prompt is shown gets, at once, one line on that terminal naming where to answer
+/// (``notice(to:plan:unlocking:)``); the question itself is never put there, since a process
+/// that controls its terminal could answer it.
+public final class PromptPresenceVerifier: UnlockPrompt {
     /// The `prompt` setting (nil: auto).
     public var setting: String? { chosen.withLock { $0 } }
     private let chosen: Mutex<String?>
@@ -220,7 +228,14 @@ public final class PromptPresenceVerifier: PresenceVerifier {
     /// Points later prompts at the terminal and display in `surroundings` (the names of
     /// ``PromptPlan/surroundingNames``; an absent name is cleared). The daemon calls this only
     /// after a successful `unlock`, so only the holder of the secret can choose where prompts go.
-    public func adopt(_ surroundings: [String: String]) {
+    ///
+    /// An unlock that names neither a terminal nor a display (a script, a service) changes
+    /// nothing: the terminal and display the daemon knew stay where prompts go.
+    /// - Returns: whether the prompts moved (the surroundings named a terminal or a display).
+    @discardableResult
+    public func adopt(_ surroundings: [String: String]) -> Bool {
+        let names = ["SITEKEEP_TTY", "DISPLAY", "WAYLAND_DISPLAY"]
+        guard names.contains(where: { !(surroundings[$0]?.isEmpty ?? true) }) else { return false }
         environment.withLock { env in
             for name in PromptPlan.surroundingNames {
                 let v = surroundings[name].map { String($0.unicodeScalars.prefix(512).filter { !PresenceText.isHidden($0) }) }
@@ -228,6 +243,7 @@ public final class PromptPresenceVerifier: PresenceVerifier {
             }
             if let tty = env["SITEKEEP_TTY"], !tty.hasPrefix("/dev/") { env["SITEKEEP_TTY"] = nil }
         }
+        return true
     }
 
     /// Asks through the prompt `setting` chooses from the next request on. The daemon calls this
@@ -243,18 +259,87 @@ public final class PromptPresenceVerifier: PresenceVerifier {
     }
 
     public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+        try requestPresence(client: client, siteLabel: siteLabel, op: op, keyID: keyID, askerPID: nil)
+    }
+
+    public func requestPresence(client: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?, askerPID: Int32?) throws(CustodyError) -> PresenceProof {
         try asking.withLock { (_: inout ()) throws(CustodyError) -> PresenceProof in
-            try ask(client: client, siteLabel: siteLabel, op: op, keyID: keyID)
+            try ask(client: client, siteLabel: siteLabel, op: op, keyID: keyID, askerPID: askerPID)
         }
     }
 
+    /// Asks for the unlock passphrase on the prompt an approval would use: a pinentry's
+    /// `GETPIN`, or SiteKeep's own question without echo on the user's terminal. An askpass
+    /// program only approves, so it cannot ask (``CustodyError/presenceUnavailable(_:)``).
+    public func requestUnlockPassphrase(client: KeyUseClient, label: String, askerPID: Int32?, attempt: Int) throws(CustodyError) -> SecretBytes? {
+        try asking.withLock { (_: inout ()) throws(CustodyError) -> SecretBytes? in
+            let env = environment.withLock { $0 }
+            let plan = PromptPlan.current(setting: setting, environment: env)
+            if let problem = plan.problem {
+                throw .presenceUnavailable(problem + (plan.remedy.map { "; \($0)" } ?? ""))
+            }
+            let again = attempt > 1 ? "That passphrase was wrong; try again (\(attempt) of \(Custodian.unlockOnUseTries)).\n" : ""
+            let body = again + "SiteKeep is locked. A key use waits for it:\n"
+                + PresenceText.labelParts(PresenceText.escaped(label, limit: PresenceText.labelLimit)).joined(separator: "\n")
+                + "\nGive the passphrase to unlock SiteKeep; the use is then asked for on its own."
+            let title = "SiteKeep: unlock to use a key"
+            switch plan.kind {
+            case .pinentry(let program, let tty):
+                notice(to: askerPID, plan: plan, unlocking: true)
+                var childEnv = env
+                childEnv["SITEKEEP_TTY"] = nil
+                let pinentry = PinentryClient(program: program, ttyName: tty, ttyType: tty == nil ? nil : (env["TERM"] ?? "xterm"),
+                                              environment: childEnv.map { "\($0.key)=\($0.value)" }, timeout: timeout)
+                return try pinentry.getPin(PinentryClient.Dialog(title: title, description: title + "\n" + body, ok: "Unlock",
+                                                                 cancel: "Cancel", prompt: "Passphrase:"))
+            case .terminal(let tty):
+                notice(to: askerPID, plan: plan, unlocking: true)
+                return try TerminalPrompt.readSecret(tty: tty, text: title + "\n" + body, prompt: "Passphrase: ", timeout: timeout)
+            case .askpass:
+                throw .presenceUnavailable("an askpass program approves but cannot ask for the unlock passphrase; run 'sitekeep unlock'")
+            case .unavailable:
+                throw .presenceUnavailable("no prompt is configured")
+            }
+        }
+    }
+
+    /// Where the prompt `plan` shows, for a notice: the terminal it draws on, or nil for a
+    /// dialog on the display.
+    static func terminal(of plan: PromptPlan, environment env: [String: String]) -> String? {
+        let display = !(env["WAYLAND_DISPLAY"] ?? "").isEmpty || !(env["DISPLAY"] ?? "").isEmpty
+        switch plan.kind {
+        case .terminal(let tty): return tty
+        case .pinentry(let program, let tty):
+            // A graphical pinentry (chosen with a display) draws its own window.
+            let name = program.split(separator: "/").last.map(String.init) ?? program
+            return display && name != "pinentry-curses" ? nil : tty
+        case .askpass, .unavailable: return nil
+        }
+    }
+
+    /// The one-line notice to the terminal of the process `askerPID` (when it has one of the
+    /// user's, ``ControllingTerminal``) that the prompt `plan` asks elsewhere, naming where and
+    /// how to move it: "SiteKeep: approve on pts/1, or run `sitekeep unlock` here to answer
+    /// here". Nothing is written when the prompt is on that very terminal; the question is never
+    /// written there by this.
+    func notice(to askerPID: Int32?, plan: PromptPlan, unlocking: Bool) {
+        guard let askerPID, let askerTTY = ControllingTerminal.of(pid: askerPID) else { return }
+        let env = environment.withLock { $0 }
+        let promptTTY = Self.terminal(of: plan, environment: env)
+        if let promptTTY, promptTTY == askerTTY { return }
+        let place = promptTTY.map { "on " + ControllingTerminal.shortName($0) } ?? "in the dialog on your desktop"
+        let what = unlocking ? "SiteKeep is locked: give the passphrase \(place)" : "SiteKeep: approve \(place)"
+        ControllingTerminal.notify(askerTTY, line: what + ", or run `sitekeep unlock` here to answer here")
+    }
+
     /// Shows one prompt (the caller holds ``asking``).
-    private func ask(client asker: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?) throws(CustodyError) -> PresenceProof {
+    private func ask(client asker: KeyUseClient, siteLabel: String, op: OpName, keyID: KeyID?, askerPID: Int32?) throws(CustodyError) -> PresenceProof {
         let env = environment.withLock { $0 }
         let plan = PromptPlan.current(setting: setting, environment: env)
         if let problem = plan.problem {
             throw .presenceUnavailable(problem + (plan.remedy.map { "; \($0)" } ?? ""))
         }
+        notice(to: askerPID, plan: plan, unlocking: false)
         switch plan.kind {
         case .askpass(let program, let dialog):
             var extra = env
@@ -320,6 +405,58 @@ public enum TerminalPrompt {
         }
         let word = String(decoding: answer, as: UTF8.self).trimmedAnswer().lowercased()
         return word == "y" || word == "yes"
+    }
+}
+
+extension TerminalPrompt {
+    /// Writes `text` and `prompt` to `tty` and reads one line with echo off (at most 1024
+    /// bytes), restoring the terminal's modes after; the typed bytes go straight into guarded
+    /// memory and every buffer that held them is wiped.
+    /// - Returns: the bytes typed, or nil for an empty line (the user declined).
+    /// - Throws: as ``confirm(tty:text:timeout:)``.
+    public static func readSecret(tty: String, text: String, prompt: String, timeout: Duration) throws(CustodyError) -> SecretBytes? {
+        let fd = open(tty, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0, isatty(fd) == 1 else {
+            if fd >= 0 { close(fd) }
+            throw .presenceUnavailable("cannot open the terminal \(PresenceText.escaped(tty, limit: 200))")
+        }
+        defer { close(fd) }
+        var saved = termios()
+        let haveModes = tcgetattr(fd, &saved) == 0
+        if haveModes {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(fd, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if haveModes { _ = tcsetattr(fd, TCSAFLUSH, &saved) }
+            _ = Array("\r\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        }
+        let shown = "\r\n" + text.replacingNewlines() + "\r\n" + prompt
+        _ = Array(shown.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let deadline = Clocks.monotonicNow() + timeout
+        var typed: [UInt8] = []
+        typed.reserveCapacity(1024)
+        defer { SecureMemory.zero(&typed) }
+        while true {
+            let left = deadline - Clocks.monotonicNow()
+            guard left > .zero else { throw .presenceTimedOut(seconds: Int(timeout.components.seconds)) }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ms = Int32(clamping: left.components.seconds * 1000 + 1)
+            guard poll(&pfd, 1, min(ms, 1000)) > 0 else { continue }
+            var byte: UInt8 = 0
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            guard n == 1 else { throw .presenceUnavailable("the terminal closed before an answer") }
+            if byte == 0x0a || byte == 0x0d { break }
+            guard typed.count < 1024 else { throw .presenceUnavailable("the passphrase typed is longer than 1024 bytes") }
+            typed.append(byte)
+            byte = 0
+        }
+        guard !typed.isEmpty else { return nil }
+        do { return try SecretBytes(consumingAndZeroing: &typed) } catch {
+            throw .presenceUnavailable("no guarded memory for the answer")
+        }
     }
 }
 

@@ -8,7 +8,7 @@ extension PresenceText {
     /// The prompt laid out for a dialog: a title line, then the key, the op, what it is for (the
     /// label's first part: the site, or the verified destination) and who asks (each later part
     /// of the label: the label's `; ` separators outside quotes start new lines), each on its own
-    /// line, then what an approval covers and the prompt's id. Every string is escaped and bounded
+    /// line, then what an approval covers (``coverage(_:)``) and the prompt's id. Every string is escaped and bounded
     /// as in ``AskpassPresenceVerifier`` (a newline a peer put in a quoted name is shown as
     /// `<U+000A>`, so it cannot add a line of its own); the body's lines are separated by `\n`.
     /// The op and the key are typed (``OpName``, ``KeyID``: printable ASCII, at most 64 bytes),
@@ -23,8 +23,18 @@ extension PresenceText {
             if i == 0 { lines.append("For: " + part); continue }
             lines.append(part.hasPrefix("asked by ") ? "Asked by: " + part.dropFirst("asked by ".count) : part)
         }
-        lines.append("Covers only this use, for at most 60 s (prompt \(promptID)).")
+        lines.append(coverage(siteLabel) + " (prompt \(promptID)).")
         return (title, lines.joined(separator: "\n"))
+    }
+
+    /// What an approval serves, as custody's presence window keeps it: the ssh-agent's label
+    /// says "this signature only" (nothing kept) or "this process only" (kept for the same use
+    /// by the same process); any other asker's approval is kept for the same use by the same
+    /// asker (a site's `key.sign` by that site). At most 60 s either way.
+    static func coverage(_ label: String) -> String {
+        if label.contains("this signature only)") { return "Covers only this use" }
+        if label.contains("this process only)") { return "Covers this use and, for up to 60 s, the same use by the same process" }
+        return "Covers this use and, for up to 60 s, the same use by the same asker"
     }
 
     /// `label` split at each `; ` that is outside double quotes (quoted strings escape `"` and

@@ -141,6 +141,12 @@ public final class Daemon: Sendable {
         let sync = options.syncIntervalSeconds > 0
             ? VaultSync(store: store, interval: .seconds(options.syncIntervalSeconds), metered: options.metered, note: log) : nil
         let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: env)
+        // A key use while locked asks for the unlock on the prompt (unless unlock-on-use is
+        // off); an unlock made so checks the settings' tags as `sitekeep unlock` does.
+        custodian.setUnlocksOnUse(options.unlockOnUse) { [weak self] in
+            self?.options.log("unlocked on use: the secret was given on the prompt")
+            self?.settingsAtUnlock()
+        }
         // Entries of sites.json written by hand bind nothing; the log names each, with its fix.
         let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService(),
                                          note: { log($0) })
@@ -238,10 +244,17 @@ public final class Daemon: Sendable {
         do {
             let control = try ControlServer(path: controlPath, storeID: custodian.storeID, storeLabel: store.home.path, handler: { [self] request, secret in
                 if let answer = ControlOps.handleDaemon(request, daemon: self) { return answer }
-                let answer = ControlOps.handle(request, secret: secret, custodian: custodian, registry: registry, home: store.home.path)
-                // Prompts follow the terminal and display of whoever last unlocked (with the secret).
+                var answer = ControlOps.handle(request, secret: secret, custodian: custodian, registry: registry, home: store.home.path)
+                // Prompts follow the terminal and display of whoever last unlocked (with the secret);
+                // an unlock that names neither (a script) leaves them where they were. The answer
+                // says where prompts now ask, so `unlock` in a new terminal can say they moved.
                 if request.op == "unlock", answer["ok"] == .bool(true), let prompt = store.shared?.presence as? PromptPresenceVerifier {
-                    prompt.adopt(ControlServer.unlockPromptKeys.reduce(into: [:]) { $0[$1.value] = request.header[$1.key]?.stringValue })
+                    let moved = prompt.adopt(ControlServer.unlockPromptKeys.reduce(into: [:]) { $0[$1.value] = request.header[$1.key]?.stringValue })
+                    if case .object(var members) = answer {
+                        members.append(JSONMember(key: "prompt", value: .string(prompt.plan.description)))
+                        members.append(JSONMember(key: "promptMoved", value: .bool(moved)))
+                        answer = .object(members)
+                    }
                 }
                 if request.op == "unlock", answer["ok"] == .bool(true) { self.settingsAtUnlock() }
                 // `unlock --idle-lock`: a longer idle lock widens trust, so it comes only with the
@@ -354,6 +367,7 @@ public final class Daemon: Sendable {
         case .tpmTCTI: return String(describing: store.custodian.tpmConnection)
         case .fido2Device: return options.environment[FIDO2Key.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
             ?? store.custodian.configuration.deviceSettings().fido2Device?.value ?? ""
+        case .unlockOnUse: return store.custodian.unlocksOnUse ? "on" : "off"
         }
     }
 
@@ -457,6 +471,10 @@ public final class Daemon: Sendable {
                     return nil
                 }
                 if let outcome { result.failed.append(outcome) } else { result.applied.append(key) }
+            case .unlockOnUse:
+                store.custodian.setUnlocksOnUse(new[key] == "on")
+                result.applied.append(key)
+                log("unlock on use \(new[key])")
             case .syncInterval, .metered, .prompt:
                 result.atNextStart.append(key)
             case .tpmTCTI, .fido2Device:

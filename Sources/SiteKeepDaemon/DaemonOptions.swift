@@ -32,6 +32,9 @@ public struct DaemonOptions: Sendable {
     /// (the first that works of $SITEKEEP_ASKPASS, $SSH_ASKPASS, the system's pinentry, a
     /// terminal prompt), "pinentry", "pinentry:/ABS/PATH", "terminal", "askpass:/ABS/PATH".
     public var prompt: String?
+    /// Whether a key use while locked asks for the unlock on the prompt (the `unlock-on-use`
+    /// setting; default on), as gpg-agent asks for a passphrase; off refuses it.
+    public var unlockOnUse = true
     /// Where the daemon's messages go (one line each, without a trailing newline).
     public var log: @Sendable (String) -> Void = { _ in }
     /// Runs a client's whole command inside the daemon (the control socket's `run`, as the
@@ -52,6 +55,7 @@ public struct DaemonOptions: Sendable {
         metered = settings[.metered] == "on"
         lockOnSessionLock = settings[.lockOnSessionLock] == "on"
         prompt = settings[.prompt]
+        unlockOnUse = settings[.unlockOnUse] == "on"
         let socket = settings[.sshAgentSocket]
         sshAgentSocket = settings[.sshAgent] == "on" ? (socket.isEmpty ? defaultAgentSocket : socket) : nil
     }

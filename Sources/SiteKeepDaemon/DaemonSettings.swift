@@ -48,6 +48,9 @@ public struct DaemonSettings: Sendable, Equatable {
         case tpmTCTI = "tpm-tcti"
         /// The FIDO2 security key to use, a libfido2 device path such as `/dev/hidraw3`.
         case fido2Device = "fido2-device"
+        /// `on` or `off`: a key use while locked asks for the unlock on the prompt (`off`: it is
+        /// refused, naming `sitekeep unlock`).
+        case unlockOnUse = "unlock-on-use"
 
         public static func < (a: Key, b: Key) -> Bool {
             allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -64,13 +67,14 @@ public struct DaemonSettings: Sendable, Equatable {
             case .metered: "off"
             case .prompt: "auto"
             case .tpmTCTI, .fido2Device: ""
+            case .unlockOnUse: "on"
             }
         }
 
         /// The values it takes, for messages and `config`'s help.
         public var allowed: String {
             switch self {
-            case .sshAgent, .lockOnSessionLock, .metered: "on or off"
+            case .sshAgent, .lockOnSessionLock, .metered, .unlockOnUse: "on or off"
             case .sshAgentSocket: "an absolute path to a socket in a folder only you can enter (unset: $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"
             case .idleLock: "a duration from 1s to 1d such as 90s, 15m or 2h (a bare number is minutes)"
             case .syncInterval: "seconds from 0 (never) to 86400, or a duration such as 5m or 1h"
@@ -89,7 +93,8 @@ public struct DaemonSettings: Sendable, Equatable {
             case .sshAgentSocket, .prompt, .tpmTCTI, .fido2Device: new != old
             case .lockOnSessionLock: new == "off" && old != "off"
             case .idleLock: (IdleLock.seconds(parsing: new) ?? 0) > (IdleLock.seconds(parsing: old) ?? 0)
-            case .syncInterval, .metered: false
+            // The secret is still asked for, on the prompt only the holder of the secret chose.
+            case .syncInterval, .metered, .unlockOnUse: false
             }
         }
     }
@@ -183,7 +188,7 @@ public struct DaemonSettings: Sendable, Equatable {
                         remedy: "\(key.rawValue) takes \(key.allowed)", code: "bad_setting")
         }
         switch key {
-        case .sshAgent, .lockOnSessionLock, .metered:
+        case .sshAgent, .lockOnSessionLock, .metered, .unlockOnUse:
             switch value.lowercased() {
             case "on", "yes", "true", "1": return "on"
             case "off", "no", "false", "0": return "off"

@@ -2,6 +2,7 @@ import Synchronization
 import SiteKeepAgent
 import SiteKeepCustody
 import SiteKeepWiring
+import SiteKeepSystem
 
 /// The daemon's ssh-agent socket over its custodian.
 enum SSHAgentService {
@@ -28,6 +29,10 @@ enum SSHAgentService {
                 lastUnavailable.withLock { $0 = nil }
             }
             note("ssh-agent: refused a request from \(peer.label): \(why)")
+            // An agent failure carries no text to ssh or git: the asker's own terminal is told.
+            if case .locked = why, let tty = ControllingTerminal.of(pid: peer.pid) {
+                ControllingTerminal.notify(tty, line: "SiteKeep is locked: run `sitekeep unlock` here, then try again")
+            }
         }
         server.start()
         return server

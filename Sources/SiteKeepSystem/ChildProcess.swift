@@ -60,6 +60,9 @@ public struct ChildProcess: Sendable {
     ///   - detached: the child leads a new session instead (`setsid`: no controlling terminal,
     ///     it outlives this process and the terminal's signals), with no signal blocked; for a
     ///     daemon that is started and not waited for.
+    ///   - unblockingSignals: the child (in its own process group) starts with no signal
+    ///     blocked, whatever the calling thread blocks (a Dispatch worker blocks `SIGALRM`, which
+    ///     a pinentry's own time limit needs).
     ///   - argv0: the child's `argv[0]` when it is not `program` (a program started from a
     ///     descriptor, `/proc/self/fd/N`, is named by the path it was opened at).
     ///   - workingDirectory: the child's working folder (else this process's).
@@ -72,7 +75,7 @@ public struct ChildProcess: Sendable {
     /// - Throws: ``SystemError`` when the program cannot be started.
     public static func spawn(_ program: String, arguments: [String], environment: [String]? = nil,
                              stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null,
-                             ownProcessGroup: Bool = true, detached: Bool = false,
+                             ownProcessGroup: Bool = true, detached: Bool = false, unblockingSignals: Bool = false,
                              argv0: String? = nil, workingDirectory: String? = nil,
                              descriptors: [(parent: Int32, child: Int32)] = [], closingFrom: Int32? = nil) throws(SystemError) -> ChildProcess {
         var attr = posix_spawnattr_t()
@@ -84,8 +87,13 @@ public struct ChildProcess: Sendable {
             sigemptyset(&empty)
             posix_spawnattr_setsigmask(&attr, &empty)
         } else if ownProcessGroup {
-            posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP | (unblockingSignals ? POSIX_SPAWN_SETSIGMASK : 0)))
             posix_spawnattr_setpgroup(&attr, 0)
+            if unblockingSignals {
+                var empty = sigset_t()
+                sigemptyset(&empty)
+                posix_spawnattr_setsigmask(&attr, &empty)
+            }
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -49,15 +49,20 @@ public final class CustodyAgentKeys: AgentKeySource {
         self.presence = presence
     }
 
-    /// The SSH-enabled team keys; none while locked (as a locked ssh-agent lists none). A key is
-    /// listed with the policy in force (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``):
-    /// one its keyring record names but custody did not bind to the key (a keyring edit) is not.
+    /// The SSH-enabled team keys. Unlocked, a key is listed with the policy in force
+    /// (``SiteKeepCustody/Custodian/sshPolicyInForce(keyID:)``): one its keyring record names
+    /// but custody did not bind to the key (a keyring edit) is not. Locked, the keys whose
+    /// records name SSH use are listed (public facts, as gpg-agent lists keys whose passphrase
+    /// it does not hold), so ssh and git ask to sign: the request then asks for the unlock
+    /// (``SiteKeepCustody/Custodian/unlocksOnUse``), or is refused with the daemon's log line and
+    /// a notice on the asker's terminal naming `sitekeep unlock`; custody's gate checks the
+    /// policy bound to the key as for every use.
     ///
     /// After them, the keys added with `ssh-add` (``SiteKeepCustody/Custodian/listAgentKeys()``:
     /// a key whose `-t` lifetime has ended is removed first), commented as they were added.
     public func identities() -> [AgentIdentity] {
-        guard custodian.isUnlocked, let keys = try? custodian.listTeamKeys() else { return [] }
-        let team: [AgentIdentity] = keys.compactMap { info in
+        guard let keys = try? custodian.listTeamKeys() else { return [] }
+        let team: [AgentIdentity] = !custodian.isUnlocked ? keys.compactMap { AgentIdentity($0) } : keys.compactMap { info in
             guard info.ssh?.enabled == true, let policy = try? custodian.sshPolicyInForce(keyID: info.id) else { return nil }
             return AgentIdentity(info, policy: policy)
         }
@@ -122,8 +127,10 @@ public final class CustodyAgentKeys: AgentKeySource {
             // A key added with `ssh-add -c` keeps no approval: each use is asked.
             var keep = request.presenceScope != nil
             if case .added(_, let confirm) = identity.origin, confirm { keep = false }
-            let approval = PresenceApproval(window: presence, label: request.presenceLabel,
+            var approval = PresenceApproval(window: presence, label: request.presenceLabel,
                                             scope: request.presenceScope ?? "", keep: keep)
+            // The peer's own terminal is told where the prompt asks (never asked itself).
+            approval.askerPID = request.peer.pid
             let context = KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail)
             if case .added = identity.origin {
                 signed = try custodian.agentKeySignature(keyID: identity.keyID, message: request.data, context: context)

@@ -134,10 +134,11 @@ import Glibc
         let shell = ChildProcess.capture("/bin/sh", ["-c", "unset SSH_AUTH_SOCK; eval \"$('\(sitekeep)' agent env)\"; ssh-add -L"],
                                          environment: ["SITEKEEP_AGENT_SOCK": d.agentSocket, "HOME": d.dir])
         #expect(shell.out.contains("sitekeep:desk"), "\(shell.err)")
-        // After a lock the agent lists nothing.
+        // After a lock the agent still lists the keys (public facts): a use then asks for the
+        // unlock, or is refused naming `sitekeep unlock` (issue 47).
         #expect(await d.sitekeep(["lock"]).status == 0)
         let locked = ChildProcess.capture(Self.sshAdd, ["-L"], environment: d.clientEnv)
-        #expect(locked.status == 1 && locked.out.contains("no identities"))
+        #expect(locked.status == 0 && locked.out.contains("sitekeep:desk"), "\(locked.out) \(locked.err)")
     }
 
     @Test(.enabled(if: have(keygen))) func sshKeygenSignsThroughTheAgentAndVerifies() async throws {
@@ -303,7 +304,7 @@ import Glibc
         let prompt = try #require(d.prompts.last)
         #expect(prompt.hasPrefix("SiteKeep: approve a signature\nKey: summit\nOp: ssh.sign\nFor: an SSH login to an UNVERIFIED host (the connection did not identify it), "
                                  + "FORWARDED through \(hostFingerprint), as user \"\(shown)…\"\nAsked by: \"ssh\" (pid "), "\(prompt)")
-        #expect(prompt.contains(" on the SSH agent socket\nCovers only this use, for at most 60 s (prompt ") && prompt.hasSuffix(")."), "\(prompt)")
+        #expect(prompt.contains(" on the SSH agent socket\nCovers only this use (prompt ") && prompt.hasSuffix(")."), "\(prompt)")
 
         let refused = viaHop(bidi)
         #expect(refused.status == 0 && refused.out == "refused\n", "ssh: \(refused.out) \(refused.err)")

@@ -131,7 +131,7 @@ import SiteKeepTestSupport
         #expect(unavailable(flood.0, "more than 256 lines"), "\(flood.0)")
         let quiet = run("sleep 30", timeout: .seconds(2))
         if case .failure(.presenceTimedOut) = quiet.0 {} else { Issue.record("silence: \(quiet.0)") }
-        #expect(quiet.1 < .seconds(5), "a silent pinentry is killed at the time limit: \(quiet.1)")
+        #expect(quiet.1 < .seconds(5) + PinentryClient.grace, "a silent pinentry is killed at the time limit and its grace: \(quiet.1)")
         let ended = run("exit 0")
         #expect(unavailable(ended.0, "ended without answering"), "\(ended.0)")
         // A cancelling pinentry denies; a confirming one approves.
@@ -205,7 +205,7 @@ import SiteKeepTestSupport
         #expect(lines[0] == "Key: summit" && lines[1] == "Op: ssh.sign")
         #expect(lines[2].hasPrefix("For: an SSH login to host SHA256:abc") && lines[2].contains("root<U+000A>Key: other; asked by x\""), "\(lines[2])")
         #expect(lines[3] == "Asked by: \"ssh\" (pid 4) on the SSH agent socket")
-        #expect(lines[4] == "Covers only this use, for at most 60 s (prompt p1).")
+        #expect(lines[4] == "Covers this use and, for up to 60 s, the same use by the same asker (prompt p1).")
     }
 
     /// The choice of prompt, across the cases (the pure function; files are given).
@@ -232,7 +232,10 @@ import SiteKeepTestSupport
         #expect(plan(["SITEKEEP_TTY": "/dev/pts/3"], files: []).kind == .terminal(tty: "/dev/pts/3"))
         let nothing = plan([:])
         #expect(nothing.kind == .unavailable && nothing.problem?.contains("no display and no terminal") == true)
-        #expect(nothing.remedy?.contains("sitekeep unlock") == true && nothing.remedy?.contains("pinentry-curses") == true)
+        // With pinentry-curses installed, installing it is no advice: the daemon knows no terminal.
+        #expect(nothing.remedy?.contains("sitekeep unlock") == true && nothing.remedy?.contains("install") == false, "\(nothing.remedy ?? "")")
+        let nothingInstalled = plan([:], files: [])
+        #expect(nothingInstalled.remedy?.contains("install pinentry-curses") == true, "\(nothingInstalled.remedy ?? "")")
         let displayOnly = plan(["DISPLAY": ":0"], files: [])
         #expect(displayOnly.kind == .unavailable && displayOnly.remedy?.contains("apt install") == true)
         // A terminal that cannot be opened is no terminal.
@@ -256,6 +259,40 @@ import SiteKeepTestSupport
 
     /// Only a successful unlock's surroundings are adopted (the daemon calls ``PromptPresenceVerifier/adopt(_:)``
     /// then); a tty outside /dev is dropped, and hidden characters are removed.
+    /// An `unlock` that names no terminal and no display (a script) leaves the prompt on the
+    /// terminal the daemon knew; one that names a terminal moves it there (issue 47).
+    @Test func anUnlockNamingNoTerminalKeepsTheOneKnown() throws {
+        let pty = try PtyDriver(), other = try PtyDriver()
+        defer { pty.close(); other.close() }
+        let v = PromptPresenceVerifier(setting: "terminal", environment: ["PATH": "/usr/bin"])
+        #expect(v.adopt(["SITEKEEP_TTY": pty.name, "TERM": "xterm"]))
+        #expect(!v.adopt(["TERM": "dumb"]), "a script's unlock moved nothing")
+        #expect(v.plan.kind == .terminal(tty: pty.name), "\(v.plan)")
+        #expect(v.adopt(["SITEKEEP_TTY": other.name]))
+        #expect(v.plan.kind == .terminal(tty: other.name), "\(v.plan)")
+    }
+
+    /// A pinentry-curses nobody answers ends its own dialog at the time limit (SETTIMEOUT) and
+    /// restores the screen it drew over (leaves the alternate screen), rather than being killed
+    /// with its dialog still drawn (issue 47).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: curses)))
+    func aTimedOutPinentryCursesLeavesTheScreenAsItWas() throws {
+        let pty = try PtyDriver()
+        defer { pty.close() }
+        pty.answer(steps: [])
+        let client = PinentryClient(program: Self.curses, ttyName: pty.name, ttyType: "xterm", environment: Self.env, timeout: .seconds(2))
+        #expect { try client.confirm(Self.dialog()) } throws: { error in
+            if case CustodyError.presenceTimedOut = error { return true }
+            return false
+        }
+        usleep(300_000)
+        let drawn = pty.drawn
+        let entered = drawn.range(of: "\u{1B}[?1049h"), left = drawn.range(of: "\u{1B}[?1049l", options: .backwards)
+        #expect(drawn.contains("Allow") && entered != nil, "the dialog was drawn: \(drawn.suffix(300).debugDescription)")
+        #expect(left != nil && entered.map { $0.lowerBound < left!.lowerBound } == true,
+                "the screen was not restored after the time-out: \(drawn.suffix(300).debugDescription)")
+    }
+
     @Test func adoptedSurroundingsAreCleaned() {
         let v = PromptPresenceVerifier(setting: "terminal", environment: ["PATH": "/usr/bin"])
         v.adopt(["SITEKEEP_TTY": "/tmp/evil", "DISPLAY": ":1\u{202E}"])

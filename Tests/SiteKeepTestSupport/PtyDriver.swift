@@ -35,6 +35,13 @@ public final class PtyDriver: Sendable {
     /// Answers one dialog after another: each time `waitFor` is drawn anew (after the last
     /// answer), types the next of `answers`.
     public func answer(_ answers: [String], after waitFor: String) {
+        answer(steps: answers.map { (waitFor, $0) })
+    }
+
+    /// Answers one dialog after another, each step waiting for its own text: once `step.0` is
+    /// drawn anew (after the last answer), types `step.1`. With no steps it only keeps the
+    /// screen read (``drawn``).
+    public func answer(steps: [(String, String)]) {
         let master = self.master
         Thread.detachNewThread { [self] in
             var next = 0
@@ -47,11 +54,11 @@ public final class PtyDriver: Sendable {
                     let n = read(master, &chunk, chunk.count)
                     if n > 0 { screen.withLock { $0 += chunk[0..<n] } }
                 }
-                guard next < answers.count else { continue }
+                guard next < steps.count else { continue }
                 let all = screen.withLock { $0 }
-                if seenAt == nil, String(decoding: all[min(since, all.count)...], as: UTF8.self).contains(waitFor) { seenAt = Date() }
+                if seenAt == nil, String(decoding: all[min(since, all.count)...], as: UTF8.self).contains(steps[next].0) { seenAt = Date() }
                 if let at = seenAt, Date().timeIntervalSince(at) > 0.4 {
-                    _ = Array(answers[next].utf8).withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
+                    _ = Array(steps[next].1.utf8).withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
                     next += 1
                     since = all.count
                     seenAt = nil
