@@ -37,6 +37,10 @@ func check(_ material: consuming TeamKeyMaterial) {
     case .p256PKCS8(let der):
         // Detection only recognises the form; the P-256 parser judges it (must not crash).
         _ = try? P256.Signing.PrivateKey(pkcs8: der)
+    case .p256Scalar(let scalar):
+        // From an OpenSSH key file: always 32 bytes; the curve judges the value (must not crash).
+        guard scalar.count == 32 else { trap("a P-256 scalar that is not 32 bytes") }
+        _ = try? P256.Signing.PrivateKey(rawScalar: scalar)
     }
 }
 
