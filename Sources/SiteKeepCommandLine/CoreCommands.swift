@@ -260,8 +260,10 @@ enum CoreCommands {
     /// A pending reminder: the site's name (nil for one set by hand), the reminder, the zone it is shown in.
     typealias PendingReminder = (site: String?, reminder: Reminder, zone: ZoneRules)
 
+    /// One row per reminder. The ID column holds the item's id: a reminder set by hand's own
+    /// (what `remind remove` takes), or the agenda item's (what `schedule add|remove` take).
     static func reminderRows(_ list: [PendingReminder]) -> [[String]] {
-        list.map { s, r, z in [stamp(r.fireAt, z), r.item.kind.rawValue, r.title, s ?? "-", r.item.kind == .reminder ? r.item.id : "-"] }
+        list.map { s, r, z in [stamp(r.fireAt, z), r.item.kind.rawValue, r.title, s ?? "-", r.item.id] }
     }
 
     static let reminderHeaders = ["AT", "KIND", "TITLE", "SITE", "ID"]

@@ -96,6 +96,31 @@ import Glibc
         }
     }
 
+    /// Issue 47: `remind plan` and `remind list` show every reminder's id, an agenda item's too
+    /// (what `schedule add|remove` take), never `-`.
+    @Test func remindPlanShowsAnIdInEveryRow() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let site = ["--site", "https://promptugal.news"]
+        #expect(await run(store, ["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
+        let agenda: JSONValue = ["timezone": "Europe/Lisbon", "items": [
+            NotificationDeliveryTests.item("ps-future-talk", startIn: 86_400), NotificationDeliveryTests.item("ps-future-su", startIn: 90_000, kind: "standup")]]
+        let agendaFile = try store.file("agenda.json", JSONSerializer.bytes(agenda))
+        #expect(await run(store, ["agenda", "load", agendaFile] + site).status == 0)
+        #expect(await run(store, ["schedule", "add", "ps-future-talk"] + site).status == 0)
+        #expect(await run(store, ["remind", "add", "Call Ana", "--in", "2h"]).status == 0)
+        for command in [["remind", "plan"], ["remind", "list"]] {
+            let shown = await run(store, command)
+            let rows = shown.out.split(separator: "\n").dropFirst()
+            #expect(shown.status == 0 && rows.count == 3, "\(shown)")
+            for (title, id) in [("Talk ps-future-talk", "ps-future-talk"), ("Talk ps-future-su", "ps-future-su"), ("Call Ana", "r1")] {
+                let row = try #require(rows.first { $0.contains(title) }, "\(shown.out)")
+                #expect(row.split(separator: " ").last.map(String.init) == id, "\(command): \(row)")
+            }
+            #expect(!rows.contains { $0.split(separator: " ").last == "-" }, "\(shown.out)")
+        }
+    }
+
     /// `unlock` with neither XDG_RUNTIME_DIR nor SITEKEEP_SOCK says so and what to do, not
     /// "without --no-autostart" (never given). Through the real binary, which may start a daemon.
     @Test func unlockWithNoRuntimeFolderSaysWhatHappened() async throws {
