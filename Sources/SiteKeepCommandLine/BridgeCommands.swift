@@ -78,7 +78,7 @@ enum BridgeCommands {
         let path = try DaemonSockets.bridge(environment: inv.environment)
         let client: BridgeClient
         do { client = try BridgeClient.connect(path: path, timeout: .seconds(90)) } catch {
-            throw CommandFailure("no daemon answers at \(path)", remedy: "start it with 'sitekeep serve' (or set SITEKEEP_SOCK)", code: "no_daemon")
+            throw CommandFailure("no daemon answers at \(path)", remedy: "start it with 'sitekeep unlock' (or point SITEKEEP_SOCK at the daemon's bridge socket)", code: "no_daemon")
         }
         defer { client.close() }
         do {

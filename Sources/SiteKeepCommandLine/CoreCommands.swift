@@ -260,8 +260,10 @@ enum CoreCommands {
     /// A pending reminder: the site's name (nil for one set by hand), the reminder, the zone it is shown in.
     typealias PendingReminder = (site: String?, reminder: Reminder, zone: ZoneRules)
 
+    /// One row per reminder. The ID column holds the item's id: a reminder set by hand's own
+    /// (what `remind remove` takes), or the agenda item's (what `schedule add|remove` take).
     static func reminderRows(_ list: [PendingReminder]) -> [[String]] {
-        list.map { s, r, z in [stamp(r.fireAt, z), r.item.kind.rawValue, r.title, s ?? "-", r.item.kind == .reminder ? r.item.id : "-"] }
+        list.map { s, r, z in [stamp(r.fireAt, z), r.item.kind.rawValue, r.title, s ?? "-", r.item.id] }
     }
 
     static let reminderHeaders = ["AT", "KIND", "TITLE", "SITE", "ID"]
@@ -301,7 +303,9 @@ enum CoreCommands {
             }
             if setLeads && only == nil {
                 try CoreFiles.ensureDirectory(state.home)
-                try NextSnapshotStore(path: state.nextSnapshot).write(NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil))
+                // The count is the pending list's, as `remind list` and the daemon count.
+                try NextSnapshotStore(path: state.nextSnapshot).write(NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil,
+                                                                                          extraBadges: ["reminders": out.count]))
             }
         } catch let e as CoreFileError { throw failure(e) }
         return out.sorted { $0.reminder.fireAt < $1.reminder.fireAt }
@@ -421,7 +425,10 @@ enum CoreCommands {
             let ctx = try StoreContext.open(inv)
             let reg = try SiteCommands.registry(ctx)
             let sources = allInputs(ctx, registry: reg).map { NextSnapshot.Source(siteName: $0.0.displayName, schedule: $0.1, agenda: $0.2) }
-            let built = NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil)
+            // "reminders" counts what `remind list` lists (your own included, delivered ones not),
+            // as the daemon's snapshot does: one source of truth for "pending".
+            let waiting = try pending(inv, setLeads: false).count
+            let built = NextSnapshot.build(sources, now: SystemClock().now(), lastSync: nil, extraBadges: ["reminders": waiting])
             do throws(CoreFileError) { try store.write(built) } catch { throw failure(error) }
             snap = built
         }

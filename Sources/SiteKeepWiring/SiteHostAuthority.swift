@@ -123,6 +123,11 @@ public final class SiteHostAuthority: HostAuthority {
             return "\(who) is not a host of \(site.name), which accepts \(accepted.isEmpty ? "no host" : accepted); "
                 + "to let this program act for the site: sitekeep site host add \(Self.siteArgument(site)) \(process.executablePath)"
         }
+        if let me = try? SiteHost(path: process.executablePath, sha256: nil), inspectable(me) {
+            // The command line ('sitekeep call'): its one fix is the user's opt-in for this site.
+            return "\(site.name) does not let the command line ('sitekeep call') act for it; "
+                + "to let it: sitekeep site host add \(Self.siteArgument(site)) --command-line"
+        }
         if process.executablePath.hasSuffix("/sitekeep-browser") {
             return "\(who) is the SiteKeep browser, which binds a site only when the SiteKeep daemon starts it: open it with 'sitekeep open'"
         }

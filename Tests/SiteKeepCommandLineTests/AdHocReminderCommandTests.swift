@@ -96,6 +96,51 @@ import Glibc
         }
     }
 
+    /// Issue 47: `remind plan` and `remind list` show every reminder's id, an agenda item's too
+    /// (what `schedule add|remove` take), never `-`.
+    @Test func remindPlanShowsAnIdInEveryRow() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let site = ["--site", "https://promptugal.news"]
+        #expect(await run(store, ["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
+        let agenda: JSONValue = ["timezone": "Europe/Lisbon", "items": [
+            NotificationDeliveryTests.item("ps-future-talk", startIn: 86_400), NotificationDeliveryTests.item("ps-future-su", startIn: 90_000, kind: "standup")]]
+        let agendaFile = try store.file("agenda.json", JSONSerializer.bytes(agenda))
+        #expect(await run(store, ["agenda", "load", agendaFile] + site).status == 0)
+        #expect(await run(store, ["schedule", "add", "ps-future-talk"] + site).status == 0)
+        #expect(await run(store, ["remind", "add", "Call Ana", "--in", "2h"]).status == 0)
+        for command in [["remind", "plan"], ["remind", "list"]] {
+            let shown = await run(store, command)
+            let rows = shown.out.split(separator: "\n").dropFirst()
+            #expect(shown.status == 0 && rows.count == 3, "\(shown)")
+            for (title, id) in [("Talk ps-future-talk", "ps-future-talk"), ("Talk ps-future-su", "ps-future-su"), ("Call Ana", "r1")] {
+                let row = try #require(rows.first { $0.contains(title) }, "\(shown.out)")
+                #expect(row.split(separator: " ").last.map(String.init) == id, "\(command): \(row)")
+            }
+            #expect(!rows.contains { $0.split(separator: " ").last == "-" }, "\(shown.out)")
+        }
+    }
+
+    /// Issue 47: `next`'s reminders badge counts what `remind list` lists (a reminder set by
+    /// hand included), whether the snapshot was written by `next --refresh` or `remind plan`.
+    @Test func nextCountsTheRemindersRemindListLists() async throws {
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        let site = ["--site", "https://promptugal.news"]
+        #expect(await run(store, ["site", "add", "Promptugal", "--origin", "https://promptugal.news", "--app-bound", "--passphrase-file", store.passFile]).status == 0)
+        let agenda: JSONValue = ["timezone": "Europe/Lisbon", "items": [NotificationDeliveryTests.item("ps-later", startIn: 86_400)]]
+        #expect(await run(store, ["agenda", "load", try store.file("agenda.json", JSONSerializer.bytes(agenda))] + site).status == 0)
+        #expect(await run(store, ["schedule", "add", "ps-later"] + site).status == 0)
+        #expect(await run(store, ["remind", "add", "Call Ana", "--in", "2h"]).status == 0)
+        let listed = try JSONParser.parse(await run(store, ["remind", "list", "--json"]).out).arrayValue ?? []
+        #expect(listed.count == 2, "\(listed)")
+        let refreshed = try JSONParser.parse(await run(store, ["next", "--refresh", "--json"]).out)
+        #expect(refreshed["badges"]?["reminders"]?.intValue == Int64(listed.count), "\(refreshed)")
+        #expect(await run(store, ["remind", "plan"]).status == 0)
+        let planned = try JSONParser.parse(await run(store, ["next", "--json"]).out)
+        #expect(planned["badges"]?["reminders"]?.intValue == Int64(listed.count), "\(planned)")
+    }
+
     /// `unlock` with neither XDG_RUNTIME_DIR nor SITEKEEP_SOCK says so and what to do, not
     /// "without --no-autostart" (never given). Through the real binary, which may start a daemon.
     @Test func unlockWithNoRuntimeFolderSaysWhatHappened() async throws {

@@ -129,8 +129,31 @@ func runTool(_ arguments: [String], stdin: [UInt8] = [], promptAnswers: [[UInt8]
         let r = await runTool(["completions", "zsh"])
         #expect(r.status == 0)
         for spec in CommandRegistry.all { #expect(r.out.contains("'\(spec.path.joined(separator: " ")):"), "\(spec.commandLine)") }
-        let bad = await runTool(["completions", "fish"])
-        #expect(bad.status == 64)
+        let bad = await runTool(["completions", "tcsh"])
+        #expect(bad.status == 64 && bad.err.contains("bash, zsh or fish"), "\(bad.err)")
+    }
+
+    /// Issue 47: fish completions, with every command and option, completing in a real fish
+    /// when one is installed; `completions --help` names where each shell's script goes.
+    @Test func fishCompletionsOfferEveryCommandAndOption() async throws {
+        let r = await runTool(["completions", "fish"])
+        #expect(r.status == 0, "\(r.err)")
+        for spec in CommandRegistry.all {
+            #expect(r.out.contains("-a '\(spec.path.last ?? "")'"), "\(spec.commandLine)")
+            for o in spec.options { #expect(r.out.contains(" -l \(o.name.dropFirst(2))"), "\(spec.commandLine) \(o.name)") }
+        }
+        let help = await runTool(["completions", "--help"])
+        for place in ["~/.local/share/bash-completion/completions/sitekeep", "~/.zfunc/_sitekeep", "~/.config/fish/completions/sitekeep.fish"] {
+            #expect(help.out.contains(place), "\(place): \(help.out)")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/fish") else { return }
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("sk-compl-\(UUID().uuidString).fish")
+        try Data(r.out.utf8).write(to: script)
+        defer { try? FileManager.default.removeItem(at: script) }
+        #expect(ChildProcess.run("/usr/bin/fish", ["-n", script.path]) == 0)
+        let offered = ChildProcess.capture("/usr/bin/fish", ["-c", "source \(script.path); complete -C 'sitekeep remind '; complete -C 'sitekeep remind add --i'"],
+                                           stdin: "", environment: ["HOME": FileManager.default.temporaryDirectory.path])
+        #expect(offered.out.contains("plan\t") && offered.out.contains("--in\t"), "\(offered)")
     }
 
     @Test func theManPageCarriesEveryCommandAndExample() async {
