@@ -30,8 +30,9 @@ public final class AgentClient {
         }
     }
 
-    /// Connects to the agent socket at `path`. With `timeout`, a reply that takes longer is
-    /// ``Failure/closed`` rather than a wait without end.
+    /// Connects to the agent socket at `path`. With `timeout`, a connect, a send or a read of a
+    /// reply that takes longer is a failure (``Failure/connect(path:errno:)`` or
+    /// ``Failure/closed``) rather than a wait without end.
     public init(path: String, timeout: Duration? = nil) throws(Failure) {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
@@ -43,6 +44,13 @@ public final class AgentClient {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .connect(path: path, errno: .current) }
+        if let timeout {
+            // Before connect: on Linux a Unix socket's connect to a full backlog waits for the
+            // send time-out, and a peer that stops reading blocks a write no longer than it.
+            let c = timeout.components
+            var tv = timeval(tv_sec: Int(c.seconds), tv_usec: Int(c.attoseconds / 1_000_000_000_000))
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         guard rc == 0 else {
             let e = Errno.current

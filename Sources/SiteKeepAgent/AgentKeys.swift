@@ -211,6 +211,14 @@ public protocol AgentKeySource: Sendable {
     func remove(blob: [UInt8], peer: AgentPeer) throws(AgentRefusal)
     /// Removes every added key (`ssh-add -D`), never a team key. The default refuses.
     func removeAll(peer: AgentPeer) throws(AgentRefusal)
+    /// The keys of the other agent (`ssh-agent-upstream`), listed after this source's own. The
+    /// default: none.
+    /// - Throws: ``AgentRefusal/upstream(_:)`` when it is set and does not answer (the own keys
+    ///   are listed all the same).
+    func upstreamIdentities() throws(AgentRefusal) -> [AgentUpstreamKey]
+    /// Has a signature with a key of the other agent approved (presence and the audit line),
+    /// then forwards it there; returns the other agent's signature blob as it is. The default refuses.
+    func signUpstream(_ request: AgentUpstreamSignRequest) throws(AgentRefusal) -> [UInt8]
 }
 
 extension AgentKeySource {
@@ -223,4 +231,6 @@ extension AgentKeySource {
     public func removeAll(peer: AgentPeer) throws(AgentRefusal) {
         throw .policy("this agent removes no keys")
     }
+    public func upstreamIdentities() throws(AgentRefusal) -> [AgentUpstreamKey] { [] }
+    public func signUpstream(_ request: AgentUpstreamSignRequest) throws(AgentRefusal) -> [UInt8] { throw .unknownKey }
 }

@@ -92,6 +92,9 @@ public enum AgentRefusal: Error, Sendable, Equatable {
     case presence(String)
     /// Custody failed (its description).
     case custody(String)
+    /// The other agent (`ssh-agent-upstream`) could not be reached, refused or answered
+    /// otherwise (the reason, naming its socket).
+    case upstream(String)
 }
 
 extension AgentRefusal: CustomStringConvertible {
@@ -104,6 +107,7 @@ extension AgentRefusal: CustomStringConvertible {
         case .locked: "SiteKeep is locked; run 'sitekeep unlock'"
         case .presence(let why): "presence refused: \(why)"
         case .custody(let why): why
+        case .upstream(let why): why
         }
     }
 }

@@ -204,7 +204,10 @@ public final class Daemon: Sendable {
                 // The daemon's one verifier (built in open), so a live start from `config set`
                 // asks as the bridge does.
                 let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: options.environment)
-                run.agent = try SSHAgentService.start(path: path, custodian: store.custodian, presence: presence, note: log)
+                // The other agent's socket is read from the settings in force at each use, so
+                // `config set ssh-agent-upstream` (tagged, approved) applies at once.
+                run.agent = try SSHAgentService.start(path: path, custodian: store.custodian, presence: presence, note: log,
+                                                      upstream: { [weak self] in self?.upstreamAgent(own: path) })
                 run.agentPath = path
                 log("ssh-agent on \(path) (eval \"$(sitekeep agent env)\")")
             } catch {
@@ -359,6 +362,7 @@ public final class Daemon: Sendable {
         switch key {
         case .sshAgent: return live?.agentPath != nil ? "on" : "off"
         case .sshAgentSocket: return live?.agentPath ?? options.sshAgentSocket ?? ""
+        case .sshAgentUpstream: return inForce.withLock { $0.stored[.sshAgentUpstream] }
         case .idleLock: return IdleLock.text(seconds: Int(store.custodian.idleLifetime.components.seconds))
         case .lockOnSessionLock: return live?.watcher != nil || options.lockOnSessionLock ? "on" : "off"
         case .syncInterval: return String(options.syncIntervalSeconds)
@@ -471,6 +475,10 @@ public final class Daemon: Sendable {
                     return nil
                 }
                 if let outcome { result.failed.append(outcome) } else { result.applied.append(key) }
+            case .sshAgentUpstream:
+                // Read by the agent at each listing and signature.
+                result.applied.append(key)
+                log("ssh-agent upstream \(new[key].isEmpty ? "none" : new[key])")
             case .unlockOnUse:
                 store.custodian.setUnlocksOnUse(new[key] == "on")
                 result.applied.append(key)
@@ -483,6 +491,12 @@ public final class Daemon: Sendable {
             }
         }
         return result
+    }
+
+    /// The other agent's socket in force (``DaemonSettings/upstreamAgent(_:own:)``): a stored
+    /// value applies only once its tag verified (at start while unlocked, or at the first unlock).
+    func upstreamAgent(own: String) -> String? {
+        DaemonSettings.upstreamAgent(inForce.withLock { $0.stored[.sshAgentUpstream] }, own: own)
     }
 
     /// Sets the idle lock of this run only (`sitekeep unlock --idle-lock` against a running

@@ -34,6 +34,9 @@ public struct DaemonSettings: Sendable, Equatable {
         case sshAgent = "ssh-agent"
         /// The agent socket's absolute path; unset: `$SITEKEEP_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/sitekeep/agent.sock`.
         case sshAgentSocket = "ssh-agent-socket"
+        /// Another agent's socket whose keys the agent lists after its own and uses through its
+        /// prompt and audit: an absolute path, or `off`; unset: none.
+        case sshAgentUpstream = "ssh-agent-upstream"
         /// Lock after this long unused: `90s`, `15m`, `2h`, `1d`.
         case idleLock = "idle-lock"
         /// `on` or `off`: lock when the login session locks.
@@ -61,6 +64,7 @@ public struct DaemonSettings: Sendable, Equatable {
             switch self {
             case .sshAgent: "off"
             case .sshAgentSocket: ""
+            case .sshAgentUpstream: ""
             case .idleLock: "15m"
             case .lockOnSessionLock: "on"
             case .syncInterval: "300"
@@ -76,6 +80,7 @@ public struct DaemonSettings: Sendable, Equatable {
             switch self {
             case .sshAgent, .lockOnSessionLock, .metered, .unlockOnUse: "on or off"
             case .sshAgentSocket: "an absolute path to a socket in a folder only you can enter (unset: $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"
+            case .sshAgentUpstream: "the absolute path of another agent's socket (its SSH_AUTH_SOCK), or off (unset: none)"
             case .idleLock: "a duration from 1s to 1d such as 90s, 15m or 2h (a bare number is minutes)"
             case .syncInterval: "seconds from 0 (never) to 86400, or a duration such as 5m or 1h"
             case .prompt: "auto, pinentry, pinentry:/ABSOLUTE/PATH, terminal or askpass:/ABSOLUTE/PATH"
@@ -91,6 +96,8 @@ public struct DaemonSettings: Sendable, Equatable {
             switch self {
             case .sshAgent: new == "on" && old != "on"
             case .sshAgentSocket, .prompt, .tpmTCTI, .fido2Device: new != old
+            // Another agent's keys offered (and its answers returned) through SiteKeep's socket.
+            case .sshAgentUpstream: new != old && new != "off" && !new.isEmpty
             case .lockOnSessionLock: new == "off" && old != "off"
             case .idleLock: (IdleLock.seconds(parsing: new) ?? 0) > (IdleLock.seconds(parsing: old) ?? 0)
             // The secret is still asked for, on the prompt only the holder of the secret chose.
@@ -199,6 +206,12 @@ public struct DaemonSettings: Sendable, Equatable {
                 throw bad(value.hasPrefix("/") ? "a socket path is at most 107 bytes of printable characters" : "it is not an absolute path")
             }
             return value
+        case .sshAgentUpstream:
+            if value.lowercased() == "off" { return "off" }
+            guard value.hasPrefix("/"), !value.hasSuffix("/"), value.utf8.count < 108, isPrintable(value) else {
+                throw bad(value.hasPrefix("/") ? "a socket path is at most 107 bytes of printable characters" : "it is neither off nor an absolute path")
+            }
+            return value
         case .idleLock:
             guard IdleLock.seconds(parsing: value) != nil else { throw bad() }
             return value
@@ -242,6 +255,12 @@ public struct DaemonSettings: Sendable, Equatable {
         if text == "off" { return 0 }
         if let n = Int(text), text.allSatisfy(\.isASCII) { return (0...86_400).contains(n) ? n : nil }
         return IdleLock.seconds(parsing: text)
+    }
+
+    /// The other agent's socket `value` of `ssh-agent-upstream` names, or nil: none (unset,
+    /// `off`, or SiteKeep's own agent socket `own`, which would ask itself without end).
+    public static func upstreamAgent(_ value: String, own: String?) -> String? {
+        value.isEmpty || value == "off" || value == own ? nil : value
     }
 
     /// Where the agent listens when `ssh-agent-socket` is unset: `$SITEKEEP_AGENT_SOCK`, else

@@ -1,6 +1,7 @@
 public import SiteKeepCustody
 public import SiteKeepAgent
 import SiteKeepCrypto
+import SiteKeepNames
 
 /// The agent's keys from custody: the team keys whose SSH policy is on, signing through
 /// custody's one gate, ``Custodian/signature(keyID:version:message:context:)``, which admits the
@@ -43,10 +44,51 @@ public final class CustodyAgentKeys: AgentKeySource {
     /// SiteKeep's crypto, for the connections' session bindings and fingerprints.
     public var cryptography: any SSHCryptography { CryptoSSHCryptography() }
 
-    /// Keys of `custodian`, approved through `presence`.
-    public init(custodian: Custodian, presence: PresenceWindow) {
+    /// The other agent's socket now (the `ssh-agent-upstream` setting in force), or nil: none.
+    public let upstream: @Sendable () -> String?
+
+    /// Keys of `custodian`, approved through `presence`; `upstream` says where the other agent
+    /// is (read at each listing and signature, so a change of the setting applies at once).
+    public init(custodian: Custodian, presence: PresenceWindow, upstream: @escaping @Sendable () -> String? = { nil }) {
         self.custodian = custodian
         self.presence = presence
+        self.upstream = upstream
+    }
+
+    /// The other agent's keys, when ``upstream`` names one.
+    public func upstreamIdentities() throws(AgentRefusal) -> [AgentUpstreamKey] {
+        guard let path = upstream() else { return [] }
+        return try UpstreamAgent(path: path).identities(cryptography: cryptography)
+    }
+
+    /// A signature with a key of the other agent: custody's gate admits the use first
+    /// (``SiteKeepCustody/Custodian/approve(_:keyID:)``: SiteKeep unlocked or unlocked now,
+    /// a kept approval of the same use by the same process, else the prompt, which names the
+    /// other agent's socket, the key's comment and fingerprint), and writes the audit line
+    /// (client `ssh-agent`, op `ssh.sign`, the key as `upstream-` and the fingerprint's first
+    /// bytes in hex, the detail naming the fingerprint, the socket and the kind of data); only
+    /// then is the request forwarded, and the other agent's signature returned as it is. A
+    /// denied use never reaches the other agent.
+    public func signUpstream(_ request: AgentUpstreamSignRequest) throws(AgentRefusal) -> [UInt8] {
+        guard let path = upstream(), path == request.key.agentPath else {
+            throw .policy("the key is no longer offered: ssh-agent-upstream changed since it was listed; list the keys again")
+        }
+        let keyID = try? KeyID(parsing: "upstream-" + Hex.encode(Array(cryptography.sha256(request.key.blob).prefix(12))))
+        var approval = PresenceApproval(window: presence, label: request.presenceLabel, scope: request.presenceScope ?? "",
+                                        keep: request.presenceScope != nil)
+        approval.askerPID = request.peer.pid
+        let detail = "other agent key \(request.key.fingerprint) at \(path); \(request.purpose.auditDetail)"
+        let context = KeyUseContext(client: Self.client, op: Self.op, approval: approval, detail: detail)
+        do {
+            try custodian.approve(context, keyID: keyID)
+        } catch .locked {
+            throw .locked
+        } catch where error.isPresenceRefusal {
+            throw .presence(error.description)
+        } catch {
+            throw .custody(error.description)
+        }
+        return try UpstreamAgent(path: path).sign(blob: request.key.blob, data: request.data, flags: request.flags)
     }
 
     /// The SSH-enabled team keys. Unlocked, a key is listed with the policy in force
@@ -98,6 +140,10 @@ public final class CustodyAgentKeys: AgentKeySource {
         if let added = ((try? custodian.listAgentKeys()) ?? []).first(where: { AgentIdentity(added: $0)?.blob == blob }) {
             do { try custodian.removeAgentKey(id: added.key.id) } catch { throw .custody(error.description) }
             return
+        }
+        if let path = upstream(), ((try? upstreamIdentities()) ?? []).contains(where: { $0.blob == blob }) {
+            throw .policy("that key is your other agent's (ssh-agent-upstream), which SiteKeep's ssh-add never removes: "
+                + "remove it there with 'SSH_AUTH_SOCK=\(path) ssh-add -d KEY'")
         }
         if let team = identities().first(where: { $0.blob == blob && $0.origin == .team }) {
             throw .policy("\(team.keyID) is a SiteKeep team key, which ssh-add does not remove: "
