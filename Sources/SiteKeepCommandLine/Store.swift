@@ -92,10 +92,7 @@ final class UnlockInput: @unchecked Sendable {
         }
         if let device = devices.first {
             let input = device.unlockInput
-            if case .device(let flag, let pinPrompt, let request, let note) = input {
-                // What the device is asked for must be there before anything is asked or the
-                // user is told to touch it: a slot it opens, and (for a security key) a key.
-                try requireDevice(inv, kind: device, flag: flag)
+            if case .device(_, let pinPrompt, let request, let note) = input {
                 let pin: SecretBytes?
                 switch request {
                 case .whenGiven: pin = try readPIN(inv, prompt: pinPrompt)
@@ -114,24 +111,6 @@ final class UnlockInput: @unchecked Sendable {
         }
         let (kind, source, prompt) = try UnlockKinds.promptedKind()
         return UnlockInput(UnlockSecret(kind, secret: try inv.secret(source, prompt: prompt)))
-    }
-
-    /// Refuses `flag` (`--fido2`, `--tpm2`) when the store has no slot `kind` opens, and
-    /// `--fido2` when no security key is plugged in and none is named (`config set fido2-device`,
-    /// `SITEKEEP_FIDO2_DEVICE`), each with its fix. Slots that cannot be read are left for the
-    /// unlock to report.
-    static func requireDevice(_ inv: Invocation, kind: any SlotKind.Type, flag: String) throws {
-        if let slots = try? StoreContext.open(inv).custodian.listSlots(), !slots.contains(where: { $0.kind == kind.stored }) {
-            throw CommandFailure("this store has no \(kind.name) slot, so \(flag) opens nothing",
-                                 remedy: "unlock another way (the passphrase, --recovery-file), then add one with 'sitekeep slot add \(kind.name)'",
-                                 code: "no_slot")
-        }
-        guard kind.name == FIDO2Slot.name, DaemonSettings.devices(home: inv.settings.home).fido2Device == nil else { return }
-        // The key this command's custodian will ask: the daemon's when run inside it.
-        let environment = inv.hosted == nil ? inv.environment : ProcessEnvironment.current()
-        do throws(FIDO2Error) { _ = try FIDO2Key.chosen(environment: environment) } catch {
-            throw CommandFailure(error.description, code: "no_security_key")
-        }
     }
 
     /// The PIN of a TPM slot or a security key: from `--pin-file`, typed with `--pin`, else none.

@@ -65,23 +65,6 @@ struct FIDO2CommandTests {
         #expect(both.status == 64, "\(both.err)")
     }
 
-    /// Issue 47: `--fido2` is refused, with its fix, before "touch the security key" is printed,
-    /// when the store has no FIDO2 slot, or when no security key is plugged in or named.
-    @Test func fido2WithNoSlotOrNoKeyIsRefusedBeforeTheTouchNote() async throws {
-        let bed = try await Bed()
-        let (soft, store) = (bed.soft, bed.store)
-        defer { soft.stop() }
-        let noSlot = await bed.run(["team", "add", "summit", "--fido2"])
-        #expect(noSlot.status != 0 && noSlot.err.contains("no fido2 slot") && noSlot.err.contains("sitekeep slot add fido2"), "\(noSlot.err)")
-        #expect(!noSlot.err.contains("Touch the security key"), "\(noSlot.err)")
-        #expect(try soft.control.counts().asked == 0)
-        #expect(await bed.run(["slot", "add", "fido2", "--no-pin", "--passphrase-file", store.passFile]).status == 0)
-        let noKey = await runTool(["team", "add", "summit", "--fido2", "--home", store.home, "--keyring", "file"],
-                                  environment: ["SITEKEEP_FIDO2_DEVICE": ""])
-        #expect(noKey.status != 0 && !noKey.err.contains("Touch the security key"), "\(noKey.err)")
-        #expect(noKey.err.contains("no FIDO2 security key is plugged in") || noKey.err.contains("libfido2"), "\(noKey.err)")
-    }
-
     /// Issue 45, defect 8: a key with no PIN gives a slot's bytes to any program of the user
     /// with no touch, so `slot add fido2` refuses it (naming how to set a PIN) before asking for
     /// a touch, and makes a PIN-less slot only with --no-pin, with a warning; `doctor` warns of it.
