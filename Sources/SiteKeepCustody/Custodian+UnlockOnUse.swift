@@ -1,5 +1,5 @@
 import Synchronization
-public import SiteKeepCrypto
+package import SiteKeepCrypto
 
 // Unlock on use: a key use while SiteKeep is locked asks for the unlock secret on the prompt the
 // approval would be asked on, then for the approval, as gpg-agent asks for a passphrase when a
@@ -8,7 +8,7 @@ public import SiteKeepCrypto
 
 /// A presence verifier that can also ask for the unlock passphrase (the daemon's prompt:
 /// a pinentry's `GETPIN`, or SiteKeep's own question without echo on the user's terminal).
-public protocol UnlockPrompt: PresenceVerifier {
+package protocol UnlockPrompt: PresenceVerifier {
     /// Asks for the passphrase that unlocks SiteKeep, for a key use of `client`'s (`label` says
     /// what asked, as the approval would; `askerPID` the process, whose own terminal is told
     /// where to answer and is never asked). `attempt` counts from 1 (a later one says the

@@ -5,7 +5,7 @@ import CLinux
 import Synchronization
 internal import SiteKeepSystem
 public import SiteKeepNames
-public import SiteKeepCrypto
+package import SiteKeepCrypto
 
 /// Which prompt asks the user to approve a key use, chosen from the `prompt` setting and the
 /// daemon's surroundings (its environment, and the terminal and display the last `unlock`
@@ -196,7 +196,7 @@ public struct PromptPlan: Sendable, Equatable, CustomStringConvertible {
 /// the prompt is shown gets, at once, one line on that terminal naming where to answer
 /// (``notice(to:plan:unlocking:)``); the question itself is never put there, since a process
 /// that controls its terminal could answer it.
-public final class PromptPresenceVerifier: UnlockPrompt {
+public final class PromptPresenceVerifier: PresenceVerifier, UnlockPrompt {
     /// The `prompt` setting (nil: auto).
     public var setting: String? { chosen.withLock { $0 } }
     private let chosen: Mutex<String?>
@@ -271,7 +271,7 @@ public final class PromptPresenceVerifier: UnlockPrompt {
     /// Asks for the unlock passphrase on the prompt an approval would use: a pinentry's
     /// `GETPIN`, or SiteKeep's own question without echo on the user's terminal. An askpass
     /// program only approves, so it cannot ask (``CustodyError/presenceUnavailable(_:)``).
-    public func requestUnlockPassphrase(client: KeyUseClient, label: String, askerPID: Int32?, attempt: Int) throws(CustodyError) -> SecretBytes? {
+    package func requestUnlockPassphrase(client: KeyUseClient, label: String, askerPID: Int32?, attempt: Int) throws(CustodyError) -> SecretBytes? {
         try asking.withLock { (_: inout ()) throws(CustodyError) -> SecretBytes? in
             let env = environment.withLock { $0 }
             let plan = PromptPlan.current(setting: setting, environment: env)
@@ -414,7 +414,7 @@ extension TerminalPrompt {
     /// memory and every buffer that held them is wiped.
     /// - Returns: the bytes typed, or nil for an empty line (the user declined).
     /// - Throws: as ``confirm(tty:text:timeout:)``.
-    public static func readSecret(tty: String, text: String, prompt: String, timeout: Duration) throws(CustodyError) -> SecretBytes? {
+    package static func readSecret(tty: String, text: String, prompt: String, timeout: Duration) throws(CustodyError) -> SecretBytes? {
         let fd = open(tty, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0, isatty(fd) == 1 else {
             if fd >= 0 { close(fd) }

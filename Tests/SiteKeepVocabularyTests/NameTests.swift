@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func theItemKindsKeepTheirStoredSpellings() throws {
-        #expect(ItemKind.allCases.map(\.description) == ["slot", "team-key", "device-key", "storage-key", "storage-key-wu", "vault-key"])
+        #expect(ItemKind.allCases.map(\.description) == ["slot", "team-key", "device-key", "storage-key", "storage-key-wu", "vault-key", "agent-key"])
         for kind in ItemKind.allCases { #expect(try ItemKind(parsing: kind.rawValue) == kind) }
         #expect(throws: VocabularyError.unknownItemKind("Team-Key")) { try ItemKind(parsing: "Team-Key") }
     }
