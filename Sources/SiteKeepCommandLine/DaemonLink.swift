@@ -62,10 +62,20 @@ struct DaemonLink: Sendable {
     func unlock(_ inv: Invocation) throws -> String? {
         let wrong = CustodyError.unlockFailed.description
         var moved: String? = nil
-        try UnlockInput.attempt(inv, isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
+        // The daemon asks its own device, so it says whether a device unlock can be tried (this
+        // command's environment may name no security key or TPM where the daemon's does).
+        try UnlockInput.attempt(inv, deviceCheck: { method in try checkUnlock(method: method) },
+                                isWrong: { ($0 as? CommandFailure)?.problem == wrong }) { input in
             moved = try unlock(input, idleLock: inv.option("--idle-lock"))
         }
         return moved
+    }
+
+    /// Asks the daemon whether an unlock by device kind `method` (`fido2`, `tpm2`) can be tried:
+    /// it has a slot of that kind and reaches the device. Asked before any PIN or touch.
+    /// - Throws: ``CommandFailure`` with the daemon's reason (`no_slot`, `no_security_key`, `no_tpm`).
+    func checkUnlock(method: String) throws {
+        _ = try request("unlock-check", method: method)
     }
 
     /// Hands the daemon an unlock secret (it checks it itself and keeps the back-off).

@@ -179,13 +179,15 @@ extension UnlockInput {
     /// Reads the invocation's unlock secret and hands it to `attempt`. When the passphrase was
     /// typed at the terminal prompt and `attempt` says it is wrong (`isWrong`), asks again, up
     /// to ``promptTries`` times in all; a secret from a file or standard input is tried once.
-    static func attempt(_ inv: Invocation, isWrong: (any Error) -> Bool, _ attempt: (UnlockInput) throws -> Void) throws {
+    /// `deviceCheck`: who says a device unlock can be tried (``read(_:deviceCheck:)``).
+    static func attempt(_ inv: Invocation, deviceCheck: DeviceCheck? = nil, isWrong: (any Error) -> Bool,
+                        _ attempt: (UnlockInput) throws -> Void) throws {
         let prompted = !UnlockKinds.given(inv) && inv.io.canPrompt
         var tries = 0
         while true {
             tries += 1
             do {
-                return try attempt(try read(inv))
+                return try attempt(try read(inv, deviceCheck: deviceCheck))
             } catch where prompted && tries < promptTries && isWrong(error) {
                 inv.note("That passphrase does not unlock this store; try again (\(promptTries - tries) more attempt\(promptTries - tries == 1 ? "" : "s")).")
             }

@@ -62,6 +62,10 @@ extension OpenStore {
     }
 }
 
+/// Checks that a device unlock (the slot kind's name: `fido2`, `tpm2`) can be tried, where the
+/// device will be asked; throws what is missing and what to do.
+typealias DeviceCheck = (String) throws -> Void
+
 /// A store or daemon start-up error, reported with its code and remedy.
 extension DaemonError: CodedError {}
 
@@ -76,7 +80,11 @@ final class UnlockInput: @unchecked Sendable {
     /// device's flag (`--tpm2`, `--fido2`) with its PIN when one is asked; else the first kind
     /// whose secret option is given (`--prf-file`, `--recovery-file`); else the default kind's
     /// (the passphrase: `--passphrase-file` or a prompt), each read by the one ``SecretReader``.
-    static func read(_ inv: Invocation) throws -> UnlockInput {
+    ///
+    /// A device's slot and the device itself are checked before its PIN is asked or the user
+    /// is told to touch it, by the process that will ask the device: `deviceCheck` (a running
+    /// daemon's answer), else this command's store (the daemon's own inside it).
+    static func read(_ inv: Invocation, deviceCheck: DeviceCheck? = nil) throws -> UnlockInput {
         let kinds = UnlockKinds.kinds.all
         // Each kind's input is bound before it is matched (Swift 6.3's SILGen crashes on a
         // pattern matched straight off an existential metatype's property).
@@ -93,6 +101,8 @@ final class UnlockInput: @unchecked Sendable {
         if let device = devices.first {
             let input = device.unlockInput
             if case .device(_, let pinPrompt, let request, let note) = input {
+                if let deviceCheck { try deviceCheck(device.name) }
+                else { try StoreContext.open(inv).custodian.checkUnlockDevice(method: device.name) }
                 let pin: SecretBytes?
                 switch request {
                 case .whenGiven: pin = try readPIN(inv, prompt: pinPrompt)

@@ -24,6 +24,9 @@ public enum CustodyError: Error, Sendable, Equatable {
     case recoveryCodeMistyped(String)
     /// No slot of the kind the unlock secret needs.
     case noSlotOfKind(StoredSlotKind)
+    /// A device unlock (`--fido2`, `--tpm2`: `flag`) was asked of a store with no slot that
+    /// kind (`kind`) opens; found before any PIN is asked or touch requested.
+    case noDeviceSlot(kind: String, flag: String)
     /// No slot with this id.
     case slotNotFound(String)
     /// The only remaining slot cannot be removed.
@@ -120,6 +123,9 @@ extension CustodyError: CustomStringConvertible {
             "that recovery code is mistyped (\(why)); type it again exactly as it was shown, groups separated by '-'"
         case .noSlotOfKind(let kind):
             "this store has no \(kind.name) slot; use another unlock method or 'sitekeep slot list'"
+        case let .noDeviceSlot(kind, flag):
+            "this store has no \(kind) slot, so \(flag) opens nothing; unlock another way (the passphrase, --recovery-file), "
+                + "then add one with 'sitekeep slot add \(kind)'"
         case .slotNotFound(let id):
             "no unlock slot '\(id)'; see 'sitekeep slot list'"
         case .lastSlot:

@@ -268,38 +268,64 @@ public final class PromptPresenceVerifier: PresenceVerifier, UnlockPrompt {
         }
     }
 
-    /// Asks for the unlock passphrase on the prompt an approval would use: a pinentry's
-    /// `GETPIN`, or SiteKeep's own question without echo on the user's terminal. An askpass
-    /// program only approves, so it cannot ask (``CustodyError/presenceUnavailable(_:)``).
-    package func requestUnlockPassphrase(client: KeyUseClient, label: String, askerPID: Int32?, attempt: Int) throws(CustodyError) -> SecretBytes? {
+    /// Asks for an unlock secret (`ask`: the passphrase, a TPM PIN, the security key's PIN) on
+    /// the prompt an approval would use: a pinentry's `GETPIN`, or SiteKeep's own question
+    /// without echo on the user's terminal. An askpass program only approves, so it cannot ask
+    /// (``CustodyError/presenceUnavailable(_:)``).
+    package func requestUnlockSecret(_ ask: UnlockAsk, client: KeyUseClient, label: String, askerPID: Int32?, attempt: Int) throws(CustodyError) -> SecretBytes? {
         try asking.withLock { (_: inout ()) throws(CustodyError) -> SecretBytes? in
             let env = environment.withLock { $0 }
             let plan = PromptPlan.current(setting: setting, environment: env)
             if let problem = plan.problem {
                 throw .presenceUnavailable(problem + (plan.remedy.map { "; \($0)" } ?? ""))
             }
-            let again = attempt > 1 ? "That passphrase was wrong; try again (\(attempt) of \(Custodian.unlockOnUseTries)).\n" : ""
+            let (noun, field) = Self.words(ask)
+            let again = attempt > 1 ? "That \(noun) was wrong; try again (\(attempt) of \(Custodian.unlockOnUseTries)).\n" : ""
+            let touch = ask == .securityKeyPIN ? ", then touch the key when it blinks" : ""
             let body = again + "SiteKeep is locked. A key use waits for it:\n"
                 + PresenceText.labelParts(PresenceText.escaped(label, limit: PresenceText.labelLimit)).joined(separator: "\n")
-                + "\nGive the passphrase to unlock SiteKeep; the use is then asked for on its own."
+                + "\nGive the \(noun) to unlock SiteKeep\(touch); the use is then asked for on its own."
             let title = "SiteKeep: unlock to use a key"
             switch plan.kind {
             case .pinentry(let program, let tty):
-                notice(to: askerPID, plan: plan, unlocking: true)
+                notice(to: askerPID, plan: plan, unlocking: noun)
                 var childEnv = env
                 childEnv["SITEKEEP_TTY"] = nil
                 let pinentry = PinentryClient(program: program, ttyName: tty, ttyType: tty == nil ? nil : (env["TERM"] ?? "xterm"),
                                               environment: childEnv.map { "\($0.key)=\($0.value)" }, timeout: timeout)
                 return try pinentry.getPin(PinentryClient.Dialog(title: title, description: title + "\n" + body, ok: "Unlock",
-                                                                 cancel: "Cancel", prompt: "Passphrase:"))
+                                                                 cancel: "Cancel", prompt: field + ":"))
             case .terminal(let tty):
-                notice(to: askerPID, plan: plan, unlocking: true)
-                return try TerminalPrompt.readSecret(tty: tty, text: title + "\n" + body, prompt: "Passphrase: ", timeout: timeout)
+                notice(to: askerPID, plan: plan, unlocking: noun)
+                return try TerminalPrompt.readSecret(tty: tty, text: title + "\n" + body, prompt: field + ": ", timeout: timeout)
             case .askpass:
-                throw .presenceUnavailable("an askpass program approves but cannot ask for the unlock passphrase; run 'sitekeep unlock'")
+                throw .presenceUnavailable("an askpass program approves but cannot ask for the unlock \(noun); run 'sitekeep unlock'")
             case .unavailable:
                 throw .presenceUnavailable("no prompt is configured")
             }
+        }
+    }
+
+    /// How a prompt names `ask`: in a sentence, and as the field's label.
+    static func words(_ ask: UnlockAsk) -> (noun: String, field: String) {
+        switch ask {
+        case .passphrase: ("passphrase", "Passphrase")
+        case .tpmPIN: ("TPM PIN", "TPM PIN")
+        case .securityKeyPIN: ("security key's PIN", "Security key PIN")
+        }
+    }
+
+    /// Says that a touch of the security key now unlocks SiteKeep for a key use: on the
+    /// terminal the prompts ask on, and on the asker's own terminal (a touch is given on the
+    /// key, so no process can give it there). With a graphical prompt the key's blink is the cue.
+    package func announceUnlockTouch(askerPID: Int32?) {
+        let env = environment.withLock { $0 }
+        let plan = PromptPlan.current(setting: setting, environment: env)
+        let line = "SiteKeep is locked: touch the security key when it blinks to unlock it; the key use is then asked for on its own"
+        let askerTTY = askerPID.flatMap { ControllingTerminal.of(pid: $0) }
+        if let askerTTY { ControllingTerminal.notify(askerTTY, line: line) }
+        if let promptTTY = Self.terminal(of: plan, environment: env), promptTTY != askerTTY {
+            ControllingTerminal.notify(promptTTY, line: line)
         }
     }
 
@@ -322,13 +348,14 @@ public final class PromptPresenceVerifier: PresenceVerifier, UnlockPrompt {
     /// how to move it: "SiteKeep: approve on pts/1, or run `sitekeep unlock` here to answer
     /// here". Nothing is written when the prompt is on that very terminal; the question is never
     /// written there by this.
-    func notice(to askerPID: Int32?, plan: PromptPlan, unlocking: Bool) {
+    /// `unlocking`: what the prompt asks to unlock (`passphrase`), nil for an approval.
+    func notice(to askerPID: Int32?, plan: PromptPlan, unlocking: String?) {
         guard let askerPID, let askerTTY = ControllingTerminal.of(pid: askerPID) else { return }
         let env = environment.withLock { $0 }
         let promptTTY = Self.terminal(of: plan, environment: env)
         if let promptTTY, promptTTY == askerTTY { return }
         let place = promptTTY.map { "on " + ControllingTerminal.shortName($0) } ?? "in the dialog on your desktop"
-        let what = unlocking ? "SiteKeep is locked: give the passphrase \(place)" : "SiteKeep: approve \(place)"
+        let what = unlocking.map { "SiteKeep is locked: give the \($0) \(place)" } ?? "SiteKeep: approve \(place)"
         ControllingTerminal.notify(askerTTY, line: what + ", or run `sitekeep unlock` here to answer here")
     }
 
@@ -339,7 +366,7 @@ public final class PromptPresenceVerifier: PresenceVerifier, UnlockPrompt {
         if let problem = plan.problem {
             throw .presenceUnavailable(problem + (plan.remedy.map { "; \($0)" } ?? ""))
         }
-        notice(to: askerPID, plan: plan, unlocking: false)
+        notice(to: askerPID, plan: plan, unlocking: nil)
         switch plan.kind {
         case .askpass(let program, let dialog):
             var extra = env

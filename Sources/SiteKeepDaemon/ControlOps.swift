@@ -9,7 +9,8 @@ import SiteKeepJSON
 import SiteKeepPartitions
 import SiteKeepVocabulary
 
-/// What the control socket does: `status`, `lock`, `unlock`, `stop` (as SIGTERM: drain, lock,
+/// What the control socket does: `status`, `lock`, `unlock`, `unlock-check` (whether a device
+/// unlock can be tried: its slot and device, before the client asks for a PIN or a touch), `stop` (as SIGTERM: drain, lock,
 /// flush, exit), `set` (a setting of this run only), and `sites` (the app-bound sites for a
 /// web-view host: id, name, origins and the folder it keeps the site's web data in; no secrets,
 /// and it works while locked). The control socket has already refused peers of another user and
@@ -44,6 +45,16 @@ enum ControlOps {
         }
     }
 
+    /// The reply code of a refused `unlock-check`.
+    static func deviceCheckCode(_ error: CustodyError) -> String {
+        switch error {
+        case .noDeviceSlot: "no_slot"
+        case .fido2: "no_security_key"
+        case .tpm: "no_tpm"
+        default: "bad_request"
+        }
+    }
+
     static func handle(_ request: ControlServer.Request, secret: UnsafeRawBufferPointer?, custodian: Custodian,
                        registry: SiteRegistry, home: String) -> JSONValue {
         let method = request.method
@@ -64,6 +75,17 @@ enum ControlOps {
         case "lock":
             custodian.lock()
             return ["ok": true]
+        case "unlock-check":
+            // Before a client asks its user for a device's PIN or a touch: this daemon's own
+            // custodian says whether its slot and its device are there (its environment and
+            // settings name the device; the client's may not).
+            guard let method else { return ["ok": false, "code": "bad_request", "error": "unlock-check names the unlock method"] }
+            do throws(CustodyError) {
+                try custodian.checkUnlockDevice(method: method)
+                return ["ok": true]
+            } catch {
+                return ["ok": false, "code": .string(Self.deviceCheckCode(error)), "error": .string(error.description)]
+            }
         case "unlock":
             guard let secret, secret.count > 0 else { return ["ok": false, "code": "no_secret", "error": "no unlock secret was sent"] }
             do throws(CustodyError) {

@@ -121,7 +121,7 @@ public final class ControlServer: Sendable {
             Self.refuse(connection, "wrong_store", "the daemon on \(path ?? "this socket") serves the store in \(storeLabel), not the one asked for")
             return
         }
-        if store == nil, ["unlock", "lock", "run", "stop", "set", "launch"].contains(op) {
+        if store == nil, ["unlock", "unlock-check", "lock", "run", "stop", "set", "launch"].contains(op) {
             Self.refuse(connection, "bad_request", "\(op) must name the store it means")
             return
         }

@@ -143,7 +143,7 @@ public final class Daemon: Sendable {
         let presence = store.shared?.presence ?? PromptPresenceVerifier(setting: options.prompt, environment: env)
         // A key use while locked asks for the unlock on the prompt (unless unlock-on-use is
         // off); an unlock made so checks the settings' tags as `sitekeep unlock` does.
-        custodian.setUnlocksOnUse(options.unlockOnUse) { [weak self] in
+        custodian.setUnlocksOnUse(options.unlockOnUse, kind: options.unlockOnUseKind) { [weak self] in
             self?.options.log("unlocked on use: the secret was given on the prompt")
             self?.settingsAtUnlock()
         }
@@ -371,7 +371,7 @@ public final class Daemon: Sendable {
         case .tpmTCTI: return String(describing: store.custodian.tpmConnection)
         case .fido2Device: return options.environment[FIDO2Key.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
             ?? store.custodian.configuration.deviceSettings().fido2Device?.value ?? ""
-        case .unlockOnUse: return store.custodian.unlocksOnUse ? "on" : "off"
+        case .unlockOnUse: return store.custodian.unlocksOnUse ? (store.custodian.unlockOnUseKind ?? "on") : "off"
         }
     }
 
@@ -480,7 +480,7 @@ public final class Daemon: Sendable {
                 result.applied.append(key)
                 log("ssh-agent upstream \(new[key].isEmpty ? "none" : new[key])")
             case .unlockOnUse:
-                store.custodian.setUnlocksOnUse(new[key] == "on")
+                store.custodian.setUnlocksOnUse(new[key] != "off", kind: ["on", "off"].contains(new[key]) ? nil : new[key])
                 result.applied.append(key)
                 log("unlock on use \(new[key])")
             case .syncInterval, .metered, .prompt:

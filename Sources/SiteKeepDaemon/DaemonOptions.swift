@@ -35,6 +35,9 @@ public struct DaemonOptions: Sendable {
     /// Whether a key use while locked asks for the unlock on the prompt (the `unlock-on-use`
     /// setting; default on), as gpg-agent asks for a passphrase; off refuses it.
     public var unlockOnUse = true
+    /// The one slot kind a locked use unlocks with (`passphrase`, `fido2`, `tpm2`: the setting
+    /// named it); nil: the passphrase, else a security key or the TPM.
+    public var unlockOnUseKind: String?
     /// Where the daemon's messages go (one line each, without a trailing newline).
     public var log: @Sendable (String) -> Void = { _ in }
     /// Runs a client's whole command inside the daemon (the control socket's `run`, as the
@@ -55,7 +58,8 @@ public struct DaemonOptions: Sendable {
         metered = settings[.metered] == "on"
         lockOnSessionLock = settings[.lockOnSessionLock] == "on"
         prompt = settings[.prompt]
-        unlockOnUse = settings[.unlockOnUse] == "on"
+        unlockOnUse = settings[.unlockOnUse] != "off"
+        unlockOnUseKind = ["on", "off"].contains(settings[.unlockOnUse]) ? nil : settings[.unlockOnUse]
         let socket = settings[.sshAgentSocket]
         sshAgentSocket = settings[.sshAgent] == "on" ? (socket.isEmpty ? defaultAgentSocket : socket) : nil
     }

@@ -51,8 +51,10 @@ public struct DaemonSettings: Sendable, Equatable {
         case tpmTCTI = "tpm-tcti"
         /// The FIDO2 security key to use, a libfido2 device path such as `/dev/hidraw3`.
         case fido2Device = "fido2-device"
-        /// `on` or `off`: a key use while locked asks for the unlock on the prompt (`off`: it is
-        /// refused, naming `sitekeep unlock`).
+        /// `on`, `off`, `passphrase`, `fido2` or `tpm2`: a key use while locked asks for the
+        /// unlock on the prompt (`on`: the passphrase, else a touch of the security key or the
+        /// TPM, as the store's slots allow; a kind's name: that one only; `off`: it is refused,
+        /// naming `sitekeep unlock`).
         case unlockOnUse = "unlock-on-use"
 
         public static func < (a: Key, b: Key) -> Bool {
@@ -78,7 +80,8 @@ public struct DaemonSettings: Sendable, Equatable {
         /// The values it takes, for messages and `config`'s help.
         public var allowed: String {
             switch self {
-            case .sshAgent, .lockOnSessionLock, .metered, .unlockOnUse: "on or off"
+            case .sshAgent, .lockOnSessionLock, .metered: "on or off"
+            case .unlockOnUse: "on (the passphrase, else the security key or the TPM), off, or one way only: passphrase, fido2 or tpm2"
             case .sshAgentSocket: "an absolute path to a socket in a folder only you can enter (unset: $SITEKEEP_AGENT_SOCK, else $XDG_RUNTIME_DIR/sitekeep/agent.sock)"
             case .sshAgentUpstream: "the absolute path of another agent's socket (its SSH_AUTH_SOCK), or off (unset: none)"
             case .idleLock: "a duration from 1s to 1d such as 90s, 15m or 2h (a bare number is minutes)"
@@ -195,6 +198,8 @@ public struct DaemonSettings: Sendable, Equatable {
                         remedy: "\(key.rawValue) takes \(key.allowed)", code: "bad_setting")
         }
         switch key {
+        case .unlockOnUse where ["passphrase", "fido2", "tpm2"].contains(value.lowercased()):
+            return value.lowercased()
         case .sshAgent, .lockOnSessionLock, .metered, .unlockOnUse:
             switch value.lowercased() {
             case "on", "yes", "true", "1": return "on"

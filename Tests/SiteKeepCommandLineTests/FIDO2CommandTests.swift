@@ -65,6 +65,39 @@ struct FIDO2CommandTests {
         #expect(both.status == 64, "\(both.err)")
     }
 
+    /// Issue 47: with no daemon, `--fido2` and `--tpm2` are refused, with their fix, before a PIN
+    /// is asked or "touch the security key" is printed, when the store has no slot of the kind,
+    /// or (`--fido2`) when no security key is plugged in or the one named is not there.
+    @Test func aDeviceUnlockWithNoSlotOrNoKeyIsRefusedBeforeThePINOrTheTouchNote() async throws {
+        let bed = try await Bed()
+        let (soft, store) = (bed.soft, bed.store)
+        defer { soft.stop() }
+        let noSlot = await bed.run(["team", "add", "summit", "--fido2"])
+        #expect(noSlot.status != 0 && noSlot.err.contains("no fido2 slot") && noSlot.err.contains("sitekeep slot add fido2"), "\(noSlot.err)")
+        #expect(!noSlot.err.contains("Touch the security key"), "\(noSlot.err)")
+        #expect(try soft.control.counts().asked == 0)
+        // A TPM PIN typed at the prompt is never asked for a store with no TPM slot.
+        let noTPM = await bed.run(["team", "add", "summit", "--tpm2", "--pin"], typing: ["4711"])
+        #expect(noTPM.status != 0 && noTPM.err.contains("no tpm2 slot") && noTPM.err.contains("sitekeep slot add tpm2"), "\(noTPM.err)")
+        #expect(!noTPM.err.contains("TPM PIN"), "\(noTPM.err)")
+
+        #expect(await bed.run(["slot", "add", "fido2", "--no-pin", "--passphrase-file", store.passFile]).status == 0)
+        let asked = try soft.control.counts().asked
+        // No key plugged in and none named.
+        let noKey = await runTool(["team", "add", "summit", "--fido2", "--home", store.home, "--keyring", "file"],
+                                  environment: ["SITEKEEP_FIDO2_DEVICE": ""])
+        #expect(noKey.status != 0 && !noKey.err.contains("Touch the security key"), "\(noKey.err)")
+        #expect(noKey.err.contains("no FIDO2 security key is plugged in") || noKey.err.contains("libfido2"), "\(noKey.err)")
+        // The key named is not there (unplugged).
+        let gone = await runTool(["team", "add", "summit", "--fido2", "--home", store.home, "--keyring", "file"],
+                                 environment: ["SITEKEEP_FIDO2_DEVICE": soft.device + "-unplugged"])
+        #expect(gone.status != 0 && !gone.err.contains("Touch the security key"), "\(gone.err)")
+        #expect(try soft.control.counts().asked == asked)
+        // With the key there, the same command is asked of it.
+        let added = await bed.run(["team", "add", "summit", "--fido2"])
+        #expect(added.status == 0 && added.err.contains("Touch the security key"), "\(added.err)")
+    }
+
     /// Issue 45, defect 8: a key with no PIN gives a slot's bytes to any program of the user
     /// with no touch, so `slot add fido2` refuses it (naming how to set a PIN) before asking for
     /// a touch, and makes a PIN-less slot only with --no-pin, with a warning; `doctor` warns of it.

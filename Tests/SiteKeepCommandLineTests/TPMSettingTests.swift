@@ -60,4 +60,40 @@ struct TPMSettingTests {
         let bad = sh(["config", "set", "tpm-tcti", "cmd:/bin/true", "--passphrase-file", store.passFile])
         #expect(bad.status != 0 && bad.err.contains("device, swtpm, mssim or tabrmd"), "\(bad.err)")
     }
+
+    /// Issue 47: a key use while the daemon is locked unlocks it with the TPM when the prompt
+    /// cannot ask for the passphrase (an askpass program, which only approves) and no security
+    /// key answers: a PIN-less TPM slot opens with nothing typed, then the use is approved and
+    /// `ssh-keygen -Y sign` over the agent socket signs.
+    @Test func aLockedUseUnlocksWithTheTPM() async throws {
+        let tpm = try #require(SoftwareTPM.start(), "swtpm would not start")
+        defer { tpm.stop() }
+        let store = try CLIStore()
+        _ = try await store.initialize()
+        #expect(await store.run(["team", "add", "summit", "--passphrase-file", store.passFile]).status == 0)
+        #expect(await store.run(["team", "ssh", "enable", "summit", "--namespace", "file", "--no-login", "--passphrase-file", store.passFile]).status == 0)
+        let bed = try PrivateDaemon(store: store)
+        defer { bed.stop() }
+        let agent = bed.run + "/agent.sock"
+        try bed.startDaemon(["--ssh-agent-socket", agent])
+        let shellEnv = bed.env.merging(["PATH": "/usr/bin:/bin", "SITEKEEP_FIDO2_DEVICE": ""]) { $1 }
+        func sh(_ args: [String]) -> (status: Int32, out: String, err: String) {
+            ChildProcess.capture(bed.sitekeep, args, input: [], environment: shellEnv, inheritingEnvironment: false)
+        }
+        #expect(sh(["unlock", "--passphrase-file", store.passFile]).status == 0)
+        #expect(sh(["config", "set", "tpm-tcti", tpm.tcti, "--passphrase-file", store.passFile]).status == 0)
+        let added = sh(["slot", "add", "tpm2", "--passphrase-file", store.passFile])
+        #expect(added.status == 0, "\(added.err)")
+        let pub = try store.file("summit.pub", Array(sh(["team", "show", "summit", "--ssh"]).out.utf8))
+        let data = try store.file("data.txt", Array("a file to sign".utf8))
+        #expect(sh(["lock"]).status == 0)
+
+        let signed = ChildProcess.capture("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", data], input: [],
+                                          environment: ["SSH_AUTH_SOCK": agent, "HOME": store.dir.path, "PATH": "/usr/bin:/bin"],
+                                          inheritingEnvironment: false)
+        #expect(signed.status == 0, "\(signed.err)")
+        #expect(FileManager.default.fileExists(atPath: data + ".sig"))
+        let status = try JSONParser.parse(sh(["status", "--json"]).out)
+        #expect(status["unlocked"] == .bool(true), "\(status)")
+    }
 }

@@ -170,6 +170,82 @@ import Glibc
         #expect(try bed.soft.control.counts().touched == before.touched + 1)
     }
 
+    /// Issue 47: a key use while the daemon is locked unlocks it with a touch of the security key
+    /// when the prompt cannot ask for the passphrase (here an askpass program, which only
+    /// approves), then asks for the approval: `ssh-keygen -Y sign` over the agent socket signs
+    /// after one touch. Not touched: refused, still locked. `unlock-on-use passphrase` asks
+    /// for the passphrase only (which askpass cannot), so the key is never asked.
+    @Test func aLockedUseUnlocksWithATouchOfTheSecurityKey() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let shown = await bed.cli(["team", "show", "summit", "--ssh"])
+        let pub = try bed.store.file("summit.pub", Array(shown.out.utf8))
+        let data = try bed.store.file("data.txt", Array("a file to sign".utf8))
+        let env = ["SSH_AUTH_SOCK": bed.agent, "HOME": bed.store.dir.path, "PATH": "/usr/bin:/bin"]
+        func sshSign() -> Int32 {
+            try? FileManager.default.removeItem(atPath: data + ".sig")
+            return ChildProcess.capture("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", data], input: [],
+                                        environment: env, inheritingEnvironment: false).status
+        }
+        func unlocked() async throws -> Bool {
+            try JSONParser.parse(await bed.cli(["status", "--json"]).out)["unlocked"] == true
+        }
+        #expect(await bed.cli(["slot", "add", "fido2", "--no-pin", "--passphrase-file", bed.store.passFile]).status == 0)
+        #expect(await bed.cli(["lock"]).status == 0)
+
+        try bed.soft.control.setTouch(false)
+        let before = try bed.soft.control.counts()
+        #expect(sshSign() != 0)
+        #expect(try bed.soft.control.counts().asked > before.asked, "the key was asked for the unlock")
+        #expect(try await !unlocked())
+
+        try bed.soft.control.setTouch(true)
+        #expect(sshSign() == 0, "\(bed.log)")
+        #expect(FileManager.default.fileExists(atPath: data + ".sig"))
+        #expect(try bed.soft.control.counts().touched == before.touched + 1)
+        #expect(try await unlocked())
+        #expect(bed.log.contains("unlocked on use"), "\(bed.log)")
+
+        // The passphrase only: askpass cannot ask it, so the use is refused and the key not asked.
+        let set = await bed.cli(["config", "set", "unlock-on-use", "passphrase", "--json"])
+        #expect(set.status == 0, "\(set.err)")
+        #expect(await bed.cli(["lock"]).status == 0)
+        let asked = try bed.soft.control.counts().asked
+        #expect(sshSign() != 0)
+        #expect(try bed.soft.control.counts().asked == asked)
+        #expect(try await !unlocked())
+    }
+
+    /// Issue 47: with a daemon, the daemon says whether `unlock --fido2`/`--tpm2` can be tried
+    /// (it asks its own devices), before the client asks a PIN or prints "touch the security
+    /// key": no slot of the kind, or its key gone, is refused with the fix and no touch asked;
+    /// a command whose own environment names no usable key still unlocks with the daemon's.
+    @Test func theDaemonSaysWhetherADeviceUnlockCanBeTried() async throws {
+        let bed = try await Bed()
+        defer { bed.stop() }
+        let noSlot = await bed.cli(["unlock", "--fido2"])
+        #expect(noSlot.status != 0 && noSlot.err.contains("no fido2 slot") && noSlot.err.contains("sitekeep slot add fido2"), "\(noSlot.err)")
+        #expect(!noSlot.err.contains("Touch the security key"), "\(noSlot.err)")
+        #expect(try bed.soft.control.counts().asked == 0)
+        let noTPM = await bed.cli(["unlock", "--tpm2"])
+        #expect(noTPM.status != 0 && noTPM.err.contains("no tpm2 slot"), "\(noTPM.err)")
+
+        #expect(await bed.cli(["slot", "add", "fido2", "--no-pin", "--passphrase-file", bed.store.passFile]).status == 0)
+        #expect(await bed.cli(["lock"]).status == 0)
+        // This command's environment names a key that is not there; the daemon's key is asked.
+        let unlocked = await runTool(["unlock", "--fido2", "--home", bed.store.home, "--keyring", "file"],
+                                     environment: ["SITEKEEP_SOCK": bed.bridge, "SITEKEEP_FIDO2_DEVICE": bed.soft.device + "-unplugged"])
+        #expect(unlocked.status == 0 && unlocked.err.contains("Touch the security key"), "\(unlocked.err)")
+        #expect(await bed.cli(["lock"]).status == 0)
+
+        // The daemon's key unplugged: refused before the note, nothing asked.
+        bed.soft.stop()
+        let gone = await bed.cli(["unlock", "--fido2"])
+        #expect(gone.status != 0 && !gone.err.contains("Touch the security key"), "\(gone.err)")
+        let status = await bed.cli(["status", "--json"])
+        #expect(try JSONParser.parse(status.out)["unlocked"] == false, "\(status.out)")
+    }
+
     /// `slot add fido2` and `unlock --fido2` through the daemon: the daemon asks its security key
     /// (the client sends only whether a PIN follows); the daemon is unlocked after the touch.
     @Test func unlockFIDO2UnlocksTheDaemon() async throws {

@@ -68,6 +68,14 @@ public enum FIDO2Slot: SlotKind {
         }
         throw .fido2(.credentialNotOnKey)
     }
+
+    /// The security key this custodian would ask is there and answers (its info, asked without
+    /// a touch or a PIN): a named device that is absent, none plugged in or several are refused
+    /// before the user is told to touch one.
+    public static func checkDevice(_ opener: borrowing SlotOpener) throws(CustodyError) {
+        let key = try opener.custodian.fido2Key()
+        _ = try fido2Call { () throws(FIDO2Error) in try key.info() }
+    }
 }
 
 extension UnlockSecret {

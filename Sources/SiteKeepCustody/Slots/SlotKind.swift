@@ -58,6 +58,12 @@ package protocol SlotKind: Sendable {
     /// never key material. Called for the kind whose ``stored`` kind the header names. The
     /// default adds nothing.
     static func describe(_ header: SlotHeader, into info: inout SlotInfo)
+
+    /// Checks, before anything is asked of the user (a PIN, a touch), that the device this kind
+    /// reads its input from can be asked now, without asking it for the input (a device kind:
+    /// the security key is there, the TPM answers). The default checks nothing.
+    /// - Throws: the device's error, naming what is missing and what to do.
+    static func checkDevice(_ opener: borrowing SlotOpener) throws(CustodyError)
 }
 
 extension SlotKind {
@@ -80,6 +86,9 @@ extension SlotKind {
 
     /// Adds nothing.
     package static func describe(_ header: SlotHeader, into info: inout SlotInfo) {}
+
+    /// Checks nothing: the kind asks no device.
+    package static func checkDevice(_ opener: borrowing SlotOpener) throws(CustodyError) {}
 }
 
 /// What a slot header says about its kind: the kind's name, the byte that names it on disk,

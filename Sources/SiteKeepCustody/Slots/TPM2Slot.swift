@@ -64,6 +64,13 @@ public enum TPM2Slot: SlotKind {
         }
     }
 
+    /// The TPM this custodian's connection names answers (its lock-out counters are read: no
+    /// PIN, nothing counted), before a PIN is asked for it.
+    public static func checkDevice(_ opener: borrowing SlotOpener) throws(CustodyError) {
+        let connection = opener.custodian.tpmConnection
+        _ = try tpmCall { () throws(TPMError) in try TPM2.lockoutStatus(connection: connection) }
+    }
+
     /// Whether the TPM asks for a PIN, and the PCRs the sealed key is bound to.
     public static func describe(_ header: SlotHeader, into info: inout SlotInfo) {
         info.tpmPIN = header.tpmPIN
