@@ -250,6 +250,8 @@ enum LaneCommands {
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep inbox lane list notes --passphrase-file pass.txt", "what agents sent")]
     ) { inv in
+        // Run in the daemon: its lane check first, so what is new is notified once (and not again).
+        _ = try VaultSyncCommands.daemonSync(inv)?.lanes?.check()
         let p = try pending(inv)
         let byID = Dictionary(p.entries.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let rows = p.messages.map { describe($0, byID[$0.id], content: LaneContent.read($0.bytes, keys: p.keys), labels: p.labels) }

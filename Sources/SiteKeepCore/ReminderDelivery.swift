@@ -28,6 +28,18 @@ public struct DesktopNotification: Sendable, Equatable {
     /// Delivered later than its time (after a suspend, or a daemon that was not running).
     public let late: Bool
     public let fireAt: Instant
+
+    /// A notification of something other than a reminder (new lane messages): no page to open
+    /// unless `url` is given, never late.
+    public init(key: String, siteID: String, title: String, body: String, url: String? = nil, late: Bool = false, fireAt: Instant) {
+        self.key = key
+        self.siteID = siteID
+        self.title = title
+        self.body = body
+        self.url = url
+        self.late = late
+        self.fireAt = fireAt
+    }
 }
 
 /// Why a notification could not be shown.

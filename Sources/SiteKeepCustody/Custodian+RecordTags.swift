@@ -13,6 +13,8 @@ extension Custodian {
         case daemonSetting = "daemon-setting"
         /// A vault's append-lane tokens in `append-lanes.json`: their labels and anchors, which `inbox lane open` configures the server with.
         case appendLanes = "append-lanes"
+        /// The lane messages the daemon has notified, in `lanes-seen.json`: a message notifies once, and a file changed without the master key hides nothing.
+        case laneSeen = "lane-seen"
     }
 
     static func recordTagInfo(_ purpose: RecordTagPurpose) -> String { "record-tag:\(purpose.rawValue)" }

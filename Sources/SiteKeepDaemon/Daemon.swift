@@ -8,6 +8,7 @@ public import SiteKeepBridge
 import SiteKeepWiring
 import SiteKeepAgent
 import SiteKeepBridgeProtocol
+import SiteKeepCore
 import SiteKeepCustody
 import SiteKeepDesktop
 import SiteKeepFIDO2
@@ -148,8 +149,12 @@ public final class Daemon: Sendable {
             self?.settingsAtUnlock()
         }
         // Entries of sites.json written by hand bind nothing; the log names each, with its fix.
+        // The lanes of each site's own vaults, for inbox.list and inbox.mark.
+        let lanes = LaneInbox(service: sync?.scheduler.service ?? VaultSyncService(library: store.shared?.library ?? store.vaultLibrary(),
+                                                                                   remotes: VaultRemoteRegistry(file: store.home.path + "/vault-remotes.json"),
+                                                                                   custodian: custodian), home: store.home.path)
         let wired = try StoreBridge.make(store, registry: registry, teamKeyID: options.teamKeyID, presence: presence, vault: sync?.vaultService(),
-                                         note: { log($0) })
+                                         lanes: lanes, note: { log($0) })
         let dispatcher = try wired.dispatcher()
         // Only a site's hosts bind it, and a host is a process this daemon started (HostLauncher:
         // the SiteKeep browser beside this program, pinned by its SHA-256 now, and the programs
@@ -173,11 +178,21 @@ public final class Daemon: Sendable {
             wired.core.stop()
             throw error
         }
-        // Vaults with a remote sync on an interval while unlocked (issue 14); vault.status reports it.
-        sync?.start(dispatcher)
-        store.shared?.attach(sync?.scheduler)
         // Reminders fire from here: desktop notifications, or printed where no service answers.
         wired.core.start(dispatcher: dispatcher, environment: env, note: log)
+        // New lane messages take the reminders' path: one notification per check that found
+        // some (titles and senders only). Attached before the sync starts, so the check at
+        // unlock can show what it finds.
+        let core = wired.core
+        sync?.lanes.attach { check in
+            let shown = core.notify(LaneNotice.notification(for: check, now: SystemClock().now()))
+            log("lane messages: \(check.news.count) new\(shown ? "" : " (not shown: no notification service and no log; tried again at the next check)")")
+            return shown
+        }
+        // Vaults with a remote sync on an interval while unlocked (issue 14); vault.status reports
+        // it; each round ends with a lane check.
+        sync?.start(dispatcher)
+        store.shared?.attach(sync?.scheduler)
         bridge.start()
         let launcher = HostLauncher(registry: registry, bridge: bridge, custodian: custodian,
                                     browser: HostLauncher.pinBrowser(besideExecutable: me), log: log)

@@ -19,6 +19,9 @@ final class DaemonCore: Sendable {
     private let loop = Mutex<DeliveryLoop?>(nil)
     private let dispatcher = Mutex<BridgeDispatcher?>(nil)
     private let notifier = Mutex<FreedesktopNotifier?>(nil)
+    /// Where reminders go once started (the desktop's notifications, else the log): lane
+    /// notices take the same path (``notify(_:)``).
+    private let sink = Mutex<(any NotificationSink)?>(nil)
 
     init(home: String, registry: SiteRegistry, access: PartitionAccess) {
         state = CoreStateDirectory(home: home)
@@ -73,6 +76,7 @@ final class DaemonCore: Sendable {
             notifier.withLock { $0 = desktop }
             sink = FallbackNotifier(primary: desktop, fallback: printed, note: { note("\($0)") })
         }
+        self.sink.withLock { $0 = sink }
         let names = Mutex<[String: String]>([:])
         let deliverer = ReminderDeliverer(ledger: FileDeliveryLedger(path: state.deliveredLedger), sink: sink, clock: SystemClock())
         let state = self.state
@@ -103,6 +107,14 @@ final class DaemonCore: Sendable {
         l.start()
     }
 
+    /// Shows `n` as reminders are shown (the desktop's Notifications, else the log); false
+    /// when the core has not started or nothing could show it.
+    func notify(_ n: DesktopNotification) -> Bool {
+        guard let sink = sink.withLock({ $0 }) else { return false }
+        do { try sink.deliver(n) } catch { return false }
+        return true
+    }
+
     /// The user took a reminder's default action: tell the site's hosts to open its page.
     private func opened(_ n: DesktopNotification) {
         guard let url = n.url, let d = dispatcher.withLock({ $0 }) else { return }
@@ -111,6 +123,7 @@ final class DaemonCore: Sendable {
 
     func stop() {
         loop.withLock { l in defer { l = nil }; return l }?.stop()
+        sink.withLock { $0 = nil }
         notifier.withLock { n in defer { n = nil }; return n }?.stopListening()
     }
 }

@@ -36,8 +36,9 @@ public enum StoreBridge {
     ///   one on the store's library.
     /// - Parameter presence: the daemon's one presence verifier (the prompt the `prompt` setting chooses).
     /// - Parameter note: where entries of sites.json that bind nothing (no valid tag) are named, with their fix.
+    /// - Parameter lanes: the sites' vaults' append lanes for `inbox.list`/`inbox.mark` (nil: none).
     static func make(_ store: OpenStore, registry: SiteRegistry, teamKeyID: String?, presence verifier: any PresenceVerifier,
-                     vault: (any VaultService)?, note: (@Sendable (String) -> Void)? = nil) throws -> Wired {
+                     vault: (any VaultService)?, lanes: (any LaneInboxService)? = nil, note: (@Sendable (String) -> Void)? = nil) throws -> Wired {
         // Every holder of keys, decrypted bytes or proofs takes its storage from custody's lock
         // scope, so lock, the idle lock, unlock and the daemon's exit clear them all: the open
         // partitions here, the presence window, and the vault library (through its key store).
@@ -47,7 +48,7 @@ public enum StoreBridge {
         access.followRegistryChanges()
         let core = DaemonCore(home: store.home.path, registry: registry, access: access)
         let team = teamKeyID ?? (try? store.custodian.listTeamKeys().first?.id) ?? nil
-        let parts = StoreParts(access: access, state: core.state, library: store.vaultLibrary(), vault: vault,
+        let parts = StoreParts(access: access, state: core.state, library: store.vaultLibrary(), vault: vault, lanes: lanes,
                                custodian: store.custodian, presence: PresenceWindow(verifier: verifier, lockScope: scope), teamKeyID: team, onPlanChange: { _ in core.replan() })
         let modules = StoreModules.make(parts)
         return Wired(sites: RegistrySiteResolver(registry: registry, note: note), modules: modules, core: core)

@@ -9,9 +9,12 @@ import SiteKeepVaultRemotes
 
 /// The daemon's periodic vault sync (issue 14, item 7): a ``VaultSyncScheduler`` over the
 /// store's vaults and remotes, its `vault.changed` events sent to the owning site's bridge
-/// connections, its state in `vault.status`.
+/// connections, its state in `vault.status`; after each round the lanes are checked and new
+/// messages notified (``LaneWatch``, ``LaneNotice``).
 final class VaultSync: Sendable {
     let scheduler: VaultSyncScheduler
+    /// The lane checks, after each round and on unlock (the notifier is attached at start).
+    let lanes: LaneWatch
     private let holder: DispatcherHolder
 
     /// A sync of `store`'s vaults every `interval` while unlocked; no round while the network is
@@ -21,6 +24,7 @@ final class VaultSync: Sendable {
                                        custodian: store.custodian)
         let custodian = store.custodian
         let holder = DispatcherHolder()
+        lanes = LaneWatch(service: service, home: store.home.path, note: note)
         scheduler = VaultSyncScheduler(service: service, interval: interval, isUnlocked: { custodian.isUnlocked },
                                        isMetered: { forced || NetworkMetering.networkManagerSaysMetered() },
                                        onChanged: { vault, siteID, outcome in
@@ -30,7 +34,7 @@ final class VaultSync: Sendable {
                 "merge": .string(outcome.merge?.kind.rawValue ?? "up-to-date"), "fetched": .integer(outcome.fetched.objects),
                 "conflicts": .array((outcome.merge?.conflicts ?? []).map { .string($0) }),
             ], siteID: siteID)
-        }, note: note)
+        }, note: note, lanes: lanes)
         self.holder = holder
     }
 

@@ -22,8 +22,8 @@ public struct VaultSyncState: Sendable, Equatable {
 /// custody is unlocked, and at once when it becomes unlocked, each vault that has a remote is
 /// synced (``VaultSyncService/sync(name:)``: due queued pushes, a pull and merge, then a push of
 /// local commits). A pull that changed the head is reported through `onChanged` (the daemon
-/// sends `vault.changed` to the owning site's connections). Nothing runs while locked, or while
-/// `isMetered` says the link is metered.
+/// sends `vault.changed` to the owning site's connections). After each round the lanes are
+/// checked (``lanes``). Nothing runs while locked, or while `isMetered` says the link is metered.
 public final class VaultSyncScheduler: Sendable {
     public let service: VaultSyncService
     public let interval: Duration
@@ -31,6 +31,8 @@ public final class VaultSyncScheduler: Sendable {
     private let isMetered: @Sendable () -> Bool
     private let onChanged: @Sendable (_ vault: String, _ siteID: String?, _ outcome: PullOutcome) -> Void
     private let note: @Sendable (String) -> Void
+    /// The lane checks run after each round (and so on unlock); nil: none.
+    public let lanes: LaneWatch?
     private let thread = BackgroundLoop(name: "sitekeep-sync")
     private struct State {
         var rounds = 0
@@ -46,8 +48,9 @@ public final class VaultSyncScheduler: Sendable {
     public init(service: VaultSyncService, interval: Duration, isUnlocked: @escaping @Sendable () -> Bool,
                 isMetered: @escaping @Sendable () -> Bool = { false },
                 onChanged: @escaping @Sendable (_ vault: String, _ siteID: String?, _ outcome: PullOutcome) -> Void,
-                note: @escaping @Sendable (String) -> Void = { _ in }) {
+                note: @escaping @Sendable (String) -> Void = { _ in }, lanes: LaneWatch? = nil) {
         self.service = service
+        self.lanes = lanes
         self.interval = interval
         self.isUnlocked = isUnlocked
         self.isMetered = isMetered
@@ -119,6 +122,7 @@ public final class VaultSyncScheduler: Sendable {
                 note("vault \(r.name) did not sync: \(e.description)")
             }
         }
+        if !isStopped { lanes?.check() }
         state.withLock { $0.rounds += 1 }
     }
 

@@ -14,6 +14,8 @@ public struct StoreParts: Sendable {
     public let library: VaultLibrary
     /// The vault service to serve (the daemon's sync passes its own; else one on ``library``).
     public let vault: any VaultService
+    /// The append lanes of the sites' vaults (the daemon passes its own; nil: none served).
+    public let lanes: (any LaneInboxService)?
     /// Custody: signatures and identity, never key bytes.
     public let custodian: Custodian
     /// The bridge's kept approvals and its prompt, for the ops custody's gate approves.
@@ -24,7 +26,9 @@ public struct StoreParts: Sendable {
     public let onPlanChange: @Sendable (BridgeSite) -> Void
 
     public init(access: PartitionAccess, state: CoreStateDirectory, library: VaultLibrary, vault: (any VaultService)? = nil,
+                lanes: (any LaneInboxService)? = nil,
                 custodian: Custodian, presence: PresenceWindow, teamKeyID: String?, onPlanChange: @escaping @Sendable (BridgeSite) -> Void) {
+        self.lanes = lanes
         self.access = access
         self.state = state
         self.library = library
@@ -108,5 +112,5 @@ extension WorkflowModule: StoreModule {
 }
 
 extension InboxModule: StoreModule {
-    public static func make(_ p: StoreParts) -> Self? { Self(CoreInboxService(vaults: CoreVaultAccess(library: p.library), state: p.state)) }
+    public static func make(_ p: StoreParts) -> Self? { Self(CoreInboxService(vaults: CoreVaultAccess(library: p.library), state: p.state), lanes: p.lanes) }
 }

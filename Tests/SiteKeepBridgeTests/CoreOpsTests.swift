@@ -85,6 +85,54 @@ import SiteKeepTestSupport
         }
     }
 
+    /// `inbox.list` serves a site the messages of its own vaults' lanes and no other site's
+    /// (another site's vault named is `not_found`); `inbox.mark`
+    /// marks lane ids all or none, an id of another site's lane refused without marking anything.
+    @Test func laneMessagesReachOnlyTheOwnerSiteAndMarkAllOrNone() async throws {
+        let bed = try Bed()
+        let a = try await bed.connect(InMemoryBridge.promptugal)
+        let w = try await bed.connect(InMemoryBridge.webSummit)
+        func ids(_ c: BridgeConnection, _ args: JSONValue = .object([])) async throws -> [String] {
+            try #require(result(await bed.send(c, op: "inbox.list", args: args)))["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        }
+        #expect(try await ids(a) == InMemoryLanes.notesIDs)
+        #expect(try await ids(w) == [InMemoryLanes.summitID])
+        #expect(try await ids(a, ["vault": "notes"]) == InMemoryLanes.notesIDs)
+        let listed = try #require(result(await bed.send(a, op: "inbox.list", args: .object([]))))
+        #expect(listed["messages"]?.arrayValue?.first == ["vault": "notes", "id": .string(InMemoryLanes.notesIDs[0]), "received_ms": 1_796_666_150_730,
+                                                          "sender": "brief-bot", "title": "Daily brief", "kind": "sealed", "size": 300])
+        #expect(listed["messages"]?.arrayValue?.last?["title"] == .null, "an opaque message has no title")
+        // Another site's vault: refused as not_found, naming nothing of it (the daemon's own
+        // answer is the vault ops': LaneDaemonTests).
+        let asked = await bed.send(w, op: "inbox.list", args: ["vault": "notes"])
+        #expect(code(asked) == .notFound)
+        if case .failure(_, let f) = asked { #expect(f.message.contains("names no vault of this site") && !f.message.contains("brief")) }
+
+        // A mark naming another site's message marks nothing, of either site.
+        let mixed = await bed.send(a, op: "inbox.mark", args: ["ids": [.string(InMemoryLanes.notesIDs[0]), .string(InMemoryLanes.summitID)]])
+        #expect(code(mixed) == .notFound)
+        if case .failure(_, let f) = mixed { #expect(f.message.contains(InMemoryLanes.summitID)) }
+        #expect(try await ids(a) == InMemoryLanes.notesIDs)
+        #expect(try await ids(w) == [InMemoryLanes.summitID])
+        // A bad path beside good ids marks no id.
+        #expect(code(await bed.send(a, op: "inbox.mark", args: ["ids": [.string(InMemoryLanes.notesIDs[0])], "paths": ["inbox/missing.md"]])) == .notFound)
+        #expect(try await ids(a) == InMemoryLanes.notesIDs)
+
+        let marked = try #require(result(await bed.send(a, op: "inbox.mark", args: ["ids": [.string(InMemoryLanes.notesIDs[0])], "paths": ["inbox/briefs/today.md"]])))
+        #expect(marked["marked"] == .integer(2))
+        #expect(try await ids(a) == [InMemoryLanes.notesIDs[1]])
+
+        let shapes: [(JSONValue, BridgeErrorCode)] = [
+            (["ids": "x"], .badRequest), (["ids": [1]], .badRequest),
+            (["ids": .array(Array(repeating: .string(InMemoryLanes.notesIDs[1]), count: 101))], .tooLarge),
+            (["ids": [.string(String(repeating: "1", count: 65))]], .tooLarge),
+        ]
+        for (args, expected) in shapes {
+            #expect(code(await bed.send(try await bed.connect(InMemoryBridge.promptugal), op: "inbox.mark", args: args)) == expected, "\(args)")
+        }
+        #expect(code(await bed.send(a, op: "inbox.list", args: ["vault": .string(String(repeating: "v", count: 129))])) == .tooLarge)
+    }
+
     @Test func aWorkflowRunsAsTabsAndStepsWithNext() async throws {
         let bed = try Bed()
         let c = try await bed.connect(InMemoryBridge.newsroom)

@@ -138,7 +138,8 @@ func workingArgs(_ op: String, bed: Bed) throws -> JSONValue {
     case "hello": return ["origin": "https://promptugal.news"]
     case "schedule.set": return ["v": 1, "picks": [["id": "ps26-cs-24-1000", "at": 1_793_000_000_000]]]
     case "workflow.show", "workflow.run", "workflow.next": return ["name": "morning"]
-    case "inbox.mark": return ["paths": ["inbox/briefs/today.md"]]
+    case "inbox.list": return ["vault": "notes"]
+    case "inbox.mark": return ["paths": ["inbox/briefs/today.md"], "ids": [.string(InMemoryLanes.notesIDs[0])]]
     default: return bed.dispatcher.catalogue[op]?.args.sample() ?? .object([])
     }
 }

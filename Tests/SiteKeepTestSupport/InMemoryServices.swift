@@ -313,7 +313,7 @@ public enum InMemoryBridge {
             StorageModule(InMemoryStorage()), TabsModule(session), ReadingModule(session), ScheduleModule(schedule),
             NotifyModule(schedule),
             IdentityModule(identity ?? InMemoryIdentity(BridgeIdentity(teamID: "team-nr", displayName: "Reader Team"))),
-            WorkflowModule(InMemoryWorkflows()), InboxModule(InMemoryInbox()),
+            WorkflowModule(InMemoryWorkflows()), InboxModule(InMemoryInbox(), lanes: InMemoryLanes()),
         ]
         if let signing { modules.append(SigningModule(signing)) }
         if let vault { modules.append(VaultModule(vault)) }
@@ -372,6 +372,45 @@ public final class InMemoryInbox: InboxService {
     public func markRead(_ paths: [String], site: BridgeSite) async throws(BridgeFailure) -> Int {
         if let bad = Inbox.firstNonItem(paths, in: Self.listing) { throw .notInInbox(bad) }
         return marks.withLock { all in all[site.id, default: InboxReadMarks()].markRead(paths, in: Self.listing, at: Instant(milliseconds: 1_793_000_000_000)!) }
+    }
+}
+
+/// Lane messages in memory: two unread in Promptugal's vault `notes`, one in Web Summit's vault
+/// `summit`, each site served its own vaults' only, another site's vault refused as the vault
+/// ops refuse it (`not_found`, naming nothing), marks all or none.
+public final class InMemoryLanes: LaneInboxService {
+    public static let notesIDs = ["1796666150730_e0aa44a4fdd6cb51f9ad89cc.enc", "1796666150731_e0aa44a4fdd6cb51f9ad89cd.enc"]
+    public static let summitID = "1796666150732_e0aa44a4fdd6cb51f9ad89ce.enc"
+    private let unread = Mutex<[BridgeLaneMessage]>([
+        BridgeLaneMessage(vault: "notes", id: notesIDs[0], receivedMs: 1_796_666_150_730, sender: "brief-bot", title: "Daily brief", kind: .sealed, size: 300),
+        BridgeLaneMessage(vault: "notes", id: notesIDs[1], receivedMs: 1_796_666_150_731, sender: "review-bot", title: nil, kind: .opaque, size: 9),
+        BridgeLaneMessage(vault: "summit", id: summitID, receivedMs: 1_796_666_150_732, sender: "summit-bot", title: "Summit only", kind: .plain, size: 20),
+    ])
+    static let owners = ["notes": InMemoryBridge.promptugal.id, "summit": InMemoryBridge.webSummit.id]
+    public init() {}
+
+    public func messages(vault: String?, site: BridgeSite) async throws(BridgeFailure) -> [BridgeLaneMessage] {
+        if let vault, Self.owners[vault] != site.id {
+            throw BridgeFailure(.notFound, "args.vault names no vault of this site; `sitekeep vault list` shows each vault's site")
+        }
+        return unread.withLock { $0 }.filter { Self.owners[$0.vault] == site.id && (vault == nil || $0.vault == vault) }
+    }
+
+    public func prepareMark(_ ids: [String], site: BridgeSite) async throws(BridgeFailure) -> LaneMarking {
+        let mine = Set(try await messages(vault: nil, site: site).map(\.id))
+        if let bad = ids.first(where: { !mine.contains($0) }) {
+            throw BridgeFailure(.notFound, "args.ids: \"\(bad)\" is not an unread message of this site's lanes; nothing was marked")
+        }
+        let wanted = Set(ids)
+        return LaneMarking(count: wanted.count) { [self] () async throws(BridgeFailure) -> Int in remove(wanted) }
+    }
+
+    private func remove(_ wanted: Set<String>) -> Int {
+        unread.withLock { all in
+            let before = all.count
+            all.removeAll { wanted.contains($0.id) }
+            return before - all.count
+        }
     }
 }
 

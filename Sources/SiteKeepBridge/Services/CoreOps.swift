@@ -56,15 +56,35 @@ enum WorkflowOps {
 enum InboxOps {
     static let names: Set<String> = ["inbox.list", "inbox.mark"]
 
-    static func handlers(_ s: any InboxService) -> [String: BridgeHandler] {
+    /// `inbox.list`: the vault's inbox items and, where the store serves lanes, the unread
+    /// messages of the site's own vaults' lanes (`args.vault`: that vault's only; a vault not
+    /// the site's is `not_found`, as the vault ops answer). `inbox.mark`: `paths` (inbox items)
+    /// and `ids` (lane messages), all or none: every path and id is checked before anything is
+    /// marked.
+    static func handlers(_ s: any InboxService, lanes: (any LaneInboxService)?) -> [String: BridgeHandler] {
         [
             "inbox.list": { c throws(BridgeFailure) in
-                ["items": .array(try await s.items(site: c.site).prefix(1000).map(\.json))]
+                let vault = c.optionalString("vault")
+                if vault != nil, lanes == nil { throw BridgeFailure(.unsupported, "args.vault: this store serves no lanes") }
+                let messages = try await lanes?.messages(vault: vault, site: c.site) ?? []
+                // With args.vault the caller asks for that vault's lane; the items are the site's inbox as ever.
+                return ["items": .array(try await s.items(site: c.site).prefix(1000).map(\.json)),
+                        "messages": .array(messages.prefix(1000).map(\.json))]
             },
             "inbox.mark": { c throws(BridgeFailure) in
-                // The catalogue checked the shape: an array of bounded strings.
+                // The catalogue checked the shape: arrays of bounded strings.
                 let paths = (c.args["paths"]?.arrayValue ?? []).compactMap(\.stringValue)
-                return ["marked": .integer(try await s.markRead(paths, site: c.site))]
+                let ids = (c.args["ids"]?.arrayValue ?? []).compactMap(\.stringValue)
+                guard c.args["paths"] != nil || c.args["ids"] != nil else {
+                    throw BridgeFailure(.badRequest, "args: give paths (inbox items) or ids (lane messages), as inbox.list names them")
+                }
+                var marking: LaneMarking?
+                if !ids.isEmpty {
+                    guard let lanes else { throw BridgeFailure(.unsupported, "args.ids: this store serves no lanes") }
+                    marking = try await lanes.prepareMark(ids, site: c.site)
+                }
+                let marked = c.args["paths"] == nil ? 0 : try await s.markRead(paths, site: c.site)
+                return ["marked": .integer(marked + (try await marking?() ?? 0))]
             },
         ]
     }
@@ -78,10 +98,16 @@ public struct WorkflowModule: BridgeModule {
     public var handlers: [String: BridgeHandler] { WorkflowOps.handlers(service) }
 }
 
-/// The bridge module of `inbox.list` and `inbox.mark`: what agents wrote into the vault, and the reader's read marks.
+/// The bridge module of `inbox.list` and `inbox.mark`: what agents wrote into the vault, the
+/// reader's read marks, and (with `lanes`) what agents sent to the site's vaults' append lanes.
 public struct InboxModule: BridgeModule {
     public static let ops = InboxOps.names
     private let service: any InboxService
-    public init(_ service: any InboxService) { self.service = service }
-    public var handlers: [String: BridgeHandler] { InboxOps.handlers(service) }
+    private let lanes: (any LaneInboxService)?
+    /// - Parameter lanes: the site's vaults' lanes (nil: a store that serves none; `messages` is empty).
+    public init(_ service: any InboxService, lanes: (any LaneInboxService)? = nil) {
+        self.service = service
+        self.lanes = lanes
+    }
+    public var handlers: [String: BridgeHandler] { InboxOps.handlers(service, lanes: lanes) }
 }
