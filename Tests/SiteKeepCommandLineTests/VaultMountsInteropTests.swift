@@ -153,6 +153,42 @@ import SiteKeepTestSupport
         #expect(load?.code == .notFound, "\(String(describing: load))")
     }
 
+    // MARK: - The daemon's sync
+
+    /// The daemon's sync opens the children with their parent: a parent cloned without
+    /// `--open` gets its child at the daemon's first round, the owner site's `vault.load` serves
+    /// it, and a file the web client adds to the child later arrives with a later round.
+    @Test func theDaemonsSyncPullsChildrenWithTheirParent() async throws {
+        let bed = try await Bed()
+        let sk = bed.sitekeep, web = bed.web(Self.client)
+        #expect(sk.run(["site", "add", "Promptugal", "--origin", Self.owner, "--app-bound", "--passphrase-file", sk.store.passFile] + TestHost.arguments).status == 0)
+        let fam = try Self.family(bed)
+        #expect(sk.clone(bed.url, "family", keyFile: fam.parentKey, tokenFile: bed.tokenFile, extra: ["--allow-unsigned", "--site", Self.owner]).status == 0)
+        let child = "family." + fam.childID
+        #expect(!Self.names(sk).contains(child))
+
+        let run = sk.store.dir.appendingPathComponent("r")
+        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let sock = run.appendingPathComponent("bridge.sock").path
+        let daemon = try NotificationDeliveryTests.Child(sk.binary, ["serve", "--home", sk.store.home, "--keyring", "file", "--unlock", "--passphrase-file", sk.store.passFile,
+                                                                     "--sync-every", "2"],
+                                                         env: ["HOME=\(sk.store.dir.path)", "SITEKEEP_SOCK=\(sock)", "NO_COLOR=1"],
+                                                         log: run.appendingPathComponent("serve.log").path)
+        defer { daemon.stop() }
+        #expect(NotificationDeliveryTests.wait(60) { Self.names(sk).contains(child) }, "the daemon's sync did not open the child: \(daemon.output)")
+        let host = try TestHost.connect(socket: sock, site: Self.owner, timeout: .seconds(20))
+        defer { host.close() }
+        _ = try host.hello(origin: Self.owner)
+        func load(_ path: String) -> Data? {
+            guard let r = try? host.call("vault.load", args: ["vault": "family", "path": .string(fam.mountPath + "/" + path)]) else { return nil }
+            return r["content"]?.stringValue.flatMap { Data(base64Encoded: $0) }
+        }
+        #expect(load("readme.txt") == fam.files["readme.txt"])
+        _ = try web.json(["write", "later.txt", "written after the clone\n"], keyFile: fam.childKey, "later")
+        #expect(NotificationDeliveryTests.wait(60) { load("later.txt") == Data("written after the clone\n".utf8) },
+                "a later round did not pull the child: \(daemon.output)")
+    }
+
     // MARK: - Hostile input
 
     /// A malformed ro-links.json, one over its bounds, a duplicate child, a link back to the
