@@ -234,6 +234,9 @@ import SiteKeepTestSupport
         let malformed = Self.mounts(sk, "bad")
         #expect(malformed.status != 0 && malformed.err.contains("ro-links.json is not valid JSON"), "\(malformed.err)")
         #expect(Self.mounts(sk, "bad", ["--open"]).status != 0)
+        // A declaration SiteKeep refuses opens no child and blocks none of the parent's writes.
+        let write = sk.vault(["write", "bad", "subvaults/acme-demo/mine.txt"], stdin: "still writable\n")
+        #expect(write.status == 0, "a write with a malformed ro-links.json: \(write.err)")
         let many = JSONValue.object((0..<65).map { JSONMember(key: "lk-\($0)", value: ["type": "vault", "vault_id": "abcdefgh"]) })
         _ = try web.json(["write", ".vault/owner/ro-links.json", JSONSerializer.string(many)], keyFile: bad.parentKey, "big ro-links")
         #expect(sk.vault(["pull", "bad"]).status == 0)

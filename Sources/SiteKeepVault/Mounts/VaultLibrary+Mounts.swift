@@ -51,9 +51,13 @@ extension VaultLibrary {
     }
 
     /// Refuses a write to `path` of vault `name` when it lies under a mount: a child opens
-    /// read-only here, as in the web client's v1.
+    /// read-only here, as in the web client's v1. Declarations SiteKeep refuses (a malformed or
+    /// oversized `ro-links.json`, too many links) open no child, so they block no write: a
+    /// parent's writer cannot stop the vault's writes by planting one.
     public func refuseWriteUnderMount(name: String, path: String) throws(VaultError) {
-        guard let m = try mount(of: name, containing: path, siteID: nil) else { return }
+        let found: DeclaredMount?
+        do { found = try mount(of: name, containing: path, siteID: nil) } catch .mount { return }
+        guard let m = found else { return }
         throw .readOnly(reason: "\(path) lies under \(m.mountPath), the mount of child vault \(m.childVaultID ?? "?") (\(m.label)), which opens read-only "
                         + "(as in the web client); nothing was written. Write to the child vault with its own vault key")
     }
