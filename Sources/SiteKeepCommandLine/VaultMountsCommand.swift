@@ -28,8 +28,8 @@ enum VaultMountsCommand {
         arguments: [VaultCommands.vaultName],
         options: VaultCommands.unlockOptions + [.flag("--open", "clone (or pull) each child with a resolved credential, read-only")],
         secretInputs: UnlockOptions.secretInputs,
-        examples: [CommandExample("sitekeep vault mounts family --prf-file prf.bin", "list the children vault family declares"),
-                   CommandExample("sitekeep vault mounts family --open --prf-file prf.bin --json", "open them, and report as JSON")]
+        examples: [CommandExample("sitekeep vault mounts notes --prf-file prf.bin", "list the child vaults notes declares"),
+                   CommandExample("sitekeep vault mounts notes --open --prf-file prf.bin --json", "open them read-only, and report as JSON")]
     ) { inv in
         let name = try inv.requiredArgument("NAME")
         var opened: [String: MountOpened] = [:]
