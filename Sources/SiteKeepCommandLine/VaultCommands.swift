@@ -11,7 +11,7 @@ import SiteKeepVocabulary
 
 /// `vault add|list|remove|ls|cat|log|status|verify|fsck|trust|assign|policy`.
 enum VaultCommands {
-    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify, VaultFsckCommand.fsck, trust, assign, policy] + VaultWriteCommands.all + VaultSyncCommands.all }
+    static var all: [CommandSpec] { [add, list, remove, ls, cat, log, status, verify, VaultFsckCommand.fsck, VaultMountsCommand.mounts, trust, assign, policy] + VaultWriteCommands.all + VaultSyncCommands.all }
 
     /// The vault library of a store, its keys kept by the (unlocked) custodian.
     static func library(_ store: StoreContext) -> VaultLibrary {
@@ -188,15 +188,16 @@ enum VaultCommands {
 
     static let cat = CommandSpec(
         path: ["vault", "cat"],
-        summary: "Print one file of a vault's HEAD, byte for byte",
-        arguments: [vaultName, ArgumentSpec("PATH", "the file's path in the vault")],
+        summary: "Print one file of a vault's HEAD, byte for byte (under a mount: the child vault's file)",
+        arguments: [vaultName, ArgumentSpec("PATH", "the file's path in the vault (or MOUNT/PATH, a file of a child `vault mounts` opened)")],
         options: unlockOptions,
         secretInputs: UnlockOptions.secretInputs,
         examples: [CommandExample("sitekeep vault cat notes docs/a.txt --prf-file prf.bin", "print docs/a.txt")]
     ) { inv in
-        let vault = try opened(inv, try unlockedLibrary(inv)).vault
+        let library = try unlockedLibrary(inv)
+        let name = try opened(inv, library).record.name
         let path = try inv.requiredArgument("PATH")
-        let bytes = try vault.read(path: path)
+        let bytes = try library.readThroughMounts(name: name, path: path, siteID: nil)
         if inv.settings.json {
             inv.emit(["path": .string(path), "size": .integer(bytes.count), "dataBase64": .string(Base64.encode(bytes))]) { "" }
         } else {

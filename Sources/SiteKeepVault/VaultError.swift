@@ -88,6 +88,9 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An object written on this machine and not pushed is missing or damaged: no remote has
     /// it, so it is reported and never fetched again.
     case damagedLocalObject(vault: String, object: String, damage: String)
+    /// A vault's declared mounts (`*.link.json`, `.vault/owner/ro-links.json`) or one of its
+    /// children cannot be used: what is wrong and what to do.
+    case mount(String)
 
     public var description: String {
         switch self {
@@ -155,6 +158,8 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
             "the merge left \(paths.count) conflict\(paths.count == 1 ? "" : "s") (\(paths.prefix(5).map { Self.quoted($0) }.joined(separator: ", "))\(paths.count > 5 ? ", …" : "")); resolve each with `sitekeep vault resolve NAME PATH --ours|--theirs`, or `sitekeep vault merge-abort`"
         case .mergeState(let why):
             why
+        case .mount(let why):
+            "vault mounts: \(why)"
         case .invalidRemote(let why):
             "invalid remote: \(why)"
         case let .damagedFetchedObject(vault, object, damage, reason):

@@ -317,10 +317,12 @@ public final class VaultLibrary: Sendable {
 
     /// Commits `changes` to the vault `name` on this device's clone branch (see
     /// ``Vault/commit(_:message:signer:parents:checkoutWhenAdopting:)``). Without a message, the
-    /// one sgit writes: `Commit: N added, N modified, N deleted`.
+    /// one sgit writes: `Commit: N added, N modified, N deleted`. A path under one of the vault's
+    /// declared mounts is refused (``refuseWriteUnderMount(name:path:)``): children are read-only.
     @discardableResult
     public func commit(name: String, changes: [(VaultPath, VaultChange)], message: String? = nil) throws(VaultError) -> CommitResult {
         let vault = try vault(named: name)
+        for (path, _) in changes { try refuseWriteUnderMount(name: name, path: path.string) }
         let text: String
         if let message { text = message } else {
             var added = 0, modified = 0, deleted = 0

@@ -413,10 +413,14 @@ public final class VaultSyncService: Sendable {
 
     /// One sync round for the daemon (``VaultSyncScheduler``): due queued pushes, a pull of
     /// `origin`, then, unless the merge left conflicts, a push of this device's commits (the
-    /// merge's, and what `vault.save` committed meanwhile; a failure stays queued). Answers the pull.
+    /// merge's, and what `vault.save` committed meanwhile; a failure stays queued), then the
+    /// children of its declared mounts (``openMounts(parent:)``). Answers the pull.
     public func sync(name: String) throws(VaultError) -> PullOutcome {
         let pulled = try pull(name: name)
         if pulled.merge?.kind != .conflicts, try library.vault(named: name).mergeState() == nil { _ = try? push(name: name) }
+        // The children of its declared mounts come with the parent (a new one is cloned); a
+        // refused mount leaves the parent's sync standing (`vault mounts NAME --open` says why).
+        _ = try? openMounts(parent: name)
         return pulled
     }
 }

@@ -34,7 +34,7 @@ extension BridgeFailure {
         case .keysUnavailable, .signingFailed: self.init(.locked, error.description)
         case .unverifiedCommit, .badSignature: self.init(.vaultUnverified, error.description)
         case .unsupportedVault: self.init(.unsupported, error.description)
-        case .readOnly: self.init(.notAllowed, error.description)
+        case .readOnly, .mount: self.init(.notAllowed, error.description)
         case .wrongKind, .tooLarge: self.init(.badRequest, error.description)
         default: self.init(.internal, error.description)
         }
@@ -218,8 +218,8 @@ public struct LibraryVaultService: VaultService {
         do { return try v.list(path: path).map { BridgeVaultEntry(path: $0.path.string, kind: .file, size: $0.size) } } catch { throw BridgeFailure(vault: error) }
     }
     public func load(vault: String?, path: String, site: BridgeSite) async throws(BridgeFailure) -> [UInt8] {
-        let (_, v) = try self.vault(vault, site: site)
-        do { return try v.read(path: path) } catch { throw BridgeFailure(vault: error) }
+        let (name, _) = try self.vault(vault, site: site)
+        do { return try library.readThroughMounts(name: name, path: path, siteID: site.id) } catch { throw BridgeFailure(vault: error) }
     }
     /// Commits the file on this device's clone branch, signed with the device key; answers the
     /// new HEAD (the old one, not changed, when the content was already there).
