@@ -26,10 +26,15 @@ enum CustodyCommands {
         """,
         options: [.flag("--no-recovery", "do not create a recovery code (not recommended)"),
                   .option("--argon2-iterations", value: "T", "Argon2id passes instead of the calibrated value (2-10)"),
-                  .option("--argon2-memory", value: "MIB", "Argon2id memory in MiB instead of the calibrated value (19-1024)")],
-        secretInputs: [.passphrase],
+                  .option("--argon2-memory", value: "MIB", "Argon2id memory in MiB instead of the calibrated value (19-1024)"),
+                  .option("--restore", value: "URL", "make the store from the door on this vault server (see 'door enable'): its keys, sites and vaults"),
+                  VaultSyncCommands.tokenOption,
+                  .option("--recovery-file", value: "F", "with --restore: the door's recovery code ('-' for stdin)")],
+        secretInputs: [.passphrase, .prf],
         examples: [CommandExample("sitekeep init", "create the store, asking for a passphrase twice"),
-                   CommandExample("sitekeep init --passphrase-file pass.txt --json", "create it from a file, for scripts")]
+                   CommandExample("sitekeep init --passphrase-file pass.txt --json", "create it from a file, for scripts"),
+                   CommandExample("sitekeep init --restore https://send.example --token-file token.txt --recovery-file recovery.txt",
+                                  "a new machine: the store from its door, opened with the recovery code")]
     ) { inv in
         // A failed init leaves nothing behind: the folder goes if this command created it.
         // The outermost folder that does not exist yet is the one to remove (init makes parents).
@@ -39,10 +44,24 @@ enum CustodyCommands {
             created = folder
             folder = (folder as NSString).deletingLastPathComponent
         }
+        // A restore into an empty folder leaves it empty again.
+        let emptyBefore = created == nil && ((try? FileManager.default.contentsOfDirectory(atPath: inv.settings.home))?.isEmpty ?? false)
         do {
-            try initializeStore(inv)
+            if let server = inv.option("--restore") {
+                try DoorRestore.run(inv, server: server)
+            } else {
+                for option in ["--token-file", "--recovery-file", "--prf-file"] where inv.option(option) != nil {
+                    throw UsageError("\(option) belongs to a restore: give --restore URL too, or leave it out", command: inv.spec.commandLine)
+                }
+                try initializeStore(inv)
+            }
         } catch {
             if let created { try? FileManager.default.removeItem(atPath: created) }
+            if emptyBefore, inv.option("--restore") != nil {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: inv.settings.home)) ?? [] {
+                    try? FileManager.default.removeItem(atPath: inv.settings.home + "/" + name)
+                }
+            }
             throw error
         }
     }
