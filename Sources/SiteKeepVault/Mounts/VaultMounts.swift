@@ -1,5 +1,5 @@
 import SiteKeepJSON
-public import SiteKeepCrypto
+package import SiteKeepCrypto
 
 /// The declared mounts of a vault (`*.link.json` files and `.vault/owner/ro-links.json`), read
 /// with bounds, and the read credential of a child (in guarded memory, for custody).
@@ -74,7 +74,7 @@ public enum VaultMounts {
     /// The child's read credential, `<64 hex read key>:<vault id>` (the sgit read-key form
     /// ``SiteKeepCustody/SgitKeys`` parses), in guarded memory; the decoded key bytes are wiped.
     /// - Throws: ``VaultError/mount(_:)`` when the mount has no usable credential.
-    public static func credential(for mount: DeclaredMount, in vault: Vault) throws(VaultError) -> SecretBytes {
+    package static func credential(for mount: DeclaredMount, in vault: Vault) throws(VaultError) -> SecretBytes {
         guard mount.isResolved, let childID = mount.childVaultID, let record = try roRecords(in: vault)[mount.refID],
               var key = decodedKey(record.readKey) else {
             throw .mount("the link \(mount.linkPath) has no usable credential in \(roLinksPath)")
