@@ -411,7 +411,7 @@ final class Spawned: @unchecked Sendable {
     // @unchecked: `output` is behind its Mutex; the rest is set once in init.
     let pid: pid_t
     private let stdinFD: Int32
-    private let output = Mutex<(lines: [String], partial: [UInt8], err: [UInt8], done: Bool)>(([], [], [], false))
+    private let output = Mutex<(lines: [String], partial: [UInt8], err: [UInt8], done: Bool, errDone: Bool)>(([], [], [], false, false))
     private let status = Mutex<Int32?>(nil)
 
     init(_ path: String, _ args: [String], env: [String: String], log: String?, pipes: Bool = false) throws {
@@ -469,7 +469,7 @@ final class Spawned: @unchecked Sendable {
             }
         }
         close(fd)
-        if !isError { output.withLock { $0.done = true } }
+        output.withLock { if isError { $0.errDone = true } else { $0.done = true } }
     }
 
     func lines() -> [String] { output.withLock { $0.lines } }
@@ -519,7 +519,11 @@ final class Spawned: @unchecked Sendable {
         p.send("")
         close(p.stdinFD)
         let code = p.reap(block: true) ?? -1
-        usleep(20_000)
+        // The output is whole once both pipes have ended, not after a pause sized for an idle
+        // machine (a 20 ms pause lost a busy run's whole answer). A grandchild that keeps a pipe
+        // open is not waited for past the deadline.
+        let deadline = Date().addingTimeInterval(30)
+        while !p.output.withLock({ $0.done && $0.errDone }) && Date() < deadline { usleep(10_000) }
         return (code, p.lines().joined(separator: "\n") + p.output.withLock { String(decoding: $0.partial + $0.err, as: UTF8.self) })
     }
 }
