@@ -45,21 +45,10 @@ import Glibc
 
         // A private session bus with a real Notifications service on it (as NotificationDeliveryTests).
         let run = sk.store.dir.appendingPathComponent("r")
-        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let bus = "unix:path=" + run.appendingPathComponent("bus").path
-        let dbus = try Child("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(bus)"], env: ["HOME=\(sk.store.dir.path)"],
-                             log: run.appendingPathComponent("dbus.log").path)
-        defer { dbus.stop() }
-        let busEnv = ["DBUS_SESSION_BUS_ADDRESS=\(bus)", "HOME=\(sk.store.dir.path)"]
-        #expect(NotificationDeliveryTests.wait(5) { FileManager.default.fileExists(atPath: run.appendingPathComponent("bus").path) })
-        let notifyLog = run.appendingPathComponent("notify.log").path
-        let mock = try Child("/usr/bin/python3", ["-m", "dbusmock", "--session", "--template", "notification_daemon", "-l", notifyLog],
-                             env: busEnv, log: run.appendingPathComponent("mock.out").path)
-        defer { mock.stop() }
-        #expect(ChildProcess.run("/usr/bin/gdbus", ["wait", "--session", "--timeout", "15", "org.freedesktop.Notifications"], environment: busEnv) == 0,
-                "the mock notification service did not appear")
-        // The service's log: one line per Notify (a body's further lines follow it).
-        func logText() -> String { (try? String(contentsOfFile: notifyLog, encoding: .utf8)) ?? "" }
+        let notifications = try NotificationBus(in: run, home: sk.store.dir.path)
+        defer { notifications.stop() }
+        let busEnv = notifications.env
+        func logText() -> String { notifications.logText() }
         func calls() -> [NotificationDeliveryTests.NotifyCall] { NotificationDeliveryTests.calls(logText()) }
 
         // The daemon: unlocked at start (its first check finds nothing), syncing every 2 s.

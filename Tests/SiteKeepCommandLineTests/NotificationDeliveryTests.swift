@@ -92,19 +92,10 @@ import Glibc
 
         // A private session bus and a real Notifications service on it.
         let run = store.dir.appendingPathComponent("r")
-        try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let bus = "unix:path=" + run.appendingPathComponent("bus").path
-        let dbus = try Child("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(bus)"], env: ["HOME=\(store.dir.path)"],
-                             log: run.appendingPathComponent("dbus.log").path)
-        defer { dbus.stop() }
-        let busEnv = ["DBUS_SESSION_BUS_ADDRESS=\(bus)", "HOME=\(store.dir.path)"]
-        #expect(Self.wait(5) { FileManager.default.fileExists(atPath: run.appendingPathComponent("bus").path) })
-        let notifyLog = run.appendingPathComponent("notify.log").path
-        let mock = try Child("/usr/bin/python3", ["-m", "dbusmock", "--session", "--template", "notification_daemon", "-l", notifyLog],
-                             env: busEnv, log: run.appendingPathComponent("mock.out").path)
-        defer { mock.stop() }
-        #expect(ChildProcess.run("/usr/bin/gdbus", ["wait", "--session", "--timeout", "15", "org.freedesktop.Notifications"], environment: busEnv) == 0,
-                "the mock notification service did not appear")
+        let notifications = try NotificationBus(in: run, home: store.dir.path)
+        defer { notifications.stop() }
+        let busEnv = notifications.env
+        let notifyLog = notifications.logPath
 
         let sock = run.appendingPathComponent("bridge.sock").path
         let env = busEnv + ["SITEKEEP_HOME=\(store.home)", "SITEKEEP_SOCK=\(sock)", "NO_COLOR=1"]
@@ -153,7 +144,7 @@ import Glibc
         #expect(Self.calls(try String(contentsOfFile: notifyLog, encoding: .utf8)).count == 3, "a reminder was delivered twice")
 
         // With no service on the bus, a reminder is printed; picking through the bridge re-plans at once.
-        mock.stop()
+        notifications.stopService()
         let client = try TestHost.connect(socket: sock, site: "https://promptugal.news", timeout: .seconds(10))
         defer { client.close() }
         _ = try client.hello(origin: "https://promptugal.news")
